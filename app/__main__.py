@@ -1,0 +1,7 @@
+"""`python -m app` runs the same entry point as the `delegate-scope` command."""
+
+import sys
+
+from app.cli import main
+
+sys.exit(main())

@@ -1,0 +1,35 @@
+"""Typed errors that the CLI maps to exit codes and the UI to status lines.
+
+Every message is written for the user: one plain line that says what was wrong
+with which file, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class DelegateScopeError(Exception):
+    """Base class; `exit_code` is what the CLI returns for it."""
+
+    exit_code = 1
+
+
+class UsageError(DelegateScopeError):
+    exit_code = 2
+
+
+class ModelError(DelegateScopeError):
+    """Model missing, empty, truncated, not TFLite, not a classifier, refused by the runtime."""
+
+    exit_code = 3
+
+
+class ImageError(DelegateScopeError):
+    """Image missing or unreadable."""
+
+    exit_code = 4
+
+
+class BackendUnavailable(DelegateScopeError):
+    """The requested backend cannot run on this machine (the reason says why)."""
+
+    exit_code = 5

@@ -1,0 +1,54 @@
+"""Raw output tensor -> class scores -> top-k predictions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.model import ModelSpec
+
+
+@dataclass(frozen=True)
+class Prediction:
+    index: int  # the model's own output index (1001-class models: 0 = background)
+    label: str
+    score: float
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "label": self.label, "score": round(self.score, 6)}
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    z = x - np.max(x)
+    e = np.exp(z)
+    return e / np.sum(e)
+
+
+class Postprocessor:
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        out = spec.output
+        self._quantized = out.dtype in ("uint8", "int8")
+        self._scale = float(out.scale) if self._quantized and out.scale else 1.0
+        self._zero_point = float(out.zero_point or 0) if self._quantized else 0.0
+
+    def scores(self, raw: np.ndarray) -> np.ndarray:
+        """Dequantized class scores. Logits become probabilities so scores read the same for every model."""
+        values = raw.reshape(-1).astype(np.float32)
+        if self._quantized:
+            values = (values - self._zero_point) * self._scale
+        if self.spec.output_kind == "logits" or (
+            self.spec.output_kind == "unknown"
+            and not self._quantized
+            and (values.min() < -1e-3 or values.max() > 1.0 + 1e-3 or values.sum() > 1.01)
+        ):
+            values = softmax(values)
+        return values
+
+    def top_k(self, scores: np.ndarray, k: int) -> list[Prediction]:
+        k = max(1, min(k, scores.size))
+        candidates = np.argpartition(-scores, k - 1)[:k]
+        # Highest score first; equal scores by index so results are reproducible.
+        order = sorted(candidates.tolist(), key=lambda i: (-float(scores[i]), i))
+        return [Prediction(i, self.spec.label(i), float(scores[i])) for i in order]

@@ -1,0 +1,190 @@
+"""`delegate-scope classify` as users and scripts call it: real models, real photos, real bad files."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import PHOTOS, TEST_MODELS, assert_one_line_error, run_cli
+
+# Top-1 that the bundled models must give on the bundled test photos (docs/models.md has the scores).
+EXPECTED_TOP1 = {
+    "grace_hopper.jpg": {653},  # military uniform
+    "chelsea.jpg": {281, 285},  # tabby / Egyptian Mau (the cat is both)
+    "coffee.jpg": {967},  # espresso
+    "rocket.jpg": {657, 744},  # missile / projectile
+}
+
+# google-coral/test_data README, top-1 per model and photo (index in the 1001-class output).
+CORAL_TOP1 = {
+    "mobilenet_v2_1.0_224_quant.tflite": {"cat.bmp": 286, "bird.bmp": 20, "grace_hopper.bmp": 653, "sunflower.bmp": 986},
+    "mobilenet_v1_0.25_128_quant.tflite": {"cat.bmp": 286, "bird.bmp": 20, "grace_hopper.bmp": 401, "sunflower.bmp": 986},
+}
+
+
+@pytest.mark.parametrize("model", ["efficientnet_lite0", "efficientnet_lite0_int8"])
+def test_bundled_models_are_right_on_real_photos(model: str):
+    photos = [PHOTOS / name for name in EXPECTED_TOP1]
+    run = run_cli("classify", "--model", model, "--json", *photos)
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert out["model"]["name"] == model
+    assert out["model"]["classes"] == 1000
+    assert out["delegate"] == {"requested": "cpu", "used": "cpu"}
+    for result in out["results"]:
+        top1 = result["top"][0]
+        assert top1["index"] in EXPECTED_TOP1[Path(result["image"]).name], result
+        assert top1["score"] > 0.3
+
+
+def test_json_contract():
+    run = run_cli("classify", "--json", "--top-k", "3", PHOTOS / "coffee.jpg")
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert set(out) >= {"model", "delegate", "results"}
+    assert set(out["model"]) >= {"name", "path", "sha256", "input", "classes"}
+    assert out["model"]["input"] == {"shape": [1, 224, 224, 3], "dtype": "float32"}
+    assert len(out["model"]["sha256"]) == 64
+    (result,) = out["results"]
+    assert result["image"].endswith("coffee.jpg")
+    assert [set(t) for t in result["top"]] == [{"index", "label", "score"}] * 3
+    assert result["top"][0]["label"] == "espresso"
+    scores = [t["score"] for t in result["top"]]
+    assert scores == sorted(scores, reverse=True)
+    assert set(result["timing_ms"]) >= {"preprocess", "inference"}
+    assert all(v >= 0 for v in result["timing_ms"].values())
+
+
+def test_readable_table_without_json():
+    run = run_cli("classify", "--top-k", "2", PHOTOS / "grace_hopper.jpg")
+    assert run.returncode == 0, run.stderr
+    assert "military uniform" in run.stdout
+    assert "nodes delegated" in run.stdout
+    assert run.stderr == ""  # the runtime's native INFO lines are captured, not dumped on the user
+
+
+@pytest.mark.parametrize("model_name", sorted(CORAL_TOP1))
+def test_third_party_uint8_1001_class_models(coral: Path, model_name: str):
+    expected = CORAL_TOP1[model_name]
+    run = run_cli("classify", "--model", coral / model_name, "--json", *(coral / name for name in expected))
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert out["model"]["classes"] == 1001
+    assert out["model"]["input"]["dtype"] == "uint8"
+    for result in out["results"]:
+        assert result["top"][0]["index"] == expected[Path(result["image"]).name], result
+
+
+def test_third_party_model_with_our_1000_line_labels_keeps_its_own_indices(coral: Path, tmp_path: Path):
+    """A 1001-class model read with a 1000-line labels file: index 0 is background, labels shift by one."""
+    labels = Path(__file__).parent.parent / "models" / "imagenet_labels.txt"
+    run = run_cli("classify", "--model", coral / "mobilenet_v2_1.0_224_quant.tflite", "--labels", labels,
+                  "--json", "--top-k", "1", coral / "bird.bmp")
+    assert run.returncode == 0, run.stderr
+    top = run.json()["results"][0]["top"][0]
+    assert (top["index"], top["label"]) == (20, "chickadee")
+
+
+# ---- exit codes, each with a real bad input ---------------------------------------------------
+
+
+def test_usage_errors_exit_2():
+    assert run_cli("classify").returncode == 2
+    assert run_cli("classify", "--top-k", "0", PHOTOS / "coffee.jpg").returncode == 2
+    assert run_cli("classify", "--threads", "two", PHOTOS / "coffee.jpg").returncode == 2
+    assert run_cli("classify", "--delegate", "tpu", PHOTOS / "coffee.jpg").returncode == 2
+    assert run_cli("classify", "--mean", "1,2", PHOTOS / "coffee.jpg").returncode == 2
+    assert run_cli("frobnicate").returncode == 2
+
+
+def _bad_models(tmp_path: Path, coral_dir: Path | None) -> dict[str, tuple[Path, str]]:
+    source = (TEST_MODELS / "detector_like.tflite").read_bytes()
+    empty = tmp_path / "empty.tflite"
+    empty.write_bytes(b"")
+    truncated = tmp_path / "truncated.tflite"
+    truncated.write_bytes(source[: len(source) // 3])
+    text = tmp_path / "notes.tflite"
+    text.write_text("this is a text file that someone renamed\n")
+    jpeg = tmp_path / "photo.tflite"
+    shutil.copy(PHOTOS / "coffee.jpg", jpeg)
+    return {
+        "missing": (tmp_path / "nope.tflite", "not found"),
+        "unknown name": (Path("efficientnet_b7"), "unknown model"),
+        "folder": (tmp_path, "folder"),
+        "empty": (empty, "empty"),
+        "truncated": (truncated, "truncated"),
+        "not tflite": (text, "not a TFLite model"),
+        "a jpeg": (jpeg, "not a TFLite model"),
+        "detector": (TEST_MODELS / "detector_like.tflite", "4 outputs"),
+        "text input": (TEST_MODELS / "text_input.tflite", "not an RGB image classifier"),
+        "dynamic size": (TEST_MODELS / "dynamic_size.tflite", "dynamic image size"),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["missing", "unknown name", "folder", "empty", "truncated", "not tflite", "a jpeg", "detector", "text input",
+     "dynamic size"],
+)
+def test_model_problems_exit_3_with_one_line(tmp_path: Path, case: str):
+    path, fragment = _bad_models(tmp_path, None)[case]
+    assert_one_line_error(run_cli("classify", "--model", path, PHOTOS / "coffee.jpg"), 3, fragment)
+
+
+def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
+    """Bytes that parse as a flatbuffer but that LiteRT refuses to prepare (a corrupted quantization field)."""
+    data = bytearray((coral / "mobilenet_v1_0.25_128_quant.tflite").read_bytes())
+    # Found by the seeded bit-flip search in tests/test_tflite_file.py's style: flip bits until LiteRT refuses.
+    import random
+
+    from app.backends import get_backend
+    from app.errors import ModelError
+    from app.model import load_model_spec
+
+    rng = random.Random(7)
+    target = tmp_path / "refused.tflite"
+    for _ in range(200):
+        mutated = bytearray(data)
+        for _ in range(20):
+            mutated[rng.randrange(len(mutated))] ^= 1 << rng.randrange(8)
+        target.write_bytes(bytes(mutated))
+        try:
+            get_backend("cpu").open(load_model_spec(target), {"threads": 1}).close()
+        except ModelError as exc:
+            if "LiteRT runtime refused" in str(exc):
+                break
+    else:
+        pytest.fail("no mutation was refused by the runtime")
+    assert_one_line_error(run_cli("classify", "--model", target, PHOTOS / "coffee.jpg"), 3, "LiteRT runtime refused")
+
+
+def test_missing_labels_file_exits_3(tmp_path: Path):
+    run = run_cli("classify", "--labels", tmp_path / "labels.txt", PHOTOS / "coffee.jpg")
+    assert_one_line_error(run, 3, "labels file not found")
+
+
+def test_image_problems_exit_4(tmp_path: Path):
+    text = tmp_path / "notes.jpg"
+    text.write_text("not an image")
+    empty = tmp_path / "empty.png"
+    empty.write_bytes(b"")
+    damaged = tmp_path / "damaged.png"
+    damaged.write_bytes((PHOTOS / "coffee.jpg").read_bytes()[:200])
+    for path, fragment in [(tmp_path / "nope.jpg", "not found"), (text, "not a readable image"),
+                           (empty, "empty"), (damaged, "not a readable image"), (tmp_path, "folder")]:
+        assert_one_line_error(run_cli("classify", path), 4, fragment)
+
+
+def test_one_bad_image_among_good_ones_still_reports_the_good_ones(tmp_path: Path):
+    run = run_cli("classify", "--json", PHOTOS / "coffee.jpg", tmp_path / "missing.jpg", PHOTOS / "rocket.jpg")
+    assert run.returncode == 4
+    out = run.json()
+    assert [Path(r["image"]).name for r in out["results"]] == ["coffee.jpg", "rocket.jpg"]
+    assert out["errors"][0]["image"].endswith("missing.jpg")
+    assert "Traceback" not in run.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path: Path):
+    run = run_cli("classify", "--debug", "--model", tmp_path / "nope.tflite", PHOTOS / "coffee.jpg")
+    assert run.returncode == 3
+    assert "Traceback" in run.stderr

@@ -1,0 +1,41 @@
+"""The core never imports Qt or TensorFlow: checked statically (ruff TID251 in CI) and here at run time."""
+
+import pkgutil
+import subprocess
+import sys
+
+import app
+from tests.conftest import ROOT
+
+
+def core_modules() -> list[str]:
+    return [
+        m.name
+        for m in pkgutil.walk_packages(app.__path__, "app.")
+        if not m.name.startswith("app.ui") and m.name != "app.__main__"
+    ]
+
+
+def test_importing_every_core_module_loads_no_qt_and_no_tensorflow():
+    modules = core_modules()
+    assert "app.model" in modules and "app.cli" in modules
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'tensorflow'))\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_classify_end_to_end_never_imports_tensorflow():
+    code = (
+        "import sys\n"
+        "from app.cli import main\n"
+        "rc = main(['classify', '--top-k', '1', 'tests/data/photos/coffee.jpg'])\n"
+        "assert rc == 0, rc\n"
+        "print('tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -1,0 +1,60 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from app.model import Normalization, load_model_spec
+from app.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
+from tests.conftest import TEST_MODELS
+
+
+def test_centre_crop_keeps_the_model_aspect():
+    box = centre_crop_box(1280, 720, 1.0)
+    assert (box.x, box.y, box.width, box.height) == (280, 0, 720, 720)
+    box = centre_crop_box(480, 640, 1.0)
+    assert (box.x, box.y, box.width, box.height) == (0, 80, 480, 480)
+    box = centre_crop_box(1000, 1000, 2.0)
+    assert (box.width, box.height) == (1000, 500)
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_model_spec(TEST_MODELS / "dynamic_batch_logits.tflite")
+
+
+def test_float_normalisation_matches_the_formula_on_a_flat_frame(spec):
+    frame = np.full((20, 30, 3), (10, 20, 30), np.uint8)  # BGR
+    out = Preprocessor(replace(spec, normalization=Normalization((127.0,) * 3, (128.0,) * 3)))(frame)
+    assert out.shape == (1, 8, 8, 3) and out.dtype == np.float32
+    np.testing.assert_allclose(out[0, 0, 0], [(30 - 127) / 128, (20 - 127) / 128, (10 - 127) / 128], rtol=1e-6)
+
+
+def test_quantized_inputs_apply_the_tensor_scale_and_zero_point(spec):
+    int8_input = replace(spec.input, dtype="int8", scale=0.0078125, zero_point=-1)
+    int8_spec = replace(spec, input=int8_input, normalization=Normalization((127.0,) * 3, (128.0,) * 3))
+    frame = np.zeros((8, 8, 3), np.uint8)
+    frame[..., 2], frame[..., 1], frame[..., 0] = 255, 127, 0  # R, G, B
+    out = Preprocessor(int8_spec)(frame)
+    assert out.dtype == np.int8
+    # real = (x-127)/128 ; q = real/0.0078125 - 1 = x - 127 - 1, clipped to int8
+    assert out[0, 0, 0].tolist() == [127, -1, -128]
+
+
+def test_raw_uint8_and_int8_inputs(spec):
+    frame = np.full((8, 8, 3), 200, np.uint8)
+    uint8 = replace(spec, input=replace(spec.input, dtype="uint8", scale=1.0, zero_point=0),
+                    normalization=Normalization(raw=True))
+    assert Preprocessor(uint8)(frame)[0, 0, 0].tolist() == [200, 200, 200]
+    int8 = replace(spec, input=replace(spec.input, dtype="int8", scale=1.0, zero_point=0),
+                   normalization=Normalization(raw=True))
+    assert Preprocessor(int8)(frame)[0, 0, 0].tolist() == [72, 72, 72]
+
+
+def test_grey_bgra_and_16_bit_frames_are_converted_and_others_refused():
+    assert as_bgr_uint8(np.zeros((4, 4), np.uint8)).shape == (4, 4, 3)
+    assert as_bgr_uint8(np.zeros((4, 4, 4), np.uint8)).shape == (4, 4, 3)
+    assert as_bgr_uint8(np.full((4, 4, 3), 65535, np.uint16))[0, 0, 0] == 255
+    with pytest.raises(ValueError, match="dtype"):
+        as_bgr_uint8(np.zeros((4, 4, 3), np.float32))
+    with pytest.raises(ValueError, match="shape"):
+        as_bgr_uint8(np.zeros((4, 4, 5), np.uint8))
