@@ -21,6 +21,7 @@ MAX_LABELS = 100_000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # "0 tench" / "1: goldfish" style files carry their own index before the label.
 _INDEXED = re.compile(r"^\s*(\d+)\s*[:\t ]\s*(.*)$")
+_MIN_LABELS_FOR_BACKGROUND = 100
 _BACKGROUND_NAMES = {"background", "???", "unused", "__background__"}
 
 
@@ -76,8 +77,9 @@ def align_labels(labels: list[str], classes: int, source: str) -> LabelSet:
     first_is_background = n > 0 and labels[0].lower() in _BACKGROUND_NAMES
     if n == classes:
         return LabelSet(labels, source, background_class=first_is_background)
-    if classes == n + 1 and not first_is_background:
-        # 1001-output models (index 0 = background) with a 1000-line ImageNet file.
+    if classes == n + 1 and n >= _MIN_LABELS_FOR_BACKGROUND and not first_is_background:
+        # 1001-output models (index 0 = background) with a 1000-line ImageNet file. Small label
+        # sets are left alone: "3 outputs, 2 labels" is a mistake more often than a convention.
         return LabelSet(["background", *labels], source, background_class=True)
     if n == classes + 1 and first_is_background:
         return LabelSet(labels[1:], source)

