@@ -17,7 +17,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg"))
+# The project's test photos, plus the third-party ones when the fixtures folder is there.
+PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg")) + sorted(
+    (ROOT.parent / "shared" / "fixtures" / "coral").glob("*.bmp")
+)
 MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]
 
 

@@ -222,3 +222,13 @@ def test_debug_shows_the_traceback(tmp_path: Path):
     run = run_cli("classify", "--debug", "--model", tmp_path / "nope.tflite", PHOTOS / "coffee.jpg")
     assert run.returncode == 3
     assert "Traceback" in run.stderr
+
+
+@pytest.mark.parametrize("model", ["efficientnet_lite0", "efficientnet_lite0_int8"])
+def test_bundled_models_agree_with_a_third_party_classifier_on_its_photos(coral: Path, model: str):
+    """MobileNet v2's answers (1001-class indices) shifted to our 1000-class indices."""
+    expected = {name: index - 1 for name, index in CORAL_TOP1["mobilenet_v2_1.0_224_quant.tflite"].items()}
+    run = run_cli("classify", "--model", model, "--json", "--top-k", "1", *(coral / name for name in expected))
+    assert run.returncode == 0, run.stderr
+    got = {Path(r["image"]).name: r["top"][0]["index"] for r in run.json()["results"]}
+    assert got == expected
