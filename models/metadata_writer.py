@@ -1,4 +1,4 @@
-"""Write and read TFLite Support metadata without the tflite-support package.
+"""Write TFLite Support metadata without the tflite-support package (the app reads it: app/tflite_metadata.py).
 
 Does what ``tflite_support.metadata.MetadataPopulator`` does for an image classifier:
 a ``ModelMetadata`` flatbuffer (tensorflow_lite_support/metadata/metadata_schema.fbs,
@@ -10,14 +10,12 @@ named "TFLITE_METADATA" points to, and the associated files are appended to the
 from __future__ import annotations
 
 import io
-import struct
 import zipfile
 from dataclasses import dataclass
 
 import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as tfl
-from flatbuffers.table import Table
 
 METADATA_NAME = "TFLITE_METADATA"
 METADATA_IDENTIFIER = b"M001"
@@ -46,17 +44,6 @@ class ClassifierMetadata:
     labels_file: str
     num_classes: int
     float_io: bool  # Stats (value ranges) only for float32 I/O, as tflite-support writes them
-
-
-@dataclass(frozen=True)
-class MetadataSummary:
-    """What a reader needs back: the normalisation and the output's label file."""
-
-    name: str
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-    label_files: tuple[str, ...]
-    min_parser_version: str
 
 
 # ---------------------------------------------------------------- writing
@@ -189,73 +176,3 @@ def populate(model: bytes, metadata: bytes, files: dict[str, bytes]) -> bytes:
 
 def _text(value: str | bytes | None) -> str:
     return value.decode() if isinstance(value, bytes) else value or ""
-
-
-# ---------------------------------------------------------------- reading
-
-
-def model_metadata_buffer(model: bytes, name: str = METADATA_NAME) -> bytes | None:
-    """The raw bytes of the model buffer that metadata entry `name` points to."""
-    root = tfl.Model.GetRootAs(model, 0)
-    for i in range(root.MetadataLength()):
-        entry = root.Metadata(i)
-        if _text(entry.Name()) == name:
-            return root.Buffers(entry.Buffer()).DataAsNumpy().tobytes()
-    return None
-
-
-def _field(tab: Table, slot: int) -> int:
-    return tab.Offset(4 + 2 * slot)
-
-
-def _child(tab: Table, slot: int) -> Table | None:
-    offset = _field(tab, slot)
-    return Table(tab.Bytes, tab.Indirect(tab.Pos + offset)) if offset else None
-
-
-def _string(tab: Table, slot: int) -> str:
-    offset = _field(tab, slot)
-    return tab.String(tab.Pos + offset).decode() if offset else ""
-
-
-def _byte(tab: Table, slot: int) -> int:
-    offset = _field(tab, slot)
-    return tab.Get(flatbuffers.number_types.Uint8Flags, tab.Pos + offset) if offset else 0
-
-
-def _children(tab: Table | None, slot: int) -> list[Table]:
-    offset = _field(tab, slot) if tab else 0
-    if not offset:
-        return []
-    start = tab.Vector(offset)
-    return [Table(tab.Bytes, tab.Indirect(start + 4 * i)) for i in range(tab.VectorLen(offset))]
-
-
-def _float_vector(tab: Table | None, slot: int) -> tuple[float, ...]:
-    offset = _field(tab, slot) if tab else 0
-    if not offset:
-        return ()
-    count = tab.VectorLen(offset)
-    return struct.unpack_from(f"<{count}f", tab.Bytes, tab.Vector(offset))
-
-
-def read_metadata(buffer: bytes) -> MetadataSummary:
-    """Read the normalisation of input 0 and the label files of output 0 of subgraph 0."""
-    if buffer[4:8] != METADATA_IDENTIFIER:
-        raise ValueError("not a ModelMetadata flatbuffer (file identifier is not M001)")
-    root = Table(buffer, flatbuffers.encode.Get(flatbuffers.packer.uoffset, buffer, 0))
-    subgraph = next(iter(_children(root, 3)), None)
-    mean: tuple[float, ...] = ()
-    std: tuple[float, ...] = ()
-    for tensor in _children(subgraph, 2)[:1]:
-        for unit in _children(tensor, 4):
-            if _byte(unit, 0) == PROCESS_UNIT_NORMALIZATION:
-                norm = _child(unit, 1)
-                mean, std = _float_vector(norm, 0), _float_vector(norm, 1)
-    label_files = tuple(
-        _string(f, 0)
-        for tensor in _children(subgraph, 3)[:1]
-        for f in _children(tensor, 6)
-        if _byte(f, 2) == TENSOR_AXIS_LABELS
-    )
-    return MetadataSummary(_string(root, 0), mean, std, label_files, _string(root, 7))
