@@ -35,12 +35,15 @@ class Postprocessor:
 
     def scores(self, raw: np.ndarray) -> np.ndarray:
         """Dequantized class scores. Logits become probabilities so scores read the same for every model."""
+        # Integer outputs are dequantized; a backend that already returns floats (Core ML runs
+        # its own float/fp16 version of an int8 model) is taken as is.
+        dequantize = self._quantized and np.issubdtype(raw.dtype, np.integer)
         values = raw.reshape(-1).astype(np.float32)
-        if self._quantized:
+        if dequantize:
             values = (values - self._zero_point) * self._scale
         if self.spec.output_kind == "logits" or (
             self.spec.output_kind == "unknown"
-            and not self._quantized
+            and not dequantize
             and (values.min() < -1e-3 or values.max() > 1.0 + 1e-3 or values.sum() > 1.01)
         ):
             values = softmax(values)

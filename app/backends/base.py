@@ -44,7 +44,11 @@ class Session(Protocol):
     report: SessionReport
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
-        """Run one preprocessed input; return the raw output (model dtype, flattened)."""
+        """Run one preprocessed input (the ModelSpec's dtype); return the output, flattened.
+
+        The output is the model's raw tensor (quantized for int8 models) or float scores;
+        it must be complete when run returns (an asynchronous GPU run is waited for).
+        """
         ...
 
     def close(self) -> None: ...
