@@ -37,14 +37,15 @@ class CliRun:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str | Path, timeout: float = 120) -> CliRun:
-    """Run `python -m app ...` as a user would, in a fresh process."""
+def run_cli(*args: str | Path, timeout: float = 120, env: dict[str, str] | None = None) -> CliRun:
+    """Run `python -m app ...` as a user would, in a fresh process (`env` adds variables)."""
     proc = subprocess.run(
         [sys.executable, "-m", "app", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
     )
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
@@ -58,3 +59,18 @@ def assert_one_line_error(run: CliRun, code: int, *fragments: str) -> None:
     assert "Traceback" not in run.stderr
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
+
+
+# Chromium's SwiftShader: a real Vulkan driver that runs on the CPU, i.e. a software "GPU" adapter.
+SWIFTSHADER_ICD = Path("/usr/lib/chromium/vk_swiftshader_icd.json")
+# Points the Vulkan loader at a driver file that does not exist: no Vulkan device at all.
+NO_VULKAN = {"VK_DRIVER_FILES": "/nonexistent/no_icd.json", "VK_ICD_FILENAMES": "/nonexistent/no_icd.json"}
+
+
+@pytest.fixture(scope="session")
+def swiftshader() -> dict[str, str]:
+    if not SWIFTSHADER_ICD.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but SwiftShader is missing at {SWIFTSHADER_ICD} (.ci/run installs chromium)")
+        pytest.skip(f"SwiftShader Vulkan driver not installed ({SWIFTSHADER_ICD}; Debian package chromium)")
+    return {"VK_DRIVER_FILES": str(SWIFTSHADER_ICD), "VK_ICD_FILENAMES": str(SWIFTSHADER_ICD)}

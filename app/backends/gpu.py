@@ -1,0 +1,203 @@
+"""GPU backend: LiteRT CompiledModel with the GPU accelerator (WebGPU over Vulkan on Linux and
+Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
+
+What the runtime does not say, this module finds out: which adapter it ran on
+(from the Vulkan loader), whether that adapter is a software renderer (a "GPU"
+that is really the CPU), and why a GPU could not be used (parsed from the
+native log). A software adapter is refused unless asked for, so that the
+fallback to the real CPU path is visible instead of a 100x slowdown.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.cpu_options import CpuOptions
+from ai_edge_litert.gpu_options import GpuOptions
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
+
+from app.backends.base import SessionReport
+from app.backends.cpu import default_threads
+from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
+from app.errors import BackendUnavailable, ModelError
+from app.model import ModelSpec
+from app.native_log import capture_stderr
+
+PRECISIONS = ("fp16", "fp32")
+PROBE_TIMEOUT_S = 90
+_SELECTED_ADAPTER = re.compile(r"[Ss]elected adapter:?\s*(.+)")
+_REPLACING = re.compile(
+    r"Replacing (\d+) out of (\d+) node\(s\) with delegate \(([^)]*)\) node, yielding (\d+) partitions"
+)
+_BACKEND_NAME = "Metal" if sys.platform == "darwin" else "WebGPU/Vulkan"
+
+
+@dataclass(frozen=True)
+class LogFacts:
+    adapter: str | None = None
+    nodes_delegated: int | None = None
+    nodes_total: int | None = None
+    partitions: int | None = None
+
+
+def parse_log(lines: list[str]) -> LogFacts:
+    """Facts LiteRT states in its native log (how much it prints depends on the build)."""
+    adapter = nodes = total = partitions = None
+    for line in lines:
+        if m := _SELECTED_ADAPTER.search(line):
+            adapter = m.group(1).strip()
+        if m := _REPLACING.search(line):
+            nodes, total, partitions = int(m.group(1)), int(m.group(2)), int(m.group(4))
+    return LogFacts(adapter, nodes, total, partitions)
+
+
+def failure_reason(lines: list[str], devices: list[VulkanDevice], vulkan_problem: str | None) -> str:
+    """Why the GPU accelerator could not start, in words a user can act on."""
+    text = "\n".join(lines)
+    if "No adapters found" in text or "Failed to initialize WebGPU" in text:
+        if vulkan_problem:
+            return f"no GPU adapter found ({vulkan_problem})"
+        if devices:
+            listed = "; ".join(d.describe() for d in devices)
+            return f"no GPU adapter found: WebGPU rejected every Vulkan device ({listed})"
+        return "no GPU adapter found"
+    if "GPU accelerator" in text and "not" in text and "registered" in text:
+        return "the LiteRT GPU accelerator library could not be loaded"
+    errors = [line for line in lines if line.startswith(("ERROR", "E0000")) or "error" in line.lower()]
+    return f"the GPU accelerator failed to compile the model ({(errors or lines or ['no details'])[-1].strip()[:200]})"
+
+
+def _adapter(facts: LogFacts, devices: list[VulkanDevice]) -> tuple[str | None, bool]:
+    if facts.adapter:
+        lower = facts.adapter.lower()
+        return facts.adapter, "adaptertype=cpu" in lower or any(s in lower for s in SOFTWARE_NAMES)
+    if sys.platform == "darwin":
+        return "Apple GPU (Metal)", False
+    device = preferred(devices)
+    return (device.describe(), device.software) if device else (None, False)
+
+
+class GpuSession:
+    def __init__(self, spec: ModelSpec, precision: str, threads: int, allow_software: bool) -> None:
+        devices, vulkan_problem = list_devices()
+        options = Options(
+            hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU,
+            cpu_options=CpuOptions(num_threads=threads),
+            gpu_options=GpuOptions(enforce_f32=precision == "fp32"),
+        )
+        started = time.perf_counter()
+        with capture_stderr() as log:
+            try:
+                self._model = CompiledModel.from_buffer(spec.content, options=options)
+            except RuntimeError:
+                self._model = None
+        if self._model is None:
+            raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem))
+        facts = parse_log(log.lines())
+        adapter, software = _adapter(facts, devices)
+        if software and not allow_software:
+            self.close()
+            raise BackendUnavailable(f"GPU adapter is a software renderer: {adapter}")
+        try:
+            self._inputs = self._model.create_input_buffers(0)
+            self._outputs = self._model.create_output_buffers(0)
+            fully = bool(self._model.is_fully_accelerated())
+        except (RuntimeError, ValueError) as exc:
+            self.close()
+            raise BackendUnavailable(f"the GPU accelerator could not allocate the model's buffers ({exc})") from None
+        self._out_count = spec.classes
+        self._out_dtype = np.dtype(spec.output.dtype)
+        init_ms = (time.perf_counter() - started) * 1000
+        nodes_total = facts.nodes_total or len(spec.op_types)
+        # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
+        delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (nodes_total if fully else None)
+        self.report = SessionReport(
+            requested="gpu",
+            used="gpu",
+            accelerator=f"LiteRT GPU ({_BACKEND_NAME}, {precision})",
+            init_ms=init_ms,
+            nodes_total=nodes_total,
+            nodes_delegated=delegated,
+            partitions=facts.partitions,
+            fully_accelerated=fully,
+            adapter=adapter,
+            software=software,
+            options={"precision": precision, "threads": threads},
+            native_log=log.lines(),
+        )
+        if software:
+            self.report.warnings.append(
+                f"the GPU adapter is a software renderer ({adapter}): 'GPU' inference runs on the CPU"
+            )
+        if not fully:
+            self.report.warnings.append(
+                "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
+            )
+        started = time.perf_counter()
+        self.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+        self.report.first_inference_ms = (time.perf_counter() - started) * 1000
+
+    def run(self, input_tensor: np.ndarray) -> np.ndarray:
+        self._inputs[0].write(input_tensor)
+        try:
+            self._model.run_by_index(0, self._inputs, self._outputs)
+            # run_by_index only submits work to the GPU; reading the output waits for it.
+            return self._outputs[0].read(self._out_count, self._out_dtype)
+        except RuntimeError as exc:
+            raise ModelError(
+                f"the GPU run failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
+            ) from None
+
+    def close(self) -> None:
+        # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
+        with capture_stderr():
+            self._inputs = self._outputs = []
+            if self._model is not None:
+                self._model.close()
+                self._model._environment = None  # the Environment owns the accelerators
+            self._model = None
+            gc.collect()
+
+
+@lru_cache(maxsize=1)
+def probe() -> dict:
+    """Try the GPU once per process, in a child process: a driver that crashes or hangs cannot take the app down."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.backends.gpu_probe"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+        )
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "reason": f"the GPU probe did not finish within {PROBE_TIMEOUT_S} s"}
+    except (ValueError, IndexError, OSError) as exc:
+        return {"ok": False, "reason": f"the GPU probe crashed ({type(exc).__name__})"}
+
+
+class GpuBackend:
+    name = "gpu"
+    label = "GPU (LiteRT)"
+
+    def availability(self) -> str | None:
+        result = probe()
+        if not result.get("ok"):
+            return str(result.get("reason", "unknown"))
+        if result.get("software"):
+            return f"GPU adapter is a software renderer: {result.get('adapter')}"
+        return None
+
+    def open(self, spec: ModelSpec, options: dict) -> GpuSession:
+        precision = options.get("precision") or "fp16"
+        if precision not in PRECISIONS:
+            raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
+        threads = int(options.get("threads") or default_threads())
+        return GpuSession(spec, precision, threads, bool(options.get("allow_software")))
