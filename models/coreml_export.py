@@ -104,6 +104,27 @@ def _quantize_int8(mlmodel: Any) -> Any:
     return linear_quantize_weights(mlmodel, config)
 
 
+def int8_tolerance(weight: np.ndarray) -> np.ndarray:
+    """Largest error of symmetric per-output-channel int8 weights with an fp16 scale, per element.
+
+    Rounding to the grid costs half a step (step = max|w| / 127 per output channel); the fp16
+    weight it starts from and the fp16 scale add at most 127 * 2**-11 step each in the normal
+    range, and 127 * 2**-25 absolute where the scale is subnormal or underflows to 0. One step
+    plus that absolute term covers it all.
+    """
+    step = np.abs(weight).reshape(weight.shape[0], -1).max(axis=1) / 127.0
+    return (step + 127.0 * 2.0**-25).reshape((-1,) + (1,) * (weight.ndim - 1))
+
+
+def _check_quantized(before: dict[str, np.ndarray], after: dict[str, np.ndarray]) -> None:
+    if before.keys() != after.keys():
+        raise RuntimeError("int8 quantization changed the set of conv/linear layers")
+    for name, weight in before.items():
+        error = np.abs(after[name] - weight)
+        if weight.shape != after[name].shape or not np.all(error <= int8_tolerance(weight)):
+            raise RuntimeError(f"int8 weights of {name} are further from the fp16 weights than one step")
+
+
 def _set_metadata(mlmodel: Any, quantized: bool) -> None:
     mlmodel.author = AUTHOR
     mlmodel.license = LICENSE
@@ -121,47 +142,58 @@ def _set_metadata(mlmodel: Any, quantized: bool) -> None:
     meta["delegate_scope.normalization"] = "(x - 127) / 128"
 
 
-def _deterministic_manifest(package: Path) -> None:
-    """Replace the random item ids of Manifest.json by ids derived from the item paths.
+def _make_deterministic(package: Path) -> None:
+    """Rewrite what differs between two exports of the same model, then check the package reads.
 
-    Core ML only needs the ids to be unique within the package; random ones make two exports
-    of the same model differ. The result is checked with coremltools' own package reader.
+    - Manifest.json: coremltools names the items by random UUIDs; Core ML only needs them to be
+      unique within the package, so they become UUIDs derived from the item paths.
+    - model.mlmodel: protobuf maps (metadata, op attributes) are written in hash order, which
+      changes with Python's string hash seed; it is re-serialized with sorted map keys.
     """
+    import coremltools as ct
     from coremltools.libmodelpackage import ModelPackage
 
     manifest = package / _MANIFEST
     text = manifest.read_text(encoding="utf-8")
-    entries = json.loads(text)["itemInfoEntries"]
-    for old, item in entries.items():
-        new = str(uuid.uuid5(_ID_NAMESPACE, item["path"])).upper()
-        text = text.replace(old, new)
+    for old, item in json.loads(text)["itemInfoEntries"].items():
+        text = text.replace(old, str(uuid.uuid5(_ID_NAMESPACE, item["path"])).upper())
     manifest.write_text(text, encoding="utf-8")
     if not ModelPackage.isValid(str(package)):
         raise RuntimeError(f"{package}: the package is not valid after fixing its manifest ids")
     loaded = ModelPackage(str(package))
-    if Path(loaded.getRootModel().path()).name != "model.mlmodel":
-        raise RuntimeError(f"{package}: root model not found after fixing its manifest ids")
     if loaded.findItemByNameAuthor("weights", "com.apple.CoreML") is None:
         raise RuntimeError(f"{package}: weights not found after fixing its manifest ids")
+    spec_path = Path(loaded.getRootModel().path())
+    spec = ct.utils.load_spec(str(package))
+    spec_path.write_bytes(spec.SerializeToString(deterministic=True))
+    if ct.utils.load_spec(str(package)) != spec:
+        raise RuntimeError(f"{package}: the model spec changed when re-serialized")
 
 
 def export_coreml(keras_model: Any, out_dir: Path, name: str, quantize_weights_int8: bool) -> Path:
     """Write `out_dir/<name>.mlpackage` from the Keras EfficientNet-Lite0; return its path.
 
     The export is deterministic: no conversion date, manifest ids derived from item paths,
-    files 0644. It replaces an existing package of the same name only once the new one is written.
+    sorted protobuf maps, files 0644. It replaces an existing package of the same name only once the new one is written.
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     mlmodel = _rename_io(_convert(keras_model))
     if quantize_weights_int8:
-        mlmodel = _quantize_int8(mlmodel)
+        _, before = _layer_weights(_main_operations(mlmodel.get_spec(), mlmodel.weights_dir))
+        # Some channels hold only weights below 127 * 2**-25 (~3.8e-6; ReLU6 channels whose
+        # batch-norm scale is ~0): their fp16 scale underflows to 0 and numpy warns about the
+        # division while those channels become exactly 0. The check below bounds every error.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mlmodel = _quantize_int8(mlmodel)
+        _, after = _layer_weights(_main_operations(mlmodel.get_spec(), mlmodel.weights_dir))
+        _check_quantized(before, after)
     _set_metadata(mlmodel, quantize_weights_int8)
     target = out_dir / f"{name}.mlpackage"
     with tempfile.TemporaryDirectory(dir=out_dir, prefix=f".{name}.") as tmp:
         staged = Path(tmp) / target.name
         mlmodel.save(str(staged))
-        _deterministic_manifest(staged)
+        _make_deterministic(staged)
         for root, _dirs, files in os.walk(staged):
             for file in files:
                 os.chmod(Path(root) / file, 0o644)
@@ -215,6 +247,26 @@ def _weight_value(var: Any) -> tuple[np.ndarray, str]:
     raise ValueError(f"weight {var.name} comes from an unsupported op {producer.op_type}")
 
 
+def _main_operations(spec: Any, weights_dir: str | None) -> list:
+    """The ops of the program's main function, consts loaded from the weight file (no Core ML runtime)."""
+    from coremltools.converters.mil.frontend.milproto.load import load as load_mil
+
+    program = load_mil(spec, spec.specificationVersion, weights_dir or "")
+    return list(program.functions["main"].operations)
+
+
+def _layer_weights(operations: list) -> tuple[list[dict], dict[str, np.ndarray]]:
+    layers: list[dict] = []
+    weights: dict[str, np.ndarray] = {}
+    for op in operations:
+        if op.op_type not in ("conv", "linear"):
+            continue
+        value, storage = _weight_value(op.inputs["weight"])
+        layers.append({"name": op.name, "op": op.op_type, "weight_shape": list(value.shape), "storage": storage})
+        weights[op.name] = value
+    return layers, weights
+
+
 def read_mlpackage(path: Path | str) -> dict:
     """Facts about an .mlpackage read from its files: I/O, metadata, op counts, weights as float32.
 
@@ -224,7 +276,6 @@ def read_mlpackage(path: Path | str) -> dict:
     kh, kw), linear (out, in).
     """
     import coremltools as ct
-    from coremltools.converters.mil.frontend.milproto.load import load as load_mil
 
     path = Path(path)
     if not (path / _MANIFEST).is_file():
@@ -235,16 +286,8 @@ def read_mlpackage(path: Path | str) -> dict:
         raise ValueError(f"{path.name} is a {spec.WhichOneof('Type')} model, not an ML program")
     if len(spec.description.input) != 1 or len(spec.description.output) != 1:
         raise ValueError(f"{path.name}: expected one input and one output")
-    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir)
-    operations = list(program.functions["main"].operations)
-    layers: list[dict] = []
-    weights: dict[str, np.ndarray] = {}
-    for op in operations:
-        if op.op_type not in ("conv", "linear"):
-            continue
-        value, storage = _weight_value(op.inputs["weight"])
-        layers.append({"name": op.name, "op": op.op_type, "weight_shape": list(value.shape), "storage": storage})
-        weights[op.name] = value
+    operations = _main_operations(spec, mlmodel.weights_dir)
+    layers, weights = _layer_weights(operations)
     meta = spec.description.metadata
     return {
         "path": str(path),
