@@ -29,6 +29,7 @@ from app.backends.cpu import default_threads  # noqa: E402
 from app.errors import BackendUnavailable  # noqa: E402
 from app.images import read_image  # noqa: E402
 from app.model import load_model_spec  # noqa: E402
+from app.native_log import NativeLogFile  # noqa: E402
 from app.postprocess import Postprocessor  # noqa: E402
 from app.preprocess import Preprocessor  # noqa: E402
 
@@ -101,6 +102,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    NativeLogFile()  # keep the runtime's own logging out of the printed table
     results: dict = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
         f"Python {platform.python_version()}",

@@ -23,7 +23,9 @@ def test_log_parsing_on_lines_litert_prints():
         "for subgraph 0 (main).",
     ]
     facts = parse_log(lines)
-    assert facts.adapter.startswith("SwiftShader Device (Subzero)")
+    assert facts.adapter == "SwiftShader Device (Subzero) (Vulkan, CPU / Software)"
+    nvidia = "Selected adapter: NVIDIA H200, arch=, vendor=nvidia, backend=Vulkan, adapterType=Discrete GPU"
+    assert parse_log([nvidia]).adapter == "NVIDIA H200 (Vulkan, Discrete GPU)"  # as logged on an H200
     assert (facts.nodes_delegated, facts.nodes_total, facts.partitions) == (29, 31, 2)
 
 

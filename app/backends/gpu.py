@@ -50,12 +50,21 @@ class LogFacts:
     partitions: int | None = None
 
 
+def pretty_adapter(raw: str) -> str:
+    """LiteRT's 'NVIDIA H200, arch=, vendor=nvidia, backend=Vulkan, adapterType=Discrete GPU'
+    -> 'NVIDIA H200 (Vulkan, Discrete GPU)'."""
+    name, *pairs = [part.strip() for part in raw.split(", ")]
+    fields = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    details = [v for v in (fields.get("backend"), fields.get("adapterType")) if v]
+    return f"{name} ({', '.join(details)})" if details else raw
+
+
 def parse_log(lines: list[str]) -> LogFacts:
     """Facts LiteRT states in its native log (how much it prints depends on the build)."""
     adapter = nodes = total = partitions = None
     for line in lines:
         if m := _SELECTED_ADAPTER.search(line):
-            adapter = m.group(1).strip()
+            adapter = pretty_adapter(m.group(1).strip())
         if m := _REPLACING.search(line):
             nodes, total, partitions = int(m.group(1)), int(m.group(2)), int(m.group(4))
     return LogFacts(adapter, nodes, total, partitions)
