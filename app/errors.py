@@ -33,3 +33,13 @@ class BackendUnavailable(DelegateScopeError):
     """The requested backend cannot run on this machine (the reason says why)."""
 
     exit_code = 5
+
+
+class SourceError(DelegateScopeError):
+    """A frame source that cannot open or stops delivering (camera gone, video unreadable)."""
+
+    exit_code = 6
+
+
+class SourceLost(SourceError):
+    """An open source stopped delivering frames; the pipeline retries with back-off."""
