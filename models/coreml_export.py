@@ -64,6 +64,14 @@ def _description(quantized: bool) -> str:
 def _convert(keras_model: Any) -> Any:
     """Keras model -> in-memory ML program with fp16 compute and float32 I/O (not compiled or loaded)."""
     import coremltools as ct
+    from coremltools import _deps
+
+    if not _deps._HAS_TF_2:
+        # app.backends.coreml imports coremltools with TensorFlow hidden; it decides once per process.
+        raise RuntimeError(
+            "coremltools was imported in this process without TensorFlow (the app's Core ML backend "
+            "does that to stay light); export Core ML models in a fresh process with TensorFlow installed"
+        )
 
     # coremltools takes the Keras 3 model directly (it traces a concrete function from it).
     # minimum_deployment_target macOS13: constexpr int8 weights and CPU_AND_NE both need it.
@@ -275,7 +283,9 @@ def read_mlpackage(path: Path | str) -> dict:
     float32 (int8 weights dequantized, fp16 widened). Core ML layouts: conv (out, in/groups,
     kh, kw), linear (out, in).
     """
-    import coremltools as ct
+    from app.backends.coreml import import_coremltools
+
+    ct = import_coremltools()  # reading needs no TensorFlow; keep it out of the caller's process
 
     path = Path(path)
     if not (path / _MANIFEST).is_file():

@@ -74,3 +74,11 @@ def swiftshader() -> dict[str, str]:
             pytest.fail(f"CI is set but SwiftShader is missing at {SWIFTSHADER_ICD} (.ci/run installs chromium)")
         pytest.skip(f"SwiftShader Vulkan driver not installed ({SWIFTSHADER_ICD}; Debian package chromium)")
     return {"VK_DRIVER_FILES": str(SWIFTSHADER_ICD), "VK_ICD_FILENAMES": str(SWIFTSHADER_ICD)}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tensorflow_stays_out_of_the_test_process():
+    """TensorFlow next to LiteRT's GPU environment aborts the process at exit ("free(): invalid
+    pointer", seen here): the app never imports it, and tests that need it use a child process."""
+    yield
+    assert "tensorflow" not in sys.modules, "a test imported TensorFlow into the test process"

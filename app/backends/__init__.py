@@ -8,12 +8,13 @@ the reason in words), or, with `fallback=False`, BackendUnavailable is raised.
 from __future__ import annotations
 
 from app.backends.base import Backend, Session, SessionReport
+from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
 from app.errors import BackendUnavailable
 from app.model import ModelSpec
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend())}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend())}
 
 __all__ = ["BACKENDS", "Backend", "Session", "SessionReport", "get_backend", "open_session"]
 

@@ -1,0 +1,261 @@
+"""Core ML backend (macOS): runs the converted .mlpackage that sits beside a .tflite model.
+
+Core ML cannot load .tflite files, and the TFLite Core ML delegate exists only in the
+iOS runtime, so this backend runs a Core ML version of the same network
+(models/coreml_export.py writes the bundled ones). Where macOS offers MLComputePlan
+(14.4+), the report says which device Core ML prefers for every op; Core ML itself
+decides at load time and may still move work, so these are its plan, not a trace.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import platform
+import sys
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from app.backends.base import SessionReport
+from app.errors import BackendUnavailable, ModelError
+from app.model import ModelSpec
+from app.native_log import capture_stderr
+
+COMPUTE_UNITS = {"all": "ALL", "cpu_and_ne": "CPU_AND_NE", "cpu_and_gpu": "CPU_AND_GPU", "cpu_only": "CPU_ONLY"}
+DEFAULT_COMPUTE_UNITS = "all"
+INPUT_NAME = "input"
+OUTPUT_NAME = "probabilities"
+COMPUTE_PLAN_MACOS = (14, 4)
+_DEVICE_NAMES = {
+    "MLCPUComputeDevice": "cpu",
+    "MLGPUComputeDevice": "gpu",
+    "MLNeuralEngineComputeDevice": "neural_engine",
+}
+
+
+# coremltools imports each of these at import time when installed, only to enable converters the
+# app never uses: TensorFlow alone costs seconds and gigabytes (DESIGN.md keeps it off the app's path).
+_CONVERTER_FRAMEWORKS = ("tensorflow", "torch")
+
+
+def import_coremltools() -> Any:
+    """Import coremltools for loading and predicting only, without pulling in TensorFlow or torch.
+
+    A `None` entry in sys.modules makes `import x` raise ImportError, which coremltools
+    takes as "not installed"; the entries are removed again, so later imports work.
+    """
+    if "coremltools" in sys.modules:
+        return sys.modules["coremltools"]
+    blocked = [name for name in _CONVERTER_FRAMEWORKS if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        import coremltools
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+    return coremltools
+
+
+def macos_version() -> tuple[int, ...]:
+    """(major, minor, ...) of this macOS; () elsewhere."""
+    release = platform.mac_ver()[0] if sys.platform == "darwin" else ""
+    return tuple(int(p) for p in release.split(".") if p.isdigit())
+
+
+def find_mlpackage(spec: ModelSpec) -> Path | None:
+    """The Core ML version of a TFLite model: the sidecar's "coreml" entry, else <stem>.mlpackage beside it."""
+    candidates: list[Path] = []
+    sidecar = spec.path.with_suffix(".json")
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
+    except (OSError, ValueError, UnicodeError):
+        meta = None
+    if isinstance(meta, dict) and meta.get("sha256") in (None, spec.sha256) and isinstance(meta.get("coreml"), str):
+        candidates.append(spec.path.parent / Path(meta["coreml"]).name)  # a name beside the model, never elsewhere
+    candidates.append(spec.path.with_suffix(".mlpackage"))
+    return next((c for c in candidates if (c / "Manifest.json").is_file()), None)
+
+
+def _first_line(exc: BaseException | str) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _device_name(device: Any) -> str:
+    return _DEVICE_NAMES.get(type(device).__name__, "unknown") if device is not None else "unknown"
+
+
+def compute_plan(model: Any, compute_units: Any) -> tuple[dict | None, str | None]:
+    """(plan facts, None) from MLComputePlan, or (None, the reason there is no plan).
+
+    Counts the ops of the main function that run: `const` and `constexpr_*` ops (weights,
+    resolved when the model loads) are left out, so the fp16 and int8 models compare.
+    """
+    version = macos_version()
+    if version < COMPUTE_PLAN_MACOS:
+        shown = ".".join(map(str, version)) or "unknown"
+        return None, f"no per-op device plan: MLComputePlan needs macOS 14.4 or later (this is macOS {shown})"
+    try:
+        from coremltools.models.compute_plan import MLComputePlan
+    except ImportError:
+        return None, "no per-op device plan: this coremltools has no MLComputePlan (coremltools 8 or later has it)"
+    try:
+        plan = MLComputePlan.load_from_path(model.get_compiled_model_path(), compute_units=compute_units)
+        program = plan.model_structure.program
+        if program is None or "main" not in program.functions:
+            return None, "no per-op device plan: the model is not an ML program with a main function"
+        devices: Counter[str] = Counter()
+        cost: Counter[str] = Counter()
+        cpu_ops: set[str] = set()
+        for op in program.functions["main"].block.operations:
+            if op.operator_name == "const" or op.operator_name.startswith("constexpr_"):
+                continue
+            usage = plan.get_compute_device_usage_for_mlprogram_operation(op)
+            device = _device_name(usage.preferred_compute_device if usage is not None else None)
+            devices[device] += 1
+            if device == "cpu":
+                cpu_ops.add(op.operator_name)
+            estimate = plan.get_estimated_cost_for_mlprogram_operation(op)  # None on Intel Macs
+            if estimate is not None:
+                cost[device] += float(estimate.weight)
+    except Exception as exc:  # the native bridge raises plain Exception/RuntimeError
+        return None, f"no per-op device plan: MLComputePlan failed ({_first_line(exc)})"
+    return {
+        "devices": dict(sorted(devices.items())),
+        "cost": {k: round(v, 4) for k, v in sorted(cost.items())} or None,
+        "cpu_ops": sorted(cpu_ops),
+    }, None
+
+
+class CoreMLSession:
+    def __init__(self, spec: ModelSpec, package: Path, units: str) -> None:
+        try:
+            ct = import_coremltools()
+        except ImportError as exc:
+            raise BackendUnavailable(f"coremltools cannot be imported: {_first_line(exc)}") from None
+        compute_units = getattr(ct.ComputeUnit, COMPUTE_UNITS[units])
+        self._spec = spec
+        started = time.perf_counter()
+        try:
+            with capture_stderr() as log, warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                self._model = ct.models.MLModel(str(package), compute_units=compute_units)
+        except Exception as exc:  # coremltools raises plain Exception for unreadable packages
+            raise BackendUnavailable(f"Core ML cannot load {package.name}: {_first_line(exc)}") from None
+        init_ms = (time.perf_counter() - started) * 1000
+        if self._model.__proxy__ is None:
+            error = getattr(self._model, "_framework_error", None)
+            raise BackendUnavailable(
+                f"Core ML cannot load {package.name}: {_first_line(error)}"
+                if error
+                else f"Core ML cannot load {package.name} (Core ML specification version "
+                f"{self._model.get_spec().specificationVersion} needs macOS 13 or later, or coremltools "
+                "lacks its native module)"
+            )
+        description = self._model.get_spec().description
+        self._input_name = _pick(description.input, INPUT_NAME, package, "input")
+        self._output_name = _pick(description.output, OUTPUT_NAME, package, "output")
+        feature = next(f for f in description.input if f.name == self._input_name)
+        shape = [int(d) for d in feature.type.multiArrayType.shape]
+        expected = [1, spec.input_height, spec.input_width, 3]
+        if shape != expected:
+            raise BackendUnavailable(f"{package.name} takes input shape {shape}; the .tflite model takes {expected}")
+        quantized = spec.input.dtype in ("int8", "uint8")
+        self._scale = float(spec.input.scale or 1.0) if quantized else None
+        self._zero_point = float(spec.input.zero_point or 0) if quantized else 0.0
+
+        plan, no_plan = compute_plan(self._model, compute_units)
+        report_warnings = [f"{w.category.__name__}: {_first_line(str(w.message))}" for w in caught]
+        options: dict = {"compute_units": units, "mlpackage": package.name}
+        total = delegated = None
+        cpu_ops: list[str] = []
+        if plan is not None:
+            devices = plan["devices"]
+            total = sum(devices.values())
+            delegated = devices.get("gpu", 0) + devices.get("neural_engine", 0)
+            cpu_ops = plan["cpu_ops"]
+            options["compute_plan"] = devices
+            if plan["cost"]:
+                options["compute_plan_cost"] = plan["cost"]  # Core ML's estimated share of the work
+        else:
+            report_warnings.append(no_plan or "no per-op device plan")
+        if quantized:
+            report_warnings.append(
+                f"Core ML runs {package.name}: int8 weights with fp16 activations; the .tflite model "
+                "quantizes activations too, so scores differ slightly"
+            )
+        self.report = SessionReport(
+            requested="coreml",
+            used="coreml",
+            accelerator=f"Core ML (compute units: {units})",
+            init_ms=init_ms,
+            nodes_total=total,
+            nodes_delegated=delegated,
+            cpu_ops=cpu_ops,
+            fully_accelerated=None if total is None else delegated == total,
+            options=options,
+            warnings=report_warnings,
+            native_log=log.lines(),
+        )
+        # The first prediction pays for Core ML's device-specific preparation; measured apart.
+        started = time.perf_counter()
+        self.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+        self.report.first_inference_ms = (time.perf_counter() - started) * 1000
+
+    def run(self, input_tensor: np.ndarray) -> np.ndarray:
+        if self._scale is not None:
+            x = (input_tensor.astype(np.float32) - self._zero_point) * np.float32(self._scale)
+        else:
+            x = np.ascontiguousarray(input_tensor, dtype=np.float32)
+        try:
+            outputs = self._model.predict({self._input_name: x})
+        except Exception as exc:  # coremltools raises plain Exception
+            raise ModelError(f"Core ML failed to run the model: {_first_line(exc)}") from None
+        return np.asarray(outputs[self._output_name], dtype=np.float32).reshape(-1)
+
+    def close(self) -> None:
+        self._model = None
+
+
+def _pick(features: Any, preferred: str, package: Path, what: str) -> str:
+    names = [f.name for f in features]
+    if preferred in names:
+        return preferred
+    if len(names) == 1:
+        return names[0]
+    raise BackendUnavailable(f"{package.name} has {len(names)} {what}s ({', '.join(names)}); expected one")
+
+
+class CoreMLBackend:
+    name = "coreml"
+    label = "Core ML"
+
+    def availability(self) -> str | None:
+        if sys.platform != "darwin":
+            return "Core ML needs macOS"
+        if importlib.util.find_spec("coremltools") is None:
+            return "coremltools is not installed (pip install coremltools)"
+        return None
+
+    def open(self, spec: ModelSpec, options: dict) -> CoreMLSession:
+        units = options.get("compute_units") or DEFAULT_COMPUTE_UNITS
+        if units not in COMPUTE_UNITS:
+            raise ValueError(f"Core ML compute units must be one of {', '.join(COMPUTE_UNITS)}, got {units!r}")
+        reason = self.availability()
+        if reason:
+            raise BackendUnavailable(reason)
+        package = find_mlpackage(spec)
+        if package is None:
+            raise BackendUnavailable(
+                "no Core ML version of this model: Core ML cannot load .tflite files and the TFLite Core ML "
+                f"delegate exists only in the iOS runtime; put a converted {spec.path.stem}.mlpackage beside "
+                f"{spec.path.name}"
+            )
+        return CoreMLSession(spec, package, units)

@@ -1,0 +1,177 @@
+"""`delegate-scope bench`: the headless twin of the window. Runs the live pipeline on a source
+for N frames or S seconds and summarises what the window would have shown."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
+from app.pipeline import Event, InferenceConfig, Pipeline, Result
+from app.recording import SessionRecorder
+
+_SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    source: str = "demo"
+    frames: int | None = 300  # inferences to measure after warm-up (None: use seconds)
+    seconds: float | None = None
+    warmup: int = 10
+    pace: bool = True
+    csv: Path | None = None
+
+
+class RowSink:
+    """Turns results and events into recording rows, with fps/CPU from a recent metrics snapshot."""
+
+    def __init__(self, recorder: SessionRecorder, pipeline_ref: Callable[[], Pipeline], metrics: Metrics) -> None:
+        self.recorder, self._pipeline, self.metrics = recorder, pipeline_ref, metrics
+        self._snapshot: MetricsSnapshot | None = None
+        self.models: dict[str, dict] = {}  # model_id -> name, sha256, path, input (the sidecar resolves ids)
+        self.sessions: dict[str, dict | None] = {}  # session id -> delegate facts
+        self._snapshot_at = 0.0
+
+    def _recent(self) -> MetricsSnapshot:
+        now = time.monotonic()
+        if self._snapshot is None or now - self._snapshot_at > _SNAPSHOT_EVERY_S:
+            self._snapshot, self._snapshot_at = self.metrics.snapshot(), now
+        return self._snapshot
+
+    def _context(self) -> dict:
+        pipeline = self._pipeline()
+        config, report = pipeline.config, pipeline.session_report()
+        return {
+            "source": pipeline.source_spec,
+            "backend_requested": report.requested if report else config.delegate,
+            "backend_used": report.used if report else "",
+            "threads": (report.options.get("threads") if report else None) or config.options.get("threads"),
+            "throttle_ms": config.throttle_ms,
+        }
+
+    def on_result(self, result: Result) -> None:
+        snap, t = self._recent(), result.timing
+        top = result.top
+        self.recorder.add_row(
+            {
+                **self._context(),
+                "frame_id": result.frame_index,
+                "model": result.model,
+                "model_id": result.model_id,
+                "backend_used": result.backend,
+                "queue_ms": t.queue_ms,
+                "preprocess_ms": t.preprocess_ms,
+                "inference_ms": t.inference_ms,
+                "postprocess_ms": t.postprocess_ms,
+                "end_to_end_ms": t.end_to_end_ms,
+                "inference_cpu_ms": t.inference_cpu_ms,
+                "capture_fps": snap.capture_fps,
+                "inference_fps": snap.inference_fps,
+                "process_cpu_pct": snap.process_cpu_pct_machine,
+                "system_cpu_pct": snap.system_cpu_pct,
+                "rss_mb": snap.rss_mb,
+                "gpu_util_pct": snap.gpu_util_pct,
+                "top1_index": top[0].index,
+                "top1_label": top[0].label,
+                "top1_score": top[0].score,
+                "top_indices": "|".join(str(p.index) for p in top),
+                "top_labels": "|".join(p.label for p in top),
+                "top_scores": "|".join(f"{p.score:.6g}" for p in top),
+            },
+            wall_time=time.time(),
+            monotonic=t.finished_at,
+        )
+
+    def on_event(self, event: Event) -> None:
+        row = {**self._context(), "event": event.kind, "message": event.message}
+        if event.report is not None:
+            row.update(backend_requested=event.report.requested, backend_used=event.report.used)
+        if event.model is not None:
+            row.update(model=event.model["name"], model_id=event.model["id"])
+            self.models[event.model["id"]] = event.model
+            self.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
+            self.recorder.update_metadata(models=self.models, sessions=self.sessions)
+        self.recorder.add_row(row, wall_time=event.wall_time, monotonic=event.at)
+
+
+def run_bench(
+    bench: BenchConfig,
+    config: InferenceConfig,
+    progress: Callable[[int, int | None, MetricsSnapshot], None] | None = None,
+) -> dict:
+    """Run the pipeline; return the summary (metrics snapshot, delegate facts, events)."""
+    sampler = ResourceSampler()
+    sampler.start()
+    metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
+    recorder = SessionRecorder(bench.csv) if bench.csv else None
+    pipeline: Pipeline | None = None
+    sink = RowSink(recorder, lambda: pipeline, metrics) if recorder else None  # type: ignore[arg-type]
+    pipeline = Pipeline(
+        bench.source,
+        config,
+        pace=bench.pace,
+        loop=bench.frames is not None or bench.seconds is not None,
+        metrics=metrics,
+        on_result=sink.on_result if sink else None,
+        on_event=sink.on_event if sink else None,
+    )
+    started = time.monotonic()
+    pipeline.start()
+    measured_from: float | None = None
+    try:
+        while True:
+            time.sleep(0.05)
+            snap = metrics.snapshot()
+            status = pipeline.status()
+            if status.state == "error":
+                break
+            if measured_from is None and snap.inferences_total >= bench.warmup:
+                metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
+                measured_from = time.monotonic()
+                if recorder:
+                    recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
+                continue
+            if measured_from is None:
+                continue
+            done = snap.inferences_total
+            if progress:
+                progress(done, bench.frames, snap)
+            if bench.frames is not None and done >= bench.frames:
+                break
+            if bench.seconds is not None and time.monotonic() - measured_from >= bench.seconds:
+                break
+            if pipeline.finished():
+                break
+    finally:
+        snap = metrics.snapshot()
+        status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
+        pipeline.stop()
+        sampler.stop()
+        report = pipeline.session_report()
+        if recorder:
+            recorder.add_row({"event": "stop", "message": status.message})
+            recorder.update_metadata(
+                settings={"bench": bench.__dict__, "config": config.__dict__}, summary=snap.to_dict()
+            )
+            rec_state = recorder.stop()
+    source = pipeline.source_info()
+    summary = {
+        "source": {"spec": bench.source, **(source.__dict__ if source else {})},
+        "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
+        "delegate": report.to_dict() if report else None,
+        "metrics": snap.to_dict(),
+        "status": {"state": status.state, "message": status.message},
+        "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
+        "wall_s": time.monotonic() - started,
+    }
+    if recorder:
+        summary["csv"] = {
+            "path": str(bench.csv),
+            "rows": rec_state.rows,
+            "lost_rows": rec_state.lost_rows,
+            "error": rec_state.error,
+        }
+    return summary

@@ -1,0 +1,501 @@
+"""The live engine: capture thread -> latest-frame slot -> throttled inference thread -> Result.
+
+Mirrors TensorFlow Lite's iOS camera sample (CameraFeedManager -> didOutput ->
+`delayBetweenInferencesMs` -> ModelDataHandler.runModel) with three rules:
+
+- Capture never waits for inference: the slot holds only the newest frame and
+  counts the ones overwritten before inference took them (dropped). No queue
+  can grow, so a slow backend never builds a backlog.
+- At most one inference in flight, at most one started per throttle interval
+  (measured start to start, as the iOS sample does).
+- The inference thread owns the backend session: it opens, uses, switches and
+  closes it (GPU delegates require one thread). Everyone else reads published,
+  immutable snapshots (latest frame, latest result, status, events).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from app.backends import Session, SessionReport, open_session
+from app.errors import DelegateScopeError, ModelError, SourceError, SourceLost
+from app.metrics import InferenceTiming, Metrics
+from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
+from app.postprocess import Postprocessor, Prediction
+from app.preprocess import CropBox, Preprocessor
+from app.sources import Frame, FrameSource, SourceInfo, open_source
+
+_POLL_S = 0.05  # how often blocked threads look at the stop flag
+_BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
+_MAX_EVENTS = 1000
+
+
+@dataclass(frozen=True)
+class InferenceConfig:
+    """What the inference thread runs. Changing it live = `Pipeline.reconfigure(...)`."""
+
+    model: str | Path = DEFAULT_MODEL
+    labels: Path | None = None
+    delegate: str = "cpu"
+    options: dict = field(default_factory=dict)  # threads, precision, allow_software, compute_units
+    fallback: bool = True
+    throttle_ms: float = 0.0  # the iOS sample's delayBetweenInferencesMs
+    top_k: int = 5
+
+    def describe(self) -> str:
+        return f"{Path(str(self.model)).stem} on {self.delegate}"
+
+
+@dataclass(frozen=True)
+class Result:
+    frame_index: int
+    captured_at: float
+    wall_time: float
+    top: list[Prediction]
+    scores: np.ndarray  # read-only, dequantized class scores
+    timing: InferenceTiming
+    model: str
+    model_id: str  # first 12 hex digits of the model file's sha256
+    backend: str  # the backend that really ran it
+    session_id: int  # changes with every (re)open; Pipeline.events() says what it was
+    crop: CropBox
+    frame_size: tuple[int, int]  # (width, height)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something a recording or a plot marker must show: start, switch, fallback, source loss..."""
+
+    kind: str  # open, switch, fallback, switch_failed, source_lost, source_reconnected, source_ended, error
+    at: float  # monotonic
+    wall_time: float
+    message: str
+    session_id: int | None = None
+    report: SessionReport | None = None
+    close_ms: float | None = None  # switch cost: closing the old session
+    open_ms: float | None = None  # ... opening the new one (LiteRT init)
+    first_inference_ms: float | None = None  # ... and its first inference
+    model: dict | None = None  # name, id, sha256, path, input of the model opened
+
+
+@dataclass(frozen=True)
+class Status:
+    state: str  # "starting", "running", "reconnecting", "ended", "error", "stopped"
+    message: str
+    source: SourceInfo | None = None
+
+
+class LatestFrameSlot:
+    """One frame deep. `put` overwrites; `take` hands the newest frame to the inference thread once."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._latest: Frame | None = None
+        self._fresh = False
+        self._closed = False
+
+    def put(self, frame: Frame) -> bool:
+        """Store the frame; True if it overwrote one that inference never took (a dropped frame)."""
+        with self._cond:
+            dropped = self._fresh
+            self._latest, self._fresh = frame, True
+            self._cond.notify_all()
+            return dropped
+
+    def take(self, timeout: float) -> Frame | None:
+        with self._cond:
+            if not self._fresh and not self._closed:
+                self._cond.wait(timeout)
+            if not self._fresh:
+                return None
+            self._fresh = False
+            return self._latest
+
+    def peek(self) -> Frame | None:
+        with self._cond:
+            return self._latest
+
+    def has_fresh(self) -> bool:
+        with self._cond:
+            return self._fresh
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+class _Active:
+    """What the inference thread holds: the spec, its session and processors."""
+
+    def __init__(self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int) -> None:
+        self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
+        self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
+
+
+class Pipeline:
+    def __init__(
+        self,
+        source: str,
+        config: InferenceConfig,
+        *,
+        pace: bool = True,
+        loop: bool = True,
+        source_options: dict | None = None,
+        metrics: Metrics | None = None,
+        on_result: Callable[[Result], None] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+    ) -> None:
+        self.source_spec = source
+        self.metrics = metrics or Metrics()
+        self._source_kwargs = {"pace": pace, "loop": loop, **(source_options or {})}
+        self._config = config
+        self._pending: InferenceConfig | None = None
+        self._on_result, self._on_event = on_result, on_event
+        self._slot = LatestFrameSlot()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._result: Result | None = None
+        self._status = Status("starting", f"opening {source}")
+        self._events: deque[Event] = deque(maxlen=_MAX_EVENTS)
+        self._report: SessionReport | None = None
+        self._source: FrameSource | None = None
+        self._source_done = threading.Event()
+        self._idle = threading.Event()  # inference thread has nothing in flight
+        self._session_counter = 0
+        self._capture = threading.Thread(target=self._capture_loop, name="delegate-scope-capture", daemon=True)
+        self._inference = threading.Thread(target=self._inference_loop, name="delegate-scope-inference", daemon=True)
+
+    # ---- public, thread-safe -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._capture.start()
+        self._inference.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop both threads; True when they ended within `timeout` seconds."""
+        self._stop.set()
+        self._slot.close()
+        with self._lock:
+            source = self._source
+        if source is not None:
+            source.close()  # unblocks a paced read
+        deadline = time.monotonic() + timeout
+        for thread in (self._capture, self._inference):
+            if thread.is_alive():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        alive = self._capture.is_alive() or self._inference.is_alive()
+        self._set_status(Status("stopped", "stopped" if not alive else "stop timed out", self.source_info()))
+        return not alive
+
+    def reconfigure(self, **changes: object) -> None:
+        """Change model/delegate/options/throttle/top_k; applied by the inference thread between inferences."""
+        with self._lock:
+            base = self._pending or self._config
+            self._pending = replace(base, **changes)  # type: ignore[arg-type]
+
+    @property
+    def config(self) -> InferenceConfig:
+        with self._lock:
+            return self._pending or self._config
+
+    def latest_frame(self) -> Frame | None:
+        return self._slot.peek()
+
+    def latest_result(self) -> Result | None:
+        with self._lock:
+            return self._result
+
+    def status(self) -> Status:
+        with self._lock:
+            return self._status
+
+    def session_report(self) -> SessionReport | None:
+        with self._lock:
+            return self._report
+
+    def events(self) -> list[Event]:
+        with self._lock:
+            return list(self._events)
+
+    def source_info(self) -> SourceInfo | None:
+        with self._lock:
+            return self._source.info if self._source else None
+
+    def finished(self) -> bool:
+        """The source ended and the last frame has been inferred (or the pipeline stopped)."""
+        return self._stop.is_set() or (
+            self._source_done.is_set() and not self._slot.has_fresh() and self._idle.is_set()
+        )
+
+    def threads(self) -> list[threading.Thread]:
+        return [self._capture, self._inference]
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _set_status(self, status: Status) -> None:
+        with self._lock:
+            self._status = status
+
+    def _emit(self, event: Event) -> None:
+        with self._lock:
+            self._events.append(event)
+        if self._on_event:
+            self._on_event(event)
+
+    def _event(self, kind: str, message: str, **fields: object) -> None:
+        self._emit(Event(kind, time.monotonic(), time.time(), message, **fields))  # type: ignore[arg-type]
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep unless stopped; True if stopped."""
+        return self._stop.wait(seconds)
+
+    # ---- capture thread -------------------------------------------------------------------
+
+    def _open_source(self) -> FrameSource:
+        source = open_source(self.source_spec, **self._source_kwargs)
+        with self._lock:
+            self._source = source
+        return source
+
+    def _capture_loop(self) -> None:
+        backoff = _BACKOFF_START_S
+        source: FrameSource | None = None
+        lost = False
+        try:
+            while not self._stop.is_set():
+                if source is None:
+                    try:
+                        source = self._open_source()
+                    except SourceError as exc:
+                        if not lost:  # a source that never opened is final
+                            self._set_status(Status("error", str(exc)))
+                            return
+                        self._set_status(Status("reconnecting", f"{exc}; retrying in {backoff:.1f} s"))
+                        if self._sleep(backoff):
+                            return
+                        backoff = min(backoff * 2, _BACKOFF_MAX_S)
+                        continue
+                    if lost:
+                        self._event("source_reconnected", f"{self.source_spec} delivers again")
+                        lost = False
+                    backoff = _BACKOFF_START_S
+                    self._set_status(Status("running", source.info.description, source.info))
+                try:
+                    frame = source.read()
+                except SourceLost as exc:
+                    kind = source.info.kind
+                    source.close()
+                    source = None
+                    self._event("source_lost", str(exc))
+                    if kind != "camera":  # a damaged file fails the same way again: end, do not loop
+                        self._set_status(Status("error", str(exc)))
+                        return
+                    lost = True
+                    self._set_status(Status("reconnecting", f"{exc}; retrying in {backoff:.1f} s"))
+                    if self._sleep(backoff):
+                        return
+                    continue
+                if frame is None:
+                    if not self._stop.is_set():
+                        self._event("source_ended", f"{self.source_spec} ended")
+                        self._set_status(Status("ended", f"{self.source_spec} ended", source.info))
+                    return
+                self.metrics.frame_captured(frame.captured_at)
+                if self._slot.put(frame):
+                    self.metrics.frames_dropped(1, frame.captured_at)
+        finally:
+            if source is not None:
+                source.close()
+            self._source_done.set()
+
+    # ---- inference thread -----------------------------------------------------------------
+
+    def _open(self, config: InferenceConfig) -> _Active:
+        spec = load_model_spec(config.model, labels_file=config.labels)
+        session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+        self._session_counter += 1
+        return _Active(config, spec, session, self._session_counter)
+
+    def _publish_open(self, active: _Active, kind: str, close_ms: float | None) -> None:
+        report = active.session.report
+        with self._lock:
+            self._report = report
+        message = f"{active.spec.name} on {report.used}"
+        if report.fallback_reason:
+            message += f" (requested {report.requested}; fell back: {report.fallback_reason})"
+        spec = active.spec
+        model = {
+            "name": spec.name,
+            "id": spec.sha256[:12],
+            "sha256": spec.sha256,
+            "path": str(spec.path),
+            "input": {"shape": list(spec.input.shape), "dtype": spec.input.dtype},
+            "classes": spec.classes,
+        }
+        self._event(
+            kind,
+            message,
+            model=model,
+            session_id=active.session_id,
+            report=report,
+            close_ms=close_ms,
+            open_ms=report.init_ms,
+            first_inference_ms=report.first_inference_ms,
+        )
+        if report.fallback_reason:
+            self._event("fallback", report.fallback_reason, session_id=active.session_id, report=report)
+
+    def _switch(self, active: _Active | None, config: InferenceConfig) -> _Active | None:
+        """Close the old session and open the new one; on failure keep (or reopen) the old."""
+        if active is not None and _same_session(active.config, config):
+            active.config = config  # throttle or top-k only: no reopen
+            return active
+        close_ms = None
+        if active is not None:
+            try:
+                load_model_spec(config.model, labels_file=config.labels)  # a bad model must not cost the running one
+            except ModelError as exc:
+                self._event("switch_failed", f"could not switch to {config.describe()}: {exc}")
+                return active
+            started = time.perf_counter()
+            active.session.close()
+            close_ms = (time.perf_counter() - started) * 1e3
+        try:
+            new = self._open(config)
+        except DelegateScopeError as exc:
+            self._event("switch_failed", f"could not open {config.describe()}: {exc}")
+            if active is None:
+                self._set_status(Status("error", str(exc), self.source_info()))
+                return None
+            return self._open(active.config)
+        self._publish_open(new, "open" if active is None else "switch", close_ms)
+        return new
+
+    def _inference_loop(self) -> None:
+        try:
+            self._run_inference()
+        except DelegateScopeError as exc:
+            self._set_status(Status("error", str(exc), self.source_info()))
+            self._event("error", str(exc))
+        except Exception as exc:  # never die silently: the UI and bench read this status
+            self._set_status(Status("error", f"internal error: {type(exc).__name__}: {exc}", self.source_info()))
+            self._event("error", f"internal error: {type(exc).__name__}: {exc}")
+            raise
+        finally:
+            self._idle.set()
+
+    def _run_inference(self) -> None:
+        with self._lock:
+            config = self._config
+        active = self._switch(None, config)
+        last_start = -float("inf")
+        try:
+            while not self._stop.is_set() and active is not None:
+                with self._lock:
+                    pending, self._pending = self._pending, None
+                if pending is not None:
+                    with self._lock:
+                        self._config = pending
+                    active = self._switch(active, pending)
+                    if active is None:
+                        return
+                wait = last_start + active.config.throttle_ms / 1e3 - time.monotonic()
+                if wait > 0 and self._sleep(min(wait, _POLL_S)):
+                    return
+                if wait > _POLL_S:
+                    continue
+                self._idle.set()
+                frame = self._slot.take(_POLL_S)
+                if frame is None:
+                    continue
+                self._idle.clear()
+                last_start = time.monotonic()
+                active = self._infer(active, frame, last_start)
+                self._idle.set()
+        finally:
+            if active is not None:
+                active.session.close()
+
+    def _infer(self, active: _Active, frame: Frame, started: float) -> _Active:
+        t0 = time.perf_counter()
+        try:
+            tensor = active.pre(frame.image)
+        except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
+            self._event("bad_frame", f"frame {frame.index} skipped: {exc}")
+            return active
+        c1, t1 = time.process_time(), time.perf_counter()
+        try:
+            raw = active.session.run(tensor)
+        except ModelError as exc:
+            return self._fail_over(active, exc)
+        t2, c2 = time.perf_counter(), time.process_time()
+        scores = active.post.scores(raw)
+        top = active.post.top_k(scores, active.config.top_k)
+        t3 = time.perf_counter()
+        finished = time.monotonic()
+        timing = InferenceTiming(
+            frame_index=frame.index,
+            captured_at=frame.captured_at,
+            started_at=started,
+            finished_at=finished,
+            preprocess_ms=(t1 - t0) * 1e3,
+            inference_ms=(t2 - t1) * 1e3,
+            postprocess_ms=(t3 - t2) * 1e3,
+            inference_cpu_ms=(c2 - c1) * 1e3,
+        )
+        scores = np.array(scores, copy=True)
+        scores.setflags(write=False)
+        height, width = frame.image.shape[:2]
+        result = Result(
+            frame_index=frame.index,
+            captured_at=frame.captured_at,
+            wall_time=frame.wall_time,
+            top=top,
+            scores=scores,
+            timing=timing,
+            model=active.spec.name,
+            model_id=active.spec.sha256[:12],
+            backend=active.session.report.used,
+            session_id=active.session_id,
+            crop=active.pre.crop_box(width, height),
+            frame_size=(width, height),
+        )
+        with self._lock:
+            self._result = result
+        self.metrics.inference_done(timing)
+        if self._on_result:
+            self._on_result(result)
+        return active
+
+    def _fail_over(self, active: _Active, exc: ModelError) -> _Active:
+        """A backend that fails mid-run falls back to CPU, visibly."""
+        used = active.session.report.used
+        active.session.close()
+        if used == "cpu" or not active.config.fallback:
+            self._set_status(Status("error", f"inference failed on {used}: {exc}", self.source_info()))
+            self._stop.set()
+            return active
+        config = replace(active.config, delegate="cpu")
+        new = self._open(config)
+        new.session.report.requested = active.config.delegate
+        new.session.report.fallback_reason = f"{used} failed mid-run: {exc}"
+        self._publish_open(new, "switch", None)
+        return new
+
+
+def _same_session(a: InferenceConfig, b: InferenceConfig) -> bool:
+    return (a.model, a.labels, a.delegate, a.options, a.fallback) == (
+        b.model,
+        b.labels,
+        b.delegate,
+        b.options,
+        b.fallback,
+    )

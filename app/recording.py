@@ -1,0 +1,259 @@
+"""Session recording: one CSV row per inference or event, plus a JSON sidecar with the context.
+
+The writer never blocks the inference thread: rows go into a bounded queue that a
+writer thread drains. If the disk stalls and the queue fills, rows are counted as
+lost (the count goes into the sidecar) instead of slowing the pipeline. Each batch
+is flushed to the OS as it is written, so a killed process leaves a file whose
+only possible damage is an incomplete last line, which the reader ignores.
+Disk full or a vanished folder stops the recording with a message; the app runs on.
+Format: docs/csv-format.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import platform
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+FORMAT_VERSION = 1
+COLUMNS = [
+    "timestamp",  # ISO 8601 with UTC offset, ms precision
+    "t_s",  # seconds since the recording started (monotonic clock)
+    "event",  # empty for an inference row; start, open, switch, fallback, source_lost, ... , stop
+    "frame_id",
+    "source",
+    "model",
+    "model_id",  # first 12 hex digits of the model's sha256; the sidecar maps it to the full hash and path
+    "backend_requested",
+    "backend_used",
+    "threads",
+    "throttle_ms",
+    "queue_ms",
+    "preprocess_ms",
+    "inference_ms",
+    "postprocess_ms",
+    "end_to_end_ms",
+    "inference_cpu_ms",
+    "capture_fps",
+    "inference_fps",
+    "process_cpu_pct",
+    "system_cpu_pct",
+    "rss_mb",
+    "gpu_util_pct",
+    "top1_index",
+    "top1_label",
+    "top1_score",
+    "top_indices",  # "|"-separated, best first
+    "top_labels",
+    "top_scores",
+    "message",
+]
+TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message"}
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+QUEUE_ROWS = 10_000  # ~2 s at 5,000 inferences/s; a stalled disk loses rows beyond this, never blocks
+
+
+def neutralise(text: str) -> str:
+    """Stop spreadsheets from executing a cell (OWASP CSV injection): prefix a quote, alter nothing else."""
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def _iso_now(wall: float) -> str:
+    return datetime.fromtimestamp(wall, UTC).astimezone().isoformat(timespec="milliseconds")
+
+
+def package_versions(
+    names: tuple[str, ...] = (
+        "ai-edge-litert",
+        "numpy",
+        "opencv-python-headless",
+        "PySide6-Essentials",
+        "pyqtgraph",
+        "psutil",
+        "coremltools",
+    ),
+) -> dict[str, str]:
+    versions = {}
+    for name in names:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
+
+
+def machine_info() -> dict:
+    return {
+        "os": f"{platform.system()} {platform.release()}",
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "processor": platform.processor(),
+        "cpu_count": os.cpu_count(),
+        "python": sys.version.split()[0],
+    }
+
+
+@dataclass
+class RecorderState:
+    path: Path
+    rows: int = 0
+    lost_rows: int = 0
+    started_wall: float = 0.0
+    error: str | None = None
+    stopped: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+class SessionRecorder:
+    """Thread-safe producer side (`add_row` from any thread), one writer thread."""
+
+    def __init__(self, path: Path, metadata_: dict | None = None) -> None:
+        self.path = Path(path)
+        self.sidecar = self.path.with_suffix(".json")
+        self.state = RecorderState(self.path, started_wall=time.time())
+        self._t0 = time.monotonic()
+        self._queue: queue.Queue[list[str] | None] = queue.Queue(maxsize=QUEUE_ROWS)
+        self._meta = {"format": "delegate-scope-session", "format_version": FORMAT_VERSION, **(metadata_ or {})}
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "x", newline="", encoding="utf-8")  # closed by the writer thread
+        except FileExistsError:
+            raise OSError(f"will not overwrite an existing recording: {self.path}") from None
+        self._csv = csv.writer(self._file)
+        self._csv.writerow(COLUMNS)
+        self._file.flush()
+        self._write_sidecar()
+        self._thread = threading.Thread(target=self._drain, name="delegate-scope-recorder", daemon=True)
+        self._thread.start()
+
+    # ---- producer side -----------------------------------------------------------------
+
+    @property
+    def t_s(self) -> float:
+        return time.monotonic() - self._t0
+
+    def add_row(self, row: dict, wall_time: float | None = None, monotonic: float | None = None) -> bool:
+        """Queue one row (missing columns stay empty). False if it was lost (queue full or stopped)."""
+        if self.state.stopped or self.state.error:
+            return False
+        wall = time.time() if wall_time is None else wall_time
+        t = (time.monotonic() if monotonic is None else monotonic) - self._t0
+        values = {"timestamp": _iso_now(wall), "t_s": f"{t:.6f}", **row}
+        cells = []
+        for column in COLUMNS:
+            value = values.get(column, "")
+            text = _format(value)
+            cells.append(neutralise(text) if column in TEXT_COLUMNS else text)
+        try:
+            self._queue.put_nowait(cells)
+            return True
+        except queue.Full:
+            with self._lock:
+                self.state.lost_rows += 1
+            return False
+
+    def update_metadata(self, **fields: object) -> None:
+        with self._lock:
+            self._meta.update(fields)
+
+    def stop(self, timeout: float = 10.0) -> RecorderState:
+        """Flush everything queued, fsync, write the final sidecar. Idempotent."""
+        if not self.state.stopped:
+            self.state.stopped = True
+            with contextlib.suppress(queue.Full):
+                self._queue.put(None, timeout=timeout)
+            self._thread.join(timeout)
+            self._write_sidecar()
+        return self.state
+
+    # ---- writer thread -----------------------------------------------------------------
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                batch = [self._queue.get()]
+                while True:  # write what has accumulated in one go, then flush once
+                    try:
+                        batch.append(self._queue.get_nowait())
+                    except queue.Empty:
+                        break
+                done = batch[-1] is None
+                rows = [r for r in batch if r is not None]
+                self._csv.writerows(rows)
+                self._file.flush()
+                with self._lock:
+                    self.state.rows += len(rows)
+                if done:
+                    os.fsync(self._file.fileno())
+                    return
+        except OSError as exc:
+            self.state.error = f"recording stopped: {exc.strerror or exc} ({self.path})"
+        finally:
+            with contextlib.suppress(OSError):
+                self._file.close()
+
+    def _write_sidecar(self) -> None:
+        with self._lock:
+            meta = {
+                **self._meta,
+                "csv": self.path.name,
+                "started": _iso_now(self.state.started_wall),
+                "rows": self.state.rows,
+                "lost_rows": self.state.lost_rows,
+                "error": self.state.error,
+                "complete": self.state.stopped and self.state.error is None,
+                "machine": machine_info(),
+                "packages": package_versions(),
+            }
+        tmp = self.sidecar.with_suffix(".json.tmp")
+        with contextlib.suppress(OSError):  # the CSV is what matters; the sidecar is rewritten at stop
+            tmp.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+            os.replace(tmp, self.sidecar)
+
+
+def _format(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.1f}"
+    return str(value)
+
+
+@dataclass
+class Session:
+    rows: list[dict]
+    metadata: dict
+    skipped_lines: int  # incomplete or malformed lines ignored (at most the last one after a crash)
+
+
+def read_session(path: Path) -> Session:
+    """Read a recording; a torn last line (killed writer) is skipped, not an error."""
+    text = Path(path).read_bytes().decode("utf-8", errors="replace")
+    complete_text = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+    skipped = 0 if text.endswith("\n") else 1
+    reader = csv.reader(io.StringIO(complete_text))
+    header = next(reader, None)
+    if header != COLUMNS:
+        raise ValueError(f"{path}: not a Delegate Scope recording (unexpected header)")
+    rows = []
+    for cells in reader:
+        if len(cells) != len(COLUMNS):
+            skipped += 1
+            continue
+        rows.append(dict(zip(COLUMNS, cells, strict=True)))
+    sidecar = Path(path).with_suffix(".json")
+    try:
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    return Session(rows, meta if isinstance(meta, dict) else {}, skipped)

@@ -1,0 +1,168 @@
+"""The live pipeline with real sources, the real LiteRT runtime and real threads."""
+
+import threading
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from app.metrics import Metrics
+from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline
+from app.sources import Frame
+
+
+def wait_until(predicate, timeout: float = 20.0, step: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+@pytest.fixture
+def pipelines():
+    """Every pipeline a test starts is stopped, and must leave no thread behind."""
+    started: list[Pipeline] = []
+    yield started
+    for p in started:
+        assert p.stop(timeout=10), "pipeline did not stop in time"
+        assert not any(t.is_alive() for t in p.threads())
+
+
+def start(pipelines: list, source: str, config: InferenceConfig | None = None, **kwargs) -> Pipeline:
+    p = Pipeline(source, config or InferenceConfig(options={"threads": 1}), **kwargs)
+    pipelines.append(p)
+    p.start()
+    return p
+
+
+def frame(i: int) -> Frame:
+    return Frame(i, np.zeros((2, 2, 3), np.uint8), time.monotonic(), time.time())
+
+
+def test_latest_frame_slot_keeps_only_the_newest_and_counts_overwrites():
+    slot = LatestFrameSlot()
+    assert slot.put(frame(0)) is False
+    assert slot.put(frame(1)) is True  # frame 0 was never taken: dropped
+    assert slot.take(0.01).index == 1
+    assert slot.take(0.01) is None  # nothing new
+    assert slot.put(frame(2)) is False
+    assert slot.peek().index == 2
+
+
+def test_results_flow_with_timings_and_labels(pipelines):
+    p = start(pipelines, "synthetic:320x240@30")
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 5)
+    r = p.latest_result()
+    assert r.model == "efficientnet_lite0" and r.backend == "cpu"
+    assert len(r.top) == 5 and r.top[0].score >= r.top[1].score
+    t = r.timing
+    assert t.captured_at <= t.started_at <= t.finished_at
+    assert t.inference_ms > 0 and t.preprocess_ms > 0 and t.end_to_end_ms >= t.inference_ms
+    assert r.frame_size == (320, 240) and (r.crop.width, r.crop.height) == (240, 240)
+    assert p.events()[0].kind == "open"
+    assert p.status().state == "running"
+
+
+def test_throttle_is_honoured_start_to_start(pipelines):
+    starts: list[float] = []
+    start(
+        pipelines,
+        "synthetic:320x240@60",
+        InferenceConfig(options={"threads": 1}, throttle_ms=150),
+        on_result=lambda r: starts.append(r.timing.started_at),
+    )
+    assert wait_until(lambda: len(starts) >= 8, timeout=30)
+    gaps = np.diff(starts)
+    assert gaps.min() >= 0.149, gaps
+    assert np.median(gaps) < 0.25  # and it does not wait much longer than asked
+
+
+def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines):
+    """Inference (throttled to ~5/s) far slower than capture (60 fps): frames are dropped, none queue."""
+    p = start(pipelines, "synthetic:320x240@60", InferenceConfig(options={"threads": 1}, throttle_ms=200))
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 8, timeout=30)
+    p.stop()
+    snap = p.metrics.snapshot()
+    # every captured frame was either inferred, dropped (overwritten), or is the one left in the slot
+    assert snap.frames_total - snap.inferences_total - snap.dropped_total in (0, 1)
+    assert snap.dropped_total > snap.inferences_total * 5
+    # no backlog: each inference took a frame at most one capture interval (+ scheduling) old
+    assert snap.latency["queue"].max < 100
+
+
+def test_switching_backend_and_model_while_capture_keeps_running(pipelines):
+    p = start(pipelines, "synthetic:320x240@30")
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 3)
+    frames_before = p.metrics.snapshot().frames_total
+    p.reconfigure(model="efficientnet_lite0_int8")
+    assert wait_until(lambda: (r := p.latest_result()) is not None and r.model == "efficientnet_lite0_int8")
+    p.reconfigure(delegate="gpu", options={"threads": 1})  # no GPU here: visible fallback, still running
+    assert wait_until(lambda: any(e.kind == "fallback" for e in p.events()))
+    assert wait_until(lambda: p.latest_result().session_id == 3)
+    switches = [e for e in p.events() if e.kind == "switch"]
+    assert len(switches) == 2
+    assert all(e.close_ms is not None and e.open_ms > 0 and e.first_inference_ms > 0 for e in switches)
+    report = p.session_report()
+    assert (report.requested, report.used) == ("gpu", "cpu") and report.fallback_reason
+    assert p.metrics.snapshot().frames_total > frames_before  # capture never stopped
+
+
+def test_a_bad_model_switch_keeps_the_running_session(pipelines, tmp_path: Path):
+    bad = tmp_path / "broken.tflite"
+    bad.write_bytes(b"not a model")
+    p = start(pipelines, "synthetic:320x240@30")
+    assert wait_until(lambda: p.latest_result() is not None)
+    p.reconfigure(model=bad)
+    assert wait_until(lambda: any(e.kind == "switch_failed" for e in p.events()))
+    n = p.metrics.snapshot().inferences_total
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total > n + 2)
+    assert p.latest_result().model == "efficientnet_lite0"
+
+
+def _write_video(path: Path, frames: int = 60, fps: float = 30.0) -> Path:
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (320, 240))
+    for i in range(frames):
+        img = np.full((240, 320, 3), (i * 4) % 255, np.uint8)
+        cv2.putText(img, str(i), (40, 160), cv2.FONT_HERSHEY_SIMPLEX, 3, (255, 255, 255), 5)
+        writer.write(img)
+    writer.release()
+    return path
+
+
+def test_a_video_that_ends_ends_the_pipeline_cleanly(pipelines, tmp_path: Path):
+    video = _write_video(tmp_path / "clip.avi", frames=30)
+    p = start(pipelines, f"video:{video}", loop=False, pace=False)
+    assert wait_until(p.finished, timeout=30)
+    assert p.status().state == "ended"
+    assert p.metrics.snapshot().frames_total == 30
+
+
+def test_a_video_truncated_on_disk_ends_in_a_clear_status_not_a_hang(pipelines, tmp_path: Path):
+    video = _write_video(tmp_path / "clip.avi", frames=120)
+    data = video.read_bytes()
+    video.write_bytes(data[: len(data) // 2])
+    p = start(pipelines, f"video:{video}", loop=False, pace=False)
+    assert wait_until(lambda: p.status().state in ("ended", "error"), timeout=30)
+    assert p.status().message
+
+
+def test_a_camera_that_does_not_exist_is_a_clear_error(pipelines):
+    p = start(pipelines, "camera:97")
+    assert wait_until(lambda: p.status().state == "error", timeout=15)
+    assert "97" in p.status().message
+
+
+def test_stop_is_bounded_and_leaves_no_thread(pipelines):
+    before = {t.ident for t in threading.enumerate()}
+    p = Pipeline("synthetic:640x480@30", InferenceConfig(options={"threads": 1}), metrics=Metrics())
+    p.start()
+    assert wait_until(lambda: p.latest_result() is not None)
+    started = time.monotonic()
+    assert p.stop(timeout=5)
+    assert time.monotonic() - started < 5
+    leftover = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("delegate-scope")]
+    assert leftover == []
