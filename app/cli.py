@@ -16,7 +16,7 @@ from app.backends.gpu import PRECISIONS
 from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.delegates import delegate_statuses
-from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError
+from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
 from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
@@ -272,21 +272,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
         throttle_ms=args.throttle_ms,
         top_k=5,
     )
+    if args.csv and args.json_file and args.csv.with_suffix(".json").resolve() == args.json_file.resolve():
+        raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
+    if args.csv and args.csv.exists():
+        raise UsageError(f"{args.csv} exists; recordings are never overwritten")
     load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv)
     summary = run_bench(bench, config, progress=_progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
+    if args.json_file:
+        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    status = summary["status"]
+    if status["state"] == "error":  # the cause is the one line to show
+        raise _status_error(status["message"])
     for event in summary["events"]:
         if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             _warn(f"{event['kind']}: {event['message']}")
-    if args.json_file:
-        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
     _print_bench(summary)
-    status = summary["status"]
-    if status["state"] == "error":
-        raise _status_error(status["message"])
     if args.no_fallback and summary["delegate"] and summary["delegate"]["fallback_reason"]:
         raise BackendUnavailable(
             f"the {args.delegate} delegate is not available: {summary['delegate']['fallback_reason']}"

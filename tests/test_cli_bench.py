@@ -1,0 +1,81 @@
+"""`delegate-scope bench`: the live pipeline headless, through the real CLI."""
+
+import json
+from pathlib import Path
+
+from app.recording import COLUMNS, read_session
+from tests.conftest import NO_VULKAN, assert_one_line_error, run_cli
+
+
+def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
+    csv_path, json_path = tmp_path / "s.csv", tmp_path / "summary.json"
+    run = run_cli(
+        "bench",
+        "--frames",
+        "40",
+        "--warmup",
+        "3",
+        "--threads",
+        "1",
+        "--csv",
+        csv_path,
+        "--json",
+        json_path,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "inference" in run.stdout and "capture" in run.stdout
+    summary = json.loads(json_path.read_text())
+    m = summary["metrics"]
+    assert m["inferences_total"] >= 40
+    assert summary["source"]["kind"] == "demo" and summary["source"]["width"] == 1280
+    assert summary["delegate"]["used"] == "cpu"
+    assert set(m["latency"]) == {"queue", "preprocess", "inference", "postprocess", "end_to_end"}
+    assert 0 < m["latency"]["inference"]["p50"] <= m["latency"]["end_to_end"]["p50"]
+    # fps is frames in the window over the time it covers: the clip is paced at 30 fps
+    assert 20 < m["capture_fps"] < 35
+    session = read_session(csv_path)
+    assert session.skipped_lines == 0
+    inferences = [r for r in session.rows if r["event"] == ""]
+    events = [r["event"] for r in session.rows if r["event"]]
+    assert events[0] == "open" and events[-1] == "stop" and "measure" in events
+    assert len(inferences) >= 40 + 3
+    assert all(r["top1_label"] for r in inferences)
+    assert list(session.rows[0]) == COLUMNS
+    meta = session.metadata
+    assert meta["complete"] is True and meta["rows"] == len(session.rows) and meta["lost_rows"] == 0
+    model_id = inferences[0]["model_id"]
+    assert meta["models"][model_id]["sha256"].startswith(model_id)
+
+
+def test_bench_falls_back_visibly_and_no_fallback_exits_5(tmp_path: Path):
+    run = run_cli(
+        "bench",
+        "--delegate",
+        "gpu",
+        "--frames",
+        "5",
+        "--warmup",
+        "0",
+        "--source",
+        "synthetic",
+        "--json",
+        tmp_path / "s.json",
+        env=NO_VULKAN,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "fallback: no GPU adapter found" in run.stderr
+    delegate = json.loads((tmp_path / "s.json").read_text())["delegate"]
+    assert (delegate["requested"], delegate["used"]) == ("gpu", "cpu")
+    run = run_cli("bench", "--delegate", "gpu", "--no-fallback", "--frames", "5", env=NO_VULKAN)
+    assert_one_line_error(run, 5, "the gpu delegate is not available")
+
+
+def test_bench_exit_codes_for_bad_sources_and_models(tmp_path: Path):
+    assert_one_line_error(run_cli("bench", "--source", "camera:42", "--frames", "5"), 6, "camera 42")
+    assert_one_line_error(run_cli("bench", "--source", f"video:{tmp_path / 'nope.mp4'}"), 6, "not found")
+    assert_one_line_error(run_cli("bench", "--model", tmp_path / "nope.tflite"), 3, "not found")
+    assert run_cli("bench", "--frames", "0").returncode == 2
+    assert run_cli("bench", "--throttle-ms", "-1").returncode == 2
+    clash = run_cli("bench", "--csv", tmp_path / "a.csv", "--json", tmp_path / "a.json")
+    assert_one_line_error(clash, 2, "would overwrite the recording's own sidecar")
