@@ -3,6 +3,7 @@ for N frames or S seconds and summarises what the window would have shown."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -121,6 +122,7 @@ def run_bench(
     started = time.monotonic()
     pipeline.start()
     measured_from: float | None = None
+    cpu_from = cpu_to = None
     try:
         while True:
             time.sleep(0.05)
@@ -131,6 +133,7 @@ def run_bench(
             if measured_from is None and snap.inferences_total >= bench.warmup:
                 metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
                 measured_from = time.monotonic()
+                cpu_from = _CpuClock()
                 if recorder:
                     recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
                 continue
@@ -147,6 +150,7 @@ def run_bench(
                 break
     finally:
         snap = metrics.snapshot()
+        cpu_to = _CpuClock()
         status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
         pipeline.stop()
         sampler.stop()
@@ -166,6 +170,8 @@ def run_bench(
         "status": {"state": status.state, "message": status.message},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
         "wall_s": time.monotonic() - started,
+        # Process CPU over exactly the measured span (the snapshot's CPU % is the last 0.5 s sample).
+        "measured_cpu": cpu_from.until(cpu_to) if cpu_from and cpu_to else None,
     }
     if recorder:
         summary["csv"] = {
@@ -175,3 +181,22 @@ def run_bench(
             "error": rec_state.error,
         }
     return summary
+
+
+class _CpuClock:
+    """Process CPU seconds and wall time at one moment (os.times: user + system, all threads)."""
+
+    def __init__(self) -> None:
+        t = os.times()
+        self.cpu_s, self.wall, self.monotonic = t.user + t.system, time.time(), time.monotonic()
+
+    def until(self, end: _CpuClock) -> dict:
+        span = end.monotonic - self.monotonic
+        cores = (end.cpu_s - self.cpu_s) / span * 100 if span > 0 else 0.0
+        return {
+            "from_wall": self.wall,
+            "to_wall": end.wall,
+            "seconds": span,
+            "process_cpu_pct_cores": cores,
+            "process_cpu_pct_machine": cores / (os.cpu_count() or 1),
+        }

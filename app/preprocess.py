@@ -1,8 +1,8 @@
 """Frame -> input tensor: centre crop to the model's aspect, resize, normalise, quantize.
 
 One Preprocessor per model, reused for every frame: the output buffers are
-allocated once (the naive PIL/numpy path measured 7-8 ms per 720p frame here,
-this one ~1.4 ms). The same code serves `classify`, the live pipeline and the
+allocated once and normalisation is a lookup table (figures against the naive
+PIL/numpy path: docs/benchmarks.md). The same code serves `classify`, the live pipeline and the
 benchmarks, so their numbers describe the same work.
 """
 
@@ -52,30 +52,46 @@ def as_bgr_uint8(frame: np.ndarray) -> np.ndarray:
     raise ValueError(f"unsupported frame shape {frame.shape}; expected HxW, HxWx3 or HxWx4")
 
 
+def shrink(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Resize with area averaging when shrinking, bilinear when enlarging.
+
+    cv2.INTER_AREA at a non-integer ratio (720 -> 224) costs ~3.5 ms here; bilinear to twice
+    the target and then INTER_AREA's integer x2 path costs ~0.5 ms and differs from it by
+    0.3 grey levels on average (benchmarks/preprocess.py). Plain bilinear would alias.
+    """
+    h, w = image.shape[:2]
+    if w <= width or h <= height:
+        return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+    if w > 2 * width and h > 2 * height:
+        image = cv2.resize(image, (2 * width, 2 * height), interpolation=cv2.INTER_LINEAR)
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
+
+
 class Preprocessor:
     """Turns BGR uint8 frames into the model's input tensor (1, H, W, 3) of its dtype."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.height, self.width = spec.input_height, spec.input_width
         self.dtype = spec.input_dtype
-        inp, norm = spec.input, spec.normalization
-        # Fold normalisation and quantization into one per-channel affine map x*a + b.
-        if norm.raw:
-            a, b = np.ones(3), np.full(3, -128.0 if self.dtype == np.int8 else 0.0)
-        else:
-            mean, std = np.asarray(norm.mean, np.float64), np.asarray(norm.std, np.float64)
-            a, b = 1.0 / std, -mean / std
-            if self.dtype != np.float32:
-                assert inp.scale is not None and inp.zero_point is not None
-                a, b = a / inp.scale, b / inp.scale + inp.zero_point
-        self._a = a.astype(np.float32)
-        self._b = b.astype(np.float32)
+        self._lut = self.lookup_table(spec)
         self._rgb = np.empty((self.height, self.width, 3), np.uint8)
-        self._scratch = np.empty((self.height, self.width, 3), np.float32)
         self._out = np.empty((1, self.height, self.width, 3), self.dtype)
-        if self.dtype != np.float32:
-            info = np.iinfo(self.dtype)
-            self._lo, self._hi = float(info.min), float(info.max)
+
+    @staticmethod
+    def lookup_table(spec: ModelSpec) -> np.ndarray:
+        """Pixel value -> model input value per RGB channel: normalisation and quantization
+        (round, clip) folded into one 256-entry table, applied by cv2.LUT in ~0.2 ms."""
+        inp, norm, dtype = spec.input, spec.normalization, spec.input_dtype
+        x = np.arange(256, dtype=np.float64)[:, None].repeat(3, axis=1)
+        if norm.raw:
+            values = x - 128.0 if dtype == np.int8 else x
+        else:
+            values = (x - np.asarray(norm.mean)) / np.asarray(norm.std)
+            if dtype != np.float32:
+                assert inp.scale is not None and inp.zero_point is not None
+                info = np.iinfo(dtype)
+                values = np.clip(np.rint(values / inp.scale + inp.zero_point), info.min, info.max)
+        return values.astype(dtype).reshape(1, 256, 3)
 
     def crop_box(self, frame_width: int, frame_height: int) -> CropBox:
         return centre_crop_box(frame_width, frame_height, self.width / self.height)
@@ -85,17 +101,6 @@ class Preprocessor:
         bgr = as_bgr_uint8(frame)
         box = self.crop_box(bgr.shape[1], bgr.shape[0])
         crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
-        shrinking = box.width >= self.width and box.height >= self.height
-        small = cv2.resize(
-            crop, (self.width, self.height), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR
-        )
-        cv2.cvtColor(small, cv2.COLOR_BGR2RGB, dst=self._rgb)
-        np.multiply(self._rgb, self._a, out=self._scratch)
-        np.add(self._scratch, self._b, out=self._scratch)
-        if self.dtype == np.float32:
-            self._out[0] = self._scratch
-        else:
-            np.rint(self._scratch, out=self._scratch)
-            np.clip(self._scratch, self._lo, self._hi, out=self._scratch)
-            self._out[0] = self._scratch  # exact: values are integral and in range
+        cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=self._rgb)
+        cv2.LUT(self._rgb, self._lut, dst=self._out[0])
         return self._out

@@ -1,5 +1,6 @@
 from dataclasses import replace
 
+import cv2
 import numpy as np
 import pytest
 
@@ -60,3 +61,14 @@ def test_grey_bgra_and_16_bit_frames_are_converted_and_others_refused():
         as_bgr_uint8(np.zeros((4, 4, 3), np.float32))
     with pytest.raises(ValueError, match="shape"):
         as_bgr_uint8(np.zeros((4, 4, 5), np.uint8))
+
+
+def test_fast_shrink_stays_close_to_area_averaging():
+    from app.images import read_image
+    from app.preprocess import shrink
+    from tests.conftest import PHOTOS
+
+    crop = read_image(PHOTOS / "rocket.jpg")[:, 106:533]  # 427x427 centre square
+    reference = cv2.resize(crop, (100, 100), interpolation=cv2.INTER_AREA).astype(float)
+    assert np.abs(shrink(crop, 100, 100).astype(float) - reference).mean() < 1.0  # grey levels of 255
+    assert shrink(crop, 600, 600).shape == (600, 600, 3)  # enlarging: bilinear
