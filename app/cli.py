@@ -254,6 +254,8 @@ def _print_bench(summary: dict) -> None:
         print(
             f"memory    RSS {m['rss_mb']:.0f} MB" + (f", GPU {m['gpu_util_pct']:.0f}%" if m.get("gpu_util_pct") else "")
         )
+    if summary.get("first_result_s") is not None:
+        print(f"start-up  first result {summary['first_result_s']:.2f} s after the process started")
     if "csv" in summary:
         c = summary["csv"]
         print(

@@ -1,0 +1,97 @@
+"""Live pacing over a long run: the demo clip paced at 30 fps, the fp32 model flat out (throttle 0).
+Per minute: capture fps, inference fps, inference and end-to-end latency, RSS; plus the dropped
+count. Targets (issue 4): capture fps >= 29, latency flat, RSS growth <= 10 MB.
+
+    python benchmarks/live_pacing.py [--seconds 600] [--threads 1]      # runs bench, then analyses
+    python benchmarks/live_pacing.py --csv session.csv --summary s.json # analyses an existing run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.recording import read_session  # noqa: E402
+
+
+def analyse(csv_path: Path, summary_path: Path) -> None:
+    session = read_session(csv_path)
+    rows = [r for r in session.rows if r["event"] == ""]
+    summary = json.loads(summary_path.read_text())
+    start = float(rows[0]["t_s"])
+    minutes: dict[int, list[dict]] = {}
+    for r in rows:
+        minutes.setdefault(int((float(r["t_s"]) - start) // 60), []).append(r)
+    print(
+        "| minute | inferences | capture fps (median of rows) | inference fps | inference p50 ms | "
+        "end-to-end p50 ms | RSS MB (last) |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for minute, rs in sorted(minutes.items()):
+
+        def med(key: str, rs: list[dict] = rs) -> float:
+            return statistics.median(float(r[key]) for r in rs if r[key])
+
+        print(
+            f"| {minute} | {len(rs)} | {med('capture_fps'):.2f} | {med('inference_fps'):.2f} | "
+            f"{med('inference_ms'):.2f} | {med('end_to_end_ms'):.2f} | {float(rs[-1]['rss_mb']):.1f} |"
+        )
+    m = summary["metrics"]
+    rss = [float(r["rss_mb"]) for r in rows if r["rss_mb"]]
+    after_first_minute = [float(r["rss_mb"]) for r in minutes.get(1, []) if r["rss_mb"]]
+    print(
+        f"\nwhole run: {m['inferences_total']} inferences, {m['frames_total']} frames captured, "
+        f"{m['dropped_total']} dropped (overwritten before inference), capture {m['capture_fps']:.2f} fps, "
+        f"inference {m['inference_fps']:.2f} fps; rows {len(session.rows)}, lost {session.metadata.get('lost_rows')}"
+    )
+    if after_first_minute:
+        print(
+            f"RSS: {rss[0]:.1f} MB at the first row, {after_first_minute[0]:.1f} MB after 1 min, "
+            f"{rss[-1]:.1f} MB at the end (growth after the first minute {rss[-1] - after_first_minute[0]:+.1f} MB)"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=600)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--csv", type=Path)
+    parser.add_argument("--summary", type=Path)
+    args = parser.parse_args()
+    if args.csv:
+        analyse(args.csv, args.summary or args.csv.with_name(args.csv.stem + "_summary.json"))
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        csv_path, summary = Path(tmp) / "live.csv", Path(tmp) / "summary.json"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "app",
+                "bench",
+                "--seconds",
+                str(args.seconds),
+                "--threads",
+                str(args.threads),
+                "--csv",
+                str(csv_path),
+                "--json",
+                str(summary),
+            ],
+            check=True,
+            cwd=ROOT,
+        )
+        analyse(csv_path, summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
