@@ -91,12 +91,21 @@ def package_versions(
     return versions
 
 
+def cpu_name() -> str:
+    """The CPU model ("AMD EPYC ..."); platform.processor() is empty on most Linux systems."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
 def machine_info() -> dict:
     return {
         "os": f"{platform.system()} {platform.release()}",
         "platform": platform.platform(),
         "machine": platform.machine(),
-        "processor": platform.processor(),
+        "processor": cpu_name(),
         "cpu_count": os.cpu_count(),
         "python": sys.version.split()[0],
     }

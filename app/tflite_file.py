@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from app.errors import ModelError
@@ -138,7 +137,3 @@ def read_tflite(data: bytes) -> TfliteInfo:
             f"model file is truncated or corrupt ({type(exc).__name__} while reading its flatbuffer)"
         ) from None
     return TfliteInfo(n_subgraphs, inputs, outputs, op_types, metadata, description)
-
-
-def numpy_dtype(name: str) -> np.dtype:
-    return np.dtype(name)

@@ -22,6 +22,9 @@ PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg")) + sorted(
     (ROOT.parent / "shared" / "fixtures" / "coral").glob("*.bmp")
 )
 MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]
+sys.path.insert(0, str(ROOT))
+
+from app.recording import cpu_name  # noqa: E402
 
 
 def classify(model: str) -> dict[str, list[dict]]:
@@ -72,16 +75,6 @@ def litert_benchmark(path: Path, runs: int = 100) -> dict:
             check=True,
         )
         return json.loads(result.read_text())
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> None:

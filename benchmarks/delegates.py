@@ -32,6 +32,7 @@ from app.model import load_model_spec  # noqa: E402
 from app.native_log import NativeLogFile  # noqa: E402
 from app.postprocess import Postprocessor  # noqa: E402
 from app.preprocess import Preprocessor  # noqa: E402
+from app.recording import cpu_name  # noqa: E402
 
 PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg"))
 MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]
@@ -43,16 +44,6 @@ def configs() -> list[tuple[str, str, dict]]:
     # allow_software: a software adapter is measured (and marked) rather than skipped.
     gpu = [(f"gpu {p}", "gpu", {"precision": p, "threads": 1, "allow_software": True}) for p in ("fp16", "fp32")]
     return cpu + gpu
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure(model: str, backend: str, options: dict, runs: int) -> dict:

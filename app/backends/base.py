@@ -7,6 +7,7 @@ fallback is left for the user to guess.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
@@ -63,3 +64,17 @@ class Backend(Protocol):
         ...
 
     def open(self, spec: ModelSpec, options: dict) -> Session: ...
+
+
+def first_line(exc: BaseException | str) -> str:
+    """The first line of an error message (native wrappers put whole logs in them)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text and text.splitlines() else type(exc).__name__
+
+
+def time_first_inference(session: Session, spec: ModelSpec) -> float:
+    """Milliseconds of one run on a zero input: the first run pays one-off costs (weight
+    packing, shader or device preparation), so it is measured apart from the steady state."""
+    started = time.perf_counter()
+    session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+    return (time.perf_counter() - started) * 1000

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from app.backends.base import SessionReport
+from app.backends.base import SessionReport, first_line, time_first_inference
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
@@ -83,11 +83,6 @@ def find_mlpackage(spec: ModelSpec) -> Path | None:
     return next((c for c in candidates if (c / "Manifest.json").is_file()), None)
 
 
-def _first_line(exc: BaseException | str) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _device_name(device: Any) -> str:
     return _DEVICE_NAMES.get(type(device).__name__, "unknown") if device is not None else "unknown"
 
@@ -126,7 +121,7 @@ def compute_plan(model: Any, compute_units: Any) -> tuple[dict | None, str | Non
             if estimate is not None:
                 cost[device] += float(estimate.weight)
     except Exception as exc:  # the native bridge raises plain Exception/RuntimeError
-        return None, f"no per-op device plan: MLComputePlan failed ({_first_line(exc)})"
+        return None, f"no per-op device plan: MLComputePlan failed ({first_line(exc)})"
     return {
         "devices": dict(sorted(devices.items())),
         "cost": {k: round(v, 4) for k, v in sorted(cost.items())} or None,
@@ -139,7 +134,7 @@ class CoreMLSession:
         try:
             ct = import_coremltools()
         except ImportError as exc:
-            raise BackendUnavailable(f"coremltools cannot be imported: {_first_line(exc)}") from None
+            raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
         compute_units = getattr(ct.ComputeUnit, COMPUTE_UNITS[units])
         self._spec = spec
         started = time.perf_counter()
@@ -148,12 +143,12 @@ class CoreMLSession:
                 warnings.simplefilter("always")
                 self._model = ct.models.MLModel(str(package), compute_units=compute_units)
         except Exception as exc:  # coremltools raises plain Exception for unreadable packages
-            raise BackendUnavailable(f"Core ML cannot load {package.name}: {_first_line(exc)}") from None
+            raise BackendUnavailable(f"Core ML cannot load {package.name}: {first_line(exc)}") from None
         init_ms = (time.perf_counter() - started) * 1000
         if self._model.__proxy__ is None:
             error = getattr(self._model, "_framework_error", None)
             raise BackendUnavailable(
-                f"Core ML cannot load {package.name}: {_first_line(error)}"
+                f"Core ML cannot load {package.name}: {first_line(error)}"
                 if error
                 else f"Core ML cannot load {package.name} (Core ML specification version "
                 f"{self._model.get_spec().specificationVersion} needs macOS 13 or later, or coremltools "
@@ -172,7 +167,7 @@ class CoreMLSession:
         self._zero_point = float(spec.input.zero_point or 0) if quantized else 0.0
 
         plan, no_plan = compute_plan(self._model, compute_units)
-        report_warnings = [f"{w.category.__name__}: {_first_line(str(w.message))}" for w in caught]
+        report_warnings = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
         options: dict = {"compute_units": units, "mlpackage": package.name}
         total = delegated = None
         cpu_ops: list[str] = []
@@ -204,10 +199,8 @@ class CoreMLSession:
             warnings=report_warnings,
             native_log=log.lines(),
         )
-        # The first prediction pays for Core ML's device-specific preparation; measured apart.
-        started = time.perf_counter()
-        self.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
-        self.report.first_inference_ms = (time.perf_counter() - started) * 1000
+        # The first prediction pays for Core ML's device-specific preparation.
+        self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         if self._scale is not None:
@@ -217,7 +210,7 @@ class CoreMLSession:
         try:
             outputs = self._model.predict({self._input_name: x})
         except Exception as exc:  # coremltools raises plain Exception
-            raise ModelError(f"Core ML failed to run the model: {_first_line(exc)}") from None
+            raise ModelError(f"Core ML failed to run the model: {first_line(exc)}") from None
         return np.asarray(outputs[self._output_name], dtype=np.float32).reshape(-1)
 
     def close(self) -> None:

@@ -8,7 +8,7 @@ import time
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from app.backends.base import SessionReport
+from app.backends.base import SessionReport, first_line, time_first_inference
 from app.errors import ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
@@ -60,13 +60,13 @@ class CpuSession:
             self._output_index = self._interpreter.get_output_details()[0]["index"]
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError) as exc:
             # The wrapper's own Python (tensor names, details) can trip on corrupt bytes too.
-            raise ModelError(f"the LiteRT runtime refused the model: {_first_line(exc)}") from None
+            raise ModelError(f"the LiteRT runtime refused the model: {first_line(exc)}") from None
         init_ms = (time.perf_counter() - started) * 1000
         try:
             nodes, delegated, partitions, left = delegation_facts(self._interpreter._get_ops_details())
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError, KeyError) as exc:
             raise ModelError(
-                f"the LiteRT runtime refused the model: cannot list its nodes ({_first_line(exc)})"
+                f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"
             ) from None
         self.report = SessionReport(
             requested="cpu",
@@ -83,26 +83,19 @@ class CpuSession:
             options={"threads": threads},
             native_log=log.lines(),
         )
-        # The first invoke pays for XNNPACK's weight packing; measure it apart from steady state.
-        started = time.perf_counter()
-        self.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
-        self.report.first_inference_ms = (time.perf_counter() - started) * 1000
+        # The first invoke pays for XNNPACK's weight packing.
+        self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         self._interpreter.set_tensor(self._input_index, input_tensor)
         try:
             self._interpreter.invoke()
         except RuntimeError as exc:
-            raise ModelError(f"the LiteRT runtime failed to run the model: {_first_line(exc)}") from None
+            raise ModelError(f"the LiteRT runtime failed to run the model: {first_line(exc)}") from None
         return self._interpreter.get_tensor(self._output_index).reshape(-1)
 
     def close(self) -> None:
         self._interpreter = None  # type: ignore[assignment]
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 class CpuBackend:

@@ -26,7 +26,7 @@ from ai_edge_litert.gpu_options import GpuOptions
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
-from app.backends.base import SessionReport
+from app.backends.base import SessionReport, first_line, time_first_inference
 from app.backends.cpu import default_threads
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.errors import BackendUnavailable, ModelError
@@ -152,9 +152,7 @@ class GpuSession:
             self.report.warnings.append(
                 "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
             )
-        started = time.perf_counter()
-        self.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
-        self.report.first_inference_ms = (time.perf_counter() - started) * 1000
+        self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         self._inputs[0].write(input_tensor)
@@ -163,9 +161,7 @@ class GpuSession:
             # run_by_index only submits work to the GPU; reading the output waits for it.
             return self._outputs[0].read(self._out_count, self._out_dtype)
         except RuntimeError as exc:
-            raise ModelError(
-                f"the GPU run failed: {str(exc).strip().splitlines()[0] if str(exc).strip() else exc}"
-            ) from None
+            raise ModelError(f"the GPU run failed: {first_line(exc)}") from None
 
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
