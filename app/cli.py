@@ -141,6 +141,25 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
     b.set_defaults(handler=cmd_bench)
+
+    g = sub.add_parser(
+        "gui",
+        parents=[common],
+        help="open the window (the default command)",
+        description="Open the window: live video with labels, plots, delegate switching, recording. "
+        "Without --source: camera 0 if it opens, else the bundled demo clip.",
+    )
+    g.add_argument("--source", help="camera:N, video:PATH, images:PATH, demo, synthetic")
+    g.add_argument("--model", help="bundled model name or .tflite path")
+    g.add_argument("--delegate", choices=list(BACKENDS), help="backend to start on")
+    g.add_argument("--threads", type=_positive_int, help="CPU threads")
+    g.add_argument("--throttle-ms", type=_non_negative_float, help="delay between inference starts")
+    g.add_argument("--settings", type=Path, dest="settings_file", help="settings file (INI) instead of the user's")
+    g.add_argument("--record", type=Path, help="start recording to this CSV at once")
+    g.add_argument("--exit-after", type=_positive_float, help="close the window after this many seconds")
+    g.add_argument("--screenshot", type=Path, help="grab the window to this PNG just before --exit-after closes it")
+    g.add_argument("--stats", type=Path, dest="stats_file", help="write display/GUI-cost figures as JSON at exit")
+    g.set_defaults(handler=cmd_gui)
     return parser
 
 
@@ -344,12 +363,33 @@ def cmd_classify(args: argparse.Namespace) -> int:
     return failures[0].error.exit_code if failures else 0
 
 
+def cmd_gui(args: argparse.Namespace) -> int:
+    from app.ui.app import run_gui  # Qt is imported only for the window
+    from app.ui.main_window import GuiOptions
+
+    if args.screenshot is not None and args.exit_after is None:
+        raise UsageError("--screenshot is taken just before --exit-after closes the window: give both")
+    options = GuiOptions(
+        source=args.source,
+        model=args.model,
+        delegate=args.delegate,
+        threads=args.threads,
+        throttle_ms=args.throttle_ms,
+        settings_file=args.settings_file,
+        record=args.record,
+        exit_after=args.exit_after,
+        screenshot=args.screenshot,
+        stats_file=args.stats_file,
+    )
+    return run_gui(options)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
+        argv = ["gui", *argv]  # plain `delegate-scope [options]` opens the window
     args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return 0
     native = NativeLogFile()
     try:
         return args.handler(args)

@@ -107,7 +107,7 @@ class MetricsSnapshot:
         return asdict(self)
 
 
-class _Ring:
+class Ring:
     """float64 rows, oldest first, column 0 a timestamp: a circular buffer that grows to a hard cap."""
 
     def __init__(self, width: int, cap: int) -> None:
@@ -178,10 +178,10 @@ class Metrics:
         self._clock = clock
         self._sampler = sampler
         self._lock = threading.Lock()
-        self._frames = _Ring(1, max_rows)  # (captured_at,)
-        self._drops = _Ring(2, max_rows)  # (t, n)
+        self._frames = Ring(1, max_rows)  # (captured_at,)
+        self._drops = Ring(2, max_rows)  # (t, n)
         # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
-        self._timings = _Ring(2 + len(LATENCY_KEYS), max_rows)
+        self._timings = Ring(2 + len(LATENCY_KEYS), max_rows)
         self.reset()
 
     def reset(self) -> None:
@@ -244,7 +244,7 @@ class Metrics:
             **{key: reading.get(key) for key in _SNAPSHOT_READING_KEYS},
         )
 
-    def _rings(self) -> tuple[_Ring, _Ring, _Ring]:
+    def _rings(self) -> tuple[Ring, Ring, Ring]:
         return self._frames, self._drops, self._timings
 
 

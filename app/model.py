@@ -260,8 +260,11 @@ def load_model_spec(
     """Read and check a model file; raise ModelError with one clear line when it cannot be used."""
     path = resolve_model_path(ref)
     content = _read_model_bytes(path)
-    info = read_tflite(content)
-    inp, out, classes = _check_classifier(info)
+    try:
+        info = read_tflite(content)
+        inp, out, classes = _check_classifier(info)
+    except ModelError as exc:  # the file's name goes first: the user may have opened several
+        raise ModelError(f"{path.name}: {exc}") from None
     warnings: list[str] = []
 
     sha = hashlib.sha256(content).hexdigest()

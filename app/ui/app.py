@@ -1,0 +1,81 @@
+"""Start the window: check the display and the inputs first (bad ones are one line and an exit
+code, as in every command), then run the Qt event loop."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from types import TracebackType
+
+from app.errors import UsageError
+from app.model import load_model_spec
+from app.sources import parse_source_spec
+
+ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
+
+
+def check_display() -> None:
+    """Qt aborts the process when it cannot reach a display; say so plainly instead."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        raise UsageError(
+            "no display to open the window on (DISPLAY is not set): run it under `xvfb-run -a`, "
+            "set QT_QPA_PLATFORM=offscreen for a scripted run, or use `bench` headless"
+        )
+
+
+def run_gui(options: object) -> int:
+    from app.ui.main_window import GuiOptions, MainWindow, application
+    from app.ui.settings import window_state
+
+    assert isinstance(options, GuiOptions)
+    check_display()
+    if options.source:
+        parse_source_spec(options.source)  # SourceError (exit 6) before any window appears
+    if options.model:
+        load_model_spec(options.model)  # ModelError (exit 3)
+    for path in (options.screenshot, options.stats_file):
+        if path is not None and not path.parent.is_dir():
+            raise UsageError(f"folder does not exist: {path.parent}")
+
+    from PySide6.QtCore import QCoreApplication, QSettings
+
+    QCoreApplication.setOrganizationName(ORGANISATION)
+    QCoreApplication.setApplicationName(APPLICATION)
+    app = application()
+    if options.settings_file:
+        settings = QSettings(str(options.settings_file), QSettings.Format.IniFormat)
+    else:
+        settings = QSettings()
+    window = MainWindow(options, settings)
+    _install_excepthook(window)
+    geometry, state = window_state(settings)
+    if geometry is not None:
+        window.restoreGeometry(geometry)
+    else:
+        window.resize(1280, 860)
+    if state is not None:
+        window.restoreState(state)
+    window.show()
+    return app.exec()
+
+
+def _install_excepthook(window: object) -> None:
+    """An unexpected error in a Qt callback: full traceback to a log file, one line to the user."""
+    log = Path(tempfile.gettempdir()) / "delegate-scope-errors.log"
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        try:
+            with open(log, "a", encoding="utf-8") as f:
+                f.write("".join(traceback.format_exception(kind, exc, tb)))
+        except OSError:
+            pass
+        show = getattr(window, "show_error", None)
+        if show is not None:
+            show("Internal error", f"{kind.__name__}: {exc} (details in {log})")
+
+    sys.excepthook = hook

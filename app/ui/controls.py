@@ -1,0 +1,198 @@
+"""The control panel: source, model, delegate and its options, throttle, top-k, threshold.
+
+It only emits what the user asked for; the window applies it to the live session and
+the panel shows back what is really running (the delegation panel), never its own guess.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QStandardItemModel
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.backends.coreml import COMPUTE_UNITS
+from app.backends.gpu import PRECISIONS
+from app.model import bundled_models
+
+OPEN_FILE = "__open__"
+DELEGATE_LABELS = {"cpu": "CPU (XNNPACK)", "gpu": "GPU (LiteRT)", "coreml": "Core ML"}
+
+
+class ControlPanel(QWidget):
+    source_requested = Signal(str)  # a source spec, or OPEN_FILE:video / OPEN_FILE:images
+    model_requested = Signal(str)  # a bundled name or a path, or OPEN_FILE
+    delegate_requested = Signal(str)
+    options_changed = Signal(dict)  # threads, precision, allow_software, compute_units
+    throttle_changed = Signal(float)
+    top_k_changed = Signal(int)
+    threshold_changed = Signal(float)  # 0..1
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+
+        box = QGroupBox("Input and model")
+        form = QFormLayout(box)
+        self.source = QComboBox()
+        self.source.setToolTip("Where frames come from")
+        form.addRow("Source", self.source)
+        self.model = QComboBox()
+        form.addRow("Model", self.model)
+        layout.addWidget(box)
+
+        box = QGroupBox("Delegate")
+        form = QFormLayout(box)
+        self.delegate = QComboBox()
+        for name, label in DELEGATE_LABELS.items():
+            self.delegate.addItem(label, name)
+        form.addRow("Run on", self.delegate)
+        self.threads = QSpinBox()
+        self.threads.setRange(1, max(1, os.cpu_count() or 1) * 2)
+        self.threads.setToolTip("CPU threads for XNNPACK (and the CPU fallback)")
+        form.addRow("Threads", self.threads)
+        self.precision = QComboBox()
+        self.precision.addItems(list(PRECISIONS))
+        self.precision.setToolTip("GPU: fp16 allowed (faster) or fp32 enforced")
+        form.addRow("GPU precision", self.precision)
+        self.allow_software = QCheckBox("Allow a software GPU")
+        self.allow_software.setToolTip("Run on llvmpipe / SwiftShader ('GPU' work done by the CPU), flagged as such")
+        form.addRow("", self.allow_software)
+        self.units = QComboBox()
+        self.units.addItems(list(COMPUTE_UNITS))
+        self.units.setToolTip("Core ML compute units")
+        form.addRow("Core ML units", self.units)
+        layout.addWidget(box)
+
+        box = QGroupBox("Pipeline")
+        form = QFormLayout(box)
+        self.throttle = QSpinBox()
+        self.throttle.setRange(0, 10_000)
+        self.throttle.setSuffix(" ms")
+        self.throttle.setToolTip(
+            "Delay between inference starts (the iOS sample's delayBetweenInferencesMs); 0 = flat out"
+        )
+        form.addRow("Throttle", self.throttle)
+        self.top_k = QSpinBox()
+        self.top_k.setRange(1, 10)
+        form.addRow("Top-k", self.top_k)
+        self.threshold = QDoubleSpinBox()
+        self.threshold.setRange(0.0, 100.0)
+        self.threshold.setDecimals(0)
+        self.threshold.setSuffix(" %")
+        self.threshold.setToolTip("Hide labels below this score in the overlay")
+        form.addRow("Score threshold", self.threshold)
+        layout.addWidget(box)
+        layout.addStretch(1)
+
+        self.source.activated.connect(self._source_activated)
+        self.model.activated.connect(self._model_activated)
+        self.delegate.activated.connect(lambda _: self.delegate_requested.emit(self.delegate.currentData()))
+        self.delegate.currentIndexChanged.connect(lambda _: self._show_relevant_options())
+        for widget in (self.threads, self.precision, self.allow_software, self.units):
+            signal = getattr(widget, "valueChanged", None) or getattr(widget, "currentIndexChanged", None)
+            if isinstance(widget, QCheckBox):
+                signal = widget.toggled
+            signal.connect(lambda *_: self.options_changed.emit(self.options()))
+        self.throttle.valueChanged.connect(lambda v: self.throttle_changed.emit(float(v)))
+        self.top_k.valueChanged.connect(self.top_k_changed.emit)
+        self.threshold.valueChanged.connect(lambda v: self.threshold_changed.emit(v / 100.0))
+        self._show_relevant_options()
+
+    # ---- filling -------------------------------------------------------------------------
+
+    def set_sources(self, entries: list[tuple[str, str]], current: str) -> None:
+        """`entries`: (label, spec) pairs; "Video file…" and "Image folder…" are appended."""
+        self.source.blockSignals(True)
+        self.source.clear()
+        for label, spec in entries:
+            self.source.addItem(label, spec)
+        if self.source.findData(current) < 0:
+            self.source.addItem(current, current)
+        self.source.insertSeparator(self.source.count())
+        self.source.addItem("Video file…", f"{OPEN_FILE}:video")
+        self.source.addItem("Image folder…", f"{OPEN_FILE}:images")
+        self.source.setCurrentIndex(self.source.findData(current))
+        self.source.blockSignals(False)
+
+    def set_models(self, current: str, label: str | None = None) -> None:
+        self.model.blockSignals(True)
+        self.model.clear()
+        for name in bundled_models():
+            self.model.addItem(name, name)
+        if self.model.findData(current) < 0:
+            self.model.addItem(label or current, current)
+        self.model.insertSeparator(self.model.count())
+        self.model.addItem("Open .tflite…", OPEN_FILE)
+        self.model.setCurrentIndex(self.model.findData(current))
+        self.model.blockSignals(False)
+
+    def set_delegate_availability(self, reasons: dict[str, str | None]) -> None:
+        """Disable the delegates that cannot run here, with the reason as tooltip."""
+        model = self.delegate.model()
+        assert isinstance(model, QStandardItemModel)
+        for row in range(self.delegate.count()):
+            name = self.delegate.itemData(row)
+            item = model.item(row)
+            reason = reasons.get(name)
+            item.setEnabled(reason is None)
+            tip = f"Not available here: {reason}" if reason else f"{DELEGATE_LABELS[name]} is available here"
+            self.delegate.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
+
+    def delegate_enabled(self, name: str) -> bool:
+        model = self.delegate.model()
+        assert isinstance(model, QStandardItemModel)
+        return model.item(self.delegate.findData(name)).isEnabled()
+
+    def show_delegate(self, name: str) -> None:
+        self.delegate.blockSignals(True)
+        self.delegate.setCurrentIndex(self.delegate.findData(name))
+        self.delegate.blockSignals(False)
+        self._show_relevant_options()
+
+    def set_values(self, *, threads: int, precision: str, allow_software: bool, units: str, throttle_ms: float,
+                   top_k: int, threshold: float) -> None:  # fmt: skip
+        for widget in (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
+                       self.threshold):  # fmt: skip
+            widget.blockSignals(True)
+        self.threads.setValue(threads)
+        self.precision.setCurrentText(precision)
+        self.allow_software.setChecked(allow_software)
+        self.units.setCurrentText(units)
+        self.throttle.setValue(int(throttle_ms))
+        self.top_k.setValue(top_k)
+        self.threshold.setValue(threshold * 100)
+        for widget in (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
+                       self.threshold):  # fmt: skip
+            widget.blockSignals(False)
+
+    def options(self) -> dict:
+        return {
+            "threads": self.threads.value(),
+            "precision": self.precision.currentText(),
+            "allow_software": self.allow_software.isChecked(),
+            "compute_units": self.units.currentText(),
+        }
+
+    # ---- internals -----------------------------------------------------------------------
+
+    def _show_relevant_options(self) -> None:
+        name = self.delegate.currentData()
+        self.precision.setEnabled(name == "gpu")
+        self.units.setEnabled(name == "coreml")
+
+    def _source_activated(self, index: int) -> None:
+        self.source_requested.emit(self.source.itemData(index))
+
+    def _model_activated(self, index: int) -> None:
+        self.model_requested.emit(self.model.itemData(index))

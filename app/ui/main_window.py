@@ -1,0 +1,566 @@
+"""The main window: a thin view over app.live.LiveSession.
+
+It polls the session at display rate (newest frame + newest result) and a few times a
+second (metrics, events, recording), and sends commands back (switch source, reconfigure,
+record). No frame or result is pushed at it, so a busy GUI can never build a backlog.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (
+    QApplication,
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QSplitter,
+    QToolBar,
+)
+
+from app import __version__
+from app.backends.cpu import default_threads
+from app.delegates import delegate_statuses
+from app.errors import DelegateScopeError
+from app.live import LiveSession, RecordingStatus
+from app.model import load_model_spec
+from app.pipeline import Event, InferenceConfig
+from app.recording import package_versions
+from app.sources import list_cameras
+from app.ui.controls import OPEN_FILE, ControlPanel
+from app.ui.delegation_panel import DelegationPanel
+from app.ui.plots import LivePlots, snapshot_values
+from app.ui.settings import load_settings, save_settings
+from app.ui.video_view import VideoView
+
+DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows every frame
+STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
+BACKGROUND_JOIN_S = 3.0
+_MARKER_EVENTS = {"open", "switch", "fallback", "switch_failed", "source_lost", "source_reconnected"}
+_STATUS_EVENTS = _MARKER_EVENTS | {"source_ended", "error"}
+
+
+@dataclass
+class GuiOptions:
+    source: str | None = None
+    model: str | None = None
+    delegate: str | None = None
+    threads: int | None = None
+    throttle_ms: float | None = None
+    settings_file: Path | None = None
+    record: Path | None = None
+    exit_after: float | None = None
+    screenshot: Path | None = None
+    stats_file: Path | None = None
+    dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, options: GuiOptions, settings: QSettings) -> None:
+        super().__init__()
+        self.options, self.qsettings = options, settings
+        self.saved, problems = load_settings(settings)
+        self.setWindowTitle("Delegate Scope")
+        self._background_threads: list[threading.Thread] = []
+        self._statuses: Future | None = None
+        self._cameras: Future | None = None
+        self._last_frame_index = -1
+        self._last_result_id: int | None = None
+        self._last_event_at = -1.0
+        self._display_times: deque[float] = deque(maxlen=4096)  # when each new frame was shown
+        self.gui_work_ms: deque[float] = deque(maxlen=20_000)  # GUI-thread cost per displayed frame
+        self._plot_times: deque[float] = deque(maxlen=4096)
+        self.last_recording: RecordingStatus | None = None
+        self._closing = False
+        self.last_error: str | None = None
+
+        self._build_widgets()
+        self._build_actions()
+
+        config, source = self._initial_config()
+        self.session = LiveSession(source, config)
+        self._fill_controls(config, source)
+        for problem in problems:
+            self.statusBar().showMessage(problem, 10_000)
+        self.session.start()
+
+        self._statuses = self._background(
+            delegate_statuses, "delegate-scope-probe"
+        )  # the GPU probe takes a child process
+        self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS, timeout=self._display_tick)
+        self._stats_timer = QTimer(self, interval=STATS_INTERVAL_MS, timeout=self._stats_tick)
+        self._display_timer.start()
+        self._stats_timer.start()
+        if options.record:
+            self.start_recording(options.record)
+        if options.exit_after is not None:
+            QTimer.singleShot(int(options.exit_after * 1000), self._scripted_exit)
+
+    # ---- construction ----------------------------------------------------------------------
+
+    def _build_widgets(self) -> None:
+        self.video = VideoView()
+        self.plots = LivePlots()
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(self.video)
+        splitter.addWidget(self.plots)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([560, 260])
+        self.setCentralWidget(splitter)
+
+        self.controls = ControlPanel()
+        self.delegation = DelegationPanel()
+        for title, widget, name in (
+            ("What really runs", self.delegation, "delegation"),
+            ("Controls", self.controls, "controls"),
+        ):
+            scroll = QScrollArea()
+            scroll.setWidget(widget)
+            scroll.setWidgetResizable(True)
+            dock = QDockWidget(title, self)
+            dock.setObjectName(f"dock-{name}")
+            dock.setWidget(scroll)
+            dock.setMinimumWidth(300)
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+            setattr(self, f"{name}_dock", dock)
+        self.resizeDocks([self.delegation_dock, self.controls_dock], [380, 420], Qt.Orientation.Vertical)  # type: ignore[attr-defined]
+
+        self.status_label = QLabel("starting")
+        self.record_label = QLabel("")
+        self.statusBar().addPermanentWidget(self.record_label)
+        self.statusBar().addPermanentWidget(self.status_label)
+
+        c = self.controls
+        c.source_requested.connect(self.request_source)
+        c.model_requested.connect(self.request_model)
+        c.delegate_requested.connect(self.request_delegate)
+        c.options_changed.connect(self._options_changed)
+        c.throttle_changed.connect(lambda ms: self.session.reconfigure(throttle_ms=ms))
+        c.top_k_changed.connect(lambda k: self.session.reconfigure(top_k=k))
+        c.threshold_changed.connect(self._threshold_changed)
+
+    def _build_actions(self) -> None:
+        def action(text: str, slot: object, shortcut: QKeySequence | str | None = None) -> QAction:
+            a = QAction(text, self)
+            if shortcut is not None:
+                a.setShortcut(QKeySequence(shortcut))
+            a.triggered.connect(slot)
+            return a
+
+        file_menu = self.menuBar().addMenu("&File")
+        file_menu.addAction(
+            action("Open &video…", lambda: self.request_source(f"{OPEN_FILE}:video"), QKeySequence.StandardKey.Open)
+        )
+        file_menu.addAction(action("Open &image folder…", lambda: self.request_source(f"{OPEN_FILE}:images")))
+        file_menu.addAction(action("Open &model…", lambda: self.request_model(OPEN_FILE), "Ctrl+M"))
+        file_menu.addAction(action("Open &labels…", self.request_labels, "Ctrl+L"))
+        file_menu.addSeparator()
+        self.record_action = action("● &Record", self.toggle_recording, "Ctrl+R")
+        self.record_action.setCheckable(True)
+        self.record_action.setToolTip("Start/stop recording one CSV row per inference (Ctrl+R)")
+        file_menu.addAction(self.record_action)
+        file_menu.addAction(action("Recordings &folder…", self.choose_recordings_dir))
+        file_menu.addAction(action("Save &screenshot…", self.save_screenshot, "Ctrl+Shift+S"))
+        file_menu.addSeparator()
+        file_menu.addAction(action("&Quit", self.close, QKeySequence.StandardKey.Quit))
+
+        view = self.menuBar().addMenu("&View")
+        view.addAction(self.controls_dock.toggleViewAction())  # type: ignore[attr-defined]
+        view.addAction(self.delegation_dock.toggleViewAction())  # type: ignore[attr-defined]
+        view.addAction(action("&Clear plots", self.plots.clear_series))
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction(action("&About Delegate Scope", self.show_about))
+
+        bar = QToolBar("Main")
+        bar.setObjectName("toolbar-main")
+        bar.addAction(self.record_action)
+        self.addToolBar(bar)
+
+    def _initial_config(self) -> tuple[InferenceConfig, str]:
+        s, o = self.saved, self.options
+        source = o.source or s.source
+        if source is None:
+            source = "camera:0" if list_cameras(max_index=1) else "demo"
+        options = {
+            "threads": o.threads or s.threads or default_threads(),
+            "precision": s.precision,
+            "allow_software": s.allow_software,
+            "compute_units": s.units,
+        }
+        config = InferenceConfig(
+            model=o.model or s.model or InferenceConfig.model,
+            delegate=o.delegate or s.delegate,
+            options=options,
+            throttle_ms=o.throttle_ms if o.throttle_ms is not None else s.throttle_ms,
+            top_k=s.top_k,
+        )
+        self.video.score_threshold = s.threshold
+        return config, source
+
+    def _fill_controls(self, config: InferenceConfig, source: str) -> None:
+        self._fill_sources(source, [])
+        self._cameras = self._background(list_cameras, "delegate-scope-cameras")
+        self.controls.set_models(str(config.model), Path(str(config.model)).name)
+        self.controls.show_delegate(config.delegate)
+        self.controls.set_values(
+            threads=config.options["threads"],
+            precision=config.options["precision"],
+            allow_software=config.options["allow_software"],
+            units=config.options["compute_units"],
+            throttle_ms=config.throttle_ms,
+            top_k=config.top_k,
+            threshold=self.video.score_threshold,
+        )
+
+    def _fill_sources(self, current: str, cameras: list) -> None:
+        entries = [(f"Camera {c.index}" + (f": {c.name}" if c.name else ""), c.spec) for c in cameras]
+        entries += [("Demo clip", "demo"), ("Synthetic pattern", "synthetic")]
+        self.controls.set_sources(entries, current)
+
+    # ---- commands from the user ------------------------------------------------------------
+
+    def request_source(self, spec: str) -> None:
+        if spec == f"{OPEN_FILE}:video":
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm);;All files (*)"
+            )
+            if not path:
+                self._fill_sources(self.session.source, self._camera_list())
+                return
+            spec = f"video:{path}"
+        elif spec == f"{OPEN_FILE}:images":
+            path = QFileDialog.getExistingDirectory(self, "Open image folder")
+            if not path:
+                self._fill_sources(self.session.source, self._camera_list())
+                return
+            spec = f"images:{path}"
+        self.switch_source(spec)
+
+    def switch_source(self, spec: str) -> None:
+        self.session.switch_source(spec)
+        self._last_frame_index = -1
+        self.video.set_message(f"Opening {spec}…")
+        self._fill_sources(spec, self._camera_list())
+        self.plots.add_marker(f"source: {Path(spec).name if ':' not in spec else spec.split(':', 1)[0]}")
+        self.statusBar().showMessage(f"Source: {spec}", 5000)
+
+    def request_model(self, ref: str) -> None:
+        if ref == OPEN_FILE:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Open TFLite model", "", "TFLite models (*.tflite);;All files (*)"
+            )
+            if not path:
+                self.controls.set_models(str(self.session.pipeline.config.model))
+                return
+            ref = path
+        self.switch_model(ref)
+
+    def switch_model(self, ref: str, labels: Path | None = None) -> bool:
+        """Check the model here first (one clear message, nothing changes if it is bad), then switch."""
+        try:
+            spec = load_model_spec(ref, labels)
+        except DelegateScopeError as exc:
+            name = Path(ref).name
+            self.show_error("Cannot open this model", str(exc) if name in str(exc) else f"{name}: {exc}")
+            self.controls.set_models(str(self.session.pipeline.config.model))
+            return False
+        for warning in spec.warnings:
+            self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
+        self.session.reconfigure(model=ref, labels=labels)
+        self.controls.set_models(ref, spec.display_name)
+        return True
+
+    def request_labels(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open labels", "", "Labels (*.txt);;All files (*)")
+        if path:
+            self.switch_model(str(self.session.pipeline.config.model), Path(path))
+
+    def request_delegate(self, name: str) -> None:
+        self.session.reconfigure(delegate=name, options=self.controls.options())
+        self.controls.show_delegate(name)
+        self.statusBar().showMessage(f"Switching to {name.upper()}…", 3000)
+
+    def _options_changed(self, options: dict) -> None:
+        self.session.reconfigure(options=options)
+        self._apply_availability()
+
+    def _threshold_changed(self, value: float) -> None:
+        self.video.score_threshold = value
+        self.video.update()
+
+    def toggle_recording(self) -> None:
+        if self.session.recording:
+            self.stop_recording()
+        else:
+            folder = self.saved.recordings_dir or _default_recordings_dir()
+            self.start_recording(Path(folder) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
+
+    def start_recording(self, path: Path) -> bool:
+        try:
+            self.session.start_recording(path)
+        except OSError as exc:
+            self.record_action.setChecked(False)
+            self.show_error("Cannot record", f"{exc.strerror or exc}: {path}" if isinstance(exc, OSError) else str(exc))
+            return False
+        self.record_action.setChecked(True)
+        self.statusBar().showMessage(f"Recording to {path}", 5000)
+        return True
+
+    def stop_recording(self) -> RecordingStatus | None:
+        status = self.session.stop_recording()
+        self.record_action.setChecked(False)
+        self.record_label.setText("")
+        if status is not None:
+            self.last_recording = status
+            if status.error:
+                self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
+            else:
+                lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
+                self.statusBar().showMessage(f"Recording saved: {status.path} ({status.rows} rows{lost})", 15_000)
+        return status
+
+    def choose_recordings_dir(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Recordings folder", self.saved.recordings_dir or "")
+        if folder:
+            self.saved.recordings_dir = folder
+
+    def save_screenshot(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save screenshot", "delegate-scope.png", "PNG (*.png)")
+        if path and not self.grab().save(path):
+            self.show_error("Cannot save the screenshot", path)
+
+    def show_about(self) -> None:
+        versions = package_versions()
+        lines = [f"<b>Delegate Scope {__version__}</b>", "See where and how fast a TFLite model really runs.", ""]
+        lines += [f"{name} {version}" for name, version in versions.items() if version]
+        QMessageBox.about(self, "About Delegate Scope", "<br>".join(lines))
+
+    def show_error(self, title: str, message: str) -> None:
+        """One clear line in the status bar; a dialog too unless this is a scripted run."""
+        self.statusBar().showMessage(f"{title}: {message}", 15_000)
+        self.last_error = f"{title}: {message}"
+        if self.options.dialogs and self.options.exit_after is None:
+            QMessageBox.warning(self, title, message)
+
+    def _background(self, fn: Callable[[], object], name: str) -> Future:
+        """Run a slow, GUI-free lookup (GPU probe, camera list) off the GUI thread; polled later."""
+        future: Future = Future()
+
+        def run() -> None:
+            try:
+                future.set_result(fn())
+            except Exception as exc:  # reported where the result is used
+                future.set_exception(exc)
+
+        thread = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+        self._background_threads.append(thread)
+        return future
+
+    # ---- polling ---------------------------------------------------------------------------
+
+    def _display_tick(self) -> None:
+        started = time.perf_counter()
+        pipeline = self.session.pipeline
+        frame = pipeline.latest_frame()
+        result = pipeline.latest_result()
+        result_id = id(result) if result is not None else None
+        if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
+            return
+        new_frame = frame.index != self._last_frame_index
+        self._last_frame_index, self._last_result_id = frame.index, result_id
+        self.video.set_frame(frame, result)
+        self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
+        if new_frame:
+            now = time.monotonic()
+            self._display_times.append(now)
+            self.gui_work_ms.append((time.perf_counter() - started) * 1000)
+
+    def display_fps(self, window_s: float = 5.0) -> float:
+        now = time.monotonic()
+        times = [t for t in self._display_times if t > now - window_s]
+        if len(times) < 2:
+            return 0.0
+        return (len(times) - 1) / (times[-1] - times[0]) if times[-1] > times[0] else 0.0
+
+    def _stats_tick(self) -> None:
+        session = self.session
+        pipeline = session.pipeline
+        snap = session.metrics.snapshot()
+        report = pipeline.session_report()
+        self.plots.add_point(snapshot_values(snap, self.display_fps()))
+        self._plot_times.append(time.monotonic())
+        backend = report.used if report else pipeline.config.delegate
+        self.video.backend_label = backend.upper() + (
+            " (fallback)" if report and report.requested != report.used else ""
+        )
+        self.video.inference_fps = snap.inference_fps
+        self.delegation.set_metrics(snap, backend)
+        self._handle_events(pipeline.events())
+        status = pipeline.status()
+        text = status.state if status.state == "running" else f"{status.state}: {status.message}"
+        if snap.dropped_total:
+            text += f"  ·  {snap.dropped_total} frames dropped"
+        self.status_label.setText(text)
+        if pipeline.latest_frame() is None and status.state != "running":
+            self.video.set_message(f"{status.state}: {status.message}")
+        self._poll_background()
+        self._update_recording()
+
+    def _handle_events(self, events: list[Event]) -> None:
+        for event in events:
+            if event.at <= self._last_event_at:
+                continue
+            self._last_event_at = event.at
+            if event.kind in _MARKER_EVENTS:
+                self.plots.add_marker(_marker_text(event), at=event.at - self.plots.t0)
+            if event.report is not None:
+                model = event.model["name"] if event.model else ""
+                self.delegation.set_report(event.report, model)
+                self.controls.show_delegate(event.report.requested)
+                parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
+                         ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
+                if parts:
+                    self.delegation.set_switch_cost("Last switch: " + ", ".join(parts))
+            if event.kind in _STATUS_EVENTS and event.kind != "open":
+                self.statusBar().showMessage(event.message, 15_000)
+
+    def _poll_background(self) -> None:
+        if self._statuses is not None and self._statuses.done():
+            try:
+                self._delegate_statuses = {s["name"]: s for s in self._statuses.result()}
+            except Exception as exc:  # a probe that fails says so; the CPU stays usable
+                self._delegate_statuses = {"gpu": {"name": "gpu", "reason": f"probe failed: {exc}"}}
+            self._statuses = None
+            self._apply_availability()
+        if self._cameras is not None and self._cameras.done():
+            self._camera_found = self._cameras.result() if self._cameras.exception() is None else []
+            self._cameras = None
+            self._fill_sources(self.session.source, self._camera_found)
+
+    def _camera_list(self) -> list:
+        return getattr(self, "_camera_found", [])
+
+    def _apply_availability(self) -> None:
+        statuses = getattr(self, "_delegate_statuses", None)
+        if not statuses:
+            return
+        reasons = {name: s.get("reason") for name, s in statuses.items()}
+        gpu = statuses.get("gpu", {})
+        if reasons.get("gpu") and gpu.get("software") and self.controls.allow_software.isChecked():
+            reasons["gpu"] = None  # the user asked for the software renderer; it will be flagged
+        self.controls.set_delegate_availability(reasons)
+
+    def _update_recording(self) -> None:
+        status = self.session.recording_status()
+        if status is None:
+            return
+        if status.error:
+            self.stop_recording()
+            self.show_error("Recording stopped", status.error)
+            return
+        minutes, seconds = divmod(int(status.seconds), 60)
+        self.record_label.setText(f"● REC {status.path.name}  {status.rows} rows  {minutes:02d}:{seconds:02d}")
+        self.record_label.setToolTip(str(status.path))
+        self.record_label.setStyleSheet("color: #c62828; font-weight: bold")
+
+    # ---- scripted runs and shutdown --------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Figures for benchmarks and scripted runs (--stats FILE)."""
+        work = np.array(self.gui_work_ms) if self.gui_work_ms else np.zeros(1)
+        plot_times = np.array(self._plot_times)
+        snap = self.session.metrics.snapshot()
+        plot_hz = (len(plot_times) - 1) / (plot_times[-1] - plot_times[0]) if len(plot_times) > 2 else 0.0
+        return {
+            "display_fps": self.display_fps(),
+            "frames_displayed": len(self._display_times),
+            "gui_work_ms_p50": float(np.percentile(work, 50)),
+            "gui_work_ms_p95": float(np.percentile(work, 95)),
+            "gui_work_ms_max": float(work.max()),
+            "plot_refresh_hz": plot_hz,
+            "plot_updates": self.plots.updates,
+            "metrics": snap.to_dict(),
+        }
+
+    def _scripted_exit(self) -> None:
+        if self.options.stats_file:
+            import json
+
+            self.options.stats_file.write_text(json.dumps(self.stats(), indent=2, default=str), encoding="utf-8")
+        if self.options.screenshot and not self.grab().save(str(self.options.screenshot)):
+            self.statusBar().showMessage(f"could not save {self.options.screenshot}")
+        self.close()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self._closing:
+            event.accept()
+            return
+        self._closing = True
+        self._display_timer.stop()
+        self._stats_timer.stop()
+        self.stop_recording()
+        self.session.stop()
+        for thread in self._background_threads:  # the GPU probe is a child process of ~1 s
+            thread.join(BACKGROUND_JOIN_S)
+        self._save()
+        event.accept()
+
+    def _save(self) -> None:
+        config = self.session.pipeline.config
+        self.saved.update(
+            source=self.session.source,
+            model=str(config.model),
+            delegate=config.delegate,
+            threads=config.options.get("threads"),
+            precision=config.options.get("precision", "fp16"),
+            allow_software=bool(config.options.get("allow_software")),
+            units=config.options.get("compute_units", "all"),
+            throttle_ms=config.throttle_ms,
+            top_k=config.top_k,
+            threshold=self.video.score_threshold,
+        )
+        save_settings(self.qsettings, self.saved, self.saveGeometry(), self.saveState())
+
+
+def _marker_text(event: Event) -> str:
+    if event.kind in ("open", "switch", "fallback") and event.report is not None:
+        used = event.report.used.upper()
+        model = event.model["name"] if event.model else ""
+        if event.kind == "fallback" or event.report.requested != event.report.used:
+            return f"{event.report.requested.upper()}→{used} fallback · {model}"
+        return f"{used} · {model}"
+    return event.kind.replace("_", " ")
+
+
+def _default_recordings_dir() -> str:
+    docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
+    return str(Path(docs) / "Delegate Scope")
+
+
+def restore_window_state(window: MainWindow, geometry: bytes | None, state: bytes | None) -> None:
+    if geometry:
+        window.restoreGeometry(geometry)
+    if state:
+        window.restoreState(state)
+
+
+def application() -> QApplication:
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication([])
+    assert isinstance(app, QApplication)
+    return app

@@ -1,0 +1,171 @@
+"""The video view: newest frame, scaled with its aspect kept, and the overlay of what the model said."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from app.pipeline import Result
+from app.sources import Frame
+
+STALE_MS = 250.0  # a result older than this (throttle, slow delegate) is marked as such
+_PANEL_BG = QColor(0, 0, 0, 165)
+_BAR = QColor(70, 170, 255)
+_STALE = QColor(255, 190, 60)
+_WARN = QColor(255, 110, 90)
+
+
+def frame_to_qimage(image: np.ndarray) -> QImage:
+    """Wrap a BGR uint8 HxWx3 array as a QImage without copying.
+
+    The QImage points into the array's memory, so the caller keeps the array alive as
+    long as the QImage (VideoView stores both together). Non-contiguous arrays are copied
+    once, because QImage needs a constant row stride.
+    """
+    if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+        raise ValueError(f"expected a BGR uint8 HxWx3 frame, got {image.dtype} {image.shape}")
+    if not image.flags["C_CONTIGUOUS"]:
+        image = np.ascontiguousarray(image)
+    height, width = image.shape[:2]
+    return QImage(image.data, width, height, image.strides[0], QImage.Format.Format_BGR888)
+
+
+class VideoView(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.setMinimumSize(320, 180)
+        self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # we paint every pixel
+        self._frame: Frame | None = None
+        self._image: QImage | None = None  # views self._frame.image; replaced together
+        self._result: Result | None = None
+        self.backend_label = ""
+        self.inference_fps = 0.0
+        self.score_threshold = 0.0
+        self.show_crop = True
+        self.message = "Starting…"  # shown when there is no frame (opening, errors)
+        self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
+        self._font = QFont(self.font())
+        self._font.setPointSizeF(max(9.0, self._font.pointSizeF()))
+        self._bold = QFont(self._font)
+        self._bold.setBold(True)
+
+    def sizeHint(self) -> QSize:
+        return QSize(800, 450)
+
+    def set_frame(self, frame: Frame, result: Result | None) -> None:
+        self._image = frame_to_qimage(frame.image)
+        self._frame = frame  # keeps the array the QImage points into alive
+        self._result = result
+        self.update()
+
+    def set_message(self, message: str) -> None:
+        self.message = message
+        self.update()
+
+    def image_rect(self) -> QRectF:
+        """Where the frame is drawn: as large as fits, aspect kept, centred."""
+        if self._image is None:
+            return QRectF()
+        iw, ih = self._image.width(), self._image.height()
+        scale = min(self.width() / iw, self.height() / ih)
+        w, h = iw * scale, ih * scale
+        return QRectF((self.width() - w) / 2, (self.height() - h) / 2, w, h)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        started = time.perf_counter()
+        painter = QPainter(self)
+        painter.fillRect(self.rect(), QColor(20, 20, 20))
+        if self._image is None or self._frame is None:
+            painter.setPen(QColor(220, 220, 220))
+            painter.setFont(self._font)
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.message)
+            painter.end()
+            return
+        target = self.image_rect()
+        painter.drawImage(target, self._image)  # fast (non-smooth) scaling: this runs at capture rate
+        self._draw_overlay(painter, target)
+        painter.end()
+        self.paint_ms = (time.perf_counter() - started) * 1000
+
+    # ---- overlay ---------------------------------------------------------------------------
+
+    def _draw_overlay(self, p: QPainter, target: QRectF) -> None:
+        result, frame = self._result, self._frame
+        assert frame is not None
+        p.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        p.setFont(self._font)
+        metrics = p.fontMetrics()
+        line_h = metrics.height() + 4
+        scale = target.width() / frame.image.shape[1]
+        if result is not None and self.show_crop and result.frame_size == (frame.image.shape[1], frame.image.shape[0]):
+            c = result.crop
+            crop = QRectF(target.x() + c.x * scale, target.y() + c.y * scale, c.width * scale, c.height * scale)
+            p.setPen(QPen(QColor(255, 255, 255, 150), 1, Qt.PenStyle.DashLine))
+            p.drawRect(crop)
+            p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
+
+        # Top right: the backend that really runs and its rate.
+        badge = f"{self.backend_label}  {self.inference_fps:.1f} inf/s" if self.backend_label else ""
+        if badge:
+            p.setFont(self._bold)
+            w = p.fontMetrics().horizontalAdvance(badge) + 16
+            box = QRectF(target.right() - w - 8, target.top() + 8, w, line_h + 4)
+            p.fillRect(box, _PANEL_BG)
+            p.setPen(QColor(255, 255, 255))
+            p.drawText(box, Qt.AlignmentFlag.AlignCenter, badge)
+            p.setFont(self._font)
+
+        if result is None:
+            self._panel(p, target, [("waiting for the first result…", None)], line_h, metrics.ascent(), None)
+            return
+        shown = [pred for pred in result.top if pred.score >= self.score_threshold]
+        lines: list[tuple[str, float | None]] = [(f"{pred.label}", pred.score) for pred in shown]
+        if not lines:
+            lines = [(f"nothing above {self.score_threshold:.0%}", None)]
+        age_ms = (frame.captured_at - result.captured_at) * 1000
+        footer = None
+        if age_ms > STALE_MS:
+            footer = f"result is {age_ms:.0f} ms older than the frame (frame {result.frame_index})"
+        self._panel(p, target, lines, line_h, metrics.ascent(), footer)
+
+    def _panel(
+        self,
+        p: QPainter,
+        target: QRectF,
+        lines: list[tuple[str, float | None]],
+        line_h: int,
+        ascent: int,
+        footer: str | None,
+    ) -> None:
+        metrics = p.fontMetrics()
+        text_w = max(metrics.horizontalAdvance(text) for text, _ in lines)
+        bar_w, pct_w = 90, metrics.horizontalAdvance("100.0%")
+        width = min(target.width() - 16, text_w + bar_w + pct_w + 30)
+        if footer:
+            width = max(width, min(target.width() - 16, metrics.horizontalAdvance(footer) + 16))
+        height = line_h * (len(lines) + (1 if footer else 0)) + 8
+        box = QRectF(target.left() + 8, target.top() + 8, width, height)
+        p.fillRect(box, _PANEL_BG)
+        y = box.top() + 4
+        for text, score in lines:
+            x = box.left() + 8
+            if score is not None:
+                p.setPen(QColor(255, 255, 255))
+                pct = f"{score:.1%}"
+                p.drawText(QPointF(x + pct_w - metrics.horizontalAdvance(pct), y + ascent + 2), pct)
+                x += pct_w + 6
+                p.fillRect(QRectF(x, y + 4, bar_w, line_h - 8), QColor(255, 255, 255, 45))
+                p.fillRect(QRectF(x, y + 4, bar_w * max(0.0, min(1.0, score)), line_h - 8), _BAR)
+                x += bar_w + 8
+            p.setPen(QColor(255, 255, 255))
+            elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, int(box.right() - x - 8))
+            p.drawText(QPointF(x, y + ascent + 2), elided)
+            y += line_h
+        if footer:
+            p.setPen(_STALE)
+            p.drawText(QPointF(box.left() + 8, y + ascent + 2), footer)

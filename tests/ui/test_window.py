@@ -1,0 +1,221 @@
+"""The window, offscreen, on real sources and the real LiteRT runtime (pytest-qt)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from app.recording import read_session
+from tests.conftest import TEST_MODELS, assert_one_line_error, run_cli
+
+pytest.importorskip("pytestqt")
+
+
+def wait_for_results(qtbot, window, n: int = 5, timeout_ms: int = 30_000) -> None:
+    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= n, timeout=timeout_ms)
+
+
+def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: window.plots.updates >= 5 and len(window._display_times) >= 10, timeout=10_000)
+    result = window.session.pipeline.latest_result()
+    assert result is not None and result.backend == "cpu" and result.top
+    # The delegation panel shows what really runs, as the runtime reported it.
+    text = window.delegation.text()
+    assert "Backend" in text and "CPU" in text and "Nodes delegated" in text and "Offload" in text
+    # Plots hold real numbers, not an empty frame.
+    fps = window.plots.series("capture_fps")
+    assert np.nanmax(fps) > 5
+    assert np.isfinite(window.plots.series("inference_mean")).any()
+    # The overlay is drawn over the video: the grabbed view is not one flat colour.
+    image = window.video.grab().toImage()
+    colours = {image.pixel(x, y) for x in range(0, image.width(), 37) for y in range(0, image.height(), 29)}
+    assert len(colours) > 50
+    assert window.video.backend_label.startswith("CPU")
+
+
+def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: getattr(window, "_delegate_statuses", None) is not None, timeout=60_000)
+    assert not window.controls.delegate_enabled("coreml")  # not macOS: disabled, reason as tooltip
+    index = window.controls.delegate.findData("coreml")
+    from PySide6.QtCore import Qt
+
+    tip = window.controls.delegate.itemData(index, Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("Not available here:") and "macOS" in tip
+
+    before = window.session.metrics.snapshot().inferences_total
+    window.request_delegate("coreml")  # e.g. from a saved setting or the command line
+    qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.session.pipeline.events()), timeout=30_000)
+    qtbot.waitUntil(lambda: "Fallback" in window.delegation.text(), timeout=5_000)
+    text = window.delegation.text()
+    assert "requested COREML" in text and "macOS" in text
+    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
+    assert "fallback" in window.video.backend_label
+    assert window.plots.marker_count() >= 2  # open + fallback, labelled on the plots
+
+
+def test_switching_model_mid_run(qtbot, make_window):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    assert window.switch_model("efficientnet_lite0_int8")
+    qtbot.waitUntil(
+        lambda: (r := window.session.pipeline.latest_result()) is not None and r.model == "efficientnet_lite0_int8",
+        timeout=30_000,
+    )
+    qtbot.waitUntil(lambda: "Last switch" in window.delegation.text(), timeout=5_000)
+    assert window.controls.model.currentData() == "efficientnet_lite0_int8"
+
+
+def test_a_bad_model_file_is_refused_and_nothing_changes(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    bad = tmp_path / "broken.tflite"
+    bad.write_bytes(b"TFL3" + bytes(100))
+    assert not window.switch_model(str(bad))
+    assert window.last_error and "broken.tflite" in window.last_error
+    assert not window.switch_model(str(TEST_MODELS / "text_input.tflite"))
+    before = window.session.metrics.snapshot().inferences_total
+    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 3, timeout=20_000)
+    assert window.session.pipeline.latest_result().model == "efficientnet_lite0"
+
+
+def test_record_button_writes_the_bench_csv(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    path = tmp_path / "rec" / "session.csv"
+    assert window.start_recording(path)
+    assert window.record_action.isChecked()
+    qtbot.waitUntil(lambda: (s := window.session.recording_status()) is not None and s.rows >= 20, timeout=30_000)
+    qtbot.waitUntil(lambda: "REC" in window.record_label.text(), timeout=5_000)
+    status = window.stop_recording()
+    assert status is not None and status.error is None and not window.record_action.isChecked()
+    session = read_session(path)
+    inferences = [r for r in session.rows if not r["event"]]
+    assert len(inferences) >= 19 and session.skipped_lines == 0
+    assert session.rows[0]["event"] == "start" and session.rows[-1]["event"] == "stop"
+    assert all(r["backend_used"] == "cpu" and r["top1_label"] for r in inferences)
+    assert session.metadata["complete"] is True
+    assert any(m["name"] == "efficientnet_lite0" for m in session.metadata["models"].values())
+    # An existing file is never overwritten: refused with a message, the app runs on.
+    assert not window.start_recording(path)
+    assert "will not overwrite" in window.last_error
+
+
+def test_closing_stops_threads_and_finishes_the_recording(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    path = tmp_path / "close.csv"
+    assert window.start_recording(path)
+    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 5, timeout=30_000)
+    window.close()
+    assert not any(t.is_alive() for t in window.session.threads())
+    assert not [t for t in threading.enumerate() if t.name == "delegate-scope-recorder"]
+    session = read_session(path)
+    assert session.rows[-1]["event"] == "stop" and session.metadata["complete"]
+
+
+def test_settings_are_remembered_and_bad_ones_ignored(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window, 2)
+    window.controls.throttle.setValue(120)
+    window.controls.top_k.setValue(3)
+    window.close()
+    from PySide6.QtCore import QSettings
+
+    store = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    assert float(store.value("throttle_ms")) == 120.0 and int(store.value("top_k")) == 3
+    store.setValue("model", "/nonexistent/evil.tflite")
+    store.setValue("delegate", "npu")
+    store.setValue("source", "video:/nonexistent/clip.mp4")
+    store.sync()
+    second = make_window(source=None, threads=None)
+    assert second.session.pipeline.config.throttle_ms == 120.0 and second.session.pipeline.config.top_k == 3
+    assert second.session.source == "demo" and second.session.pipeline.config.delegate == "cpu"
+    assert str(second.session.pipeline.config.model) == "efficientnet_lite0"
+
+
+def test_frames_are_shown_without_a_copy(qtbot):
+    from app.ui.video_view import frame_to_qimage
+
+    image = np.zeros((4, 6, 3), np.uint8)
+    qimage = frame_to_qimage(image)
+    image[1, 2] = (255, 0, 0)  # BGR blue, written after wrapping
+    assert qimage.pixelColor(2, 1).blue() == 255  # the QImage sees it: same memory
+    with pytest.raises(ValueError):
+        frame_to_qimage(np.zeros((4, 6), np.uint8))
+
+
+def test_plots_survive_many_updates_without_growing(qtbot):
+    from app.ui.plots import KEYS, LivePlots
+
+    plots = LivePlots(history_s=10.0)
+    qtbot.addWidget(plots)
+    values = {k: 1.0 for k in KEYS}
+    for i in range(3000):
+        plots.add_point(values, t=i * 0.2)
+        if i % 100 == 0:
+            plots.add_marker(f"switch {i}", at=i * 0.2)
+    # 10 s of history at 5 Hz: 51 points kept, markers older than that removed.
+    assert len(plots.series("capture_fps")) <= 51
+    assert plots.marker_count() <= 1
+    assert plots.updates == 3000
+
+
+def test_gui_command_scripted_run_writes_screenshot_and_stats(tmp_path):
+    shot, stats = tmp_path / "window.png", tmp_path / "stats.json"
+    run = run_cli(
+        "gui", "--source", "demo", "--threads", "1", "--settings", tmp_path / "s.ini",
+        "--exit-after", "6", "--screenshot", shot, "--stats", stats,
+        env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    from PySide6.QtGui import QImage
+
+    image = QImage(str(shot))
+    assert image.width() >= 800 and image.height() >= 500
+    figures = json.loads(stats.read_text())
+    assert figures["frames_displayed"] > 30 and figures["plot_updates"] > 10
+    assert figures["metrics"]["inferences_total"] > 5
+
+
+def test_gui_without_a_display_is_one_clear_line(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, CliRun
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "gui", "--exit-after", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert_one_line_error(CliRun(proc.returncode, proc.stdout, proc.stderr), 2, "no display")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "fragment"),
+    [
+        (["--model", str(TEST_MODELS / "text_input.tflite")], 3, "text_input.tflite"),
+        (["--source", "camera:x"], 6, "camera"),
+    ],
+)
+def test_gui_bad_arguments_fail_before_a_window_opens(args, code, fragment):
+    run = run_cli("gui", *args, "--exit-after", "1", env={"QT_QPA_PLATFORM": "offscreen"})
+    assert_one_line_error(run, code, fragment)
+
+
+def test_screenshot_needs_exit_after(tmp_path):
+    run = run_cli("gui", "--screenshot", tmp_path / "x.png", env={"QT_QPA_PLATFORM": "offscreen"})
+    assert_one_line_error(run, 2, "--exit-after")
