@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.last_recording: RecordingStatus | None = None
         self._closing = False
         self.last_error: str | None = None
+        self._first_count: tuple[float, int] | None = None  # (when, inferences) at the first result seen
 
         self._build_widgets()
         self._build_actions()
@@ -403,6 +404,8 @@ class MainWindow(QMainWindow):
         report = pipeline.session_report()
         self.plots.add_point(snapshot_values(snap, self.display_fps()))
         self._plot_times.append(time.monotonic())
+        if self._first_count is None and snap.inferences_total:
+            self._first_count = (time.monotonic(), snap.inferences_total)
         backend = report.used if report else pipeline.config.delegate
         self.video.backend_label = backend.upper() + (
             " (fallback)" if report and report.requested != report.used else ""
@@ -485,7 +488,13 @@ class MainWindow(QMainWindow):
         plot_times = np.array(self._plot_times)
         snap = self.session.metrics.snapshot()
         plot_hz = (len(plot_times) - 1) / (plot_times[-1] - plot_times[0]) if len(plot_times) > 2 else 0.0
+        run_fps = None
+        if self._first_count is not None:  # over the whole run, comparable with bench's figure
+            since, count = self._first_count
+            span = time.monotonic() - since
+            run_fps = (snap.inferences_total - count) / span if span > 0 else None
         return {
+            "inference_fps_run": run_fps,
             "display_fps": self.display_fps(),
             "frames_displayed": len(self._display_times),
             "gui_work_ms_p50": float(np.percentile(work, 50)),

@@ -1,0 +1,65 @@
+"""The window's session controller, headless: real pipeline, recording, source switch."""
+
+import threading
+import time
+
+from app.describe import delegation_facts, offload_sentence
+from app.live import LiveSession
+from app.pipeline import InferenceConfig
+from app.recording import read_session
+
+
+def wait(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_record_switch_source_and_stop(tmp_path):
+    session = LiveSession("synthetic:320x240@30", InferenceConfig(options={"threads": 1}))
+    session.start()
+    try:
+        wait(lambda: session.metrics.snapshot().inferences_total >= 3)
+        path = tmp_path / "live.csv"
+        session.start_recording(path)
+        wait(lambda: session.recording_status().rows >= 5)
+        session.switch_source("demo")
+        wait(lambda: (r := session.pipeline.latest_result()) is not None and r.frame_size == (1280, 720))
+        wait(lambda: session.recording_status().rows >= 15)
+    finally:
+        ended, recording = session.stop()
+    assert ended and recording is not None and recording.error is None
+    assert not any(t.is_alive() for t in session.threads())
+    assert not [t for t in threading.enumerate() if t.name == "delegate-scope-recorder"]
+    rows = read_session(path).rows
+    events = [r["event"] for r in rows if r["event"]]
+    assert events[0] == "start" and "source" in events and events[-1] == "stop"
+    sources = {r["source"] for r in rows if not r["event"]}
+    assert sources == {"synthetic:320x240@30", "demo"}  # rows say which source they came from
+    assert read_session(path).metadata["models"]  # the session open before recording is described
+
+
+def test_offload_sentence_reads_the_ratio_honestly():
+    assert "runs off the CPU" in offload_sentence(0.04, "gpu", 0.4, 10.0)
+    assert "4%" in offload_sentence(0.04, "gpu", 0.4, 10.0)
+    on_cpu = offload_sentence(1.0, "cpu", 10.0, 10.0)
+    assert "runs on the CPU" in on_cpu
+    gpu_spin = offload_sentence(1.0, "gpu", 10.0, 10.0)
+    assert "spinning" in gpu_spin  # a GPU driver that waits on a core does not prove CPU execution
+    assert "cores" in offload_sentence(1.9, "cpu", 19.0, 10.0)
+
+
+def test_delegation_facts_flag_fallback_and_software():
+    from app.backends.base import SessionReport
+
+    report = SessionReport("gpu", "cpu", "XNNPACK (CPU, 1 thread)", fallback_reason="no GPU adapter", nodes_total=64,
+                           nodes_delegated=61, partitions=2, cpu_ops=["CUSTOM"],
+                           warnings=["fell back to CPU: no GPU adapter"])  # fmt: skip
+    facts = {f.label: f for f in delegation_facts(report)}
+    assert facts["Backend"].level == "warn" and "requested GPU" in facts["Backend"].value
+    assert facts["Fallback"].value == "no GPU adapter"
+    assert facts["Nodes delegated"].value == "61 of 64" and facts["Nodes delegated"].level == "warn"
+    assert facts["Partitions"].value == "2" and "Warning" not in facts  # the fallback is not repeated
+    soft = SessionReport("gpu", "gpu", "LiteRT GPU", adapter="SwiftShader Device", software=True)
+    assert "SOFTWARE RENDERER" in {f.label: f for f in delegation_facts(soft)}["Adapter"].value
