@@ -85,6 +85,8 @@ class MainWindow(QMainWindow):
         self.last_recording: RecordingStatus | None = None
         self._closing = False
         self.last_error: str | None = None
+        self._marked_session: int | None = None
+        self._model_label = ""
         self._first_count: tuple[float, int] | None = None  # (when, inferences) at the first result seen
 
         self._build_widgets()
@@ -428,11 +430,16 @@ class MainWindow(QMainWindow):
             if event.at <= self._last_event_at:
                 continue
             self._last_event_at = event.at
-            if event.kind in _MARKER_EVENTS:
+            # One marker per session: its open/switch event and the fallback that follows carry
+            # the same session id.
+            marked = event.session_id is not None and event.session_id == self._marked_session
+            if event.kind in _MARKER_EVENTS and not marked:
                 self.plots.add_marker(_marker_text(event), at=event.at - self.plots.t0)
+                self._marked_session = event.session_id
             if event.report is not None:
-                model = event.model["name"] if event.model else ""
-                self.delegation.set_report(event.report, model)
+                if event.model:
+                    self._model_label = event.model["name"]
+                self.delegation.set_report(event.report, self._model_label)
                 self.controls.show_delegate(event.report.requested)
                 parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
@@ -550,7 +557,7 @@ def _marker_text(event: Event) -> str:
         used = event.report.used.upper()
         model = event.model["name"] if event.model else ""
         if event.kind == "fallback" or event.report.requested != event.report.used:
-            return f"{event.report.requested.upper()}→{used} fallback · {model}"
+            return f"{event.report.requested.upper()}→{used} fallback"
         return f"{used} · {model}"
     return event.kind.replace("_", " ")
 
