@@ -42,6 +42,7 @@ from app.sources import list_cameras
 from app.ui.controls import OPEN_FILE, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
 from app.ui.plots import LivePlots, snapshot_values
+from app.ui.review import ReviewWindow
 from app.ui.settings import load_settings, save_settings
 from app.ui.video_view import VideoView
 
@@ -176,6 +177,7 @@ class MainWindow(QMainWindow):
         self.record_action.setToolTip("Start/stop recording one CSV row per inference (Ctrl+R)")
         file_menu.addAction(self.record_action)
         file_menu.addAction(action("Recordings &folder…", self.choose_recordings_dir))
+        file_menu.addAction(action("Review a recor&ding…", self.request_review, "Ctrl+Shift+O"))
         file_menu.addAction(action("Save &screenshot…", self.save_screenshot, "Ctrl+Shift+S"))
         file_menu.addSeparator()
         file_menu.addAction(action("&Quit", self.close, QKeySequence.StandardKey.Quit))
@@ -334,6 +336,22 @@ class MainWindow(QMainWindow):
                 lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
                 self.statusBar().showMessage(f"Recording saved: {status.path} ({status.rows} rows{lost})", 15_000)
         return status
+
+    def request_review(self) -> None:
+        folder = self.saved.recordings_dir or _default_recordings_dir()
+        path, _ = QFileDialog.getOpenFileName(self, "Review a recording", folder, "Recordings (*.csv);;All files (*)")
+        if path:
+            self.open_review(Path(path))
+
+    def open_review(self, path: Path) -> ReviewWindow | None:
+        """Show a recorded CSV in the live plots' layout; a bad file is one message, nothing else."""
+        try:
+            review = ReviewWindow(path, self)
+        except (OSError, ValueError, UnicodeError) as exc:
+            self.show_error("Cannot review this file", str(exc) if path.name in str(exc) else f"{path.name}: {exc}")
+            return None
+        review.show()
+        return review
 
     def choose_recordings_dir(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Recordings folder", self.saved.recordings_dir or "")

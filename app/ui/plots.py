@@ -117,23 +117,26 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self._drop_old_markers(t)
         self.updates += 1
 
+    def set_static(self, t: np.ndarray, values: dict[str, np.ndarray], markers: list[tuple[float, str]]) -> None:
+        """Show a recorded session: absolute seconds on the x axis, markers where events were."""
+        self.clear_series()
+        for key, curve in self.curves.items():
+            curve.setData(t, values.get(key, np.full(len(t), np.nan)))
+        for plot in self.plots.values():
+            plot.setLabel("bottom", "seconds since the recording started")
+        if len(t):
+            self.plots["fps"].setXRange(float(t[0]), float(t[-1]), padding=0.01)
+        for at, text in markers:
+            for name, plot in self.plots.items():
+                plot.addItem(_marker_line(text if name == "fps" else None, at), ignoreBounds=True)
+        self.updates += 1
+
     def add_marker(self, text: str, at: float | None = None) -> None:
         """A labelled vertical line on every plot at time `at` (plot clock; default now)."""
         at = self.now() if at is None else at
         lines = []
         for name, plot in self.plots.items():
-            line = pg.InfiniteLine(
-                pos=0.0,
-                angle=90,
-                pen=pg.mkPen("#444444", width=1, style=Qt.PenStyle.DotLine),
-                label=text if name == "fps" else None,
-                labelOpts={
-                    "position": 0.12,
-                    "color": "#222222",
-                    "fill": (255, 255, 255, 200),
-                    "anchors": [(1, 0), (1, 0)],
-                },
-            )
+            line = _marker_line(text if name == "fps" else None, 0.0)
             plot.addItem(line, ignoreBounds=True)
             lines.append(line)
         self._markers.append((at, lines))
@@ -158,3 +161,13 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def series(self, key: str) -> np.ndarray:
         """The stored values of one series (tests and the soak benchmark read these)."""
         return self._ring.rows()[:, 1 + KEYS.index(key)]
+
+
+def _marker_line(label: str | None, at: float) -> pg.InfiniteLine:
+    return pg.InfiniteLine(
+        pos=at,
+        angle=90,
+        pen=pg.mkPen("#444444", width=1, style=Qt.PenStyle.DotLine),
+        label=label,
+        labelOpts={"position": 0.12, "color": "#222222", "fill": (255, 255, 255, 200), "anchors": [(1, 0), (1, 0)]},
+    )

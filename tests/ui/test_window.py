@@ -219,3 +219,26 @@ def test_gui_bad_arguments_fail_before_a_window_opens(args, code, fragment):
 def test_screenshot_needs_exit_after(tmp_path):
     run = run_cli("gui", "--screenshot", tmp_path / "x.png", env={"QT_QPA_PLATFORM": "offscreen"})
     assert_one_line_error(run, 2, "--exit-after")
+
+
+def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    path = tmp_path / "review.csv"
+    assert window.start_recording(path)
+    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 40, timeout=30_000)
+    window.switch_model("efficientnet_lite0_int8")
+    qtbot.waitUntil(lambda: any(e.kind == "switch" for e in window.session.pipeline.events()), timeout=30_000)
+    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 80, timeout=30_000)
+    window.stop_recording()
+    review = window.open_review(path)
+    assert review is not None
+    qtbot.addWidget(review)
+    assert review.inferences >= 70
+    assert np.nanmax(review.plots.curves["inference_fps"].getData()[1]) > 5
+    assert "efficientnet_lite0_int8" in review.summary.text()
+    # Bad files: one message, no window, the live window runs on.
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(b"\x00\xff not a recording")
+    assert window.open_review(junk) is None and "junk.csv" in window.last_error
+    assert window.open_review(tmp_path / "missing.csv") is None
