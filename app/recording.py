@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import os
@@ -61,6 +62,7 @@ COLUMNS = [
 ]
 TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message"}
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_VANISH_CHECK_S = 0.5
 QUEUE_ROWS = 10_000  # ~2 s at 5,000 inferences/s; a stalled disk loses rows beyond this, never blocks
 
 
@@ -133,6 +135,7 @@ class SessionRecorder:
         self._queue: queue.Queue[list[str] | None] = queue.Queue(maxsize=QUEUE_ROWS)
         self._meta = {"format": "delegate-scope-session", "format_version": FORMAT_VERSION, **(metadata_ or {})}
         self._lock = threading.Lock()
+        self._checked_at = 0.0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(self.path, "x", newline="", encoding="utf-8")  # closed by the writer thread
@@ -202,6 +205,7 @@ class SessionRecorder:
                 self._file.flush()
                 with self._lock:
                     self.state.rows += len(rows)
+                self._check_still_there()
                 if done:
                     os.fsync(self._file.fileno())
                     return
@@ -210,6 +214,20 @@ class SessionRecorder:
         finally:
             with contextlib.suppress(OSError):
                 self._file.close()
+
+    def _check_still_there(self) -> None:
+        """A file deleted (or its folder removed) under an open handle still accepts writes on
+        POSIX, into an inode nobody can reach: stop with a message instead of losing rows silently."""
+        now = time.monotonic()
+        if now - self._checked_at < _VANISH_CHECK_S:
+            return
+        self._checked_at = now
+        try:
+            same = os.path.samestat(os.stat(self.path), os.fstat(self._file.fileno()))
+        except FileNotFoundError:
+            same = False
+        if not same:
+            raise OSError(errno.ENOENT, "the recording file was removed or replaced while recording")
 
     def _write_sidecar(self) -> None:
         with self._lock:

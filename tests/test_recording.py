@@ -63,3 +63,94 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
     ids = [int(r["frame_id"]) for r in session.rows]
     assert ids == list(range(len(ids)))  # complete rows are in order with none missing
     assert all(list(r) == COLUMNS for r in session.rows[:1])
+
+
+def test_every_field_round_trips(tmp_path: Path):
+    from app.recording import TEXT_COLUMNS
+
+    row = {c: f"{c} value" if c in TEXT_COLUMNS else 1.25 + i for i, c in enumerate(COLUMNS)}
+    row.update(frame_id=41, threads=2, top1_index=652, top_indices="652|400", top_scores="0.5|0.25")
+    row.pop("timestamp"), row.pop("t_s")
+    rec = SessionRecorder(tmp_path / "all.csv", {"settings": {"x": 1}})
+    rec.add_row(row, wall_time=1_800_000_000.123, monotonic=rec._t0 + 2.5)
+    state = rec.stop()
+    assert state.rows == 1 and state.error is None
+    session = read_session(tmp_path / "all.csv")
+    (back,) = session.rows
+    assert back["timestamp"] == "2027-01-15T08:00:00.123+00:00"
+    assert back["t_s"] == "2.500000"
+    for column, value in row.items():
+        expected = value if isinstance(value, str) else (str(value) if isinstance(value, int) else f"{value:.6g}")
+        assert back[column] == expected, column
+    assert session.metadata["complete"] is True and session.metadata["settings"] == {"x": 1}
+    assert session.metadata["rows"] == 1 and session.metadata["lost_rows"] == 0
+
+
+HOSTILE = [
+    "=cmd|' /C calc'!A0",
+    "+SUM(1)",
+    "-1+1",
+    "@import",
+    "\tTAB",
+    "\rCR",
+    'comma, "quoted" label',
+    "two\nlines",
+    "Ünïcødé ラベル 🐈",
+    "",
+]
+
+
+def test_hostile_labels_survive_and_cannot_execute(tmp_path: Path):
+    rec = SessionRecorder(tmp_path / "labels.csv")
+    for i, label in enumerate(HOSTILE):
+        rec.add_row({"frame_id": i, "top1_label": label, "top_labels": f"{label}|b", "top1_score": -0.25})
+    rec.stop()
+    session = read_session(tmp_path / "labels.csv")
+    assert session.skipped_lines == 0 and len(session.rows) == len(HOSTILE)
+    for label, row in zip(HOSTILE, session.rows, strict=True):
+        cell = row["top1_label"]
+        assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))  # nothing a spreadsheet evaluates
+        # The documented inverse: one leading quote removed gives the original text back.
+        original = cell[1:] if cell[:1] == "'" and cell[1:2] in ("=", "+", "-", "@", "\t", "\r") else cell
+        assert original == label
+        assert row["top1_score"] == "-0.25"  # numbers are never altered
+
+
+def test_a_full_disk_stops_the_recording_not_the_bench(tmp_path: Path):
+    """A real file size limit (RLIMIT_FSIZE) on a real bench process: writes fail with EFBIG."""
+    csv_path = tmp_path / "full.csv"
+    limit = 40_000
+    code = (
+        "import resource, signal, sys\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"  # write() then fails with EFBIG instead of a signal
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        "from app.cli import main\n"
+        f"sys.exit(main(['bench', '--source', 'synthetic:320x240@60', '--frames', '400', '--threads', '1', "
+        f"'--model', 'efficientnet_lite0_int8', '--csv', {str(csv_path)!r}]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "recording stopped: File too large" in proc.stdout
+    assert "inference" in proc.stdout  # the summary was printed: the bench ran to the end
+    session = read_session(csv_path)
+    assert 20 < len(session.rows) < 400 and session.skipped_lines <= 1
+    assert csv_path.stat().st_size <= limit
+
+
+def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
+    folder = tmp_path / "gone"
+    rec = SessionRecorder(folder / "r.csv")
+    rec.add_row({"frame_id": 0})
+    time.sleep(0.7)
+    (folder / "r.csv").unlink()
+    (folder / "r.json").unlink()
+    folder.rmdir()
+    deadline = time.monotonic() + 10
+    i = 1
+    while rec.state.error is None and time.monotonic() < deadline:
+        rec.add_row({"frame_id": i})
+        i += 1
+        time.sleep(0.01)
+    assert rec.state.error and "removed" in rec.state.error
+    assert rec.add_row({"frame_id": -1}) is False  # later rows are refused, not silently lost
+    rec.stop()
