@@ -525,6 +525,8 @@ class MainWindow(QMainWindow):
             "gui_work_ms_p50": float(np.percentile(work, 50)),
             "gui_work_ms_p95": float(np.percentile(work, 95)),
             "gui_work_ms_max": float(work.max()),
+            "paint_ms_p50": float(np.percentile(self.video.paint_times, 50)) if self.video.paint_times else None,
+            "paint_ms_p95": float(np.percentile(self.video.paint_times, 95)) if self.video.paint_times else None,
             "plot_refresh_hz": plot_hz,
             "plot_updates": self.plots.updates,
             "metrics": snap.to_dict(),

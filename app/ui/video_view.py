@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import deque
 
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
@@ -49,6 +50,7 @@ class VideoView(QWidget):
         self.show_crop = True
         self.message = "Starting…"  # shown when there is no frame (opening, errors)
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
+        self.paint_times: deque[float] = deque(maxlen=20_000)
         self._font = QFont(self.font())
         self._font.setPointSizeF(max(9.0, self._font.pointSizeF()))
         self._bold = QFont(self._font)
@@ -91,6 +93,7 @@ class VideoView(QWidget):
         self._draw_overlay(painter, target)
         painter.end()
         self.paint_ms = (time.perf_counter() - started) * 1000
+        self.paint_times.append(self.paint_ms)
 
     # ---- overlay ---------------------------------------------------------------------------
 
