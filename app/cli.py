@@ -140,6 +140,18 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
+    b.add_argument(
+        "--compare-with",
+        choices=list(BACKENDS),
+        help="A/B: run the same frames through a second session on this delegate (B)",
+    )
+    b.add_argument("--compare-model", help="A/B: B's model (default: A's); fp32 vs int8, for instance")
+    b.add_argument(
+        "--compare-alone-seconds",
+        type=_non_negative_float,
+        default=5.0,
+        help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
+    )
     b.set_defaults(handler=cmd_bench)
 
     g = sub.add_parser(
@@ -300,6 +312,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv)
+    if args.compare_with or args.compare_model:
+        return _compare_bench(args, bench, config)
     summary = run_bench(bench, config, progress=_progress)
     if sys.stderr.isatty():
         print(file=sys.stderr)
@@ -317,6 +331,63 @@ def cmd_bench(args: argparse.Namespace) -> int:
             f"the {args.delegate} delegate is not available: {summary['delegate']['fallback_reason']}"
         )
     return 0
+
+
+def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig) -> int:
+    from dataclasses import replace
+
+    from app.compare_bench import run_compare_bench
+
+    b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
+    if args.compare_model:
+        load_model_spec(args.compare_model)  # exit 3 before anything starts
+    try:
+        summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)
+    except RuntimeError as exc:  # a pipeline that ended in an error: its status line
+        raise _status_error(str(exc)) from None
+    if args.json_file:
+        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+    _print_compare(summary)
+    fell_back = [s for s in ("a", "b") if summary[s]["delegate"] and summary[s]["delegate"]["fallback_reason"]]
+    for side in fell_back:
+        _warn(f"side {side.upper()} fell back: {summary[side]['delegate']['fallback_reason']}")
+    if args.no_fallback and fell_back:
+        raise BackendUnavailable(f"side {fell_back[0].upper()} could not run on its delegate")
+    return 0
+
+
+def _print_compare(summary: dict) -> None:
+    def side_line(name: str) -> str:
+        s = summary[name]
+        d, t = s["delegate"] or {}, s["together"]
+        used = d.get("used", "?") + (f" (requested {d['requested']})" if d.get("fallback_reason") else "")
+        alone = s["alone"]
+        alone_text = f", alone {alone['inference_fps']:.1f}/s" if alone else ""
+        median = s["inference_ms_median"]
+        return (
+            f"{name.upper()}  {Path(s['config']['model']).name} on {used}: inference median "
+            f"{median:.2f} ms, {t['inference_fps']:.1f}/s together{alone_text}, "
+            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread)"
+            if median is not None
+            else f"{name.upper()}  no inference measured"
+        )
+
+    print(side_line("a"))
+    print(side_line("b"))
+    g = summary["agreement"]
+    if g["frames"]:
+        line = f"agreement  top-1 agrees on {g['top1_agreement']:.1%} of {g['frames']:,} frames"
+        line += f"; top-5 overlap {g['top5_overlap']:.1%}"
+        if g["scores_comparable"]:
+            line += f"; max score difference {g['max_abs_diff']:.3f}; mean total variation {g['mean_tv_distance']:.4f}"
+        else:
+            line += "; scores not comparable (different class sets): labels only"
+        print(line)
+    else:
+        print("agreement  no frame was inferred by both sides")
+    print(f"speed      {summary['speed']['sentence']}")
+    if "csv" in summary:
+        print(f"csv        {summary['csv']['path']}: {summary['csv']['rows']} compared frames")
 
 
 def _status_error(message: str) -> DelegateScopeError:

@@ -92,6 +92,37 @@ class Status:
     source: SourceInfo | None = None
 
 
+class RgbCache:
+    """Stage 1 of preprocessing (crop, shrink, RGB), computed once per frame and input size and
+    shared by the sides of an A/B comparison, so both see the very same pixels."""
+
+    def __init__(self, keep: int = 8) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[int, int, int], np.ndarray] = {}
+        self._keep = keep
+        self.computed = 0
+        self.reused = 0
+
+    def rgb(self, frame: Frame, pre: Preprocessor) -> np.ndarray:
+        key = (frame.index, pre.height, pre.width)
+        with self._lock:
+            cached = self._entries.get(key)
+            if cached is not None:
+                self.reused += 1
+                return cached
+        rgb = pre.rgb(frame.image)  # outside the lock: the other side keeps running meanwhile
+        rgb.setflags(write=False)
+        with self._lock:
+            cached = self._entries.setdefault(key, rgb)  # the other side may have raced us here
+            if cached is rgb:
+                self.computed += 1
+                while len(self._entries) > self._keep:
+                    self._entries.pop(next(iter(self._entries)))
+            else:
+                self.reused += 1
+            return cached
+
+
 class LatestFrameSlot:
     """One frame deep. `put` overwrites; `take` hands the newest frame to the inference thread once."""
 
@@ -152,8 +183,14 @@ class Pipeline:
         metrics: Metrics | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        rgb_cache: RgbCache | None = None,
+        cpu_clock: Callable[[], float] = time.process_time,
     ) -> None:
         self.source_spec = source
+        self._rgb_cache = rgb_cache  # A/B comparison: both sides share stage 1 of preprocessing
+        self._cpu_clock = cpu_clock  # A/B: thread CPU time, since both sides run at once
+        self._followers: list[Pipeline] = []  # pipelines fed this one's frames (no capture of their own)
+        self._leader: Pipeline | None = None
         self.metrics = metrics or Metrics()
         self._source_kwargs = {"pace": pace, "loop": loop, **(source_options or {})}
         self._config = config
@@ -176,22 +213,36 @@ class Pipeline:
     # ---- public, thread-safe -------------------------------------------------------------
 
     def start(self) -> None:
-        self._capture.start()
+        """Start capture (unless this pipeline follows another's frames) and inference."""
+        for follower in self._followers:
+            follower._inference.start()
+        if self._leader is None:
+            self._capture.start()
         self._inference.start()
+
+    def feed(self, follower: Pipeline) -> None:
+        """Give `follower` every frame this pipeline captures (before start): one source, two
+        inference threads, each with its own latest-frame slot and drop count."""
+        follower._leader = self
+        self._followers.append(follower)
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop both threads; True when they ended within `timeout` seconds."""
         self._stop.set()
         self._slot.close()
+        for follower in self._followers:
+            follower._stop.set()
+            follower._slot.close()
         with self._lock:
             source = self._source
         if source is not None:
             source.close()  # unblocks a paced read
         deadline = time.monotonic() + timeout
-        for thread in (self._capture, self._inference):
+        threads = [self._capture, self._inference, *(f._inference for f in self._followers)]
+        for thread in threads:
             if thread.is_alive():
                 thread.join(max(0.0, deadline - time.monotonic()))
-        alive = self._capture.is_alive() or self._inference.is_alive()
+        alive = any(t.is_alive() for t in threads)
         self._set_status(Status("stopped", "stopped" if not alive else "stop timed out", self.source_info()))
         return not alive
 
@@ -226,6 +277,8 @@ class Pipeline:
             return list(self._events)
 
     def source_info(self) -> SourceInfo | None:
+        if self._leader is not None:
+            return self._leader.source_info()
         with self._lock:
             return self._source.info if self._source else None
 
@@ -236,7 +289,7 @@ class Pipeline:
         )
 
     def threads(self) -> list[threading.Thread]:
-        return [self._capture, self._inference]
+        return [self._capture, self._inference, *(f._inference for f in self._followers)]
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -308,13 +361,15 @@ class Pipeline:
                         self._event("source_ended", f"{self.source_spec} ended")
                         self._set_status(Status("ended", f"{self.source_spec} ended", source.info))
                     return
-                self.metrics.frame_captured(frame.captured_at)
-                if self._slot.put(frame):
-                    self.metrics.frames_dropped(1, frame.captured_at)
+                for pipeline in (self, *self._followers):
+                    pipeline.metrics.frame_captured(frame.captured_at)
+                    if pipeline._slot.put(frame):
+                        pipeline.metrics.frames_dropped(1, frame.captured_at)
         finally:
             if source is not None:
                 source.close()
-            self._source_done.set()
+            for pipeline in (self, *self._followers):
+                pipeline._source_done.set()
 
     # ---- inference thread -----------------------------------------------------------------
 
@@ -427,16 +482,19 @@ class Pipeline:
     def _infer(self, active: _Active, frame: Frame, started: float) -> _Active:
         t0 = time.perf_counter()
         try:
-            tensor = active.pre(frame.image)
+            if self._rgb_cache is None:
+                tensor = active.pre(frame.image)
+            else:
+                tensor = active.pre.from_rgb(self._rgb_cache.rgb(frame, active.pre))
         except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
             self._event("bad_frame", f"frame {frame.index} skipped: {exc}")
             return active
-        c1, t1 = time.process_time(), time.perf_counter()
+        c1, t1 = self._cpu_clock(), time.perf_counter()
         try:
             raw = active.session.run(tensor)
         except ModelError as exc:
             return self._fail_over(active, exc)
-        t2, c2 = time.perf_counter(), time.process_time()
+        t2, c2 = time.perf_counter(), self._cpu_clock()
         scores = active.post.scores(raw)
         top = active.post.top_k(scores, active.config.top_k)
         t3 = time.perf_counter()

@@ -98,9 +98,17 @@ class Preprocessor:
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
         """Return the input tensor. The buffer is reused: copy it to keep it past the next call."""
+        return self.from_rgb(self.rgb(frame, self._rgb))
+
+    def rgb(self, frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Stage 1, the costly part: centre crop, shrink to the input size, BGR -> RGB (uint8).
+        Two models with the same input size share this stage (A/B comparison)."""
         bgr = as_bgr_uint8(frame)
         box = self.crop_box(bgr.shape[1], bgr.shape[0])
         crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
-        cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=self._rgb)
-        cv2.LUT(self._rgb, self._lut, dst=self._out[0])
+        return cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=out)
+
+    def from_rgb(self, rgb: np.ndarray) -> np.ndarray:
+        """Stage 2: normalisation and quantization for this model (one table lookup)."""
+        cv2.LUT(rgb, self._lut, dst=self._out[0])
         return self._out

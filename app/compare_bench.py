@@ -1,0 +1,144 @@
+"""`bench --compare-with`: A and B alone (each its own fps), then together on the same frames
+(agreement, speed ratio, and the contention of sharing the machine, reported, not hidden)."""
+
+from __future__ import annotations
+
+import csv
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from app.bench import BenchConfig
+from app.compare import ComparePipeline, FrameComparison
+from app.metrics import Metrics, MetricsSnapshot
+from app.pipeline import InferenceConfig, Pipeline
+from app.recording import neutralise
+
+COMPARISON_COLUMNS = [
+    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
+    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
+]  # fmt: skip
+_POLL_S = 0.05
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float, *pipelines: Pipeline) -> None:
+    """Poll until `condition`, a timeout, a source that ended, or a side in error (raised)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        for pipeline in pipelines:
+            status = pipeline.status()
+            if status.state == "error":
+                raise RuntimeError(status.message)
+        if time.monotonic() > deadline or pipelines[0].finished():
+            return
+        time.sleep(_POLL_S)
+
+
+def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> MetricsSnapshot:
+    metrics = Metrics(window_s=3600.0)
+    pipeline = Pipeline(bench.source, config, pace=bench.pace, loop=True, metrics=metrics)
+    pipeline.start()
+    try:
+        _wait(lambda: metrics.snapshot().inferences_total >= bench.warmup, 120, pipeline)
+        metrics.reset()
+        _wait(lambda: False, seconds, pipeline)
+        return metrics.snapshot()
+    finally:
+        pipeline.stop()
+
+
+def _side(snap: MetricsSnapshot, alone: MetricsSnapshot | None, pipeline: Pipeline, config: InferenceConfig) -> dict:
+    report = pipeline.session_report()
+    inference = snap.latency.get("inference")
+    return {
+        "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
+        "delegate": report.to_dict() if report else None,
+        "together": snap.to_dict(),
+        "inference_ms_median": inference.p50 if inference and inference.count else None,
+        "alone": None
+        if alone is None
+        else {
+            "inference_fps": alone.inference_fps,
+            "inference_ms_median": alone.latency["inference"].p50 if alone.latency["inference"].count else None,
+            "cpu_ms_per_inference": alone.cpu_ms_per_inference,
+        },
+    }
+
+
+def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float) -> str:
+    if not a_ms or not b_ms:
+        return "speed not measured"
+    ratio = a_ms / b_ms
+    speed = f"B is {ratio:.1f}× faster than A" if ratio >= 1 else f"B is {1 / ratio:.1f}× slower than A"
+    if a_cpu > 0:
+        speed += f"; CPU time per inference {(b_cpu / a_cpu - 1) * 100:+.0f}%"
+    return speed + " (median inference time, both running together)"
+
+
+def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> dict:
+    alone = {}
+    if alone_s > 0:
+        alone = {"a": _alone(bench, a, alone_s), "b": _alone(bench, b, alone_s)}
+    cp = ComparePipeline(bench.source, a, b, pace=bench.pace, loop=True)
+    cp.start()
+    started = time.monotonic()
+    try:
+        sides = (cp.leader, cp.pipelines["b"])
+        _wait(lambda: min(s.inferences_total for s in cp.snapshots().values()) >= bench.warmup, 120, *sides)
+        cp.reset()
+        measured_from = time.monotonic()
+        if bench.frames is not None:
+            _wait(lambda: len(cp.comparator.comparisons) >= bench.frames, 3600, *sides)
+        else:
+            _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, *sides)
+        snaps = cp.snapshots()
+        agreement = cp.comparator.summary()
+        comparisons = list(cp.comparator.comparisons)
+        status = cp.leader.status()
+    finally:
+        cp.stop()
+    sides = {
+        side: _side(snaps[side], alone.get(side), cp.pipelines[side], config) for side, config in (("a", a), ("b", b))
+    }
+    a_ms, b_ms = sides["a"]["inference_ms_median"], sides["b"]["inference_ms_median"]
+    summary = {
+        "mode": "compare",
+        "source": {"spec": bench.source},
+        "a": sides["a"],
+        "b": sides["b"],
+        "agreement": agreement.to_dict(),
+        "speed": {
+            "a_over_b_inference_median": (a_ms / b_ms) if a_ms and b_ms else None,
+            "sentence": speed_sentence(a_ms, b_ms, snaps["a"].cpu_ms_per_inference, snaps["b"].cpu_ms_per_inference),
+        },
+        "shared_preprocessing": {"computed": cp.rgb_cache.computed, "reused": cp.rgb_cache.reused},
+        "status": {"state": status.state, "message": status.message},
+        "wall_s": time.monotonic() - started,
+    }
+    if bench.csv:
+        write_comparisons(bench.csv, comparisons)
+        summary["csv"] = {"path": str(bench.csv), "rows": len(comparisons)}
+    return summary
+
+
+def write_comparisons(path: Path, rows: list[FrameComparison]) -> None:
+    """One row per compared frame (docs/csv-format.md, "Comparison CSV")."""
+    with open(path, "x", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(COMPARISON_COLUMNS)
+        for r in rows:
+            writer.writerow(
+                [
+                    r.frame_index,
+                    neutralise(r.a_top1),
+                    neutralise(r.b_top1),
+                    int(r.top1_agree),
+                    f"{r.top5_overlap:.3g}",
+                    "" if r.max_abs_diff is None else f"{r.max_abs_diff:.6g}",
+                    "" if r.tv_distance is None else f"{r.tv_distance:.6g}",
+                    f"{r.a_inference_ms:.6g}",
+                    f"{r.b_inference_ms:.6g}",
+                    f"{r.a_cpu_ms:.6g}",
+                    f"{r.b_cpu_ms:.6g}",
+                ]
+            )

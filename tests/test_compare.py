@@ -1,0 +1,92 @@
+"""A/B comparison on real backends: one source, two inference threads, shared preprocessing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.compare import ComparePipeline
+from app.pipeline import InferenceConfig
+
+
+def run_compare(a: InferenceConfig, b: InferenceConfig, frames: int, source: str = "demo") -> ComparePipeline:
+    cp = ComparePipeline(source, a, b, pace=False)
+    cp.start()
+    try:
+        deadline = time.monotonic() + 120
+        while len(cp.comparator.comparisons) < frames:
+            assert time.monotonic() < deadline, "timed out waiting for compared frames"
+            assert cp.leader.status().state != "error", cp.leader.status().message
+            time.sleep(0.05)
+    finally:
+        assert cp.stop()
+    assert not any(t.is_alive() for t in cp.threads())
+    return cp
+
+
+def cpu(model: str = "efficientnet_lite0", **kw: object) -> InferenceConfig:
+    return InferenceConfig(model=model, options={"threads": 1}, **kw)  # type: ignore[arg-type]
+
+
+def test_a_model_against_itself_agrees_exactly():
+    cp = run_compare(cpu(), cpu(), 40)
+    s = cp.comparator.summary()
+    assert s.frames >= 40
+    assert s.top1_agreement == 1.0 and s.top5_overlap == 1.0
+    assert s.max_abs_diff == 0.0 and s.mean_tv_distance == 0.0  # same pixels, same model, same kernels
+    # One preprocessing per frame, shared: every compared frame's pixels were computed once
+    # and reused by the other side.
+    assert cp.rgb_cache.reused >= s.frames
+
+
+def test_fp32_against_int8_agrees_mostly_and_says_where_not():
+    cp = run_compare(cpu(), cpu("efficientnet_lite0_int8"), 150)
+    s = cp.comparator.summary()
+    rows = list(cp.comparator.comparisons)
+    # The figures are what the rows say (recomputed here), not constants.
+    agree = sum(r.top1_agree for r in rows) / len(rows)
+    assert s.top1_agreement == pytest.approx(agree)
+    assert s.max_abs_diff == pytest.approx(max(r.max_abs_diff for r in rows))
+    assert 0.5 < s.top1_agreement <= 1.0  # quantization moves some scores, rarely the winner
+    assert 0 < s.max_abs_diff < 1 and 0 < s.mean_tv_distance < 0.5
+    assert all(r.top1_agree == (r.a_top1 == r.b_top1) for r in rows)
+    assert {d.frame_index for d in s.disagreements} <= {r.frame_index for r in rows if not r.top1_agree}
+    # Each side has its own figures.
+    snaps = cp.snapshots()
+    assert snaps["a"].inferences_total >= 150 and snaps["b"].inferences_total >= 150
+    assert all(r.a_cpu_ms > 0 and r.b_cpu_ms > 0 for r in rows[-20:])
+
+
+def test_an_unavailable_side_falls_back_visibly():
+    cp = run_compare(cpu(), cpu(delegate="coreml"), 20)
+    report = cp.pipelines["b"].session_report()
+    assert report is not None and report.requested == "coreml" and report.used == "cpu"
+    assert "macOS" in (report.fallback_reason or "")
+    assert any(e.kind == "fallback" for e in cp.pipelines["b"].events())
+    assert cp.comparator.summary().top1_agreement == 1.0  # both really ran the same model on CPU
+
+
+def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
+    import csv
+    import json
+
+    from tests.conftest import run_cli
+
+    summary, table = tmp_path / "s.json", tmp_path / "frames.csv"
+    run = run_cli(
+        "bench", "--frames", "30", "--threads", "1", "--compare-with", "coreml", "--compare-alone-seconds", "1",
+        "--json", summary, "--csv", table,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "side B fell back" in run.stderr and "macOS" in run.stderr  # visible, never silent
+    assert "top-1 agrees on 100.0% of" in run.stdout
+    s = json.loads(summary.read_text())
+    assert s["mode"] == "compare" and s["b"]["delegate"]["requested"] == "coreml"
+    assert s["b"]["delegate"]["used"] == "cpu" and s["a"]["alone"]["inference_fps"] > 0
+    assert s["agreement"]["frames"] >= 30 and s["agreement"]["top1_agreement"] == 1.0
+    rows = list(csv.DictReader(table.open(encoding="utf-8")))
+    assert len(rows) == s["agreement"]["frames"] and all(r["top1_agree"] == "1" for r in rows)
+    strict = run_cli("bench", "--frames", "5", "--threads", "1", "--compare-with", "coreml",
+                     "--compare-alone-seconds", "0", "--no-fallback")  # fmt: skip
+    assert strict.returncode == 5
