@@ -172,6 +172,18 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--screenshot", type=Path, help="grab the window to this PNG just before --exit-after closes it")
     g.add_argument("--stats", type=Path, dest="stats_file", help="write display/GUI-cost figures as JSON at exit")
     g.set_defaults(handler=cmd_gui)
+
+    r = sub.add_parser(
+        "report",
+        parents=[common],
+        help="plots and a summary of recorded sessions (HTML or PNG)",
+        description="Turn recordings (bench --csv, the window's Record) into one self-contained HTML page or one "
+        "PNG: latency over time with events, latency histogram, stages, fps, CPU, and a summary table. With several "
+        "sessions: overlaid and side by side, and compared with the first (docs/report.md).",
+    )
+    r.add_argument("sessions", nargs="+", type=Path, metavar="SESSION.csv", help="recordings; the first is the baseline")
+    r.add_argument("--out", type=Path, required=True, metavar="FILE", help="FILE.html (one page) or FILE.png")
+    r.set_defaults(handler=cmd_report)
     return parser
 
 
@@ -453,6 +465,15 @@ def cmd_gui(args: argparse.Namespace) -> int:
         stats_file=args.stats_file,
     )
     return run_gui(options)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.report import build_report  # matplotlib is imported only when a report is drawn
+
+    written = build_report(args.sessions, args.out)
+    n = written["sessions"]
+    print(f"report    {written['out']} ({n} session{'s' if n != 1 else ''}, {written['bytes'] / 1024:.0f} KiB)")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.metrics import Metrics, MetricsSnapshot
-from app.pipeline import InferenceConfig, Pipeline, Result, RgbCache
+from app.pipeline import Event, InferenceConfig, Pipeline, Result, RgbCache
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
 
@@ -152,11 +153,33 @@ class ComparePipeline:
     """Two pipelines on one source: A captures and feeds B; both infer on their own threads."""
 
     def __init__(
-        self, source: str, a: InferenceConfig, b: InferenceConfig, *, pace: bool = True, loop: bool = True
+        self,
+        source: str,
+        a: InferenceConfig,
+        b: InferenceConfig,
+        *,
+        pace: bool = True,
+        loop: bool = True,
+        metrics: dict[str, Metrics] | None = None,
+        on_result: Callable[[str, Result], None] | None = None,
+        on_event: Callable[[str, Event], None] | None = None,
     ) -> None:
         self.comparator = Comparator()
         self.rgb_cache = RgbCache()
-        self.metrics = {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
+        self.metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
+        self._on_result = on_result
+
+        self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
+
+        def result(side: str, r: Result) -> None:
+            comparison = self.comparator.add(side, r)
+            if comparison is not None and not comparison.top1_agree:
+                pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
+                if pixels is not None:
+                    self.thumbnails.append((comparison, pixels))
+            if self._on_result:
+                self._on_result(side, r)
+
         self.pipelines = {
             side: Pipeline(
                 source,
@@ -164,7 +187,8 @@ class ComparePipeline:
                 pace=pace,
                 loop=loop,
                 metrics=self.metrics[side],
-                on_result=lambda r, side=side: self.comparator.add(side, r),
+                on_result=lambda r, side=side: result(side, r),
+                on_event=(lambda e, side=side: on_event(side, e)) if on_event else None,
                 rgb_cache=self.rgb_cache,
                 cpu_clock=time.thread_time,
             )

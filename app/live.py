@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.bench import RowSink
+from app.compare import ComparePipeline
 from app.metrics import Metrics, ResourceSampler
 from app.pipeline import Event, InferenceConfig, Pipeline, Result
 from app.recording import RecorderState, SessionRecorder
@@ -39,6 +40,9 @@ class LiveSession:
         self._config = config
         self._source = source
         self._pipeline: Pipeline | None = None
+        self.metrics_b = Metrics(window_s=metrics_window_s, sampler=self.sampler)
+        self._compare: ComparePipeline | None = None
+        self._b_config: InferenceConfig | None = None
         self._sink: RowSink | None = None  # set while recording; read by pipeline threads
         self._sink_lock = threading.Lock()
         self._recording_started = 0.0
@@ -55,11 +59,44 @@ class LiveSession:
     def source(self) -> str:
         return self._source
 
+    @property
+    def compare(self) -> ComparePipeline | None:
+        """The A/B comparison while it runs (its side A is `pipeline`)."""
+        return self._compare
+
     def start(self) -> None:
         if not self.sampler.running:
             self.sampler.start()
-        self._pipeline = self._new_pipeline(self._source, self._config)
+        if self._b_config is not None:
+            self._compare = ComparePipeline(
+                self._source,
+                self._config,
+                self._b_config,
+                metrics={"a": self.metrics, "b": self.metrics_b},
+                on_result=lambda side, r: self._on_result(r) if side == "a" else None,
+                on_event=lambda side, e: self._on_event(e) if side == "a" else None,
+            )
+            self._pipeline = self._compare.leader
+        else:
+            self._compare = None
+            self._pipeline = self._new_pipeline(self._source, self._config)
         self._pipeline.start()
+
+    def set_compare(self, b: InferenceConfig | None) -> bool:
+        """Start (B config) or end (None) the A/B comparison: the pipeline restarts on the same source."""
+        config = self.pipeline.config
+        stopped = self.pipeline.stop(STOP_TIMEOUT_S)
+        self._config, self._b_config = config, b
+        self.metrics.reset()
+        self.metrics_b.reset()
+        self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
+        self.start()
+        return stopped
+
+    def reconfigure_b(self, **changes: object) -> None:
+        if self._compare is not None:
+            self._compare.pipelines["b"].reconfigure(**changes)
+            self._b_config = self._compare.pipelines["b"].config
 
     def switch_source(self, source: str) -> bool:
         """Replace the pipeline with one reading `source` (model and delegate kept).

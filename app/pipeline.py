@@ -103,6 +103,11 @@ class RgbCache:
         self.computed = 0
         self.reused = 0
 
+    def peek(self, frame_index: int) -> np.ndarray | None:
+        """The shared pixels of a recent frame (any input size), if still kept."""
+        with self._lock:
+            return next((v for (i, _, _), v in self._entries.items() if i == frame_index), None)
+
     def rgb(self, frame: Frame, pre: Preprocessor) -> np.ndarray:
         key = (frame.index, pre.height, pre.width)
         with self._lock:

@@ -37,6 +37,7 @@ class ControlPanel(QWidget):
     throttle_changed = Signal(float)
     top_k_changed = Signal(int)
     threshold_changed = Signal(float)  # 0..1
+    compare_changed = Signal(object)  # None (off) or (model, delegate) for side B
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -74,6 +75,21 @@ class ControlPanel(QWidget):
         form.addRow("Core ML units", self.units)
         layout.addWidget(box)
 
+        box = QGroupBox("Compare A/B")
+        form = QFormLayout(box)
+        self.compare = QCheckBox("Run B on the same frames")
+        self.compare.setToolTip("A is the model and delegate above; B runs next to it on every frame it can")
+        form.addRow("", self.compare)
+        self.b_model = QComboBox()
+        for name in bundled_models():
+            self.b_model.addItem(name, name)
+        form.addRow("B model", self.b_model)
+        self.b_delegate = QComboBox()
+        for name, label in DELEGATE_LABELS.items():
+            self.b_delegate.addItem(label, name)
+        form.addRow("B runs on", self.b_delegate)
+        layout.addWidget(box)
+
         box = QGroupBox("Pipeline")
         form = QFormLayout(box)
         self.throttle = QSpinBox()
@@ -107,7 +123,14 @@ class ControlPanel(QWidget):
         self.throttle.valueChanged.connect(lambda v: self.throttle_changed.emit(float(v)))
         self.top_k.valueChanged.connect(self.top_k_changed.emit)
         self.threshold.valueChanged.connect(lambda v: self.threshold_changed.emit(v / 100.0))
+        self.compare.toggled.connect(lambda _: self._compare_changed())
+        self.b_model.activated.connect(lambda _: self._compare_changed())
+        self.b_delegate.activated.connect(lambda _: self._compare_changed())
         self._show_relevant_options()
+
+    def _compare_changed(self) -> None:
+        on = self.compare.isChecked()
+        self.compare_changed.emit((self.b_model.currentData(), self.b_delegate.currentData()) if on else None)
 
     # ---- filling -------------------------------------------------------------------------
 
@@ -148,6 +171,10 @@ class ControlPanel(QWidget):
             item.setEnabled(reason is None)
             tip = f"Not available here: {reason}" if reason else f"{DELEGATE_LABELS[name]} is available here"
             self.delegate.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
+            b_model = self.b_delegate.model()
+            assert isinstance(b_model, QStandardItemModel)
+            b_model.item(row).setEnabled(reason is None)
+            self.b_delegate.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
 
     def delegate_enabled(self, name: str) -> bool:
         model = self.delegate.model()

@@ -46,12 +46,14 @@ class DelegationPanel(QWidget):
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
 
-    def set_metrics(self, snap: MetricsSnapshot, backend: str) -> None:
+    def set_metrics(self, snap: MetricsSnapshot, backend: str, shared: bool = False) -> None:
         stats = snap.latency.get("inference")
         if not stats or not stats.count:
             self.offload.setText("")
             return
         sentence = offload_sentence(snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean)
+        if shared:  # A/B: the CPU figure is this side's thread, and the two sides queue for cores
+            sentence += " (A/B running: two sides share the CPU, so wall time includes waiting for a core.)"
         self.offload.setText(f"<b>Offload</b>: {html.escape(sentence)}")
 
     def text(self) -> str:

@@ -12,7 +12,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,13 +32,16 @@ from PySide6.QtWidgets import (
 
 from app import __version__
 from app.backends.cpu import default_threads
+from app.compare import ComparePipeline
 from app.delegates import delegate_statuses
 from app.errors import DelegateScopeError
 from app.live import LiveSession, RecordingStatus
+from app.metrics import MetricsSnapshot
 from app.model import load_model_spec
 from app.pipeline import Event, InferenceConfig
 from app.recording import package_versions
 from app.sources import list_cameras
+from app.ui.compare_panel import ComparePanel
 from app.ui.controls import OPEN_FILE, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
 from app.ui.plots import LivePlots, snapshot_values
@@ -127,9 +130,11 @@ class MainWindow(QMainWindow):
 
         self.controls = ControlPanel()
         self.delegation = DelegationPanel()
+        self.compare_panel = ComparePanel()
         for title, widget, name in (
             ("What really runs", self.delegation, "delegation"),
             ("Controls", self.controls, "controls"),
+            ("A/B comparison", self.compare_panel, "compare"),
         ):
             scroll = QScrollArea()
             scroll.setWidget(widget)
@@ -140,6 +145,8 @@ class MainWindow(QMainWindow):
             dock.setMinimumWidth(300)
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             setattr(self, f"{name}_dock", dock)
+        self.tabifyDockWidget(self.delegation_dock, self.compare_dock)  # type: ignore[attr-defined]
+        self.compare_dock.hide()  # type: ignore[attr-defined]  # shown while comparing
         self.resizeDocks([self.delegation_dock, self.controls_dock], [380, 420], Qt.Orientation.Vertical)  # type: ignore[attr-defined]
 
         self.status_label = QLabel("starting")
@@ -155,6 +162,7 @@ class MainWindow(QMainWindow):
         c.throttle_changed.connect(lambda ms: self.session.reconfigure(throttle_ms=ms))
         c.top_k_changed.connect(lambda k: self.session.reconfigure(top_k=k))
         c.threshold_changed.connect(self._threshold_changed)
+        c.compare_changed.connect(self.set_compare)
 
     def _build_actions(self) -> None:
         def action(text: str, slot: object, shortcut: QKeySequence | str | None = None) -> QAction:
@@ -298,6 +306,32 @@ class MainWindow(QMainWindow):
         self.controls.show_delegate(name)
         self.statusBar().showMessage(f"Switching to {name.upper()}…", 3000)
 
+    def set_compare(self, b: tuple[str, str] | None) -> None:
+        """Start the A/B comparison with B = (model, delegate), or end it (None)."""
+        config = self.session.pipeline.config
+        b_config = None if b is None else replace(config, model=b[0], delegate=b[1], labels=None)
+        self.session.set_compare(b_config)
+        self._last_frame_index = -1
+        on = b_config is not None
+        self.compare_dock.setVisible(on)  # type: ignore[attr-defined]
+        if on:
+            self.compare_dock.raise_()  # type: ignore[attr-defined]
+        self.plots.show_b(on)
+        self.plots.add_marker(f"A/B with {b[1].upper()} · {b[0]}" if b else "A/B off")
+        if not on:
+            self.video.titles = ("", "")
+        c = self.controls
+        for widget in (c.compare, c.b_model, c.b_delegate):
+            widget.blockSignals(True)
+        c.compare.setChecked(on)
+        if b is not None:
+            if c.b_model.findData(b[0]) < 0:
+                c.b_model.addItem(Path(b[0]).name, b[0])
+            c.b_model.setCurrentIndex(c.b_model.findData(b[0]))
+            c.b_delegate.setCurrentIndex(c.b_delegate.findData(b[1]))
+        for widget in (c.compare, c.b_model, c.b_delegate):
+            widget.blockSignals(False)
+
     def _options_changed(self, options: dict) -> None:
         self.session.reconfigure(options=options)
         self._apply_availability()
@@ -398,12 +432,14 @@ class MainWindow(QMainWindow):
         pipeline = self.session.pipeline
         frame = pipeline.latest_frame()
         result = pipeline.latest_result()
-        result_id = id(result) if result is not None else None
+        compare = self.session.compare
+        result_b = compare.pipelines["b"].latest_result() if compare else None
+        result_id = (id(result) if result is not None else None, id(result_b) if result_b is not None else None)
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
         self._last_frame_index, self._last_result_id = frame.index, result_id
-        self.video.set_frame(frame, result)
+        self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
         if new_frame:
             now = time.monotonic()
@@ -422,7 +458,11 @@ class MainWindow(QMainWindow):
         pipeline = session.pipeline
         snap = session.metrics.snapshot()
         report = pipeline.session_report()
-        self.plots.add_point(snapshot_values(snap, self.display_fps()))
+        compare = session.compare
+        snap_b = session.metrics_b.snapshot() if compare else None
+        self.plots.add_point(snapshot_values(snap, self.display_fps(), snap_b))
+        if compare is not None and snap_b is not None:
+            self._update_compare(compare, snap, snap_b)
         self._plot_times.append(time.monotonic())
         if self._first_count is None and snap.inferences_total:
             self._first_count = (time.monotonic(), snap.inferences_total)
@@ -431,7 +471,7 @@ class MainWindow(QMainWindow):
             " (fallback)" if report and report.requested != report.used else ""
         )
         self.video.inference_fps = snap.inference_fps
-        self.delegation.set_metrics(snap, backend)
+        self.delegation.set_metrics(snap, backend, shared=compare is not None)
         self._handle_events(pipeline.events())
         status = pipeline.status()
         text = status.state if status.state == "running" else f"{status.state}: {status.message}"
@@ -442,6 +482,19 @@ class MainWindow(QMainWindow):
             self.video.set_message(f"{status.state}: {status.message}")
         self._poll_background()
         self._update_recording()
+
+    def _update_compare(self, compare: ComparePipeline, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
+        names = []
+        for side in ("a", "b"):
+            p = compare.pipelines[side]
+            report = p.session_report()
+            used = report.used.upper() if report else p.config.delegate.upper()
+            if report and report.requested != report.used:
+                used += f" (fallback from {report.requested.upper()})"
+            names.append(f"{used} · {Path(str(p.config.model)).stem}")
+        self.video.titles = (f"A · {names[0]}", f"B · {names[1]}")
+        self.compare_panel.set_summary(compare.comparator.summary(), snap, snap_b, (names[0], names[1]))
+        self.compare_panel.set_thumbnails(list(compare.thumbnails))
 
     def _handle_events(self, events: list[Event]) -> None:
         for event in events:

@@ -24,9 +24,11 @@ SERIES = (
     ("fps", "capture_fps", "capture fps", "#8c8c8c", False),
     ("fps", "inference_fps", "inference fps", "#1f77b4", False),
     ("fps", "display_fps", "displayed fps", "#2ca02c", True),
+    ("fps", "b_inference_fps", "B inference fps", "#ff7f0e", False),
     ("latency", "inference_mean", "inference mean", "#1f77b4", False),
+    ("latency", "b_inference_mean", "B inference mean", "#ff7f0e", False),
     ("latency", "inference_p95", "inference p95", "#1f77b4", True),
-    ("latency", "preprocess_mean", "preprocess", "#ff7f0e", False),
+    ("latency", "preprocess_mean", "preprocess", "#bcbd22", False),
     ("latency", "postprocess_mean", "postprocess", "#9467bd", False),
     ("latency", "end_to_end_mean", "end to end", "#d62728", False),
     ("cpu", "process_cpu", "process (% of machine)", "#1f77b4", False),
@@ -36,7 +38,7 @@ KEYS = tuple(key for _, key, *_ in SERIES)
 _TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %"}
 
 
-def snapshot_values(snap: MetricsSnapshot, display_fps: float) -> dict[str, float]:
+def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapshot | None = None) -> dict[str, float]:
     """The plotted numbers of one snapshot (NaN where not known: pyqtgraph leaves a gap)."""
 
     def mean(stage: str) -> float:
@@ -50,7 +52,10 @@ def snapshot_values(snap: MetricsSnapshot, display_fps: float) -> dict[str, floa
     def known(value: float | None) -> float:
         return np.nan if value is None else value
 
+    b_stats = b.latency.get("inference") if b is not None else None
     return {
+        "b_inference_fps": b.inference_fps if b is not None else np.nan,
+        "b_inference_mean": b_stats.mean if b_stats and b_stats.count else np.nan,
         "capture_fps": snap.capture_fps,
         "inference_fps": snap.inference_fps,
         "display_fps": display_fps,
@@ -92,9 +97,27 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self.plots["cpu"].disableAutoRange(axis="y")
         for name in ("latency", "cpu"):
             self.plots[name].setXLink(self.plots["fps"])
+        self._legend_names: dict[str, str] = {}
         for plot_name, key, legend, colour, dashed in SERIES:
             pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
-            self.curves[key] = self.plots[plot_name].plot(name=legend, pen=pen, connect="finite")
+            b_side = key.startswith("b_")  # in the legend only while an A/B comparison runs
+            self.curves[key] = self.plots[plot_name].plot(name=None if b_side else legend, pen=pen, connect="finite")
+            self._legend_names[key] = legend
+        self._b_shown = False
+
+    def show_b(self, on: bool) -> None:
+        """Name side B's curves in the legends while comparing, drop them after."""
+        if on == self._b_shown:
+            return
+        self._b_shown = on
+        for plot_name, key, *_ in SERIES:
+            if not key.startswith("b_"):
+                continue
+            legend = self.plots[plot_name].legend
+            if on:
+                legend.addItem(self.curves[key], self._legend_names[key])
+            else:
+                legend.removeItem(self.curves[key])
 
     def now(self) -> float:
         return time.monotonic() - self.t0

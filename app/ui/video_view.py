@@ -44,6 +44,8 @@ class VideoView(QWidget):
         self._frame: Frame | None = None
         self._image: QImage | None = None  # views self._frame.image; replaced together
         self._result: Result | None = None
+        self._result_b: Result | None = None  # side B of an A/B comparison
+        self.titles = ("", "")  # panel titles while comparing ("A · CPU · lite0", "B · ...")
         self.backend_label = ""
         self.inference_fps = 0.0
         self.score_threshold = 0.0
@@ -59,10 +61,11 @@ class VideoView(QWidget):
     def sizeHint(self) -> QSize:
         return QSize(800, 450)
 
-    def set_frame(self, frame: Frame, result: Result | None) -> None:
+    def set_frame(self, frame: Frame, result: Result | None, result_b: Result | None = None) -> None:
         self._image = frame_to_qimage(frame.image)
         self._frame = frame  # keeps the array the QImage points into alive
         self._result = result
+        self._result_b = result_b
         self.update()
 
     def set_message(self, message: str) -> None:
@@ -123,18 +126,23 @@ class VideoView(QWidget):
             p.drawText(box, Qt.AlignmentFlag.AlignCenter, badge)
             p.setFont(self._font)
 
-        if result is None:
-            self._panel(p, target, [("waiting for the first result…", None)], line_h, metrics.ascent(), None)
-            return
-        shown = [pred for pred in result.top if pred.score >= self.score_threshold]
-        lines: list[tuple[str, float | None]] = [(f"{pred.label}", pred.score) for pred in shown]
-        if not lines:
-            lines = [(f"nothing above {self.score_threshold:.0%}", None)]
-        age_ms = (frame.captured_at - result.captured_at) * 1000
-        footer = None
-        if age_ms > STALE_MS:
-            footer = f"result is {age_ms:.0f} ms older than the frame (frame {result.frame_index})"
-        self._panel(p, target, lines, line_h, metrics.ascent(), footer)
+        comparing = bool(self.titles[1])
+        top = target.top() + 8
+        for index, res in enumerate((result, self._result_b) if comparing else (result,)):
+            title = self.titles[index] if comparing else None
+            if res is None:
+                lines: list[tuple[str, float | None]] = [("waiting for the first result…", None)]
+                footer = None
+            else:
+                shown = [pred for pred in res.top if pred.score >= self.score_threshold]
+                lines = [(pred.label, pred.score) for pred in shown] or [
+                    (f"nothing above {self.score_threshold:.0%}", None)
+                ]
+                age_ms = (frame.captured_at - res.captured_at) * 1000
+                footer = None
+                if age_ms > STALE_MS:
+                    footer = f"result is {age_ms:.0f} ms older than the frame (frame {res.frame_index})"
+            top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, title, top) + 6
 
     def _panel(
         self,
@@ -144,7 +152,12 @@ class VideoView(QWidget):
         line_h: int,
         ascent: int,
         footer: str | None,
-    ) -> None:
+        title: str | None = None,
+        top: float | None = None,
+    ) -> float:
+        """Draw one label panel at `top`; return its bottom edge."""
+        if title:
+            lines = [(title, None), *lines]
         metrics = p.fontMetrics()
         text_w = max(metrics.horizontalAdvance(text) for text, _ in lines)
         bar_w, pct_w = 90, metrics.horizontalAdvance("100.0%")
@@ -152,7 +165,7 @@ class VideoView(QWidget):
         if footer:
             width = max(width, min(target.width() - 16, metrics.horizontalAdvance(footer) + 16))
         height = line_h * (len(lines) + (1 if footer else 0)) + 8
-        box = QRectF(target.left() + 8, target.top() + 8, width, height)
+        box = QRectF(target.left() + 8, target.top() + 8 if top is None else top, width, height)
         p.fillRect(box, _PANEL_BG)
         y = box.top() + 4
         for text, score in lines:
@@ -172,3 +185,4 @@ class VideoView(QWidget):
         if footer:
             p.setPen(_STALE)
             p.drawText(QPointF(box.left() + 8, y + ascent + 2), footer)
+        return box.bottom()

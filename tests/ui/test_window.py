@@ -242,3 +242,21 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     junk.write_bytes(b"\x00\xff not a recording")
     assert window.open_review(junk) is None and "junk.csv" in window.last_error
     assert window.open_review(tmp_path / "missing.csv") is None
+
+
+def test_compare_mode_shows_both_sides_and_their_agreement(qtbot, make_window):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    window.set_compare(("efficientnet_lite0_int8", "cpu"))
+    assert window.session.compare is not None and window.compare_dock.isVisibleTo(window)
+    qtbot.waitUntil(lambda: window.session.compare.comparator.summary().frames >= 20, timeout=60_000)
+    qtbot.waitUntil(lambda: "top-1 agrees on" in window.compare_panel.summary.text(), timeout=5_000)
+    assert window.video.titles[1].startswith("B · CPU · efficientnet_lite0_int8")
+    assert window.controls.b_model.currentData() == "efficientnet_lite0_int8"
+    qtbot.waitUntil(lambda: np.isfinite(window.plots.series("b_inference_fps")).any(), timeout=5_000)
+    summary = window.session.compare.comparator.summary()
+    assert 0.5 < summary.top1_agreement <= 1.0
+    window.set_compare(None)
+    assert window.session.compare is None and not window.compare_dock.isVisibleTo(window)
+    before = window.session.metrics.snapshot().inferences_total
+    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
