@@ -154,29 +154,33 @@ def run_bench(
     finally:
         snap = metrics.snapshot()
         cpu_to = _CpuClock()
+        measured_cpu = cpu_from.until(cpu_to) if cpu_from else None
+        # The summary describes the measured run, so its CPU % cover that whole span, not the
+        # sampler's newest 0.5 s reading (which the per-row CSV columns keep).
+        snap_dict = snap.to_dict()
+        if measured_cpu:
+            snap_dict.update({k: measured_cpu[k] for k in _SPAN_CPU_KEYS})
         status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
         pipeline.stop()
         sampler.stop()
         report = pipeline.session_report()
         if recorder:
             recorder.add_row({"event": "stop", "message": status.message})
-            recorder.update_metadata(
-                settings={"bench": bench.__dict__, "config": config.__dict__}, summary=snap.to_dict()
-            )
+            recorder.update_metadata(settings={"bench": bench.__dict__, "config": config.__dict__}, summary=snap_dict)
             rec_state = recorder.stop()
     source = pipeline.source_info()
     summary = {
         "source": {"spec": bench.source, **(source.__dict__ if source else {})},
         "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
         "delegate": report.to_dict() if report else None,
-        "metrics": snap.to_dict(),
+        "metrics": snap_dict,
         "status": {"state": status.state, "message": status.message},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
         "wall_s": time.monotonic() - started,
         # From the process's creation (interpreter start, imports included) to the first result.
         "first_result_s": _process_age_s() - (time.monotonic() - first[0]) if first else None,
-        # Process CPU over exactly the measured span (the snapshot's CPU % is the last 0.5 s sample).
-        "measured_cpu": cpu_from.until(cpu_to) if cpu_from and cpu_to else None,
+        # Process and system CPU over exactly the measured span (also in "metrics" above).
+        "measured_cpu": measured_cpu,
     }
     if recorder:
         summary["csv"] = {
@@ -188,22 +192,31 @@ def run_bench(
     return summary
 
 
+_SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cpu_pct")
+
+
 class _CpuClock:
-    """Process CPU seconds and wall time at one moment (os.times: user + system, all threads)."""
+    """Process CPU seconds (os.times: user + system, all threads), the machine's busy and total
+    CPU seconds (as ResourceSampler counts them) and wall time at one moment."""
 
     def __init__(self) -> None:
-        t = os.times()
+        t, st = os.times(), psutil.cpu_times()
         self.cpu_s, self.wall, self.monotonic = t.user + t.system, time.time(), time.monotonic()
+        self.sys_total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)
+        self.sys_busy = self.sys_total - st.idle - getattr(st, "iowait", 0.0)
 
     def until(self, end: _CpuClock) -> dict:
         span = end.monotonic - self.monotonic
         cores = (end.cpu_s - self.cpu_s) / span * 100 if span > 0 else 0.0
+        total = end.sys_total - self.sys_total
+        system = min(max(100.0 * (end.sys_busy - self.sys_busy) / total, 0.0), 100.0) if total > 0 else 0.0
         return {
             "from_wall": self.wall,
             "to_wall": end.wall,
             "seconds": span,
             "process_cpu_pct_cores": cores,
             "process_cpu_pct_machine": cores / (os.cpu_count() or 1),
+            "system_cpu_pct": system,
         }
 
 

@@ -1,8 +1,14 @@
 """Check bench's process CPU % against an outside reading.
 
-Starts `delegate-scope bench` as a child, samples the child's /proc/PID/stat (utime + stime)
-every 50 ms from this process, and compares the CPU % over the span bench says it measured
-(`measured_cpu` in its JSON: wall-clock start and end) with bench's own figure. Linux only.
+Starts `delegate-scope bench` as a child and samples the child's /proc/PID/stat (utime + stime)
+every 20 ms from this process. It compares the process CPU % bench prints ("process N% of the
+machine", `metrics.process_cpu_pct_machine` in its JSON) with the outside reading over the span
+bench measured (`measured_cpu` in the JSON gives its wall-clock start and end). It also shows
+the outside reading over the last 0.5 s before the end (the range over every 0.5 s window ending
+in the last 0.55 s): until 2026-12-03 bench printed the ResourceSampler's newest 0.5 s reading
+instead of the whole span's, and this column is what that figure could be compared with.
+
+Percent of the whole machine (100 = every core busy). Linux only.
 
     python benchmarks/bench_cpu_check.py [--seconds 20] [--threads 1] [--source demo]
 """
@@ -31,15 +37,19 @@ def proc_cpu_s(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15 of stat)
 
 
-def at(samples: list[tuple[float, float]], wall: float) -> float:
-    """CPU seconds at a wall time, interpolated between the nearest samples."""
+def at(samples: list[tuple[float, float]], t: float) -> float:
+    """CPU seconds at time t, interpolated between the nearest (time, cpu) samples."""
     for (t0, c0), (t1, c1) in itertools.pairwise(samples):
-        if t0 <= wall <= t1:
-            return c0 + (c1 - c0) * (wall - t0) / (t1 - t0) if t1 > t0 else c0
-    raise ValueError("wall time outside the sampled span")
+        if t0 <= t <= t1:
+            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c0
+    raise ValueError("time outside the sampled span")
 
 
-def run(seconds: float, threads: int, source: str, extra: list[str]) -> tuple[float, float]:
+def pct(samples: list[tuple[float, float]], t0: float, t1: float) -> float:
+    return (at(samples, t1) - at(samples, t0)) / (t1 - t0) * 100 / os.cpu_count()
+
+
+def run(seconds: float, threads: int, source: str, extra: list[str]) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.json"
         proc = subprocess.Popen(
@@ -62,17 +72,23 @@ def run(seconds: float, threads: int, source: str, extra: list[str]) -> tuple[fl
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        samples: list[tuple[float, float]] = []
+        samples: list[tuple[float, float]] = []  # (wall clock, CPU seconds of the child)
         while proc.poll() is None:
             cpu = proc_cpu_s(proc.pid)
             if cpu is not None:
                 samples.append((time.time(), cpu))
-            time.sleep(0.05)
-        measured = json.loads(out.read_text())["measured_cpu"]
-    inside = measured["process_cpu_pct_machine"]
-    span = measured["to_wall"] - measured["from_wall"]
-    outside = (at(samples, measured["to_wall"]) - at(samples, measured["from_wall"])) / span * 100 / os.cpu_count()
-    return inside, outside
+            time.sleep(0.02)
+        summary = json.loads(out.read_text())
+    measured = summary["measured_cpu"]
+    start, end = measured["from_wall"], measured["to_wall"]
+    last = [pct(samples, e - 0.5, e) for e in (end - 0.55 + i * 0.01 for i in range(56))]
+    return {
+        "span": measured["seconds"],
+        "printed": summary["metrics"]["process_cpu_pct_machine"],
+        "outside_span": pct(samples, start, end),
+        "outside_last_lo": min(last),
+        "outside_last_hi": max(last),
+    }
 
 
 def main() -> int:
@@ -82,11 +98,17 @@ def main() -> int:
     parser.add_argument("--source", default="demo")
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores; bench --seconds {args.seconds} --threads {args.threads} --source {args.source}")
-    print("| run | bench process CPU % (machine) | /proc/PID/stat from outside | difference (points) |")
-    print("| --- | --- | --- | --- |")
+    print(
+        "| run | measured span s | bench process CPU % (printed) | outside, same span | difference (points) | "
+        "outside, last 0.5 s windows |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
     for label, extra in (("paced", []), ("--no-pace", ["--no-pace"]), ("throttle 100 ms", ["--throttle-ms", "100"])):
-        inside, outside = run(args.seconds, args.threads, args.source, extra)
-        print(f"| {label} | {inside:.1f} | {outside:.1f} | {inside - outside:+.1f} |")
+        r = run(args.seconds, args.threads, args.source, extra)
+        print(
+            f"| {label} | {r['span']:.2f} | {r['printed']:.1f} | {r['outside_span']:.1f} | "
+            f"{r['printed'] - r['outside_span']:+.1f} | {r['outside_last_lo']:.1f} to {r['outside_last_hi']:.1f} |"
+        )
     return 0
 
 

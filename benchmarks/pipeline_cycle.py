@@ -1,0 +1,68 @@
+"""Where one cycle of the inference thread goes, measured inside the pipeline (no profiler).
+
+Runs the app's Pipeline in this process (1 CPU thread, throttle 0) on a source, leaves out 20
+warm-up inferences, then over 300 inferences reports: inference fps; the cycle (start of one
+inference to the start of the next) median and mean; the p50 of preprocess, inference and
+postprocess; the mean of their sum ("work"); and the mean time outside them ("gap": from
+publishing one result to taking the next frame, i.e. metrics, callbacks and the frame slot).
+
+    python benchmarks/pipeline_cycle.py MODEL SOURCE pace|nopace [FPS]
+    python benchmarks/pipeline_cycle.py efficientnet_lite0 demo nopace
+    python benchmarks/pipeline_cycle.py efficientnet_lite0 demo pace 120   # decode paced at 120 fps
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.metrics import Metrics
+from app.pipeline import InferenceConfig, Pipeline
+
+
+def main() -> int:
+    model, src, pace = sys.argv[1], sys.argv[2], sys.argv[3] == "pace"
+    fps = float(sys.argv[4]) if len(sys.argv) > 4 else None
+    results: list = []
+    metrics = Metrics(window_s=3600)
+    pipeline = Pipeline(
+        src,
+        InferenceConfig(model=model, options={"threads": 1}),
+        pace=pace,
+        loop=True,
+        metrics=metrics,
+        source_options={"fps": fps} if fps else None,
+        on_result=lambda r: results.append(r.timing),
+    )
+    pipeline.start()
+    while len(results) < 20:
+        time.sleep(0.01)
+    metrics.reset()
+    n0 = len(results)
+    while len(results) < n0 + 300:
+        time.sleep(0.01)
+    snap = metrics.snapshot()
+    pipeline.stop()
+    ts = results[n0 : n0 + 300]
+    cycle = [(b.started_at - a.started_at) * 1e3 for a, b in itertools.pairwise(ts)]
+    work = [t.preprocess_ms + t.inference_ms + t.postprocess_ms for t in ts]
+    gap = [(b.started_at - a.finished_at) * 1e3 for a, b in itertools.pairwise(ts)]
+    med = statistics.median
+    print(
+        f"{model} {src} {'paced' if pace else 'unpaced'}{f' at {fps:g} fps' if fps else ''}: "
+        f"inference {snap.inference_fps:.1f} fps, capture {snap.capture_fps:.0f} fps | "
+        f"cycle p50 {med(cycle):.2f} mean {statistics.mean(cycle):.2f} ms | "
+        f"preprocess {med(t.preprocess_ms for t in ts):.2f} inference {med(t.inference_ms for t in ts):.2f} "
+        f"postprocess {med(t.postprocess_ms for t in ts):.2f} (p50), work mean {statistics.mean(work):.2f} ms | "
+        f"gap mean {statistics.mean(gap):.3f} max {max(gap):.2f} ms"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
