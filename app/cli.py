@@ -181,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
         "PNG: latency over time with events, latency histogram, stages, fps, CPU, and a summary table. With several "
         "sessions: overlaid and side by side, and compared with the first (docs/report.md).",
     )
-    r.add_argument("sessions", nargs="+", type=Path, metavar="SESSION.csv", help="recordings; the first is the baseline")
+    r.add_argument(
+        "sessions", nargs="+", type=Path, metavar="SESSION.csv", help="recordings; the first is the baseline"
+    )
     r.add_argument("--out", type=Path, required=True, metavar="FILE", help="FILE.html (one page) or FILE.png")
     r.set_defaults(handler=cmd_report)
     return parser

@@ -1,0 +1,218 @@
+"""`delegate-scope report`: real sessions recorded by the real `bench`, rendered to HTML and PNG;
+figures checked against medians computed here independently from the CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from app.errors import UsageError
+from app.recording import SessionRecorder
+from app.report import build_report, dropped_frames
+from tests.conftest import ROOT, assert_one_line_error, run_cli
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+@pytest.fixture(scope="session")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three real recordings: fp32 on CPU, int8 on CPU, Core ML requested (falls back off macOS)."""
+    folder = tmp_path_factory.mktemp("sessions")
+    made = {}
+    for name, extra in (
+        ("fp32", []),
+        ("int8", ["--model", "efficientnet_lite0_int8"]),
+        ("coreml", ["--delegate", "coreml"]),
+    ):
+        path = folder / f"{name}.csv"
+        run = run_cli("bench", "--source", "demo", "--frames", "40", "--warmup", "5", "--csv", path, *extra)
+        assert run.returncode == 0, run.stderr
+        made[name] = path
+    return made
+
+
+def measured_rows(path: Path) -> list[dict]:
+    """Inference rows after bench's `measure` event, read with nothing but the csv module."""
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    start = max((i for i, r in enumerate(rows) if r["event"] == "measure"), default=-1)
+    return [r for r in rows[start + 1 :] if not r["event"]]
+
+
+def median_of(path: Path, column: str) -> float:
+    return statistics.median(float(r[column]) for r in measured_rows(path) if r[column])
+
+
+def p95_of(path: Path, column: str) -> float:
+    values = [float(r[column]) for r in measured_rows(path) if r[column]]
+    return statistics.quantiles(values, n=100, method="inclusive")[94]
+
+
+def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path):
+    out = tmp_path / "one.html"
+    run = run_cli("report", sessions["fp32"], "--out", out)
+    assert run.returncode == 0, run.stderr
+    assert "report" in run.stdout and run.stderr == ""
+    page = out.read_text(encoding="utf-8")
+    for stage in ("queue", "preprocess", "inference", "postprocess", "end_to_end"):
+        median, p95 = median_of(sessions["fp32"], f"{stage}_ms"), p95_of(sessions["fp32"], f"{stage}_ms")
+        assert f"{median:.2f} / {p95:.2f}" in page, stage
+    assert f'<td class="num">{median_of(sessions["fp32"], "inference_cpu_ms"):.2f}</td>' in page
+    ratio = median_of(sessions["fp32"], "inference_cpu_ms") / median_of(sessions["fp32"], "inference_ms")
+    assert f">{ratio:.2f}<" in page
+    rows = measured_rows(sessions["fp32"])
+    span = float(rows[-1]["t_s"]) - float(rows[0]["t_s"])
+    assert f">{(len(rows) - 1) / span:.1f}<" in page  # inference fps
+    assert f">{len(rows)} (+" in page  # measured inferences, warm-up counted apart
+    # Self-contained: the plots are data URIs, nothing is fetched, no script runs.
+    assert page.count("src='data:image/png;base64,") == 4
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    assert "Latency over time" in page and "Throughput and CPU" in page
+    assert "machine" in page and "XNNPACK" in page  # sidecar facts
+
+
+def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):
+    out = tmp_path / "three.png"
+    run = run_cli("report", sessions["fp32"], sessions["int8"], sessions["coreml"], "--out", out)
+    assert run.returncode == 0, run.stderr
+    image = Image.open(out).convert("RGB")
+    assert image.width >= 1200 and image.height >= 1500
+    colours = image.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 500  # plots, text and table, not a blank canvas
+    white = max(colours)[1]
+    assert white == (255, 255, 255) and max(colours)[0] < 0.9 * image.width * image.height
+    present = {rgb for _, rgb in colours}
+    for hex_colour in ("#1f77b4", "#ff7f0e", "#2ca02c"):  # one colour per session, drawn solid somewhere
+        rgb = tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+        assert rgb in present, hex_colour
+
+
+def test_comparison_ratios_match_the_medians(sessions, tmp_path):
+    out = tmp_path / "cmp.html"
+    written = build_report([sessions["fp32"], sessions["int8"], sessions["coreml"]], out)
+    assert written["sessions"] == 3
+    page = out.read_text(encoding="utf-8")
+    base_inf, base_cpu = median_of(sessions["fp32"], "inference_ms"), median_of(sessions["fp32"], "inference_cpu_ms")
+    for name in ("int8", "coreml"):
+        inf, cpu = median_of(sessions[name], "inference_ms"), median_of(sessions[name], "inference_cpu_ms")
+        r = base_inf / inf
+        expected = f"{r:.3g}× faster" if r > 1 else f"{1 / r:.3g}× slower"
+        assert re.search(f"<td[^>]*>{expected}</td>", page), (name, expected)
+        change = (cpu - base_cpu) / base_cpu * 100
+        sign = "\u2212" if change < 0 else "+"
+        if f"{abs(change):.0f}" != "0":
+            assert re.search(f"<td[^>]*>\\{sign}{abs(change):.0f}%</td>", page), name
+    assert "efficientnet_lite0_int8 on cpu: inference" in page  # the headline sentence
+    # Core ML off macOS: the fallback is flagged with its reason.
+    assert "coreml→cpu FALLBACK" in page and "Core ML needs macOS" in page
+    # Label agreement on frames both runs inferred (the demo clip: frame id = the same pixels).
+    labels = {
+        name: {r["frame_id"]: r["top1_label"] for r in csv.DictReader(sessions[name].open(encoding="utf-8"))
+               if not r["event"]}
+        for name in ("fp32", "int8")
+    }  # fmt: skip
+    common = labels["fp32"].keys() & labels["int8"].keys()
+    assert common, "two runs of the paced demo clip share frame ids"
+    agree = sum(labels["fp32"][k] == labels["int8"][k] for k in common)
+    assert f"{agree / len(common):.1%} of {len(common)} common frames" in page
+
+
+def recording(path: Path, rows: list[dict]) -> Path:
+    recorder = SessionRecorder(path, {"machine_note": HOSTILE})
+    for row in rows:
+        recorder.add_row(row)
+    recorder.stop()
+    return path
+
+
+def inference_row(frame: int, label: str, source: str = "video:clip.mp4", ms: float = 10.0) -> dict:
+    return {
+        "frame_id": frame,
+        "source": source,
+        "model": "m",
+        "backend_requested": "cpu",
+        "backend_used": "cpu",
+        "queue_ms": 1,
+        "preprocess_ms": 1,
+        "inference_ms": ms + frame % 3,
+        "postprocess_ms": 0.5,
+        "end_to_end_ms": ms + 3,
+        "inference_cpu_ms": ms,
+        "capture_fps": 30,
+        "process_cpu_pct": 20,
+        "top1_index": 1,
+        "top1_label": label,
+    }
+
+
+def test_labels_from_user_files_are_escaped_and_never_mathtext(tmp_path):
+    hostile = [
+        {"event": "open", "model": "<b>m</b>", "backend_used": "cpu", "message": HOSTILE},
+        *[inference_row(i, label) for i, label in enumerate([HOSTILE, "$\\frac{1}{0}$ $", "=1+1", "ok & <i>"] * 5)],
+        {"event": "error", "message": "<img src=x onerror=alert(2)>"},
+    ]
+    path = recording(tmp_path / "hostile.csv", hostile)
+    other = recording(tmp_path / "other.csv", [inference_row(i, "x", source="synthetic") for i in range(10)])
+    page_path = tmp_path / "h.html"
+    build_report([path, other], page_path)
+    page = page_path.read_text(encoding="utf-8")
+    assert HOSTILE not in page and "<img src=x" not in page and "<b>m</b>" not in page and "<i>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "&lt;img src=x onerror=alert(2)&gt;" in page
+    assert "=1+1" in page  # the recorder's spreadsheet quote is taken off again for display
+    # No frame in common (different sources): said, not invented.
+    assert "not comparable (no common frames)" in page
+    build_report([path, other], tmp_path / "h.png")  # "$...$" labels are text, not TeX: no crash
+    assert Image.open(tmp_path / "h.png").size[0] > 1000
+
+
+def test_dropped_frames_are_frame_id_gaps_within_one_source():
+    rows = [{"source": "a", "frame_id": str(i)} for i in (1, 2, 5, 6, 10)]  # 2 + 3 dropped
+    rows += [{"source": "b", "frame_id": str(i)} for i in (0, 2)]  # new source: counts afresh, 1 dropped
+    rows += [{"source": "b", "frame_id": ""}, {"source": "b", "frame_id": "7"}]  # unknown id: no guess
+    assert dropped_frames(rows) == 6
+
+
+def test_bad_input_is_one_line_and_exit_2(sessions, tmp_path):
+    good = sessions["fp32"]
+    # The CLI contract in a fresh process, as a user runs it (main() reroutes the process's fds,
+    # so the other cases call the report directly and check the error the CLI turns into that line).
+    assert_one_line_error(run_cli("report", tmp_path / "nope.csv", "--out", tmp_path / "r.html"), 2, "no such file")
+    assert_one_line_error(run_cli("report", good, "--out", "/proc/report.html"), 2, "cannot write")
+
+    def fails(*args: Path | str, fragment: str = "") -> None:
+        *paths, out = map(Path, args)
+        with pytest.raises(UsageError) as caught:
+            build_report(paths, out)
+        assert caught.value.exit_code == 2 and "\n" not in str(caught.value)
+        assert fragment in str(caught.value), (fragment, str(caught.value))
+
+    text = tmp_path / "notes.csv"
+    text.write_text("a,b\n1,2\n")
+    fails(text, tmp_path / "r.html", fragment="not a Delegate Scope recording")
+    binary = tmp_path / "photo.csv"
+    binary.write_bytes(bytes(range(256)) * 8)
+    fails(binary, tmp_path / "r.html", fragment="not a Delegate Scope recording")
+    empty = recording(tmp_path / "empty.csv", [{"event": "open"}, {"event": "stop"}])
+    fails(good, empty, tmp_path / "r.html", fragment="empty recording")
+    fails(tmp_path, tmp_path / "r.html", fragment="is a folder")
+    fails(good, tmp_path / "r.pdf", fragment="use .html or .png")
+    fails(good, tmp_path / "no" / "such" / "r.png", fragment="does not exist")
+    fails(good, tmp_path)  # a folder, suffix-less
+    folder_named_html = tmp_path / "x.html"
+    folder_named_html.mkdir()
+    fails(good, folder_named_html, fragment="is a folder")
+    assert not list(tmp_path.glob("r.*")) and not list(tmp_path.glob(".r.*"))
+
+
+def test_other_commands_never_import_matplotlib():
+    code = "import sys, app.cli; print('matplotlib' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"
+    assert re.search(r"^\s+report\s", run_cli("--help").stdout, re.MULTILINE)
