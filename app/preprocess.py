@@ -8,6 +8,7 @@ benchmarks, so their numbers describe the same work.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import cv2
@@ -76,6 +77,7 @@ class Preprocessor:
         self._lut = self.lookup_table(spec)
         self._rgb = np.empty((self.height, self.width, 3), np.uint8)
         self._out = np.empty((1, self.height, self.width, 3), self.dtype)
+        self._key = (self.height, self.width, str(self.dtype), hashlib.sha1(self._lut.tobytes()).hexdigest())
 
     @staticmethod
     def lookup_table(spec: ModelSpec) -> np.ndarray:
@@ -108,7 +110,18 @@ class Preprocessor:
         crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
         return cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=out)
 
-    def from_rgb(self, rgb: np.ndarray) -> np.ndarray:
-        """Stage 2: normalisation and quantization for this model (one table lookup)."""
-        cv2.LUT(rgb, self._lut, dst=self._out[0])
+    def from_rgb(self, rgb: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Stage 2: normalisation and quantization for this model (one table lookup), into
+        this preprocessor's reused buffer unless `out` (same shape and dtype) is given."""
+        out = self._out if out is None else out
+        cv2.LUT(rgb, self._lut, dst=out[0])
+        return out
+
+    @property
+    def output_buffer(self) -> np.ndarray:
         return self._out
+
+    @property
+    def key(self) -> tuple:
+        """Names this model's preprocessing (size, dtype, table): equal keys give equal tensors."""
+        return self._key
