@@ -565,7 +565,11 @@ class Pipeline:
         except ModelError as exc:
             return self._fail_over(active, exc)
         t2, c2 = time.perf_counter(), self._cpu_clock()
-        scores = active.post.scores(raw)
+        try:
+            scores = active.post.scores(raw)
+        except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
+            self._event("bad_result", f"frame {frame.index}: {exc}")
+            return active
         top = active.post.top_k(scores, active.config.top_k)
         t3 = time.perf_counter()
         finished = time.monotonic()

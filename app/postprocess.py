@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.errors import ModelError
 from app.model import ModelSpec
 
 
@@ -41,6 +42,9 @@ class Postprocessor:
         values = raw.reshape(-1).astype(np.float32)
         if dequantize:
             values = (values - self._zero_point) * self._scale
+        if not np.isfinite(values).all():  # never show NaN as a score: it is a broken model, say so
+            bad = int((~np.isfinite(values)).sum())
+            raise ModelError(f"the model produced {bad} non-finite scores (NaN or infinity) of {values.size}")
         if self.spec.output_kind == "logits" or (
             self.spec.output_kind == "unknown"
             and not dequantize

@@ -23,7 +23,8 @@ def test_delegation_facts_match_the_log_line_people_quote(coral: Path):
         assert r.fully_accelerated is False
         assert r.used == "cpu" and r.options == {"threads": 1}
         assert r.init_ms > 0 and r.first_inference_ms > 0
-        assert any("XNNPACK" in line for line in r.native_log)
+        # (LiteRT logs "Created ... XNNPACK delegate" only once per process, so the log is not the evidence.)
+        assert r.accelerator.startswith("XNNPACK (CPU, 1 thread)")
     finally:
         session.close()
 

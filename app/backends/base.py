@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.errors import ModelError
 from app.model import ModelSpec
 
 
@@ -76,5 +77,8 @@ def time_first_inference(session: Session, spec: ModelSpec) -> float:
     """Milliseconds of one run on a zero input: the first run pays one-off costs (weight
     packing, shader or device preparation), so it is measured apart from the steady state."""
     started = time.perf_counter()
-    session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
-    return (time.perf_counter() - started) * 1000
+    out = session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+    elapsed = (time.perf_counter() - started) * 1000
+    if out.size != spec.classes:  # a corrupt file can declare one output shape and compute another
+        raise ModelError(f"the runtime's output has {out.size} values but the model declares {spec.classes} classes")
+    return elapsed

@@ -1,0 +1,27 @@
+"""Model files are untrusted input: a fixed, seeded fuzz campaign over real models.
+
+Each case mutates a real model (bit flips, random bytes, truncation, huge size fields,
+zeroed regions, trailing junk, valid flatbuffers with wrong shapes or tensor types) and runs
+it through the app's own load path in a worker process (app/fuzz.py). Every case must end in
+a clear ModelError or a sound result: never a native crash, a hang, another exception or
+NaN scores. benchmarks/fuzz_models.py runs thousands of cases on every bundled model.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from app.fuzz import cases, run_cases
+from tests.conftest import PHOTOS, TEST_MODELS
+
+
+def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
+    seeds = [coral / "mobilenet_v1_0.25_128_quant.tflite", TEST_MODELS / "dynamic_batch_logits.tflite"]
+    results = run_cases(cases(seeds, 300, seed=20261203), PHOTOS / "grace_hopper.jpg", timeout_s=60)
+    outcomes = collections.Counter(r["outcome"] for r in results)
+    bad = [r for r in results if r["outcome"] not in ("model_error", "ok")]
+    assert not bad, (outcomes, bad[:5])
+    assert len(results) == 300
+    assert outcomes["model_error"] > 100  # the campaign really breaks files, not only unused bytes
+    messages = [r["message"] for r in results if r["outcome"] == "model_error"]
+    assert all(m and "\n" not in m and "Traceback" not in m for m in messages)
