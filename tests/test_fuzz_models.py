@@ -25,3 +25,13 @@ def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
     assert outcomes["model_error"] > 100  # the campaign really breaks files, not only unused bytes
     messages = [r["message"] for r in results if r["outcome"] == "model_error"]
     assert all(m and "\n" not in m and "Traceback" not in m for m in messages)
+
+
+def test_regression_unallocated_tensor_is_a_model_error():
+    """Found by benchmarks/fuzz_models.py (seed 1, case 1918): a size field corrupted so that
+    LiteRT leaves the input unallocated; set_tensor raised a bare ValueError (a traceback)."""
+    from app.fuzz import Case
+
+    case = Case(1918, str(TEST_MODELS / "dynamic_batch_logits.tflite"), "size_field", 331899388)
+    (result,) = run_cases([case], PHOTOS / "grace_hopper.jpg")
+    assert result["outcome"] == "model_error" and "allocate" in result["message"]

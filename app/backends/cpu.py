@@ -87,12 +87,12 @@ class CpuSession:
         self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
-        self._interpreter.set_tensor(self._input_index, input_tensor)
         try:
+            self._interpreter.set_tensor(self._input_index, input_tensor)
             self._interpreter.invoke()
-        except RuntimeError as exc:
+            return self._interpreter.get_tensor(self._output_index).reshape(-1)
+        except (RuntimeError, ValueError) as exc:  # ValueError: a corrupt model left a tensor unallocated
             raise ModelError(f"the LiteRT runtime failed to run the model: {first_line(exc)}") from None
-        return self._interpreter.get_tensor(self._output_index).reshape(-1)
 
     def close(self) -> None:
         self._interpreter = None  # type: ignore[assignment]
