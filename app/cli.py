@@ -381,7 +381,9 @@ def _print_compare(summary: dict) -> None:
         return (
             f"{name.upper()}  {Path(s['config']['model']).name} on {used}: inference median "
             f"{median:.2f} ms, {t['inference_fps']:.1f}/s together{alone_text}, "
-            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread)"
+            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread"
+            + ("; TensorFlow works in a child process" if d.get("used") == "reference" else "")
+            + ")"
             if median is not None
             else f"{name.upper()}  no inference measured"
         )
@@ -393,7 +395,7 @@ def _print_compare(summary: dict) -> None:
         line = f"agreement  top-1 agrees on {g['top1_agreement']:.1%} of {g['frames']:,} frames"
         line += f"; top-5 overlap {g['top5_overlap']:.1%}"
         if g["scores_comparable"]:
-            line += f"; max score difference {g['max_abs_diff']:.3f}; mean total variation {g['mean_tv_distance']:.4f}"
+            line += f"; max score difference {g['max_abs_diff']:.3g}; mean total variation {g['mean_tv_distance']:.3g}"
         else:
             line += "; scores not comparable (different class sets): labels only"
         print(line)

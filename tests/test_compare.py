@@ -90,3 +90,29 @@ def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     strict = run_cli("bench", "--frames", "5", "--threads", "1", "--compare-with", "coreml",
                      "--compare-alone-seconds", "0", "--no-fallback")  # fmt: skip
     assert strict.returncode == 5
+
+
+@pytest.mark.slow
+def test_tensorflow_reference_as_side_b(tmp_path):
+    """The framework's own float32 result (convert extra): LiteRT's float32 CPU result must
+    match it closely, and the int8 model drifts measurably further from it."""
+    import json
+
+    from app.backends import BACKENDS
+    from tests.conftest import run_cli
+
+    reason = BACKENDS["reference"].availability()
+    if reason:
+        pytest.skip(reason)
+    float_json, int8_json = tmp_path / "f.json", tmp_path / "i.json"
+    common = ["bench", "--frames", "20", "--threads", "1", "--compare-alone-seconds", "0", "--warmup", "2"]
+    run = run_cli(*common, "--compare-with", "reference", "--json", float_json, timeout=300)
+    assert run.returncode == 0, run.stderr
+    f = json.loads(float_json.read_text())
+    assert f["b"]["delegate"]["used"] == "reference" and f["agreement"]["top1_agreement"] == 1.0
+    assert f["agreement"]["max_abs_diff"] < 1e-3
+    run = run_cli(*common, "--model", "efficientnet_lite0_int8", "--compare-model", "efficientnet_lite0",
+                  "--compare-with", "reference", "--json", int8_json, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    i = json.loads(int8_json.read_text())
+    assert i["agreement"]["max_abs_diff"] > 10 * f["agreement"]["max_abs_diff"]

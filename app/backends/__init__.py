@@ -11,10 +11,11 @@ from app.backends.base import Backend, Session, SessionReport
 from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
+from app.backends.reference import ReferenceBackend
 from app.errors import BackendUnavailable
 from app.model import ModelSpec
 
-BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend())}
+BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
 __all__ = ["BACKENDS", "Backend", "Session", "SessionReport", "get_backend", "open_session"]
 

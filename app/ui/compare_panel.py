@@ -40,7 +40,7 @@ class ComparePanel(QWidget):
         if g.frames:
             text = f"top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames; top-5 overlap {g.top5_overlap:.0%}"
             if g.scores_comparable and g.max_abs_diff is not None:
-                text += f"; max score difference {g.max_abs_diff:.3f}"
+                text += f"; max score difference {g.max_abs_diff:.3g}"
             rows.append(html.escape(text))
         else:
             rows.append("no frame inferred by both sides yet")

