@@ -353,6 +353,12 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
     from app.compare_bench import run_compare_bench
 
     b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
+    if args.csv:
+        from app.compare_bench import side_recording
+
+        for side in ("a", "b"):
+            if side_recording(args.csv, side).exists():
+                raise UsageError(f"{side_recording(args.csv, side)} exists; recordings are never overwritten")
     if args.compare_model:
         load_model_spec(args.compare_model)  # exit 3 before anything starts
     try:
@@ -403,7 +409,9 @@ def _print_compare(summary: dict) -> None:
         print("agreement  no frame was inferred by both sides")
     print(f"speed      {summary['speed']['sentence']}")
     if "csv" in summary:
-        print(f"csv        {summary['csv']['path']}: {summary['csv']['rows']} compared frames")
+        c = summary["csv"]
+        print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
+              f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip
 
 
 def _status_error(message: str) -> DelegateScopeError:

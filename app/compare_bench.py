@@ -8,11 +8,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.bench import BenchConfig
+from app.bench import BenchConfig, RowSink
 from app.compare import ComparePipeline, FrameComparison
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import InferenceConfig, Pipeline
-from app.recording import neutralise
+from app.recording import SessionRecorder, neutralise
 
 COMPARISON_COLUMNS = [
     "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
@@ -79,13 +79,28 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     alone = {}
     if alone_s > 0:
         alone = {"a": _alone(bench, a, alone_s), "b": _alone(bench, b, alone_s)}
-    cp = ComparePipeline(bench.source, a, b, pace=bench.pace, loop=True)
+    sinks: dict[str, RowSink] = {}  # filled below; the callbacks only fire once cp has started
+    cp = ComparePipeline(
+        bench.source,
+        a,
+        b,
+        pace=bench.pace,
+        loop=True,
+        on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
+        on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
+    )
+    if bench.csv:  # each side also records a full session, so `report A B` can render the pair
+        for side in ("a", "b"):
+            recorder = SessionRecorder(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
+            sinks[side] = RowSink(recorder, lambda side=side: cp.pipelines[side], cp.metrics[side])
     cp.start()
     started = time.monotonic()
     try:
         sides = (cp.leader, cp.pipelines["b"])
         _wait(lambda: min(s.inferences_total for s in cp.snapshots().values()) >= bench.warmup, 120, *sides)
         cp.reset()
+        for sink in sinks.values():
+            sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
         measured_from = time.monotonic()
         if bench.frames is not None:
             _wait(lambda: len(cp.comparator.comparisons) >= bench.frames, 3600, *sides)
@@ -97,6 +112,9 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
         status = cp.leader.status()
     finally:
         cp.stop()
+        for sink in sinks.values():
+            sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
+            sink.recorder.stop()
     sides = {
         side: _side(snaps[side], alone.get(side), cp.pipelines[side], config) for side, config in (("a", a), ("b", b))
     }
@@ -117,8 +135,17 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     }
     if bench.csv:
         write_comparisons(bench.csv, comparisons)
-        summary["csv"] = {"path": str(bench.csv), "rows": len(comparisons)}
+        summary["csv"] = {
+            "path": str(bench.csv),
+            "rows": len(comparisons),
+            "sessions": {side: str(side_recording(bench.csv, side)) for side in ("a", "b")},
+        }
     return summary
+
+
+def side_recording(csv_path: Path, side: str) -> Path:
+    """X.csv (the per-frame comparison) -> X-a.csv / X-b.csv (each side's full recording)."""
+    return csv_path.with_name(f"{csv_path.stem}-{side}{csv_path.suffix}")
 
 
 def write_comparisons(path: Path, rows: list[FrameComparison]) -> None:

@@ -87,6 +87,12 @@ def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     assert s["agreement"]["frames"] >= 30 and s["agreement"]["top1_agreement"] == 1.0
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     assert len(rows) == s["agreement"]["frames"] and all(r["top1_agree"] == "1" for r in rows)
+    # Each side's full recording, which `report` renders as a pair.
+    html = tmp_path / "pair.html"
+    sides = [tmp_path / "frames-a.csv", tmp_path / "frames-b.csv"]
+    rendered = run_cli("report", *sides, "--out", html)
+    assert rendered.returncode == 0, rendered.stderr
+    assert "coreml" in html.read_text(encoding="utf-8")
     strict = run_cli("bench", "--frames", "5", "--threads", "1", "--compare-with", "coreml",
                      "--compare-alone-seconds", "0", "--no-fallback")  # fmt: skip
     assert strict.returncode == 5
