@@ -34,7 +34,10 @@ class RecordingStatus:
 class LiveSession:
     """Owns the running pipeline; thread-safe for one controlling thread (the GUI thread)."""
 
-    def __init__(self, source: str, config: InferenceConfig, *, metrics_window_s: float = 5.0) -> None:
+    def __init__(
+        self, source: str, config: InferenceConfig, *, metrics_window_s: float = 5.0, pace: bool = True
+    ) -> None:
+        self._pace = pace  # False: files are read as fast as inference takes them (benchmarks)
         self.sampler = ResourceSampler(interval_s=0.5)
         self.metrics = Metrics(window_s=metrics_window_s, sampler=self.sampler)
         self._config = config
@@ -72,6 +75,7 @@ class LiveSession:
                 self._source,
                 self._config,
                 self._b_config,
+                pace=self._pace,
                 metrics={"a": self.metrics, "b": self.metrics_b},
                 on_result=lambda side, r: self._on_result(r) if side == "a" else None,
                 on_event=lambda side, e: self._on_event(e) if side == "a" else None,
@@ -169,7 +173,9 @@ class LiveSession:
     # ---- pipeline callbacks (inference/capture threads) ------------------------------------
 
     def _new_pipeline(self, source: str, config: InferenceConfig) -> Pipeline:
-        return Pipeline(source, config, metrics=self.metrics, on_result=self._on_result, on_event=self._on_event)
+        return Pipeline(
+            source, config, pace=self._pace, metrics=self.metrics, on_result=self._on_result, on_event=self._on_event
+        )
 
     def _on_result(self, result: Result) -> None:
         sink = self._sink

@@ -1,0 +1,64 @@
+"""An hour of recording through the window's own path (app.live.LiveSession, 5 s metrics
+window, the Record button's writer) at full inference speed: the demo clip read as fast as
+inference takes it. Prints one line a minute: rows written and lost, RSS, threads, open
+files, inference fps; memory must not grow with the recording.
+
+    python benchmarks/recording_soak.py [--minutes 60] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import psutil  # noqa: E402
+
+from app.live import LiveSession  # noqa: E402
+from app.pipeline import InferenceConfig  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--minutes", type=float, default=60.0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp()))
+    args = parser.parse_args()
+    proc = psutil.Process()
+    session = LiveSession("demo", InferenceConfig(options={"threads": args.threads}), pace=False)
+    session.start()
+    while session.metrics.snapshot().inferences_total < 20:
+        time.sleep(0.1)
+    path = args.out / "soak.csv"
+    session.start_recording(path)
+    print(f"recording {path}", flush=True)
+    print("| minute | rows | lost | RSS MiB | threads | open files | inference fps (5 s window) |", flush=True)
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    started = time.monotonic()
+    for minute in range(1, int(args.minutes) + 1):
+        time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
+        status = session.recording_status()
+        snap = session.metrics.snapshot()
+        assert status is not None
+        print(
+            f"| {minute} | {status.rows} | {status.lost_rows} | {proc.memory_info().rss / 2**20:.1f} | "
+            f"{threading.active_count()} | {len(proc.open_files())} | {snap.inference_fps:.1f} |",
+            flush=True,
+        )
+        if status.error:
+            print(f"recording error: {status.error}")
+            break
+    ended, final = session.stop()
+    print(f"stopped cleanly: {ended}; {final.rows if final else 0} rows, {final.lost_rows if final else 0} lost, "
+          f"{path.stat().st_size / 2**20:.1f} MiB, pid {os.getpid()}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
