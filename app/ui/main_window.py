@@ -84,7 +84,8 @@ class MainWindow(QMainWindow):
         self._last_result_id: int | None = None
         self._last_event_at = -1.0
         self._display_times: deque[float] = deque(maxlen=4096)  # when each new frame was shown
-        self.gui_work_ms: deque[float] = deque(maxlen=20_000)  # GUI-thread cost per displayed frame
+        self.gui_work_ms: deque[float] = deque(maxlen=20_000)  # GUI-thread wall time per displayed frame
+        self.gui_cpu_ms: deque[float] = deque(maxlen=20_000)  # ... and its CPU time (excludes waiting for a core)
         self._plot_times: deque[float] = deque(maxlen=4096)
         self.last_recording: RecordingStatus | None = None
         self._closing = False
@@ -428,7 +429,7 @@ class MainWindow(QMainWindow):
     # ---- polling ---------------------------------------------------------------------------
 
     def _display_tick(self) -> None:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         pipeline = self.session.pipeline
         frame = pipeline.latest_frame()
         result = pipeline.latest_result()
@@ -445,6 +446,7 @@ class MainWindow(QMainWindow):
             now = time.monotonic()
             self._display_times.append(now)
             self.gui_work_ms.append((time.perf_counter() - started) * 1000)
+            self.gui_cpu_ms.append((time.thread_time() - cpu_started) * 1000)
 
     def display_fps(self, window_s: float = 5.0) -> float:
         now = time.monotonic()
@@ -578,6 +580,8 @@ class MainWindow(QMainWindow):
             "gui_work_ms_p50": float(np.percentile(work, 50)),
             "gui_work_ms_p95": float(np.percentile(work, 95)),
             "gui_work_ms_max": float(work.max()),
+            "gui_cpu_ms_p50": float(np.percentile(self.gui_cpu_ms, 50)) if self.gui_cpu_ms else None,
+            "gui_cpu_ms_p95": float(np.percentile(self.gui_cpu_ms, 95)) if self.gui_cpu_ms else None,
             "paint_ms_p50": float(np.percentile(self.video.paint_times, 50)) if self.video.paint_times else None,
             "paint_ms_p95": float(np.percentile(self.video.paint_times, 95)) if self.video.paint_times else None,
             "plot_refresh_hz": plot_hz,
