@@ -345,14 +345,7 @@ def _time_figure(sessions: list[SessionData]) -> Figure:
     fig = plt.figure(figsize=(12, 8.2), layout="constrained")
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.15, 1])
     latency_over_time(top.subplots(), sessions, log=log, title="Inference latency over time, overlaid")
-    axes = bottom.subplots(1, n, sharey=True, squeeze=False)[0]
-    for ax, s in zip(axes, sessions, strict=True):
-        latency_over_time(ax, [s], log=log, title=_short(s.label, 50), top=latency_top(sessions))
-        ax.title.set_color(s.colour)
-        ax.get_legend().remove()
-        ax.set_xlabel("time (s)")
-        if ax is not axes[0]:
-            ax.set_ylabel("")
+    _latency_side_by_side(bottom.subplots(1, n, sharey=True, squeeze=False)[0], sessions, log)
     return fig
 
 
@@ -417,14 +410,7 @@ def overview_png(sessions: list[SessionData], rows: list[tuple[str, list[str]]],
         latency_over_time(figs[i].subplots(), sessions, log=log, title=None if n == 1 else overlaid)
         i += 1
         if n > 1:
-            axes = figs[i].subplots(1, n, sharey=True, squeeze=False)[0]
-            for ax, s in zip(axes, sessions, strict=True):
-                latency_over_time(ax, [s], log=log, title=_short(s.label, 50), top=latency_top(sessions))
-                ax.title.set_color(s.colour)
-                ax.get_legend().remove()
-                ax.set_xlabel("time (s)")
-                if ax is not axes[0]:
-                    ax.set_ylabel("")
+            _latency_side_by_side(figs[i].subplots(1, n, sharey=True, squeeze=False)[0], sessions, log)
             i += 1
         a, b = figs[i].subplots(1, 2, width_ratios=[1, 1.1])
         latency_histogram(a, sessions, log=log)
@@ -466,3 +452,15 @@ def _table(ax: Axes, sessions: list[SessionData], rows: list[tuple[str, list[str
 
 
 __all__ = ["html_figures", "number", "overview_png"]
+
+
+def _latency_side_by_side(axes, sessions, log: bool) -> None:
+    """One latency-over-time panel per session, same scale, each titled in its colour."""
+    top = latency_top(sessions)
+    for ax, s in zip(axes, sessions, strict=True):
+        latency_over_time(ax, [s], log=log, title=_short(s.label, 50), top=top)
+        ax.title.set_color(s.colour)
+        ax.get_legend().remove()
+        ax.set_xlabel("time (s)")
+        if ax is not axes[0]:
+            ax.set_ylabel("")
