@@ -194,8 +194,9 @@ class ControlPanel(QWidget):
 
     def set_values(self, *, threads: int, precision: str, allow_software: bool, units: str, throttle_ms: float,
                    top_k: int, threshold: float) -> None:  # fmt: skip
-        for widget in (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
-                       self.threshold):  # fmt: skip
+        widgets = (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
+                   self.threshold)  # fmt: skip
+        for widget in widgets:
             widget.blockSignals(True)
         self.threads.setValue(threads)
         self.precision.setCurrentText(precision)
@@ -204,8 +205,7 @@ class ControlPanel(QWidget):
         self.throttle.setValue(int(throttle_ms))
         self.top_k.setValue(top_k)
         self.threshold.setValue(threshold * 100)
-        for widget in (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
-                       self.threshold):  # fmt: skip
+        for widget in widgets:
             widget.blockSignals(False)
 
     def options(self) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.backends.base import SessionReport
@@ -58,8 +59,6 @@ class DelegationPanel(QWidget):
 
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
-        from PySide6.QtGui import QTextDocument
-
         doc = QTextDocument()
         doc.setHtml(self.facts.text() + "<br>" + self.offload.text() + "<br>" + self.switch.text())
         return doc.toPlainText()
