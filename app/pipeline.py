@@ -11,10 +11,15 @@ Mirrors TensorFlow Lite's iOS camera sample (CameraFeedManager -> didOutput ->
 - The inference thread owns the backend session: it opens, uses, switches and
   closes it (GPU delegates require one thread). Everyone else reads published,
   immutable snapshots (latest frame, latest result, status, events).
+
+The inference thread does nothing but take a prepared tensor and run it: the capture
+thread preprocesses ahead (`RgbCache.prepare`) and a results thread postprocesses and
+publishes (`_Handoff`), so both overlap the next invoke instead of lengthening the cycle.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections import deque
@@ -35,6 +40,7 @@ from app.sources import Frame, FrameSource, SourceInfo, open_source
 _POLL_S = 0.05  # how often blocked threads look at the stop flag
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 _MAX_EVENTS = 1000
+_MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,58 @@ class _Active:
         self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
 
 
+@dataclass(frozen=True)
+class _Raw:
+    """One inference's output on its way from the inference thread to the results thread."""
+
+    active: _Active
+    frame: Frame
+    raw: np.ndarray
+    started: float  # monotonic, when the inference thread took the frame
+    preprocess_ms: float
+    inference_ms: float
+    inference_cpu_ms: float
+    top_k: int
+
+
+class _Handoff:
+    """Inference thread -> results thread, in order, bounded (a stalled consumer slows
+    inference down rather than growing memory or dropping recorded rows)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[_Raw | None] = queue.SimpleQueue()
+        self._room = threading.BoundedSemaphore(_MAX_UNPUBLISHED)
+        self._lock = threading.Lock()
+        self._unpublished = 0  # put and not yet done: queued or being published
+
+    def put(self, item: _Raw, stop: threading.Event) -> None:
+        while not self._room.acquire(timeout=_POLL_S):
+            if stop.is_set():
+                break  # shutting down: the results thread drains whatever is queued
+        with self._lock:
+            self._unpublished += 1
+        self._queue.put(item)
+
+    def get(self) -> _Raw | None:
+        return self._queue.get()
+
+    def done(self) -> None:
+        """One item fully published (or refused)."""
+        with self._lock:
+            self._unpublished -= 1
+        try:
+            self._room.release()
+        except ValueError:
+            pass  # put() gave up waiting for room at shutdown
+
+    def drained(self) -> bool:
+        with self._lock:
+            return self._unpublished == 0
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+
 class Pipeline:
     def __init__(
         self,
@@ -255,18 +313,22 @@ class Pipeline:
         self._source: FrameSource | None = None
         self._source_done = threading.Event()
         self._idle = threading.Event()  # inference thread has nothing in flight
+        self._handoff = _Handoff()
         self._session_counter = 0
         self._capture = threading.Thread(target=self._capture_loop, name="delegate-scope-capture", daemon=True)
         self._inference = threading.Thread(target=self._inference_loop, name="delegate-scope-inference", daemon=True)
+        self._results = threading.Thread(target=self._results_loop, name="delegate-scope-results", daemon=True)
 
     # ---- public, thread-safe -------------------------------------------------------------
 
     def start(self) -> None:
         """Start capture (unless this pipeline follows another's frames) and inference."""
         for follower in self._followers:
+            follower._results.start()
             follower._inference.start()
         if self._leader is None:
             self._capture.start()
+        self._results.start()
         self._inference.start()
 
     def feed(self, follower: Pipeline) -> None:
@@ -287,10 +349,16 @@ class Pipeline:
         if source is not None:
             source.close()  # unblocks a paced read
         deadline = time.monotonic() + timeout
-        threads = [self._capture, self._inference, *(f._inference for f in self._followers)]
+        threads = self.threads()
         for thread in threads:
+            if thread in (self._results, *(f._results for f in self._followers)):
+                continue  # joined once inference is over, so results in flight are published
             if thread.is_alive():
                 thread.join(max(0.0, deadline - time.monotonic()))
+        for pipeline in (self, *self._followers):
+            if pipeline._results.is_alive():
+                pipeline._handoff.close()
+                pipeline._results.join(max(0.0, deadline - time.monotonic()))
         alive = any(t.is_alive() for t in threads)
         self._set_status(Status("stopped", "stopped" if not alive else "stop timed out", self.source_info()))
         return not alive
@@ -334,11 +402,15 @@ class Pipeline:
     def finished(self) -> bool:
         """The source ended and the last frame has been inferred (or the pipeline stopped)."""
         return self._stop.is_set() or (
-            self._source_done.is_set() and not self._slot.has_fresh() and self._idle.is_set()
+            self._source_done.is_set()
+            and not self._slot.has_fresh()
+            and self._idle.is_set()
+            and self._handoff.drained()
         )
 
     def threads(self) -> list[threading.Thread]:
-        return [self._capture, self._inference, *(f._inference for f in self._followers)]
+        own = [self._capture, self._inference, self._results]
+        return own + [t for f in self._followers for t in (f._inference, f._results)]
 
     # ---- helpers --------------------------------------------------------------------------
 
@@ -565,26 +637,57 @@ class Pipeline:
         except ModelError as exc:
             return self._fail_over(active, exc)
         t2, c2 = time.perf_counter(), self._cpu_clock()
+        # A backend may hand back a view of a buffer it reuses on the next run.
+        raw = raw if raw.flags.owndata else raw.copy()
+        item = _Raw(
+            active=active,
+            frame=frame,
+            raw=raw,
+            started=started,
+            preprocess_ms=preprocess_ms,  # wherever it ran (capture thread, ahead of time, or here)
+            inference_ms=(t2 - t1) * 1e3,
+            inference_cpu_ms=(c2 - c1) * 1e3,
+            top_k=active.config.top_k,
+        )
+        self._handoff.put(item, self._stop)
+        return active
+
+    # ---- results thread -------------------------------------------------------------------
+
+    def _results_loop(self) -> None:
+        """Postprocess and publish, in order, until the pipeline closes the hand-off."""
+        while (item := self._handoff.get()) is not None:
+            try:
+                self._publish(item)
+            except Exception as exc:  # never die silently: the UI and bench read this status
+                self._set_status(Status("error", f"internal error: {type(exc).__name__}: {exc}", self.source_info()))
+                self._event("error", f"internal error: {type(exc).__name__}: {exc}")
+                self._stop.set()
+                raise
+            finally:
+                self._handoff.done()
+
+    def _publish(self, item: _Raw) -> None:
+        active, frame = item.active, item.frame
+        t2 = time.perf_counter()
         try:
-            scores = active.post.scores(raw)
+            scores = active.post.scores(item.raw)
         except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
             self._event("bad_result", f"frame {frame.index}: {exc}")
-            return active
-        top = active.post.top_k(scores, active.config.top_k)
+            return
+        top = active.post.top_k(scores, item.top_k)
         t3 = time.perf_counter()
-        finished = time.monotonic()
         timing = InferenceTiming(
             frame_index=frame.index,
             captured_at=frame.captured_at,
-            started_at=started,
-            finished_at=finished,
-            preprocess_ms=preprocess_ms,  # wherever it ran (capture thread, ahead of time, or here)
-            inference_ms=(t2 - t1) * 1e3,
+            started_at=item.started,
+            finished_at=time.monotonic(),  # published: end to end includes the hand-off
+            preprocess_ms=item.preprocess_ms,
+            inference_ms=item.inference_ms,
             postprocess_ms=(t3 - t2) * 1e3,
-            inference_cpu_ms=(c2 - c1) * 1e3,
+            inference_cpu_ms=item.inference_cpu_ms,
         )
-        scores = np.array(scores, copy=True)
-        scores.setflags(write=False)
+        scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
         height, width = frame.image.shape[:2]
         result = Result(
             frame_index=frame.index,
@@ -605,7 +708,6 @@ class Pipeline:
         self.metrics.inference_done(timing)
         if self._on_result:
             self._on_result(result)
-        return active
 
     def _fail_over(self, active: _Active, exc: ModelError) -> _Active:
         """A backend that fails mid-run falls back to CPU, visibly."""
