@@ -18,7 +18,12 @@ MAX_LABELS_BYTES = 16 * 1024 * 1024  # ImageNet-21k labels are ~0.5 MB; 16 MB is
 MAX_LABEL_CHARS = 200
 MAX_LABELS = 100_000
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 and C1 controls (an 8-bit CSI is as much a terminal escape as ESC [) and Unicode line separators.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+# Only real line breaks end a label: str.splitlines() also splits on form feeds, \x1c-\x1e, NEL and
+# U+2028, which would shift every later label onto the wrong output index.
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # Windows Notepad's "Unicode"
 # "0 tench" / "1: goldfish" style files carry their own index before the label.
 _INDEXED = re.compile(r"^\s*(\d+)\s*[:\t ]\s*(.*)$")
 _MIN_LABELS_FOR_BACKGROUND = 100
@@ -41,11 +46,12 @@ class LabelSet:
 
 def parse_labels(data: bytes) -> list[str]:
     """Split a labels file into one label per line; positions are kept (index = line)."""
-    text = data.decode("utf-8-sig", errors="replace")
-    lines = text.splitlines()
-    while lines and not lines[-1].strip():
-        lines.pop()
-    labels = [_CONTROL.sub("", line).strip()[:MAX_LABEL_CHARS] for line in lines[:MAX_LABELS]]
+    codec = "utf-16" if data.startswith(_UTF16_BOMS) else "utf-8-sig"
+    text = data.decode(codec, errors="replace")
+    lines = _NEWLINE.split(text, maxsplit=MAX_LABELS)[:MAX_LABELS]
+    labels = [_CONTROL.sub("", line).strip()[:MAX_LABEL_CHARS] for line in lines]
+    while labels and not labels[-1]:  # after cleaning: a last line of NULs is blank too
+        labels.pop()
     return _strip_own_indices(labels)
 
 
@@ -80,7 +86,15 @@ def align_labels(labels: list[str], classes: int, source: str) -> LabelSet:
     if classes == n + 1 and n >= _MIN_LABELS_FOR_BACKGROUND and not first_is_background:
         # 1001-output models (index 0 = background) with a 1000-line ImageNet file. Small label
         # sets are left alone: "3 outputs, 2 labels" is a mistake more often than a convention.
-        return LabelSet(["background", *labels], source, background_class=True)
+        # Only 1001/1000 is the well-known ImageNet case; otherwise (a 1000-output model and a file
+        # that lost a line) the shift is a guess, and the user is told.
+        shifted = LabelSet(["background", *labels], source, background_class=True)
+        if classes != 1001:
+            shifted.warnings.append(
+                f"{source} has {n} labels but the model has {classes} outputs; "
+                "assuming output 0 is a background class (labels shifted by one)"
+            )
+        return shifted
     if n == classes + 1 and first_is_background:
         return LabelSet(labels[1:], source)
     warning = f"{source} has {n} labels but the model has {classes} outputs; " + (

@@ -69,3 +69,35 @@ def test_missing_folder_and_huge_files_are_model_errors(tmp_path: Path):
         f.truncate(17 * 1024 * 1024)
     with pytest.raises(ModelError, match="too large"):
         read_labels_file(huge)
+
+
+def test_only_real_line_breaks_end_a_label():
+    # str.splitlines() also breaks at form feed, \x1c-\x1e, NEL and U+2028: each would push every
+    # later label onto the wrong output index. Those characters are removed, not treated as lines.
+    data = "cat\u2028s\ndog\x85gy\nfi\x0csh\nbi\x1crd\nmou\u2029se\n".encode()
+    assert parse_labels(data) == ["cats", "doggy", "fish", "bird", "mouse"]
+    assert parse_labels(b"a\rb\rc\r") == ["a", "b", "c"]  # classic Mac line endings
+
+
+def test_utf16_files_with_a_bom_are_decoded():
+    for codec in ("utf-16", "utf-16-le", "utf-16-be"):
+        bom = {"utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff"}.get(codec, b"")
+        assert parse_labels(bom + "caf\u00e9\r\nna\u00efve\r\n".encode(codec)) == ["caf\u00e9", "na\u00efve"], codec
+
+
+def test_a_last_line_of_control_characters_is_not_an_extra_label():
+    assert parse_labels(b"a\nb\n\x00\x00\x07\n") == ["a", "b"]
+
+
+def test_c1_controls_are_removed_like_c0_controls():
+    # \x9b is an 8-bit CSI: `ESC [` to many terminals, where the table of labels is printed.
+    assert parse_labels("red\x9b2J\x1b[31m!\n".encode()) == ["red2J[31m!"]
+
+
+def test_one_label_short_of_a_1000_output_model_is_warned_about():
+    # Found by tests/test_labels_fuzz.py: 999 labels for 1000 outputs took the 1001/1000 background
+    # convention silently, shifting every label by one with no word to the user.
+    labels = align_labels([f"l{i}" for i in range(999)], 1000, "labels.txt")
+    assert labels.name(1) == "l0"
+    assert "has 999 labels but the model has 1000 outputs" in labels.warnings[0]
+    assert "background" in labels.warnings[0]
