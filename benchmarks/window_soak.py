@@ -1,0 +1,211 @@
+"""The window for a long time: full speed, recording on, a switch every minute.
+
+A real MainWindow (offscreen Qt unless a display is set) runs for `--minutes`, its
+recording on from the first second, throttle 0. Every `--switch-every` seconds it makes the
+next change in a fixed cycle through the window's own entry points (threads, model, delegate
+with its fallbacks, A/B on and off, source). Every `--sample-every` seconds it samples RSS,
+OS threads, Python threads, open file descriptors, inferences and recorded rows. At the end
+it stops the recording, checks the CSV (every row the recorder counted is in the file),
+closes the window (no delegate-scope thread may be left) and writes:
+
+    OUT/window_soak.csv    one row per sample
+    OUT/window_soak.png    the curves
+    OUT/window_soak.json   summary (first/last/max of each, switches, rows, lost rows)
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/window_soak.py --minutes 30 --out /tmp/soak
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+from PySide6.QtCore import QSettings, QTimer
+
+from app.heap import pin_mmap_threshold
+from app.ui.main_window import GuiOptions, MainWindow, application
+
+FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
+
+
+def switches(window: MainWindow) -> list[tuple[str, object]]:
+    """The cycle of changes, each through the entry point a user's action reaches."""
+    c = window.controls
+    return [
+        ("threads 2", lambda: c.threads.setValue(2)),
+        ("model int8", lambda: window.switch_model("efficientnet_lite0_int8")),
+        ("delegate coreml", lambda: window.request_delegate("coreml")),
+        ("delegate gpu", lambda: window.request_delegate("gpu")),
+        ("delegate cpu", lambda: window.request_delegate("cpu")),
+        ("A/B on (B: fp32 on cpu)", lambda: window.set_compare(("efficientnet_lite0", "cpu"))),
+        ("A/B off", lambda: window.set_compare(None)),
+        ("source demo", lambda: window.switch_source("demo")),
+        ("source synthetic", lambda: window.switch_source(FAST_SOURCE)),
+        ("model fp32, threads 1", lambda: (window.switch_model("efficientnet_lite0"), c.threads.setValue(1))),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=30.0)
+    parser.add_argument("--switch-every", type=float, default=60.0, help="seconds")
+    parser.add_argument("--sample-every", type=float, default=5.0, help="seconds")
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    recording = args.out / "window_soak_session.csv"
+    recording.unlink(missing_ok=True)
+
+    pin_mmap_threshold()  # as the `gui` command does (app/cli.py)
+    app = application()
+    settings = QSettings(str(args.out / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(
+        GuiOptions(source=FAST_SOURCE, threads=1, throttle_ms=0, record=recording, dialogs=False), settings
+    )
+    window.resize(1280, 860)
+    window.show()
+    proc = psutil.Process()
+    started = time.monotonic()
+    samples: list[dict] = []
+    done: list[str] = []
+    cycle = switches(window)
+    errors: list[str] = []
+
+    def sample() -> None:
+        status = window.session.recording_status()
+        snap = window.session.metrics.snapshot()
+        samples.append(
+            {
+                "minute": round((time.monotonic() - started) / 60, 3),
+                "rss_mib": round(proc.memory_info().rss / 2**20, 2),
+                "os_threads": proc.num_threads(),
+                "py_threads": threading.active_count(),
+                "fds": proc.num_fds(),
+                "inferences": snap.inferences_total,
+                "inference_fps": round(snap.inference_fps, 1),
+                "rows": status.rows if status else 0,
+                "lost_rows": status.lost_rows if status else 0,
+                "switches": len(done),
+            }
+        )
+        s = samples[-1]
+        print(
+            f"{s['minute']:6.2f} min  RSS {s['rss_mib']:7.1f} MiB  "
+            f"threads {s['os_threads']:3d} (py {s['py_threads']})  fds {s['fds']:3d}  "
+            f"{s['inference_fps']:5.1f} inf/s  rows {s['rows']}  switches {s['switches']}",
+            flush=True,
+        )
+
+    def switch() -> None:
+        name, action = cycle[len(done) % len(cycle)]
+        try:
+            action()  # type: ignore[operator]
+        except Exception as exc:  # a soak reports failures, it does not stop at the first
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        done.append(name)
+        print(f"-- switch {len(done)}: {name}", flush=True)
+
+    sampler = QTimer(interval=int(args.sample_every * 1000), timeout=sample)
+    switcher = QTimer(interval=int(args.switch_every * 1000), timeout=switch)
+    QTimer.singleShot(0, sample)
+    sampler.start()
+    switcher.start()
+
+    def finish() -> None:
+        sampler.stop()
+        switcher.stop()
+        sample()  # the last one while everything still runs: quitting closes the window
+        app.quit()
+
+    QTimer.singleShot(int(args.minutes * 60_000), finish)
+    app.exec()
+
+    status = window.stop_recording() or window.last_recording  # the window stops it itself on an error
+    window.close()
+    app.processEvents()
+    leftover = [t.name for t in threading.enumerate() if "delegate-scope" in t.name and t.is_alive()]
+    with recording.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    inference_rows = sum(1 for r in rows if not r["event"])
+    events = [r["event"] for r in rows if r["event"]]
+
+    with (args.out / "window_soak.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(samples[0]))
+        writer.writeheader()
+        writer.writerows(samples)
+    plot(samples, args.out / "window_soak.png", args.minutes)
+
+    def span(key: str) -> dict:
+        values = [s[key] for s in samples]
+        after_warm = [s[key] for s in samples if s["minute"] >= 1.0] or values
+        return {"first": values[0], "at_1_min": after_warm[0], "last": values[-1], "max": max(values)}
+
+    summary = {
+        "minutes": args.minutes,
+        "switches": done,
+        "switch_errors": errors,
+        "window_errors": window.last_error,
+        "rss_mib": span("rss_mib"),
+        "os_threads": span("os_threads"),
+        "py_threads": span("py_threads"),
+        "fds": span("fds"),
+        "inferences": samples[-1]["inferences"],
+        "recorder_rows": status.rows if status else None,
+        "recorder_lost_rows": status.lost_rows if status else None,
+        "recorder_error": status.error if status else None,
+        "csv_inference_rows": inference_rows,
+        "csv_events": {kind: events.count(kind) for kind in sorted(set(events))},
+        "threads_left": leftover,
+    }
+    (args.out / "window_soak.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+    ok = not errors and not leftover and status is not None and not status.error
+    return 0 if ok else 1
+
+
+def plot(samples: list[dict], path: Path, minutes: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [s["minute"] for s in samples]
+    fig, axes = plt.subplots(4, 1, figsize=(9, 9), sharex=True)
+    panels = [
+        ("rss_mib", "RSS (MiB)"),
+        ("os_threads", "OS threads"),
+        ("fds", "open file descriptors"),
+        ("inference_fps", "inferences / s (5 s window)"),
+    ]
+    for ax, (key, label) in zip(axes, panels, strict=True):
+        ax.plot(x, [s[key] for s in samples], lw=1.2)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+        if key != "inference_fps":
+            hi = max(s[key] for s in samples)
+            ax.set_ylim(0, hi * 1.15 + 1)  # from zero: flat must look flat, not magnified noise
+            ax.set_title(f"{label}: {samples[0][key]} → {samples[-1][key]} (max {hi})", fontsize=9, loc="left")
+    switch_minutes = [s["minute"] for a, s in itertools.pairwise(samples) if s["switches"] > a["switches"]]
+    for ax in axes:
+        for m in switch_minutes:
+            ax.axvline(m, color="grey", lw=0.5, alpha=0.5)
+    axes[-1].set_xlabel("minutes (grey lines: a switch)")
+    fig.suptitle(f"Window soak: {minutes:g} min offscreen, recording on, a switch every minute", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
