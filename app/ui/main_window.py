@@ -53,7 +53,9 @@ DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows e
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
 _MARKER_EVENTS = {"open", "switch", "fallback", "switch_failed", "source_lost", "source_reconnected"}
-_STATUS_EVENTS = _MARKER_EVENTS | {"source_ended", "error"}
+# bad_result: the model gave NaN/Inf scores, so no result was shown; without a message the
+# overlay just went stale with no reason given (found by tests/ui/test_window_fuzz.py).
+_STATUS_EVENTS = _MARKER_EVENTS | {"source_ended", "error", "bad_result"}
 
 
 @dataclass
