@@ -35,11 +35,12 @@ from app.metrics import InferenceTiming, Metrics
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.postprocess import Postprocessor, Prediction
 from app.preprocess import CropBox, Preprocessor
-from app.sources import Frame, FrameSource, SourceInfo, open_source
+from app.sources import LIVE_KINDS, Frame, FrameSource, SourceInfo, open_source
 
 _POLL_S = 0.05  # how often blocked threads look at the stop flag
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 _MAX_EVENTS = 1000
+_BAD_RESULT_EVERY_S = 1.0
 _MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it
 
 
@@ -314,6 +315,7 @@ class Pipeline:
         self._source_done = threading.Event()
         self._idle = threading.Event()  # inference thread has nothing in flight
         self._handoff = _Handoff()
+        self._bad_results, self._bad_result_at = 0, -float("inf")  # results thread only
         self._session_counter = 0
         self._capture = threading.Thread(target=self._capture_loop, name="delegate-scope-capture", daemon=True)
         self._inference = threading.Thread(target=self._inference_loop, name="delegate-scope-inference", daemon=True)
@@ -457,6 +459,9 @@ class Pipeline:
         source: FrameSource | None = None
         lost = False
         on_demand = False
+        # A reconnected source is a new object that counts from 0 again; frame numbers must go
+        # on (recordings, and RgbCache, which is keyed by them, would mix up the two runs).
+        first_index = next_index = 0
         try:
             while not self._stop.is_set():
                 if source is None:
@@ -474,10 +479,11 @@ class Pipeline:
                     if lost:
                         self._event("source_reconnected", f"{self.source_spec} delivers again")
                         lost = False
+                        first_index = next_index
                     backoff = _BACKOFF_START_S
                     self._set_status(Status("running", source.info.description, source.info))
                     # Decoding frames nobody will infer only takes a core from inference.
-                    on_demand = not self._source_kwargs.get("pace", True) and source.info.kind != "camera"
+                    on_demand = not self._source_kwargs.get("pace", True) and source.info.kind not in LIVE_KINDS
                 try:
                     frame = source.read()
                 except SourceLost as exc:
@@ -485,7 +491,7 @@ class Pipeline:
                     source.close()
                     source = None
                     self._event("source_lost", str(exc))
-                    if kind != "camera":  # a damaged file fails the same way again: end, do not loop
+                    if kind not in LIVE_KINDS:  # a damaged file fails the same way again: end, do not loop
                         self._set_status(Status("error", str(exc)))
                         return
                     lost = True
@@ -498,6 +504,9 @@ class Pipeline:
                         self._event("source_ended", f"{self.source_spec} ended")
                         self._set_status(Status("ended", f"{self.source_spec} ended", source.info))
                     return
+                if first_index:
+                    frame = replace(frame, index=frame.index + first_index)
+                next_index = frame.index + 1
                 self._prepare(frame)
                 for pipeline in (self, *self._followers):
                     pipeline.metrics.frame_captured(frame.captured_at)
@@ -516,8 +525,9 @@ class Pipeline:
 
     # ---- inference thread -----------------------------------------------------------------
 
-    def _open(self, config: InferenceConfig) -> _Active:
-        spec = load_model_spec(config.model, labels_file=config.labels)
+    def _open(self, config: InferenceConfig, spec: ModelSpec | None = None) -> _Active:
+        """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
+        spec = spec or load_model_spec(config.model, labels_file=config.labels)
         session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
         self._session_counter += 1
         return _Active(config, spec, session, self._session_counter)
@@ -564,6 +574,7 @@ class Pipeline:
             try:
                 load_model_spec(config.model, labels_file=config.labels)  # a bad model must not cost the running one
             except ModelError as exc:
+                self._still_running(active, config)
                 self._event("switch_failed", f"could not switch to {config.describe()}: {exc}")
                 return active
             started = time.perf_counter()
@@ -572,13 +583,22 @@ class Pipeline:
         try:
             new = self._open(config)
         except DelegateScopeError as exc:
+            if active is not None:
+                self._still_running(active, config)
             self._event("switch_failed", f"could not open {config.describe()}: {exc}")
             if active is None:
                 self._set_status(Status("error", str(exc), self.source_info()))
                 return None
-            return self._open(active.config)
+            # From memory: the running model's file may have been moved or deleted since.
+            return self._open(active.config, active.spec)
         self._publish_open(new, "open" if active is None else "switch", close_ms)
         return new
+
+    def _still_running(self, active: _Active, refused: InferenceConfig) -> None:
+        """After a refused switch, `config` names what runs again, not what was refused."""
+        with self._lock:
+            if self._config is refused:
+                self._config = active.config
 
     def _inference_loop(self) -> None:
         try:
@@ -673,7 +693,7 @@ class Pipeline:
         try:
             scores = active.post.scores(item.raw)
         except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
-            self._event("bad_result", f"frame {frame.index}: {exc}")
+            self._bad_result(frame, exc)
             return
         top = active.post.top_k(scores, item.top_k)
         t3 = time.perf_counter()
@@ -708,6 +728,17 @@ class Pipeline:
         self.metrics.inference_done(timing)
         if self._on_result:
             self._on_result(result)
+
+    def _bad_result(self, frame: Frame, exc: ModelError) -> None:
+        """One event per second at most: a model that answers NaN to every frame would
+        otherwise push every other event out of the history and flood the recording."""
+        self._bad_results += 1
+        now = time.monotonic()
+        if now - self._bad_result_at < _BAD_RESULT_EVERY_S:
+            return
+        count, self._bad_results, self._bad_result_at = self._bad_results, 0, now
+        more = f" ({count} frames without a result since the last report)" if count > 1 else ""
+        self._event("bad_result", f"frame {frame.index}: {exc}{more}")
 
     def _fail_over(self, active: _Active, exc: ModelError) -> _Active:
         """A backend that fails mid-run falls back to CPU, visibly."""

@@ -6,6 +6,7 @@ One string picks a source everywhere (CLI, settings, window):
     video:PATH          a video file, paced at its frame rate (a bare path works too)
     images:PATH         one image or a folder of images, as a slow slideshow
     demo                the clip in resources/, played like a video
+    stream:URL          a live network stream (rtsp://, http://, tcp://, udp://, ...): an IP camera
     synthetic[:WxH@FPS] generated frames (default 640x480@30)
 
 Every source is read from one capture thread; `close()` may come from another thread at
@@ -13,12 +14,15 @@ any time and makes a blocked `read()` return None at once (the pacing sleep wait
 Event). A source that stops delivering raises `SourceLost`; calling `read()` again tries
 to recover (a camera is reopened, a looping video restarts from its first frame) and frame
 indices keep counting, so the pipeline's retry-with-back-off needs no special case.
+Live sources (`LIVE_KINDS`: cameras and streams) are reconnected with back-off when lost;
+a file that fails mid-way fails the same way again, so it ends instead.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import re
 import sys
 import threading
@@ -38,8 +42,22 @@ from app.preprocess import as_bgr_uint8
 
 log = logging.getLogger(__name__)
 
-KINDS = ("camera", "video", "images", "demo", "synthetic")
-SPEC_HELP = "camera:N, video:PATH, images:PATH, demo or synthetic[:WxH@FPS]"
+# OpenCV's own warnings ("Stream timeout triggered...", "can't be used to capture by name")
+# would reach the user's terminal beside the one line this module raises for the same event.
+cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+
+KINDS = ("camera", "video", "images", "demo", "synthetic", "stream")
+LIVE_KINDS = frozenset({"camera", "stream"})  # paced by the device, reconnected when lost
+SPEC_HELP = "camera:N, video:PATH, images:PATH, stream:URL, demo or synthetic[:WxH@FPS]"
+# Network protocols only: FFmpeg also knows "file:", "concat:", "subfile:", "pipe:"..., which
+# would turn a stream spec into a way to read arbitrary local files or descriptors.
+STREAM_SCHEMES = ("rtsp", "rtsps", "rtmp", "rtmps", "http", "https", "tcp", "udp", "srt")
+# Opening, and waiting for the next frame. A sender that goes silent is lost after one to two
+# of these: FFmpeg hands out the frame it holds when the first wait ends.
+STREAM_TIMEOUT_MS = 3000
+# How long FFmpeg may study a live stream before it opens: its default (5 s) is spent waiting
+# for frames that a camera delivers in real time.
+STREAM_PROBE_OPTIONS = "analyzeduration;300000|probesize;262144"
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 DEMO_CLIP_NAMES = ("demo.mp4", "demo.avi")
 
@@ -122,6 +140,8 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
         return kind, arg
     if kind == "demo":
         raise SourceError(f"demo takes no argument: {spec!r}")
+    if kind == "stream":
+        return kind, _stream_url(arg, spec)
     _parse_synthetic(arg, spec)  # synthetic: validate now, not when the thread opens it
     return kind, arg
 
@@ -134,6 +154,20 @@ def _parse_bare(text: str) -> tuple[str, str]:
     if path.is_dir() or path.suffix.lower() in IMAGE_SUFFIXES:
         return "images", text
     return "video", text
+
+
+def _stream_url(arg: str, spec: str) -> str:
+    url = arg.strip()
+    scheme, sep, rest = url.partition("://")
+    if not sep or not rest:
+        raise SourceError(f"stream: needs a URL such as rtsp://host/path or tcp://host:port, not {spec!r}")
+    if scheme.lower() not in STREAM_SCHEMES:
+        raise SourceError(
+            f"stream: protocol {scheme!r} is not a network stream; use one of {', '.join(STREAM_SCHEMES)}"
+        )
+    if any(ord(c) < 32 for c in url):
+        raise SourceError(f"stream: the URL contains control characters: {spec!r}")
+    return url
 
 
 def _camera_index(arg: str, spec: str) -> int:
@@ -193,6 +227,8 @@ def open_source(
         return VideoSource(Path(arg).expanduser(), spec=spec, pace=pace, loop=loop, fps=fps)
     if kind == "demo":
         return VideoSource(demo_clip_path(), spec=spec, kind="demo", pace=pace, loop=loop, fps=fps)
+    if kind == "stream":
+        return StreamSource(arg, spec=spec)
     if kind == "images":
         rate = fps or IMAGES_DEFAULT_FPS
         return ImageSource(Path(arg).expanduser(), spec=spec, fps=rate, pace=pace, loop=loop)
@@ -540,6 +576,97 @@ class CameraSource(_Source):
         if self._cap is not None:
             self._cap.release()
             self._cap = None
+
+
+# --- network streams ----------------------------------------------------------------------
+
+
+_ffmpeg_options_lock = threading.Lock()  # OpenCV reads its FFmpeg options from the environment
+
+
+class StreamSource(_Source):
+    """A live network stream (an IP camera, a relay): paced by its sender, like a camera.
+    Opening and each read give up after STREAM_TIMEOUT_MS, so a sender that goes silent is
+    a lost source (reconnected with back-off), never a capture thread stuck in FFmpeg."""
+
+    def __init__(self, url: str, *, spec: str) -> None:
+        super().__init__(None)
+        self._url = url
+        self._cap: cv2.VideoCapture | None = None
+        self._lost = False
+        self._pending: np.ndarray | None = self._open()
+        assert self._cap is not None
+        reported = self._cap.get(cv2.CAP_PROP_FPS)
+        rate = reported if _valid_fps(reported) else 30.0
+        height, width = self._pending.shape[:2]
+        self.info = SourceInfo(
+            spec=spec,
+            kind="stream",
+            width=width,
+            height=height,
+            fps=rate,
+            frame_count=None,
+            description=f"stream {_without_credentials(url)}: {width}x{height}, as the sender delivers",
+            warnings=[] if _valid_fps(reported) else ["the stream reports no frame rate"],
+        )
+
+    def _open(self) -> np.ndarray:
+        timeouts = [
+            cv2.CAP_PROP_OPEN_TIMEOUT_MSEC,
+            STREAM_TIMEOUT_MS,
+            cv2.CAP_PROP_READ_TIMEOUT_MSEC,
+            STREAM_TIMEOUT_MS,
+        ]
+        shown = _without_credentials(self._url)
+        with _ffmpeg_options_lock, capture_stderr() as native:
+            previous = os.environ.get("OPENCV_FFMPEG_CAPTURE_OPTIONS")
+            os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = STREAM_PROBE_OPTIONS
+            try:
+                cap = cv2.VideoCapture(self._url, cv2.CAP_FFMPEG, timeouts)
+            finally:
+                if previous is None:
+                    os.environ.pop("OPENCV_FFMPEG_CAPTURE_OPTIONS", None)
+                else:
+                    os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = previous
+            ok, first = cap.read() if cap.isOpened() else (False, None)
+        if native.text:
+            log.debug("opening %s: %s", shown, native.text.strip())
+        if not ok or first is None:
+            cap.release()
+            raise SourceError(f"stream {shown} did not open or sent no frame within {STREAM_TIMEOUT_MS / 1000:g} s")
+        self._cap = cap
+        return as_bgr_uint8(first)
+
+    def _next_image(self) -> np.ndarray | None:
+        if self._pending is not None:
+            image, self._pending = self._pending, None
+            return image
+        if self._lost:
+            try:
+                image = self._open()
+            except SourceError as exc:
+                raise SourceLost(str(exc)) from None
+            self._lost = False
+            return image
+        assert self._cap is not None
+        ok, image = self._cap.read()
+        if ok and image is not None:
+            return as_bgr_uint8(image)
+        self._release()
+        self._lost = True
+        raise SourceLost(f"stream {_without_credentials(self._url)} stopped delivering frames")
+
+    def _release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+
+def _without_credentials(url: str) -> str:
+    """rtsp://user:secret@host/path -> rtsp://host/path: statuses and recordings show URLs."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 def list_cameras(max_index: int = 8) -> list[CameraInfo]:

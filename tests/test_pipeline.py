@@ -123,6 +123,37 @@ def test_a_bad_model_switch_keeps_the_running_session(pipelines, tmp_path: Path)
     assert p.latest_result().model == "efficientnet_lite0"
 
 
+def test_a_refused_switch_leaves_config_naming_the_running_model(pipelines, tmp_path: Path):
+    bad = tmp_path / "broken.tflite"
+    bad.write_bytes(b"not a model")
+    p = start(pipelines, "synthetic:320x240@30")
+    assert wait_until(lambda: p.latest_result() is not None)
+    p.reconfigure(model=bad)
+    assert wait_until(lambda: any(e.kind == "switch_failed" for e in p.events()))
+    assert str(p.config.model) == "efficientnet_lite0"
+
+
+def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_frame(pipelines, tmp_path: Path):
+    # Found by the window fuzz campaign (tests/ui/test_window_fuzz.py, case 19): it loads,
+    # opens, and every score it gives is NaN.
+    import random
+
+    from app.fuzz import mutate
+    from tests.conftest import TEST_MODELS
+
+    seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
+    nan_model = tmp_path / "nan.tflite"
+    nan_model.write_bytes(mutate(seed, "size_field", random.Random(856850765)))
+    p = start(pipelines, "synthetic:160x120@100", InferenceConfig(model=nan_model, options={"threads": 1}))
+    assert wait_until(lambda: p.session_report() is not None)
+    time.sleep(2.5)
+    reports = [e for e in p.events() if e.kind == "bad_result"]
+    assert p.latest_result() is None  # never a NaN shown as a score
+    assert 2 <= len(reports) <= 4, [e.message for e in reports]
+    assert "non-finite" in reports[0].message
+    assert "frames without a result" in reports[-1].message
+
+
 def _write_video(path: Path, frames: int = 60, fps: float = 30.0) -> Path:
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps, (320, 240))
     for i in range(frames):

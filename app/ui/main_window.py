@@ -520,6 +520,8 @@ class MainWindow(QMainWindow):
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
                 if parts:
                     self.delegation.set_switch_cost("Last switch: " + ", ".join(parts))
+            if event.kind == "switch_failed":  # the box showed the refused model: show what runs
+                self.controls.set_models(str(self.session.pipeline.config.model))
             if event.kind in _STATUS_EVENTS and event.kind != "open":
                 self.statusBar().showMessage(event.message, 15_000)
 
