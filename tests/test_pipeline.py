@@ -197,3 +197,33 @@ def test_stop_is_bounded_and_leaves_no_thread(pipelines):
     assert time.monotonic() - started < 5
     leftover = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("delegate-scope")]
     assert leftover == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_a_backend_that_dies_mid_run_falls_back_to_cpu_visibly(pipelines):
+    """A real accelerator failing mid-run: the TensorFlow reference backend's worker process is
+    killed (as a crashed driver or service would be); the pipeline goes on on the CPU, and the
+    fallback is an event with the reason, in the report and on every result."""
+    import psutil
+
+    from app.backends import BACKENDS
+
+    reason = BACKENDS["reference"].availability()
+    if reason:
+        pytest.skip(reason)
+    p = start(pipelines, "synthetic:320x240@30", InferenceConfig(delegate="reference", options={"threads": 1}))
+    assert wait_until(lambda: (r := p.latest_result()) is not None and r.backend == "reference", 180), p.status()
+    workers = [c for c in psutil.Process().children() if "tf_reference.py" in " ".join(c.cmdline())]
+    assert len(workers) == 1
+    workers[0].kill()
+    assert wait_until(lambda: p.latest_result().backend == "cpu", 30), p.status()
+    report = p.session_report()
+    assert report.requested == "reference" and report.used == "cpu"
+    assert "reference failed mid-run" in report.fallback_reason
+    assert "ended unexpectedly" in report.fallback_reason
+    fallback = [e for e in p.events() if e.kind == "fallback"]
+    assert fallback and "failed mid-run" in fallback[-1].message
+    n = p.metrics.snapshot().inferences_total
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total > n + 5)
+    assert p.status().state == "running"
