@@ -22,6 +22,7 @@ from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
 from app.pipeline import InferenceConfig
+from app.redact import redact_credentials
 
 PROG = "delegate-scope"
 
@@ -333,7 +334,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     if args.json_file:
-        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        args.json_file.write_text(text + "\n", encoding="utf-8")
     status = summary["status"]
     if status["state"] == "error":  # the cause is the one line to show
         raise _status_error(status["message"])
@@ -367,7 +369,8 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
     except RuntimeError as exc:  # a pipeline that ended in an error: its status line
         raise _status_error(str(exc)) from None
     if args.json_file:
-        args.json_file.write_text(json.dumps(summary, indent=2, default=str) + "\n", encoding="utf-8")
+        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
     fell_back = [s for s in ("a", "b") if summary[s]["delegate"] and summary[s]["delegate"]["fallback_reason"]]
     for side in fell_back:

@@ -58,9 +58,7 @@ class AgreementSummary:
             "max_abs_diff": self.max_abs_diff,
             "mean_tv_distance": self.mean_tv_distance,
             "scores_comparable": self.scores_comparable,
-            "disagreements": [
-                {"frame": d.frame_index, "a": d.a_top1, "b": d.b_top1} for d in self.disagreements[-10:]
-            ],
+            "disagreements": [{"frame": d.frame_index, "a": d.a_top1, "b": d.b_top1} for d in self.disagreements[-10:]],
         }
 
 

@@ -35,6 +35,7 @@ from app.metrics import InferenceTiming, Metrics
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.postprocess import Postprocessor, Prediction
 from app.preprocess import CropBox, Preprocessor
+from app.redact import redact_credentials
 from app.sources import LIVE_KINDS, Frame, FrameSource, SourceInfo, open_source
 
 _POLL_S = 0.05  # how often blocked threads look at the stop flag
@@ -294,6 +295,7 @@ class Pipeline:
         cpu_clock: Callable[[], float] = time.process_time,
     ) -> None:
         self.source_spec = source
+        self._source_shown = redact_credentials(source)  # in messages: no stream credentials
         self._rgb_cache = rgb_cache or RgbCache()  # A/B: one cache shared by both sides
         self._prepare_with: Preprocessor | None = None  # the capture thread's copy for the model in use
         self._cpu_clock = cpu_clock  # A/B: thread CPU time, since both sides run at once
@@ -477,7 +479,7 @@ class Pipeline:
                         backoff = min(backoff * 2, _BACKOFF_MAX_S)
                         continue
                     if lost:
-                        self._event("source_reconnected", f"{self.source_spec} delivers again")
+                        self._event("source_reconnected", f"{self._source_shown} delivers again")
                         lost = False
                         first_index = next_index
                     backoff = _BACKOFF_START_S
@@ -501,8 +503,8 @@ class Pipeline:
                     continue
                 if frame is None:
                     if not self._stop.is_set():
-                        self._event("source_ended", f"{self.source_spec} ended")
-                        self._set_status(Status("ended", f"{self.source_spec} ended", source.info))
+                        self._event("source_ended", f"{self._source_shown} ended")
+                        self._set_status(Status("ended", f"{self._source_shown} ended", source.info))
                     return
                 if first_index:
                     frame = replace(frame, index=frame.index + first_index)

@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from app.redact import redact_credentials
+
 FORMAT_VERSION = 1
 COLUMNS = [
     "timestamp",  # ISO 8601 with UTC offset, ms precision
@@ -62,6 +64,7 @@ COLUMNS = [
 ]
 TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message"}
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+_MAY_HOLD_URLS = {"source", "message"}  # a stream:URL source, and events that name it
 _VANISH_CHECK_S = 0.5
 _BATCH_S = 0.1
 QUEUE_ROWS = 10_000  # ~2 s at 5,000 inferences/s; a stalled disk loses rows beyond this, never blocks
@@ -167,6 +170,8 @@ class SessionRecorder:
         for column in COLUMNS:
             value = values.get(column, "")
             text = _format(value)
+            if column in _MAY_HOLD_URLS:
+                text = redact_credentials(text)
             cells.append(neutralise(text) if column in TEXT_COLUMNS else text)
         try:
             self._queue.put_nowait(cells)
@@ -252,7 +257,7 @@ class SessionRecorder:
             }
         tmp = self.sidecar.with_suffix(".json.tmp")
         with contextlib.suppress(OSError):  # the CSV is what matters; the sidecar is rewritten at stop
-            tmp.write_text(json.dumps(meta, indent=2, default=str), encoding="utf-8")
+            tmp.write_text(redact_credentials(json.dumps(meta, indent=2, default=str)), encoding="utf-8")
             os.replace(tmp, self.sidecar)
 
 

@@ -39,6 +39,7 @@ from app.images import read_image
 from app.native_log import capture_stderr
 from app.paths import resource_dir
 from app.preprocess import as_bgr_uint8
+from app.redact import redact_credentials
 
 log = logging.getLogger(__name__)
 
@@ -600,13 +601,13 @@ class StreamSource(_Source):
         rate = reported if _valid_fps(reported) else 30.0
         height, width = self._pending.shape[:2]
         self.info = SourceInfo(
-            spec=spec,
+            spec=redact_credentials(spec),
             kind="stream",
             width=width,
             height=height,
             fps=rate,
             frame_count=None,
-            description=f"stream {_without_credentials(url)}: {width}x{height}, as the sender delivers",
+            description=f"stream {redact_credentials(url)}: {width}x{height}, as the sender delivers",
             warnings=[] if _valid_fps(reported) else ["the stream reports no frame rate"],
         )
 
@@ -617,7 +618,7 @@ class StreamSource(_Source):
             cv2.CAP_PROP_READ_TIMEOUT_MSEC,
             STREAM_TIMEOUT_MS,
         ]
-        shown = _without_credentials(self._url)
+        shown = redact_credentials(self._url)
         with _ffmpeg_options_lock, capture_stderr() as native:
             previous = os.environ.get("OPENCV_FFMPEG_CAPTURE_OPTIONS")
             os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = STREAM_PROBE_OPTIONS
@@ -654,19 +655,12 @@ class StreamSource(_Source):
             return as_bgr_uint8(image)
         self._release()
         self._lost = True
-        raise SourceLost(f"stream {_without_credentials(self._url)} stopped delivering frames")
+        raise SourceLost(f"stream {redact_credentials(self._url)} stopped delivering frames")
 
     def _release(self) -> None:
         if self._cap is not None:
             self._cap.release()
             self._cap = None
-
-
-def _without_credentials(url: str) -> str:
-    """rtsp://user:secret@host/path -> rtsp://host/path: statuses and recordings show URLs."""
-    scheme, sep, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    return f"{scheme}{sep}{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 def list_cameras(max_index: int = 8) -> list[CameraInfo]:

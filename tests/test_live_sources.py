@@ -192,6 +192,7 @@ def test_a_camera_that_vanishes_and_returns_is_reconnected_and_the_recording_mar
     assert lost < back_at
     inference = [r for r in rows if not r["event"]]
     assert len(inference) == status.rows - sum(1 for k in kinds if k)
+
     # The gap is visible in the rows: nothing captured between the loss and the reconnection
     # (a row after the loss event is a frame captured before it, published a moment later),
     # and the capture times on either side of it are at least the time the camera was away.
@@ -262,3 +263,23 @@ def test_a_video_damaged_in_the_middle_ends_with_a_clear_status_and_a_complete_r
     assert [r["event"] for r in rows].count("source_lost") == 1
     assert status is not None and status.lost_rows == 0
     assert 0 < sum(1 for r in rows if not r["event"]) < 120
+
+
+@pytest.mark.timeout(120)
+def test_stream_credentials_stay_out_of_recordings_json_and_output(senders: list, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    cam = sender(senders, (320, 240))
+    url = cam.url.replace("tcp://", "tcp://viewer:hunter2@")
+    out = subprocess.run(
+        [sys.executable, "-m", "app", "bench", "--source", f"stream:{url}", "--frames", "20", "--threads", "1",
+         "--csv", str(tmp_path / "run.csv"), "--json", str(tmp_path / "summary.json")],
+        capture_output=True, text=True, timeout=100,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    written = {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()}
+    assert set(written) == {"run.csv", "run.json", "summary.json"}
+    for name, text in {**written, "stdout": out.stdout, "stderr": out.stderr}.items():
+        assert "hunter2" not in text and "viewer" not in text, name
+    assert f"stream:tcp://127.0.0.1:{cam.port}" in written["run.csv"]

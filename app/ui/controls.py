@@ -140,7 +140,7 @@ class ControlPanel(QWidget):
     # ---- filling -------------------------------------------------------------------------
 
     def set_sources(self, entries: list[tuple[str, str]], current: str) -> None:
-        """`entries`: (label, spec) pairs; "Video file…" and "Image folder…" are appended."""
+        """`entries`: (label, spec) pairs; "Video file…", "Image folder…" and "Network stream…" are appended."""
         self.source.blockSignals(True)
         self.source.clear()
         for label, spec in entries:
@@ -150,6 +150,7 @@ class ControlPanel(QWidget):
         self.source.insertSeparator(self.source.count())
         self.source.addItem("Video file…", f"{OPEN_FILE}:video")
         self.source.addItem("Image folder…", f"{OPEN_FILE}:images")
+        self.source.addItem("Network stream…", f"{OPEN_FILE}:stream")
         self.source.setCurrentIndex(self.source.findData(current))
         self.source.blockSignals(False)
 

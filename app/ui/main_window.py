@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
     QFileDialog,
+    QInputDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -34,13 +35,14 @@ from app import __version__
 from app.backends.cpu import default_threads
 from app.compare import ComparePipeline
 from app.delegates import delegate_statuses
-from app.errors import DelegateScopeError
+from app.errors import DelegateScopeError, SourceError
 from app.live import LiveSession, RecordingStatus
 from app.metrics import MetricsSnapshot
 from app.model import load_model_spec
 from app.pipeline import Event, InferenceConfig
 from app.recording import package_versions
-from app.sources import list_cameras
+from app.redact import redact_credentials
+from app.sources import list_cameras, parse_source_spec
 from app.ui.compare_panel import ComparePanel
 from app.ui.controls import OPEN_FILE, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
@@ -53,6 +55,12 @@ DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows e
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
 _MARKER_EVENTS = {"open", "switch", "fallback", "switch_failed", "source_lost", "source_reconnected"}
+# The video's banner when the pipeline is not running (the status message goes below it).
+_STATE_TITLES = {
+    "reconnecting": "Source lost: reconnecting",
+    "error": "Stopped: source or model failed",
+    "ended": "Source ended",
+}
 # bad_result: the model gave NaN/Inf scores, so no result was shown; without a message the
 # overlay just went stale with no reason given (found by tests/ui/test_window_fuzz.py).
 _STATUS_EVENTS = _MARKER_EVENTS | {"source_ended", "error", "bad_result"}
@@ -263,6 +271,20 @@ class MainWindow(QMainWindow):
                 self._fill_sources(self.session.source, self._camera_list())
                 return
             spec = f"images:{path}"
+        elif spec == f"{OPEN_FILE}:stream":
+            url, ok = QInputDialog.getText(
+                self, "Open network stream", "URL of the camera or stream (rtsp://, http://, tcp://, udp://, …):"
+            )
+            if not ok or not url.strip():
+                self._fill_sources(self.session.source, self._camera_list())
+                return
+            spec = f"stream:{url.strip()}"
+            try:
+                parse_source_spec(spec)
+            except SourceError as exc:
+                self._fill_sources(self.session.source, self._camera_list())
+                self.show_error("Cannot open this stream", str(exc))
+                return
         self.switch_source(spec)
 
     def switch_source(self, spec: str) -> None:
@@ -271,7 +293,7 @@ class MainWindow(QMainWindow):
         self.video.set_message(f"Opening {spec}…")
         self._fill_sources(spec, self._camera_list())
         self.plots.add_marker(f"source: {Path(spec).name if ':' not in spec else spec.split(':', 1)[0]}")
-        self.statusBar().showMessage(f"Source: {spec}", 5000)
+        self.statusBar().showMessage(f"Source: {redact_credentials(spec)}", 5000)
 
     def request_model(self, ref: str) -> None:
         if ref == OPEN_FILE:
@@ -484,6 +506,8 @@ class MainWindow(QMainWindow):
         self.status_label.setText(text)
         if pipeline.latest_frame() is None and status.state != "running":
             self.video.set_message(f"{status.state}: {status.message}")
+        stopped = status.state in ("reconnecting", "error", "ended")
+        self.video.set_banner(f"{_STATE_TITLES.get(status.state, status.state)}\n{status.message}" if stopped else "")
         self._poll_background()
         self._update_recording()
 

@@ -51,6 +51,9 @@ class VideoView(QWidget):
         self.score_threshold = 0.0
         self.show_crop = True
         self.message = "Starting…"  # shown when there is no frame (opening, errors)
+        # Over the last frame when the source stopped (lost, reconnecting, ended): a frozen
+        # picture with live-looking labels must not pass for a running camera.
+        self.banner = ""
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
         self._font = QFont(self.font())
@@ -71,6 +74,11 @@ class VideoView(QWidget):
     def set_message(self, message: str) -> None:
         self.message = message
         self.update()
+
+    def set_banner(self, text: str) -> None:
+        if text != self.banner:
+            self.banner = text
+            self.update()
 
     def image_rect(self) -> QRectF:
         """Where the frame is drawn: as large as fits, aspect kept, centred."""
@@ -94,11 +102,25 @@ class VideoView(QWidget):
         target = self.image_rect()
         painter.drawImage(target, self._image)  # fast (non-smooth) scaling: this runs at capture rate
         self._draw_overlay(painter, target)
+        if self.banner:
+            self._draw_banner(painter, target)
         painter.end()
         self.paint_ms = (time.perf_counter() - started) * 1000
         self.paint_times.append(self.paint_ms)
 
     # ---- overlay ---------------------------------------------------------------------------
+
+    def _draw_banner(self, p: QPainter, target: QRectF) -> None:
+        p.fillRect(target, QColor(0, 0, 0, 110))  # dim the frozen frame
+        p.setFont(self._bold)
+        flags = Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap
+        text_rect = target.adjusted(24, 0, -24, 0)
+        needed = p.fontMetrics().boundingRect(text_rect.toRect(), int(flags), self.banner).height()
+        band = QRectF(target.left(), target.center().y() - needed / 2 - 12, target.width(), needed + 24)
+        p.fillRect(band, QColor(150, 40, 40, 220))
+        p.setPen(QColor(255, 255, 255))
+        p.drawText(band.adjusted(24, 0, -24, 0), flags, self.banner)
+        p.setFont(self._font)
 
     def _draw_overlay(self, p: QPainter, target: QRectF) -> None:
         result, frame = self._result, self._frame
