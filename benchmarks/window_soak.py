@@ -81,6 +81,7 @@ def main() -> int:
     done: list[str] = []
     cycle = switches(window)
     errors: list[str] = []
+    switch_ms: list[float] = []
 
     def sample() -> None:
         status = window.session.recording_status()
@@ -109,12 +110,14 @@ def main() -> int:
 
     def switch() -> None:
         name, action = cycle[len(done) % len(cycle)]
+        started = time.perf_counter()
         try:
             action()  # type: ignore[operator]
         except Exception as exc:  # a soak reports failures, it does not stop at the first
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        switch_ms.append(round((time.perf_counter() - started) * 1000, 1))  # GUI thread blocked
         done.append(name)
-        print(f"-- switch {len(done)}: {name}", flush=True)
+        print(f"-- switch {len(done)}: {name} ({switch_ms[-1]:.0f} ms on the GUI thread)", flush=True)
 
     sampler = QTimer(interval=int(args.sample_every * 1000), timeout=sample)
     switcher = QTimer(interval=int(args.switch_every * 1000), timeout=switch)
@@ -155,6 +158,7 @@ def main() -> int:
         "minutes": args.minutes,
         "switches": done,
         "switch_errors": errors,
+        "switch_gui_ms": switch_ms,
         "window_errors": window.last_error,
         "rss_mib": span("rss_mib"),
         "os_threads": span("os_threads"),

@@ -1,0 +1,75 @@
+"""RSS across live switches, headless: which switches hold on to memory, and whether it stays.
+
+A LiveSession (the window's engine, recording on) on a 1280x720 synthetic source; every
+`--every` seconds the next change of a cycle (threads, model, delegate with fallbacks, A/B
+on and off, source), printing RSS, threads and fds after each. `--only` keeps some of the
+cycle's steps; `--no-pin` leaves glibc's mmap threshold dynamic (as before app/heap.py).
+
+    python benchmarks/live_switch_memory.py --switches 30
+    python benchmarks/live_switch_memory.py --switches 24 --only abon aboff
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import psutil
+
+from app.heap import pin_mmap_threshold
+from app.live import LiveSession
+from app.pipeline import InferenceConfig
+
+FAST = "synthetic:1280x720@100"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--switches", type=int, default=30)
+    parser.add_argument("--every", type=float, default=2.0, help="seconds between switches")
+    parser.add_argument("--only", nargs="*", help="names of the cycle's steps to keep")
+    parser.add_argument("--no-pin", action="store_true", help="leave glibc's mmap threshold dynamic")
+    args = parser.parse_args()
+    pinned = False if args.no_pin else pin_mmap_threshold()
+    s = LiveSession(FAST, InferenceConfig(model="efficientnet_lite0", options={"threads": 1}))
+    s.start()
+    with tempfile.TemporaryDirectory() as tmp:
+        s.start_recording(Path(tmp) / "r.csv")
+        cycle = [
+            ("threads2", lambda: s.reconfigure(options={"threads": 2})),
+            ("int8", lambda: s.reconfigure(model="efficientnet_lite0_int8")),
+            ("coreml", lambda: s.reconfigure(delegate="coreml")),
+            ("gpu", lambda: s.reconfigure(delegate="gpu")),
+            ("cpu", lambda: s.reconfigure(delegate="cpu")),
+            ("abon", lambda: s.set_compare(replace(s.pipeline.config, model="efficientnet_lite0", delegate="cpu"))),
+            ("aboff", lambda: s.set_compare(None)),
+            ("demo", lambda: s.switch_source("demo")),
+            ("synth", lambda: s.switch_source(FAST)),
+            ("fp32", lambda: s.reconfigure(model="efficientnet_lite0", options={"threads": 1})),
+        ]
+        if args.only:
+            cycle = [step for step in cycle if step[0] in args.only]
+        proc = psutil.Process()
+        print(f"mmap threshold pinned: {pinned}")
+        rss = []
+        for i in range(args.switches):
+            name, step = cycle[i % len(cycle)]
+            step()
+            time.sleep(args.every)
+            rss.append(proc.memory_info().rss / 2**20)
+            print(f"{i + 1:3d} {name:9s} RSS {rss[-1]:6.1f} MiB  threads {proc.num_threads()}  fds {proc.num_fds()}")
+        status = s.stop_recording()
+    s.stop()
+    print(f"RSS after switch 1: {rss[0]:.1f} MiB, after the last: {rss[-1]:.1f}, max {max(rss):.1f}; "
+          f"recording {status.rows if status else 0} rows, {status.lost_rows if status else 0} lost")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
