@@ -17,7 +17,6 @@ from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.delegates import delegate_statuses
 from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
-from app.heap import pin_mmap_threshold
 from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
@@ -498,7 +497,6 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["gui", *argv]  # plain `delegate-scope [options]` opens the window
     args = parser.parse_args(argv)
-    pin_mmap_threshold()  # before models and frames are allocated: see app/heap.py
     native = NativeLogFile()
     try:
         return args.handler(args)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from app.bench import RowSink
 from app.compare import ComparePipeline
+from app.heap import release_free_memory
 from app.metrics import Metrics, ResourceSampler
 from app.pipeline import Event, InferenceConfig, Pipeline, Result
 from app.recording import RecorderState, SessionRecorder
@@ -74,6 +75,7 @@ class LiveSession:
         # collection frees, and in a long-running window those come rarely: without this, A/B
         # on/off grew RSS by ~6 MiB per round (docs/reliability.md). Costs a few ms per switch.
         gc.collect()
+        release_free_memory()
         if not self.sampler.running:
             self.sampler.start()
         if self._b_config is not None:

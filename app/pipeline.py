@@ -31,6 +31,7 @@ import numpy as np
 
 from app.backends import Session, SessionReport, open_session
 from app.errors import DelegateScopeError, ModelError, SourceError, SourceLost
+from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.postprocess import Postprocessor, Prediction
@@ -582,6 +583,7 @@ class Pipeline:
             started = time.perf_counter()
             active.session.close()
             close_ms = (time.perf_counter() - started) * 1e3
+            release_free_memory()  # the old session's buffers: see app/heap.py
         try:
             new = self._open(config)
         except DelegateScopeError as exc:

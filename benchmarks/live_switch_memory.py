@@ -3,7 +3,8 @@
 A LiveSession (the window's engine, recording on) on a 1280x720 synthetic source; every
 `--every` seconds the next change of a cycle (threads, model, delegate with fallbacks, A/B
 on and off, source), printing RSS, threads and fds after each. `--only` keeps some of the
-cycle's steps; `--no-pin` leaves glibc's mmap threshold dynamic (as before app/heap.py).
+cycle's steps; `--no-trim` turns off the heap trim after switches (app/heap.py), `--pin`
+pins glibc's mmap threshold instead (the first fix tried; it costs throughput).
 
     python benchmarks/live_switch_memory.py --switches 30
     python benchmarks/live_switch_memory.py --switches 24 --only abon aboff
@@ -12,6 +13,7 @@ cycle's steps; `--no-pin` leaves glibc's mmap threshold dynamic (as before app/h
 from __future__ import annotations
 
 import argparse
+import ctypes
 import sys
 import tempfile
 import time
@@ -22,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
 
-from app.heap import pin_mmap_threshold
+from app import heap, live, pipeline
 from app.live import LiveSession
 from app.pipeline import InferenceConfig
 
@@ -34,9 +36,13 @@ def main() -> int:
     parser.add_argument("--switches", type=int, default=30)
     parser.add_argument("--every", type=float, default=2.0, help="seconds between switches")
     parser.add_argument("--only", nargs="*", help="names of the cycle's steps to keep")
-    parser.add_argument("--no-pin", action="store_true", help="leave glibc's mmap threshold dynamic")
+    parser.add_argument("--no-trim", action="store_true", help="no heap trim after a switch")
+    parser.add_argument("--pin", action="store_true", help="pin glibc's mmap threshold at 128 KiB")
     args = parser.parse_args()
-    pinned = False if args.no_pin else pin_mmap_threshold()
+    if args.no_trim:
+        heap.release_free_memory = lambda: False  # type: ignore[assignment]
+        live.release_free_memory = pipeline.release_free_memory = heap.release_free_memory  # type: ignore[attr-defined]
+    pinned = bool(args.pin and ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024))  # M_MMAP_THRESHOLD
     s = LiveSession(FAST, InferenceConfig(model="efficientnet_lite0", options={"threads": 1}))
     s.start()
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,7 +62,7 @@ def main() -> int:
         if args.only:
             cycle = [step for step in cycle if step[0] in args.only]
         proc = psutil.Process()
-        print(f"mmap threshold pinned: {pinned}")
+        print(f"heap trim after switches: {not args.no_trim}; mmap threshold pinned: {pinned}")
         rss = []
         for i in range(args.switches):
             name, step = cycle[i % len(cycle)]

@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 from PySide6.QtCore import QSettings, QTimer
 
-from app.heap import pin_mmap_threshold
 from app.ui.main_window import GuiOptions, MainWindow, application
 
 FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
@@ -67,7 +66,6 @@ def main() -> int:
     recording = args.out / "window_soak_session.csv"
     recording.unlink(missing_ok=True)
 
-    pin_mmap_threshold()  # as the `gui` command does (app/cli.py)
     app = application()
     settings = QSettings(str(args.out / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(
