@@ -70,14 +70,7 @@ class LiveSession:
         return self._compare
 
     def start(self) -> None:
-        # The pipeline being replaced (if any) is stopped, but its last frames (megabytes each)
-        # and sessions sit in reference cycles (leader <-> follower, callbacks) that only a full
-        # collection frees, and in a long-running window those come rarely: without this, A/B
-        # on/off grew RSS by ~6 MiB per round (docs/reliability.md). Costs a few ms per switch.
-        gc.collect()
-        release_free_memory()
-        if not self.sampler.running:
-            self.sampler.start()
+        replacing = self._pipeline is not None
         if self._b_config is not None:
             self._compare = ComparePipeline(
                 self._source,
@@ -92,13 +85,21 @@ class LiveSession:
         else:
             self._compare = None
             self._pipeline = self._new_pipeline(self._source, self._config)
+        if replacing:
+            # The stopped pipeline's last frames (megabytes each) and sessions sit in reference
+            # cycles (leader <-> follower, callbacks) that only a full collection frees, and in
+            # a long-running window those come rarely: without this, A/B on/off grew RSS by
+            # ~6 MiB per round (docs/reliability.md). Now unreferenced, so this frees them.
+            gc.collect()
+            release_free_memory()
+        if not self.sampler.running:
+            self.sampler.start()
         self._pipeline.start()
 
     def set_compare(self, b: InferenceConfig | None) -> bool:
         """Start (B config) or end (None) the A/B comparison: the pipeline restarts on the same source."""
-        config = self.pipeline.config
-        stopped = self.pipeline.stop(STOP_TIMEOUT_S)
-        self._config, self._b_config = config, b
+        stopped = self._stop_for_replacement()
+        self._b_config = b
         self.metrics.reset()
         self.metrics_b.reset()
         self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
@@ -116,13 +117,18 @@ class LiveSession:
         The pipeline owns its source thread, so a new source means a new pipeline; the
         recording, if any, carries on and gets a `source` event row.
         """
-        config = self.pipeline.config
-        stopped = self.pipeline.stop(STOP_TIMEOUT_S)
-        self._source, self._config = source, config
+        stopped = self._stop_for_replacement()
+        self._source = source
         self.metrics.reset()
         self._record_event("source", f"source switched to {source}")
         self.start()
         return stopped
+
+    def _stop_for_replacement(self) -> bool:
+        """Stop the running pipeline, keeping its config for the next; True when its threads
+        ended in time."""
+        self._config = self.pipeline.config
+        return self.pipeline.stop(STOP_TIMEOUT_S)  # start() frees what it held
 
     def reconfigure(self, **changes: object) -> None:
         self.pipeline.reconfigure(**changes)

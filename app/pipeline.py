@@ -126,11 +126,8 @@ class RgbCache:
 
     def prepare(self, frame: Frame, pre: Preprocessor) -> None:
         """Capture thread: stage 1 and 2 for `pre`'s model, ahead of the inference thread."""
-        rgb, rgb_ms = self._stage1(frame, pre)
-        started = time.perf_counter()
-        tensor = pre.from_rgb(rgb, out=np.empty_like(pre.output_buffer))
+        tensor, ms = self._both_stages(frame, pre, out=np.empty_like(pre.output_buffer))
         tensor.setflags(write=False)
-        ms = rgb_ms + (time.perf_counter() - started) * 1e3
         with self._lock:
             self._tensors[(frame.index, pre.key)] = (tensor, ms)
             _trim(self._tensors, self._keep)
@@ -141,9 +138,12 @@ class RgbCache:
             hit = self._tensors.pop((frame.index, pre.key), None)
         if hit is not None:
             return hit
+        return self._both_stages(frame, pre)
+
+    def _both_stages(self, frame: Frame, pre: Preprocessor, out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         rgb, rgb_ms = self._stage1(frame, pre)
         started = time.perf_counter()
-        tensor = pre.from_rgb(rgb)
+        tensor = pre.from_rgb(rgb, out=out)
         return tensor, rgb_ms + (time.perf_counter() - started) * 1e3
 
     def _stage1(self, frame: Frame, pre: Preprocessor) -> tuple[np.ndarray, float]:
@@ -354,17 +354,15 @@ class Pipeline:
         if source is not None:
             source.close()  # unblocks a paced read
         deadline = time.monotonic() + timeout
-        threads = self.threads()
-        for thread in threads:
-            if thread in (self._results, *(f._results for f in self._followers)):
-                continue  # joined once inference is over, so results in flight are published
+        pipelines = (self, *self._followers)
+        for thread in (self._capture, *(p._inference for p in pipelines)):
             if thread.is_alive():
                 thread.join(max(0.0, deadline - time.monotonic()))
-        for pipeline in (self, *self._followers):
+        for pipeline in pipelines:  # once inference is over, so results in flight are published
             if pipeline._results.is_alive():
                 pipeline._handoff.close()
                 pipeline._results.join(max(0.0, deadline - time.monotonic()))
-        alive = any(t.is_alive() for t in threads)
+        alive = any(t.is_alive() for t in self.threads())
         self._set_status(Status("stopped", "stopped" if not alive else "stop timed out", self.source_info()))
         return not alive
 
@@ -536,8 +534,7 @@ class Pipeline:
         return _Active(config, spec, session, self._session_counter)
 
     def _publish_open(self, active: _Active, kind: str, close_ms: float | None) -> None:
-        leader = self._leader or self
-        if leader is self:  # the capture thread gets its own instance: Preprocessor buffers are not shared
+        if self._leader is None:  # the capture thread gets its own instance: Preprocessor buffers are not shared
             self._prepare_with = Preprocessor(active.spec)
         report = active.session.report
         with self._lock:
@@ -573,9 +570,10 @@ class Pipeline:
             active.config = config  # throttle or top-k only: no reopen
             return active
         close_ms = None
+        spec = None
         if active is not None:
-            try:
-                load_model_spec(config.model, labels_file=config.labels)  # a bad model must not cost the running one
+            try:  # read and checked once, here: a bad model must not cost the running one
+                spec = load_model_spec(config.model, labels_file=config.labels)
             except ModelError as exc:
                 self._still_running(active, config)
                 self._event("switch_failed", f"could not switch to {config.describe()}: {exc}")
@@ -585,7 +583,7 @@ class Pipeline:
             close_ms = (time.perf_counter() - started) * 1e3
             release_free_memory()  # the old session's buffers: see app/heap.py
         try:
-            new = self._open(config)
+            new = self._open(config, spec)
         except DelegateScopeError as exc:
             if active is not None:
                 self._still_running(active, config)
@@ -610,12 +608,17 @@ class Pipeline:
         except DelegateScopeError as exc:
             self._set_status(Status("error", str(exc), self.source_info()))
             self._event("error", str(exc))
-        except Exception as exc:  # never die silently: the UI and bench read this status
-            self._set_status(Status("error", f"internal error: {type(exc).__name__}: {exc}", self.source_info()))
-            self._event("error", f"internal error: {type(exc).__name__}: {exc}")
+        except Exception as exc:
+            self._internal_error(exc)
             raise
         finally:
             self._idle.set()
+
+    def _internal_error(self, exc: Exception) -> None:
+        """Never die silently: the UI and bench read this status."""
+        message = f"internal error: {type(exc).__name__}: {exc}"
+        self._set_status(Status("error", message, self.source_info()))
+        self._event("error", message)
 
     def _run_inference(self) -> None:
         with self._lock:
@@ -683,9 +686,8 @@ class Pipeline:
         while (item := self._handoff.get()) is not None:
             try:
                 self._publish(item)
-            except Exception as exc:  # never die silently: the UI and bench read this status
-                self._set_status(Status("error", f"internal error: {type(exc).__name__}: {exc}", self.source_info()))
-                self._event("error", f"internal error: {type(exc).__name__}: {exc}")
+            except Exception as exc:
+                self._internal_error(exc)
                 self._stop.set()
                 raise
             finally:
@@ -753,7 +755,7 @@ class Pipeline:
             self._stop.set()
             return active
         config = replace(active.config, delegate="cpu")
-        new = self._open(config)
+        new = self._open(config, active.spec)  # the same model, already in memory
         new.session.report.requested = active.config.delegate
         new.session.report.fallback_reason = f"{used} failed mid-run: {exc}"
         self._publish_open(new, "switch", None)

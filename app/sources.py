@@ -27,6 +27,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Self
@@ -350,10 +351,78 @@ def _valid_fps(value: float) -> bool:
     return math.isfinite(value) and 0 < value <= MAX_FPS
 
 
+def _open_capture(
+    make: Callable[[], cv2.VideoCapture], what: str, *, not_opened: str, no_frame: str
+) -> tuple[cv2.VideoCapture, np.ndarray]:
+    """Open a capture (`make`) and decode its first frame: one that opens but decodes nothing is
+    as unusable as one that does not open. OpenCV's and FFmpeg's complaints on fd 2 are logged
+    at debug level, not shown. Raises SourceError(not_opened or no_frame)."""
+    with capture_stderr() as native:
+        cap = make()
+        opened = cap.isOpened()
+        ok, first = cap.read() if opened else (False, None)
+    if native.text:
+        log.debug("opening %s: %s", what, native.text.strip())
+    if not ok or first is None:
+        cap.release()
+        raise SourceError(no_frame if opened else not_opened)
+    return cap, as_bgr_uint8(first)
+
+
+class _CaptureSource(_Source):
+    """A source read through one cv2.VideoCapture (video file, camera, stream)."""
+
+    _cap: cv2.VideoCapture | None = None  # a class default: VideoSource opens before super().__init__
+
+    def _release(self) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+
+class _LiveCapture(_CaptureSource):
+    """A camera or stream: paced by the device. A failed read is a loss; the next read tries to
+    reopen it (SourceLost again, with the reason, while it stays away)."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self._lost = False
+        self._pending: np.ndarray | None = None  # read while opening; delivered first
+
+    def _open(self) -> np.ndarray:
+        """Open the device (setting `_cap`) and return its first frame; SourceError if it cannot."""
+        raise NotImplementedError
+
+    def _lost_message(self) -> str:
+        raise NotImplementedError
+
+    def _unavailable_message(self, exc: SourceError) -> str:
+        return str(exc)
+
+    def _next_image(self) -> np.ndarray | None:
+        if self._pending is not None:
+            image, self._pending = self._pending, None
+            return image
+        if self._lost:
+            try:
+                image = self._open()
+            except SourceError as exc:
+                raise SourceLost(self._unavailable_message(exc)) from None
+            self._lost = False
+            return image
+        assert self._cap is not None
+        ok, image = self._cap.read()
+        if ok and image is not None:
+            return as_bgr_uint8(image)
+        self._release()
+        self._lost = True
+        raise SourceLost(self._lost_message())
+
+
 # --- video files and the demo clip --------------------------------------------------------
 
 
-class VideoSource(_Source):
+class VideoSource(_CaptureSource):
     """A video file, paced at its frame rate (or `fps`) unless pace=False."""
 
     def __init__(
@@ -368,7 +437,6 @@ class VideoSource(_Source):
     ) -> None:
         self._path = path
         self._loop = loop
-        self._cap: cv2.VideoCapture | None = None
         self._pending, file_fps, count = self._open()
         warnings = []
         if not _valid_fps(file_fps):
@@ -400,17 +468,13 @@ class VideoSource(_Source):
             raise SourceError(f"video file not found: {path}")
         if path.is_dir():
             raise SourceError(f"video path is a folder (use images:{path} for a folder of images): {path}")
-        with capture_stderr() as native:  # FFmpeg's complaints about bad files go to fd 2
-            cap = cv2.VideoCapture(str(path), _ffmpeg_or_any())
-            ok, first = cap.read() if cap.isOpened() else (False, None)
-        if native.text:
-            log.debug("opening %s: %s", path, native.text.strip())
-        if not ok or first is None:
-            cap.release()
-            raise SourceError(f"not a readable video: {path}")
+        unreadable = f"not a readable video: {path}"
+        cap, first = _open_capture(
+            lambda: cv2.VideoCapture(str(path), _ffmpeg_or_any()), str(path), not_opened=unreadable, no_frame=unreadable
+        )
         self._cap = cap
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
-        return as_bgr_uint8(first), cap.get(cv2.CAP_PROP_FPS), count if count > 0 else None
+        return first, cap.get(cv2.CAP_PROP_FPS), count if count > 0 else None
 
     def _next_image(self) -> np.ndarray | None:
         if self._pending is not None:
@@ -453,16 +517,11 @@ class VideoSource(_Source):
         self._decoded = 1
         return first
 
-    def _release(self) -> None:
-        if self._cap is not None:
-            self._cap.release()
-            self._cap = None
-
 
 # --- cameras ------------------------------------------------------------------------------
 
 
-class CameraSource(_Source):
+class CameraSource(_LiveCapture):
     """An OpenCV camera. The device paces the frames; what it really delivers is reported."""
 
     def __init__(
@@ -474,11 +533,9 @@ class CameraSource(_Source):
         height: int | None = None,
         fps: float | None = None,
     ) -> None:
-        super().__init__(None)
+        super().__init__()
         self._camera = index
         self._request = (width, height, fps)
-        self._cap: cv2.VideoCapture | None = None
-        self._lost = False
         first = self._open()
         warnings: list[str] = []
         rate, self._pending = self._delivered_fps(first, warnings)
@@ -501,30 +558,26 @@ class CameraSource(_Source):
         )
 
     def _open(self) -> np.ndarray:
+        self._cap, first = _open_capture(
+            self._configured_capture,
+            f"camera {self._camera}",
+            not_opened=f"camera {self._camera} did not open (no such device?)",
+            no_frame=f"camera {self._camera} opened but delivered no frame (in use by another program?)",
+        )
+        return first
+
+    def _configured_capture(self) -> cv2.VideoCapture:
         width, height, fps = self._request
-        ok, first = False, None
-        with capture_stderr() as native:  # probing backends warns on fd 2 for absent devices
-            cap = cv2.VideoCapture(self._camera)
-            opened = cap.isOpened()
-            if opened:
-                cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # newest frame, not a stale queue; ignored where unsupported
-                if width:
-                    cap.set(cv2.CAP_PROP_FRAME_WIDTH, width)
-                if height:
-                    cap.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
-                if fps:
-                    cap.set(cv2.CAP_PROP_FPS, fps)
-                ok, first = cap.read()
-        if native.text:
-            log.debug("opening camera %d: %s", self._camera, native.text.strip())
-        if not opened:
-            cap.release()
-            raise SourceError(f"camera {self._camera} did not open (no such device?)")
-        if not ok or first is None:
-            cap.release()
-            raise SourceError(f"camera {self._camera} opened but delivered no frame (in use by another program?)")
-        self._cap = cap
-        return as_bgr_uint8(first)
+        cap = cv2.VideoCapture(self._camera)
+        if cap.isOpened():
+            cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # newest frame, not a stale queue; ignored where unsupported
+            if width:
+                cap.set(cv2.CAP_PROP_FRAME_WIDTH, width)
+            if height:
+                cap.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
+            if fps:
+                cap.set(cv2.CAP_PROP_FPS, fps)
+        return cap
 
     def _delivered_fps(self, first: np.ndarray, warnings: list[str]) -> tuple[float, np.ndarray]:
         """The property when the backend knows it; else measured from the first frames.
@@ -551,32 +604,11 @@ class CameraSource(_Source):
         warnings.append(f"the camera reports no frame rate and too few frames to measure it; assuming {fallback:g}")
         return fallback, newest
 
-    def _next_image(self) -> np.ndarray | None:
-        if self._pending is not None:
-            image, self._pending = self._pending, None
-            return image
-        if self._lost:
-            return self._reconnect()
-        assert self._cap is not None
-        ok, image = self._cap.read()
-        if ok and image is not None:
-            return as_bgr_uint8(image)
-        self._release()
-        self._lost = True
-        raise SourceLost(f"camera {self._camera} stopped delivering frames (unplugged or taken by another program?)")
+    def _lost_message(self) -> str:
+        return f"camera {self._camera} stopped delivering frames (unplugged or taken by another program?)"
 
-    def _reconnect(self) -> np.ndarray:
-        try:
-            image = self._open()
-        except SourceError as exc:
-            raise SourceLost(f"camera {self._camera} is still unavailable: {exc}") from None
-        self._lost = False
-        return image
-
-    def _release(self) -> None:
-        if self._cap is not None:
-            self._cap.release()
-            self._cap = None
+    def _unavailable_message(self, exc: SourceError) -> str:
+        return f"camera {self._camera} is still unavailable: {exc}"
 
 
 # --- network streams ----------------------------------------------------------------------
@@ -585,17 +617,15 @@ class CameraSource(_Source):
 _ffmpeg_options_lock = threading.Lock()  # OpenCV reads its FFmpeg options from the environment
 
 
-class StreamSource(_Source):
+class StreamSource(_LiveCapture):
     """A live network stream (an IP camera, a relay): paced by its sender, like a camera.
     Opening and each read give up after STREAM_TIMEOUT_MS, so a sender that goes silent is
     a lost source (reconnected with back-off), never a capture thread stuck in FFmpeg."""
 
     def __init__(self, url: str, *, spec: str) -> None:
-        super().__init__(None)
+        super().__init__()
         self._url = url
-        self._cap: cv2.VideoCapture | None = None
-        self._lost = False
-        self._pending: np.ndarray | None = self._open()
+        self._pending = self._open()
         assert self._cap is not None
         reported = self._cap.get(cv2.CAP_PROP_FPS)
         rate = reported if _valid_fps(reported) else 30.0
@@ -612,55 +642,31 @@ class StreamSource(_Source):
         )
 
     def _open(self) -> np.ndarray:
+        shown = redact_credentials(self._url)
+        failed = f"stream {shown} did not open or sent no frame within {STREAM_TIMEOUT_MS / 1000:g} s"
+        self._cap, first = _open_capture(self._timed_capture, shown, not_opened=failed, no_frame=failed)
+        return first
+
+    def _timed_capture(self) -> cv2.VideoCapture:
         timeouts = [
             cv2.CAP_PROP_OPEN_TIMEOUT_MSEC,
             STREAM_TIMEOUT_MS,
             cv2.CAP_PROP_READ_TIMEOUT_MSEC,
             STREAM_TIMEOUT_MS,
         ]
-        shown = redact_credentials(self._url)
-        with _ffmpeg_options_lock, capture_stderr() as native:
+        with _ffmpeg_options_lock:
             previous = os.environ.get("OPENCV_FFMPEG_CAPTURE_OPTIONS")
             os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = STREAM_PROBE_OPTIONS
             try:
-                cap = cv2.VideoCapture(self._url, cv2.CAP_FFMPEG, timeouts)
+                return cv2.VideoCapture(self._url, cv2.CAP_FFMPEG, timeouts)
             finally:
                 if previous is None:
                     os.environ.pop("OPENCV_FFMPEG_CAPTURE_OPTIONS", None)
                 else:
                     os.environ["OPENCV_FFMPEG_CAPTURE_OPTIONS"] = previous
-            ok, first = cap.read() if cap.isOpened() else (False, None)
-        if native.text:
-            log.debug("opening %s: %s", shown, native.text.strip())
-        if not ok or first is None:
-            cap.release()
-            raise SourceError(f"stream {shown} did not open or sent no frame within {STREAM_TIMEOUT_MS / 1000:g} s")
-        self._cap = cap
-        return as_bgr_uint8(first)
 
-    def _next_image(self) -> np.ndarray | None:
-        if self._pending is not None:
-            image, self._pending = self._pending, None
-            return image
-        if self._lost:
-            try:
-                image = self._open()
-            except SourceError as exc:
-                raise SourceLost(str(exc)) from None
-            self._lost = False
-            return image
-        assert self._cap is not None
-        ok, image = self._cap.read()
-        if ok and image is not None:
-            return as_bgr_uint8(image)
-        self._release()
-        self._lost = True
-        raise SourceLost(f"stream {redact_credentials(self._url)} stopped delivering frames")
-
-    def _release(self) -> None:
-        if self._cap is not None:
-            self._cap.release()
-            self._cap = None
+    def _lost_message(self) -> str:
+        return f"stream {redact_credentials(self._url)} stopped delivering frames"
 
 
 def list_cameras(max_index: int = 8) -> list[CameraInfo]:

@@ -121,16 +121,7 @@ def test_a_bad_model_switch_keeps_the_running_session(pipelines, tmp_path: Path)
     n = p.metrics.snapshot().inferences_total
     assert wait_until(lambda: p.metrics.snapshot().inferences_total > n + 2)
     assert p.latest_result().model == "efficientnet_lite0"
-
-
-def test_a_refused_switch_leaves_config_naming_the_running_model(pipelines, tmp_path: Path):
-    bad = tmp_path / "broken.tflite"
-    bad.write_bytes(b"not a model")
-    p = start(pipelines, "synthetic:320x240@30")
-    assert wait_until(lambda: p.latest_result() is not None)
-    p.reconfigure(model=bad)
-    assert wait_until(lambda: any(e.kind == "switch_failed" for e in p.events()))
-    assert str(p.config.model) == "efficientnet_lite0"
+    assert str(p.config.model) == "efficientnet_lite0"  # config names what runs, not what was refused
 
 
 def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_frame(pipelines, tmp_path: Path):

@@ -257,35 +257,36 @@ class MainWindow(QMainWindow):
     # ---- commands from the user ------------------------------------------------------------
 
     def request_source(self, spec: str) -> None:
-        if spec == f"{OPEN_FILE}:video":
+        if spec.startswith(f"{OPEN_FILE}:"):
+            chosen = self._ask_source(spec.partition(":")[2])
+            if chosen is None:  # cancelled or refused: the box goes back to the running source
+                self._fill_sources(self.session.source, self._camera_list())
+                return
+            spec = chosen
+        self.switch_source(spec)
+
+    def _ask_source(self, kind: str) -> str | None:
+        """The source spec a dialog yields for "Video file…", "Image folder…", "Network stream…"."""
+        if kind == "video":
             path, _ = QFileDialog.getOpenFileName(
                 self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm);;All files (*)"
             )
-            if not path:
-                self._fill_sources(self.session.source, self._camera_list())
-                return
-            spec = f"video:{path}"
-        elif spec == f"{OPEN_FILE}:images":
+            return f"video:{path}" if path else None
+        if kind == "images":
             path = QFileDialog.getExistingDirectory(self, "Open image folder")
-            if not path:
-                self._fill_sources(self.session.source, self._camera_list())
-                return
-            spec = f"images:{path}"
-        elif spec == f"{OPEN_FILE}:stream":
-            url, ok = QInputDialog.getText(
-                self, "Open network stream", "URL of the camera or stream (rtsp://, http://, tcp://, udp://, …):"
-            )
-            if not ok or not url.strip():
-                self._fill_sources(self.session.source, self._camera_list())
-                return
-            spec = f"stream:{url.strip()}"
-            try:
-                parse_source_spec(spec)
-            except SourceError as exc:
-                self._fill_sources(self.session.source, self._camera_list())
-                self.show_error("Cannot open this stream", str(exc))
-                return
-        self.switch_source(spec)
+            return f"images:{path}" if path else None
+        url, ok = QInputDialog.getText(
+            self, "Open network stream", "URL of the camera or stream (rtsp://, http://, tcp://, udp://, …):"
+        )
+        if not ok or not url.strip():
+            return None
+        spec = f"stream:{url.strip()}"
+        try:
+            parse_source_spec(spec)
+        except SourceError as exc:
+            self.show_error("Cannot open this stream", str(exc))
+            return None
+        return spec
 
     def switch_source(self, spec: str) -> None:
         self.session.switch_source(spec)
@@ -506,8 +507,8 @@ class MainWindow(QMainWindow):
         self.status_label.setText(text)
         if pipeline.latest_frame() is None and status.state != "running":
             self.video.set_message(f"{status.state}: {status.message}")
-        stopped = status.state in ("reconnecting", "error", "ended")
-        self.video.set_banner(f"{_STATE_TITLES.get(status.state, status.state)}\n{status.message}" if stopped else "")
+        title = _STATE_TITLES.get(status.state)  # only the states where the source stopped have one
+        self.video.set_banner(f"{title}\n{status.message}" if title else "")
         self._poll_background()
         self._update_recording()
 
