@@ -91,7 +91,7 @@ def main() -> int:
                 "os_threads": proc.num_threads(),
                 "py_threads": threading.active_count(),
                 "fds": proc.num_fds(),
-                "inferences": snap.inferences_total,
+                "inferences_since_switch": snap.inferences_total,  # the metrics reset at each switch
                 "inference_fps": round(snap.inference_fps, 1),
                 "rows": status.rows if status else 0,
                 "lost_rows": status.lost_rows if status else 0,
@@ -162,7 +162,7 @@ def main() -> int:
         "os_threads": span("os_threads"),
         "py_threads": span("py_threads"),
         "fds": span("fds"),
-        "inferences": samples[-1]["inferences"],
+        "inferences_since_last_switch": samples[-1]["inferences_since_switch"],
         "recorder_rows": status.rows if status else None,
         "recorder_lost_rows": status.lost_rows if status else None,
         "recorder_error": status.error if status else None,
