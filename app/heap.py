@@ -38,3 +38,60 @@ def release_free_memory() -> bool:
     Windows, musl: their allocators return memory on their own terms)."""
     libc = _libc()
     return bool(libc and libc.malloc_trim(0))
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def heap_stats() -> dict[str, float] | None:
+    """glibc's own account of the heap, in MiB, for soaks that must tell live memory from
+    memory the allocator keeps free: `in_use` (allocated and not freed), `free` (held by
+    the allocator, reusable, counted in RSS where touched), `mmapped` (big blocks served by
+    mmap), `arenas` (one per thread that allocated concurrently, up to 8 per core).
+    None where this is not glibc >= 2.33 (mallinfo2)."""
+    libc = _libc()
+    if libc is None or not hasattr(libc, "mallinfo2"):
+        return None
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    mib = 1 / 2**20
+    return {
+        "in_use": info.uordblks * mib,
+        "free": info.fordblks * mib,
+        "mmapped": info.hblkhd * mib,
+        "arenas": float(_arena_count(libc)),
+    }
+
+
+def _arena_count(libc: ctypes.CDLL) -> int:
+    """Arenas listed by malloc_info's XML (written to an in-memory stream)."""
+    buf, size = ctypes.c_void_p(), ctypes.c_size_t()
+    libc.open_memstream.restype = ctypes.c_void_p
+    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.free.argtypes = [ctypes.c_void_p]
+    stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
+    if not stream:
+        return 0
+    libc.malloc_info(0, stream)
+    libc.fclose(stream)
+    try:
+        return ctypes.string_at(buf.value, size.value).count(b"<heap nr=")
+    finally:
+        libc.free(buf)

@@ -751,7 +751,9 @@ class Pipeline:
         used = active.session.report.used
         active.session.close()
         if used == "cpu" or not active.config.fallback:
-            self._set_status(Status("error", f"inference failed on {used}: {exc}", self.source_info()))
+            message = f"inference failed on {used}: {exc}"
+            self._set_status(Status("error", message, self.source_info()))
+            self._event("error", message)  # recorded too: the recording must say why it ends here
             self._stop.set()
             return active
         config = replace(active.config, delegate="cpu")

@@ -4,7 +4,10 @@ A real MainWindow (offscreen Qt unless a display is set) runs for `--minutes`, i
 recording on from the first second, throttle 0. Every `--switch-every` seconds it makes the
 next change in a fixed cycle through the window's own entry points (threads, model, delegate
 with its fallbacks, A/B on and off, source). Every `--sample-every` seconds it samples RSS,
-OS threads, Python threads, open file descriptors, inferences and recorded rows. At the end
+OS threads, Python threads, open file descriptors, inferences, recorded rows, glibc's heap
+account (in use / held free / mmapped, arenas: `app.heap.heap_stats`) and the memory blocks
+Python's allocator holds (`sys.getallocatedblocks`), so RSS growth can be told apart: live objects, memory the
+allocator keeps, or neither (native code outside malloc's view). At the end
 it stops the recording, checks the CSV (every row the recorder counted is in the file),
 closes the window (no delegate-scope thread may be left) and writes:
 
@@ -33,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 from PySide6.QtCore import QSettings, QTimer
 
+from app.heap import heap_stats
 from app.ui.main_window import GuiOptions, MainWindow, application
 
 FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
@@ -84,6 +88,7 @@ def main() -> int:
     def sample() -> None:
         status = window.session.recording_status()
         snap = window.session.metrics.snapshot()
+        heap = heap_stats() or {}
         samples.append(
             {
                 "minute": round((time.monotonic() - started) / 60, 3),
@@ -96,13 +101,24 @@ def main() -> int:
                 "rows": status.rows if status else 0,
                 "lost_rows": status.lost_rows if status else 0,
                 "switches": len(done),
+                "state": window.session.pipeline.status().state,
+                "heap_in_use_mib": round(heap.get("in_use", float("nan")), 2),
+                "heap_free_mib": round(heap.get("free", float("nan")), 2),
+                "heap_mmapped_mib": round(heap.get("mmapped", float("nan")), 2),
+                "arenas": heap.get("arenas"),
+                # Not len(gc.get_objects()): that list holds a reference to every object for a
+                # moment, and LiteRT's Interpreter.invoke() refuses to run while anything but the
+                # interpreter holds its wrapper ("There is at least 1 reference to internal data").
+                "py_blocks": sys.getallocatedblocks(),
             }
         )
         s = samples[-1]
         print(
             f"{s['minute']:6.2f} min  RSS {s['rss_mib']:7.1f} MiB  "
             f"threads {s['os_threads']:3d} (py {s['py_threads']})  fds {s['fds']:3d}  "
-            f"{s['inference_fps']:5.1f} inf/s  rows {s['rows']}  switches {s['switches']}",
+            f"{s['inference_fps']:5.1f} inf/s  {s['state']}  rows {s['rows']}  switches {s['switches']}  "
+            f"heap {s['heap_in_use_mib']:.0f} used {s['heap_free_mib']:.0f} free {s['heap_mmapped_mib']:.0f} mmap "
+            f"({s['arenas']:.0f} arenas)  py blocks {s['py_blocks']}",
             flush=True,
         )
 
@@ -123,7 +139,11 @@ def main() -> int:
     sampler.start()
     switcher.start()
 
+    final_status: list[str] = []
+
     def finish() -> None:
+        status = window.session.pipeline.status()
+        final_status.append(f"{status.state}: {status.message}")
         sampler.stop()
         switcher.stop()
         sample()  # the last one while everything still runs: quitting closes the window
@@ -162,6 +182,10 @@ def main() -> int:
         "os_threads": span("os_threads"),
         "py_threads": span("py_threads"),
         "fds": span("fds"),
+        "heap_in_use_mib": span("heap_in_use_mib"),
+        "heap_free_mib": span("heap_free_mib"),
+        "heap_mmapped_mib": span("heap_mmapped_mib"),
+        "py_blocks": span("py_blocks"),
         "inferences_since_last_switch": samples[-1]["inferences_since_switch"],
         "recorder_rows": status.rows if status else None,
         "recorder_lost_rows": status.lost_rows if status else None,
@@ -169,10 +193,13 @@ def main() -> int:
         "csv_inference_rows": inference_rows,
         "csv_events": {kind: events.count(kind) for kind in sorted(set(events))},
         "threads_left": leftover,
+        "not_running_samples": sum(1 for s in samples if s["state"] in ("error", "stopped", "ended")),
+        "final_status": final_status[0] if final_status else None,
+        "last_events": [f"{e.kind}: {e.message}" for e in window.session.pipeline.events()[-5:]],
     }
     (args.out / "window_soak.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))
-    ok = not errors and not leftover and status is not None and not status.error
+    ok = not errors and not leftover and status is not None and not status.error and not summary["not_running_samples"]
     return 0 if ok else 1
 
 
@@ -183,14 +210,26 @@ def plot(samples: list[dict], path: Path, minutes: float) -> None:
     import matplotlib.pyplot as plt
 
     x = [s["minute"] for s in samples]
-    fig, axes = plt.subplots(4, 1, figsize=(9, 9), sharex=True)
+    fig, axes = plt.subplots(5, 1, figsize=(9, 11), sharex=True)
     panels = [
         ("rss_mib", "RSS (MiB)"),
         ("os_threads", "OS threads"),
         ("fds", "open file descriptors"),
+        ("heap", "glibc heap (MiB)"),
         ("inference_fps", "inferences / s (5 s window)"),
     ]
     for ax, (key, label) in zip(axes, panels, strict=True):
+        if key == "heap":
+            for part, name in (
+                ("heap_in_use_mib", "in use"),
+                ("heap_free_mib", "held free"),
+                ("heap_mmapped_mib", "mmapped"),
+            ):
+                ax.plot(x, [s[part] for s in samples], lw=1.2, label=name)
+            ax.legend(fontsize=8, loc="upper left")
+            ax.set_ylabel(label)
+            ax.grid(alpha=0.3)
+            continue
         ax.plot(x, [s[key] for s in samples], lw=1.2)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)

@@ -218,3 +218,24 @@ def test_a_backend_that_dies_mid_run_falls_back_to_cpu_visibly(pipelines):
     n = p.metrics.snapshot().inferences_total
     assert wait_until(lambda: p.metrics.snapshot().inferences_total > n + 5)
     assert p.status().state == "running"
+
+
+def test_an_object_walk_in_another_thread_does_not_stop_cpu_inference(pipelines):
+    """gc.get_objects() in any thread (a memory profiler, a debugger, a soak's own sampling)
+    holds, for a moment, the argument tuples of calls in flight, among them one naming the
+    LiteRT interpreter; Interpreter.invoke() counts references to refuse running while numpy
+    views of its buffers exist, and so refused ("There is at least 1 reference to internal
+    data"). It stopped the window's pipeline within seconds (docs/reliability.md)."""
+    import gc
+
+    ballast = [[i] for i in range(300_000)]  # a process the size of the window: a slow walk
+    p = start(
+        pipelines, "synthetic:320x240@100", InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
+    )
+    assert wait_until(lambda: p.latest_result() is not None)
+    walks, deadline = 0, time.monotonic() + 6
+    while time.monotonic() < deadline and p.status().state == "running":
+        walks += len(gc.get_objects()) > 0
+    del ballast
+    assert p.status().state == "running", (walks, p.status().message)
+    assert not [e for e in p.events() if e.kind == "error"]

@@ -45,6 +45,10 @@ def delegation_facts(ops: list[dict]) -> tuple[int, int, int, list[str]]:
     return len(original), len(covered), len(delegates), left
 
 
+_STALE_REFERENCE = "reference to internal data"
+_STALE_REFERENCE_WAITS_MS = (1, 2, 4, 8, 16, 32)  # 63 ms in all, then the error stands
+
+
 class CpuSession:
     def __init__(self, spec: ModelSpec, threads: int) -> None:
         started = time.perf_counter()
@@ -89,10 +93,30 @@ class CpuSession:
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         try:
             self._interpreter.set_tensor(self._input_index, input_tensor)
-            self._interpreter.invoke()
+            self._invoke()
             return self._interpreter.get_tensor(self._output_index).reshape(-1)
         except (RuntimeError, ValueError) as exc:  # ValueError: a corrupt model left a tensor unallocated
             raise ModelError(f"the LiteRT runtime failed to run the model: {first_line(exc)}") from None
+
+    def _invoke(self) -> None:
+        """invoke(), riding out the wrapper's false alarm.
+
+        Interpreter.invoke() refuses to run while anything but the Interpreter references its
+        native wrapper (its guard against numpy views of buffers invoke may move; this session
+        never takes such views). A call in flight holds its arguments in a tuple naming the
+        wrapper, and an object walk in another thread (gc.get_objects: a memory profiler, a
+        debugger) can keep that tuple alive after the call returns, for as long as the walk's
+        list lives. Waiting lets the walk finish; a reference that stays is real and raises.
+        """
+        for wait_ms in _STALE_REFERENCE_WAITS_MS:
+            try:
+                self._interpreter.invoke()
+                return
+            except RuntimeError as exc:
+                if _STALE_REFERENCE not in str(exc):
+                    raise
+            time.sleep(wait_ms / 1000)
+        self._interpreter.invoke()
 
     def close(self) -> None:
         self._interpreter = None  # type: ignore[assignment]
