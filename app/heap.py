@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import platform
+import re
 import sys
 from functools import cache
 
@@ -60,26 +61,31 @@ class _MallInfo2(ctypes.Structure):
 
 def heap_stats() -> dict[str, float] | None:
     """glibc's own account of the heap, in MiB, for soaks that must tell live memory from
-    memory the allocator keeps free: `in_use` (allocated and not freed), `free` (held by
-    the allocator, reusable, counted in RSS where touched), `mmapped` (big blocks served by
-    mmap), `arenas` (one per thread that allocated concurrently, up to 8 per core).
-    None where this is not glibc >= 2.33 (mallinfo2)."""
+    memory the allocator keeps: `in_use` (allocated, not freed), `free` (kept by the
+    allocator for reuse; resident where touched since the last trim), `mmapped` (big blocks
+    served by mmap), `main_arena` and `other_arenas` (what the arenas hold from the system:
+    the main one serves the GUI thread, each other thread allocating concurrently gets one of
+    up to 8 per core), `arenas` (how many). None where this is not glibc >= 2.33 (mallinfo2)."""
     libc = _libc()
     if libc is None or not hasattr(libc, "mallinfo2"):
         return None
     libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
+    arenas = _arena_sizes(libc)
     mib = 1 / 2**20
     return {
         "in_use": info.uordblks * mib,
         "free": info.fordblks * mib,
         "mmapped": info.hblkhd * mib,
-        "arenas": float(_arena_count(libc)),
+        "main_arena": (arenas[0] if arenas else 0) * mib,
+        "other_arenas": sum(arenas[1:]) * mib,
+        "arenas": float(len(arenas)),
     }
 
 
-def _arena_count(libc: ctypes.CDLL) -> int:
-    """Arenas listed by malloc_info's XML (written to an in-memory stream)."""
+def _arena_sizes(libc: ctypes.CDLL) -> list[int]:
+    """Bytes each arena holds from the system, main arena first, from malloc_info's XML
+    (written to an in-memory stream)."""
     buf, size = ctypes.c_void_p(), ctypes.c_size_t()
     libc.open_memstream.restype = ctypes.c_void_p
     libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
@@ -88,10 +94,12 @@ def _arena_count(libc: ctypes.CDLL) -> int:
     libc.free.argtypes = [ctypes.c_void_p]
     stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
     if not stream:
-        return 0
+        return []
     libc.malloc_info(0, stream)
     libc.fclose(stream)
     try:
-        return ctypes.string_at(buf.value, size.value).count(b"<heap nr=")
+        xml = ctypes.string_at(buf.value, size.value).decode("ascii", "replace")
     finally:
         libc.free(buf)
+    # <heap nr="N"> ... <system type="current" size="BYTES"/> ... </heap>, one per arena
+    return [int(m) for m in re.findall(r'<heap nr="\d+">.*?<system type="current" size="(\d+)"/>', xml, re.S)]

@@ -105,6 +105,8 @@ def main() -> int:
                 "heap_in_use_mib": round(heap.get("in_use", float("nan")), 2),
                 "heap_free_mib": round(heap.get("free", float("nan")), 2),
                 "heap_mmapped_mib": round(heap.get("mmapped", float("nan")), 2),
+                "main_arena_mib": round(heap.get("main_arena", float("nan")), 2),
+                "other_arenas_mib": round(heap.get("other_arenas", float("nan")), 2),
                 "arenas": heap.get("arenas"),
                 # Not len(gc.get_objects()): that list holds a reference to every object for a
                 # moment, and LiteRT's Interpreter.invoke() refuses to run while anything but the
@@ -118,7 +120,8 @@ def main() -> int:
             f"threads {s['os_threads']:3d} (py {s['py_threads']})  fds {s['fds']:3d}  "
             f"{s['inference_fps']:5.1f} inf/s  {s['state']}  rows {s['rows']}  switches {s['switches']}  "
             f"heap {s['heap_in_use_mib']:.0f} used {s['heap_free_mib']:.0f} free {s['heap_mmapped_mib']:.0f} mmap "
-            f"({s['arenas']:.0f} arenas)  py blocks {s['py_blocks']}",
+            f"arenas: main {s['main_arena_mib']:.0f} + {s['arenas'] - 1:.0f} others {s['other_arenas_mib']:.0f}  "
+            f"py blocks {s['py_blocks']}",
             flush=True,
         )
 
@@ -185,6 +188,8 @@ def main() -> int:
         "heap_in_use_mib": span("heap_in_use_mib"),
         "heap_free_mib": span("heap_free_mib"),
         "heap_mmapped_mib": span("heap_mmapped_mib"),
+        "main_arena_mib": span("main_arena_mib"),
+        "other_arenas_mib": span("other_arenas_mib"),
         "py_blocks": span("py_blocks"),
         "inferences_since_last_switch": samples[-1]["inferences_since_switch"],
         "recorder_rows": status.rows if status else None,
@@ -224,6 +229,8 @@ def plot(samples: list[dict], path: Path, minutes: float) -> None:
                 ("heap_in_use_mib", "in use"),
                 ("heap_free_mib", "held free"),
                 ("heap_mmapped_mib", "mmapped"),
+                ("main_arena_mib", "main arena (GUI thread)"),
+                ("other_arenas_mib", "other arenas"),
             ):
                 ax.plot(x, [s[part] for s in samples], lw=1.2, label=name)
             ax.legend(fontsize=8, loc="upper left")
