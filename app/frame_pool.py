@@ -2,10 +2,10 @@
 
 A live source makes a multi-megabyte frame 30-200 times a second on its capture thread, and
 whichever thread drops the frame last frees it. glibc serves such blocks from its arenas once
-its mmap threshold has risen past their size (app/heap.py); recycling a few buffers takes that
-churn out of the allocator (and the page faults of fresh memory off the capture thread). It
-did not, on its own, stop the window soak's RSS from climbing in its first 12 minutes: most
-of what glibc keeps sits in the worker threads' arenas (docs/reliability.md).
+its mmap threshold has risen past their size (app/heap.py), and the constant churn of 2.7 MB
+blocks between smaller long-lived ones fragments the heap: in the 30-minute window soak the
+memory glibc held free grew without bound (docs/reliability.md). Recycling a few buffers keeps
+the big blocks out of the allocator altogether.
 
 A buffer is free again when the pool holds the only reference to it. Every user of a frame's
 pixels holds one for as long as it uses them: the Frame itself, numpy views (a crop refers to
