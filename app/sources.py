@@ -36,7 +36,6 @@ import cv2
 import numpy as np
 
 from app.errors import ImageError, SourceError, SourceLost
-from app.frame_pool import FramePool
 from app.images import read_image
 from app.native_log import capture_stderr
 from app.paths import resource_dir
@@ -297,7 +296,6 @@ class _Source:
     def __init__(self, pace_fps: float | None) -> None:
         self._closed = threading.Event()
         self._lock = threading.Lock()
-        self._pool = FramePool()  # frames are written into recycled buffers: see app/frame_pool.py
         self._index = 0
         self._ended = False
         self._pacer = _Pacer(pace_fps, self._closed) if pace_fps else None
@@ -375,17 +373,6 @@ class _CaptureSource(_Source):
     """A source read through one cv2.VideoCapture (video file, camera, stream)."""
 
     _cap: cv2.VideoCapture | None = None  # a class default: VideoSource opens before super().__init__
-    _shape: tuple[int, ...] | None = None  # of the last frame read: the next is most likely the same
-
-    def _read(self) -> np.ndarray | None:
-        """The next decoded frame, written into a recycled buffer of the last frame's shape
-        (OpenCV allocates a new array instead when the shape changed); None if the read failed."""
-        assert self._cap is not None
-        ok, image = self._cap.read(self._pool.take(self._shape) if self._shape else None)
-        if not ok or image is None:
-            return None
-        self._shape = image.shape
-        return as_bgr_uint8(image)
 
     def _release(self) -> None:
         if self._cap is not None:
@@ -423,9 +410,10 @@ class _LiveCapture(_CaptureSource):
                 raise SourceLost(self._unavailable_message(exc)) from None
             self._lost = False
             return image
-        image = self._read()
-        if image is not None:
-            return image
+        assert self._cap is not None
+        ok, image = self._cap.read()
+        if ok and image is not None:
+            return as_bgr_uint8(image)
         self._release()
         self._lost = True
         raise SourceLost(self._lost_message())
@@ -495,10 +483,10 @@ class VideoSource(_CaptureSource):
             return image
         if self._cap is None:  # lost earlier: a looping source starts again, others have ended
             return self._restart() if self._loop else None
-        image = self._read()
-        if image is not None:
+        ok, image = self._cap.read()
+        if ok and image is not None:
             self._decoded += 1
-            return image
+            return as_bgr_uint8(image)
         if self._stopped_early():
             decoded, self._decoded = self._decoded, 0
             self._release()
@@ -764,9 +752,7 @@ class ImageSource(_Source):
             self._current, self._repeats_left = image, self._per_image
         self._repeats_left -= 1
         assert self._current is not None
-        image = self._pool.take(self._current.shape)
-        np.copyto(image, self._current)  # the frame owns its pixels; the slideshow keeps its copy
-        return image
+        return self._current.copy()  # the frame owns its pixels; the slideshow keeps its copy
 
     def _advance(self, warnings: list[str], *, wrap: bool) -> np.ndarray | None:
         """Decode the next readable image after the current slot; unreadable ones leave the list.
@@ -861,7 +847,7 @@ class SyntheticSource(_Source):
 
     def _next_image(self) -> np.ndarray:
         n = self._index
-        image = self._pool.take((len(self._ys), len(self._xs), 3))
+        image = np.empty((len(self._ys), len(self._xs), 3), np.uint8)
         image[..., 0] = self._xs[None, :] + np.uint8(3 * n % 256)  # uint8 arithmetic wraps: endless scroll
         image[..., 1] = self._ys[:, None] + np.uint8(2 * n % 256)
         image[..., 2] = self._diagonal
