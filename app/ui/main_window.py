@@ -7,6 +7,7 @@ record). No frame or result is pushed at it, so a busy GUI can never build a bac
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections import deque
@@ -680,7 +681,15 @@ def restore_window_state(window: MainWindow, geometry: bytes | None, state: byte
         window.restoreState(state)
 
 
+# When the GUI thread runs Python (plots, overlay) at the moment an inference ends, the
+# inference thread waits up to CPython's switch interval for the GIL: 5 ms by default, a whole
+# int8 inference here. benchmarks/switch_interval.py --spinner: 22 inferences/s at 5 ms,
+# 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
+GUI_SWITCH_INTERVAL_S = 0.0005
+
+
 def application() -> QApplication:
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
     app = QApplication.instance()
     if app is None:
         app = QApplication([])
