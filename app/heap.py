@@ -29,6 +29,14 @@ def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        # For heap_stats: declared once here, not on every sample.
+        if hasattr(libc, "mallinfo2"):  # glibc >= 2.33
+            libc.mallinfo2.restype = _MallInfo2
+        libc.open_memstream.restype = ctypes.c_void_p
+        libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
+        libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.fclose.argtypes = [ctypes.c_void_p]
+        libc.free.argtypes = [ctypes.c_void_p]
         return libc
     except (OSError, AttributeError):
         return None
@@ -69,7 +77,6 @@ def heap_stats() -> dict[str, float] | None:
     libc = _libc()
     if libc is None or not hasattr(libc, "mallinfo2"):
         return None
-    libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     arenas = _arena_sizes(libc)
     mib = 1 / 2**20
@@ -87,11 +94,6 @@ def _arena_sizes(libc: ctypes.CDLL) -> list[int]:
     """Bytes each arena holds from the system, main arena first, from malloc_info's XML
     (written to an in-memory stream)."""
     buf, size = ctypes.c_void_p(), ctypes.c_size_t()
-    libc.open_memstream.restype = ctypes.c_void_p
-    libc.open_memstream.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)]
-    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
-    libc.fclose.argtypes = [ctypes.c_void_p]
-    libc.free.argtypes = [ctypes.c_void_p]
     stream = libc.open_memstream(ctypes.byref(buf), ctypes.byref(size))
     if not stream:
         return []

@@ -17,6 +17,7 @@ fps / raw, inference-stage p50 and p95. A "spinner" round adds a thread running 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import threading
@@ -103,11 +104,7 @@ def main() -> int:
         for ms in args.intervals if r % 2 == 0 else reversed(args.intervals):
             sys.setswitchinterval(ms / 1000)
             try:
-                if args.spinner:
-                    with Spinner():
-                        raw = raw_rate(spec, args.inferences)
-                        fps, p50, p95 = pipeline_round(args.model, args.source, args.inferences)
-                else:
+                with Spinner() if args.spinner else contextlib.nullcontext():
                     raw = raw_rate(spec, args.inferences)
                     fps, p50, p95 = pipeline_round(args.model, args.source, args.inferences)
             finally:

@@ -107,7 +107,7 @@ def main() -> int:
                 "heap_mmapped_mib": round(heap.get("mmapped", float("nan")), 2),
                 "main_arena_mib": round(heap.get("main_arena", float("nan")), 2),
                 "other_arenas_mib": round(heap.get("other_arenas", float("nan")), 2),
-                "arenas": heap.get("arenas"),
+                "arenas": heap.get("arenas", float("nan")),  # nan off glibc: heap_stats() is None
                 # Not len(gc.get_objects()): that list holds a reference to every object for a
                 # moment, and LiteRT's Interpreter.invoke() refuses to run while anything but the
                 # interpreter holds its wrapper ("There is at least 1 reference to internal data").
