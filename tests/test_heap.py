@@ -1,4 +1,5 @@
 import platform
+import subprocess
 import sys
 
 import numpy as np
@@ -30,3 +31,35 @@ def test_heap_stats_is_none_off_glibc_rather_than_wrong(monkeypatch):
     monkeypatch.setattr(app.heap, "_libc", lambda: None)
     assert heap_stats() is None
     assert release_free_memory() is False
+
+
+ARENA_PROBE = """
+import sys, threading
+import numpy as np
+from app.heap import heap_stats, limit_arenas
+if sys.argv[1] != "none":
+    assert limit_arenas(int(sys.argv[1]))
+ready, done = threading.Barrier(7), threading.Event()
+def worker():
+    block = np.ones(50_000)  # 400 kB: the thread's first allocations pick its arena
+    ready.wait()
+    done.wait()
+threads = [threading.Thread(target=worker) for _ in range(6)]
+for t in threads:
+    t.start()
+ready.wait()
+print(int(heap_stats()["arenas"]))
+done.set()
+"""
+
+
+@glibc
+def test_limit_arenas_caps_the_arenas_new_threads_get():
+    def arenas(limit: str) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", ARENA_PROBE, limit], capture_output=True, text=True, check=True, timeout=60
+        )
+        return int(out.stdout.strip())
+
+    assert arenas("none") >= 4  # six threads allocating at once spread over several arenas by default
+    assert arenas("2") <= 2

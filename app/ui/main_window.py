@@ -37,6 +37,7 @@ from app.backends.cpu import default_threads
 from app.compare import ComparePipeline
 from app.delegates import delegate_statuses
 from app.errors import DelegateScopeError, SourceError
+from app.heap import limit_arenas
 from app.live import LiveSession, RecordingStatus
 from app.metrics import MetricsSnapshot
 from app.model import load_model_spec
@@ -686,10 +687,16 @@ def restore_window_state(window: MainWindow, geometry: bytes | None, state: byte
 # int8 inference here. benchmarks/switch_interval.py --spinner: 22 inferences/s at 5 ms,
 # 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
 GUI_SWITCH_INTERVAL_S = 0.0005
+# Every switch in the window replaces worker threads; capped, they share arenas instead of each
+# keeping its own free memory (app.heap.limit_arenas; the 30-minute soak in docs/reliability.md).
+GUI_MALLOC_ARENAS = 2
 
 
 def application() -> QApplication:
+    """The QApplication, with the process-wide settings the window wants, set before any
+    worker thread starts."""
     sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
+    limit_arenas(GUI_MALLOC_ARENAS)
     app = QApplication.instance()
     if app is None:
         app = QApplication([])
