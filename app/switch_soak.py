@@ -5,11 +5,13 @@ in CI) and benchmarks/switch_soak.py (500 switches)."""
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 
 import psutil
 
+from app.heap import heap_stats
 from app.pipeline import InferenceConfig, Pipeline
 
 # Alternate a real reopen on CPU (threads change), a fallback (Core ML off macOS, GPU without
@@ -26,8 +28,12 @@ STEPS = (  # consecutive steps always differ, so every one really reopens
 
 def _counts(proc: psutil.Process) -> dict:
     gc.collect()
+    heap = heap_stats() or {}
     return {
         "rss_mib": proc.memory_info().rss / 2**20,
+        # A leak grows what is in use; memory the allocator keeps free only moves RSS.
+        "heap_in_use_mib": heap.get("in_use", float("nan")),
+        "python_blocks": sys.getallocatedblocks(),
         "threads": threading.active_count(),
         "os_threads": proc.num_threads(),
         "open_files": len(proc.open_files()),
@@ -35,7 +41,11 @@ def _counts(proc: psutil.Process) -> dict:
     }
 
 
-def run_switches(switches: int, warmup: int = 20, source: str = "synthetic:320x240@60") -> dict:
+def run_switches(
+    switches: int, warmup: int = 20, source: str = "synthetic:320x240@60", sample_every: int | None = None
+) -> dict:
+    """Switch `switches` times after `warmup`; with `sample_every`, the counts after every so
+    many switches too (the curve: a leak climbs with the switches, a warm-up levels off)."""
     proc = psutil.Process()
     pipeline = Pipeline(source, InferenceConfig(options={"threads": 1}))
     pipeline.start()
@@ -60,7 +70,13 @@ def run_switches(switches: int, warmup: int = 20, source: str = "synthetic:320x2
         switch_all(warmup, 0)  # first switches warm caches and allocator pools
         before = _counts(proc)
         started = time.monotonic()
-        switch_all(switches, warmup)
+        samples, done, step = [], 0, sample_every or switches
+        while done < switches:
+            count = min(step, switches - done)
+            switch_all(count, warmup + done)
+            done += count
+            if sample_every:
+                samples.append({"switches": done, **_counts(proc)})
         seconds = time.monotonic() - started
         after = _counts(proc)
         results = pipeline.metrics.snapshot().inferences_total
@@ -71,6 +87,7 @@ def run_switches(switches: int, warmup: int = 20, source: str = "synthetic:320x2
         "seconds": seconds,
         "before": before,
         "after": after,
+        "samples": samples,
         "inferences": results,
         "stopped": stopped,
         "threads_after_stop": threading.active_count(),
