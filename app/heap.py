@@ -89,8 +89,8 @@ def heap_stats() -> dict[str, float] | None:
     memory the allocator keeps: `in_use` (allocated, not freed), `free` (kept by the
     allocator for reuse; resident where touched since the last trim), `mmapped` (big blocks
     served by mmap), `main_arena` and `other_arenas` (what the arenas hold from the system:
-    the main one serves the GUI thread, each other thread allocating concurrently gets one of
-    up to 8 per core), `arenas` (how many). None where this is not glibc >= 2.33 (mallinfo2)."""
+    the main one serves the main thread, each other thread gets one of up to 8 per core, or of
+    the number `limit_arenas` set), `arenas` (how many). None where this is not glibc >= 2.33 (mallinfo2)."""
     libc = _libc()
     if libc is None or not hasattr(libc, "mallinfo2"):
         return None

@@ -229,7 +229,7 @@ def plot(samples: list[dict], path: Path, minutes: float) -> None:
                 ("heap_in_use_mib", "in use"),
                 ("heap_free_mib", "held free"),
                 ("heap_mmapped_mib", "mmapped"),
-                ("main_arena_mib", "main arena (GUI thread)"),
+                ("main_arena_mib", "main arena"),
                 ("other_arenas_mib", "other arenas"),
             ):
                 ax.plot(x, [s[part] for s in samples], lw=1.2, label=name)
