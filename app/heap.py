@@ -59,8 +59,9 @@ def limit_arenas(count: int) -> bool:
     glibc gives each thread that allocates its own arena, up to 8 per core. In the window,
     every switch replaces the pipeline's three threads, and each new thread may land in any
     arena: each arena then keeps its own high-water mark of frames and model buffers as free
-    space, and RSS climbed for the whole of a 30-minute soak. With 2 arenas the same soak
-    levelled off after its first round, at no cost in throughput (docs/reliability.md).
+    space. In window soaks run side by side, RSS in the same state kept climbing round after
+    round with glibc's default (11 arenas) and levelled off after the first round with 2, at
+    no cost in throughput measured (docs/reliability.md).
     Call it before the worker threads start: arenas that already exist stay."""
     libc = _libc()
     return bool(libc and count > 0 and libc.mallopt(M_ARENA_MAX, count))
