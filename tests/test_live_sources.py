@@ -174,6 +174,10 @@ def test_a_camera_that_vanishes_and_returns_is_reconnected_and_the_recording_mar
         assert before is not None
         back = sender(senders, (640, 480), port=cam.port)  # plugged back in, now at another size
         assert wait_until(lambda: pipeline.latest_result().frame_size == (640, 480), 30), pipeline.status()
+        # latest_result() is set just before the recording gets the result: wait for the next
+        # one, so the first frame after the gap is surely in the recording when it stops.
+        first_back = pipeline.latest_result().frame_index
+        assert wait_until(lambda: pipeline.latest_result().frame_index > first_back, 30), pipeline.status()
         assert back.sent > 0
         assert pipeline.status().state == "running"
         kinds = [e.kind for e in pipeline.events()]
