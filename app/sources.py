@@ -342,11 +342,6 @@ class _Source:
         """Free native resources; called under the lock, possibly more than once."""
 
 
-def _ffmpeg_or_any() -> int:
-    # FFmpeg explicitly: CAP_ANY would hand names like "img%03d.png" to the image-sequence reader.
-    return cv2.CAP_FFMPEG if cv2.videoio_registry.hasBackend(cv2.CAP_FFMPEG) else cv2.CAP_ANY
-
-
 def _open_video_file(path: Path) -> cv2.VideoCapture:
     """A capture for a video file that decodes on the calling (capture) thread alone.
 
@@ -355,10 +350,10 @@ def _open_video_file(path: Path) -> cv2.VideoCapture:
     and the int8 model here the inference thread waited 0.54 ms per inference for a CPU
     instead of 0.14, and the pipeline ran 164 instead of 178 inferences/s, while one thread
     decodes the clip as fast (2.30 against 2.35 ms a frame; docs/benchmarks.md)."""
-    api = _ffmpeg_or_any()
-    if api == cv2.CAP_FFMPEG:
-        return cv2.VideoCapture(str(path), api, [cv2.CAP_PROP_N_THREADS, 1])
-    return cv2.VideoCapture(str(path), api)  # another backend may refuse parameters it does not know
+    # FFmpeg explicitly: CAP_ANY would hand names like "img%03d.png" to the image-sequence reader.
+    if cv2.videoio_registry.hasBackend(cv2.CAP_FFMPEG):
+        return cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+    return cv2.VideoCapture(str(path), cv2.CAP_ANY)  # another backend may refuse parameters it does not know
 
 
 def _valid_fps(value: float) -> bool:

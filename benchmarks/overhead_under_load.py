@@ -27,16 +27,12 @@ import argparse
 import statistics
 import sys
 import threading
-import time
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from switch_interval import pipeline_round
+from switch_interval import pipeline_round, raw_rate
 
-from app.backends import open_session
 from app.model import ModelSpec, load_model_spec
 from app.preprocess import Preprocessor
 from app.sources import open_source
@@ -77,24 +73,13 @@ class CaptureWork:
 
 def raw_round(spec: ModelSpec, n: int, source: str | None) -> float:
     """Runs per second of the raw loop, with the capture work beside it when `source` is given."""
-    session = open_session(spec, "cpu", {"threads": 1})
-    x = np.zeros(spec.input.shape, spec.input.dtype)
-    work = CaptureWork(spec, source) if source else None
+    if source is None:
+        return raw_rate(spec, n)
+    work = CaptureWork(spec, source)
     try:
-        for _ in range(20):
-            if work:
-                work.take()
-            session.run(x)
-        started = time.perf_counter()
-        for _ in range(n):
-            if work:
-                work.take()
-            session.run(x)
-        return n / (time.perf_counter() - started)
+        return raw_rate(spec, n, before_run=work.take)
     finally:
-        if work:
-            work.close()
-        session.close()
+        work.close()
 
 
 def main() -> int:

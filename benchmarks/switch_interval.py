@@ -22,6 +22,7 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -33,17 +34,21 @@ from app.model import load_model_spec
 from app.pipeline import InferenceConfig, Pipeline
 
 
-def raw_rate(spec, runs: int) -> float:
+def raw_rate(spec, runs: int, before_run: Callable[[], None] = lambda: None) -> float:
+    """Runs per second of the raw CpuSession loop (1 thread); `before_run` is called before each."""
     session = open_session(spec, "cpu", {"threads": 1})
     x = np.zeros(spec.input.shape, spec.input.dtype)
-    for _ in range(10):
-        session.run(x)
-    started = time.perf_counter()
-    for _ in range(runs):
-        session.run(x)
-    rate = runs / (time.perf_counter() - started)
-    session.close()
-    return rate
+    try:
+        for _ in range(10):
+            before_run()
+            session.run(x)
+        started = time.perf_counter()
+        for _ in range(runs):
+            before_run()
+            session.run(x)
+        return runs / (time.perf_counter() - started)
+    finally:
+        session.close()
 
 
 def pipeline_round(model: str, source: str, n: int) -> tuple[float, float, float]:
