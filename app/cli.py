@@ -261,8 +261,6 @@ def cmd_delegates(args: argparse.Namespace) -> int:
 
 
 def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
-    if not sys.stderr.isatty():
-        return
     bar = ""
     if total:
         filled = int(30 * min(done, total) / total)
@@ -329,7 +327,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv)
     if args.compare_with or args.compare_model:
         return _compare_bench(args, bench, config)
-    summary = run_bench(bench, config, progress=_progress)
+    summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         print(file=sys.stderr)
     if args.json_file:

@@ -39,7 +39,7 @@ def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> Metri
     pipeline = Pipeline(bench.source, config, pace=bench.pace, loop=True, metrics=metrics)
     pipeline.start()
     try:
-        _wait(lambda: metrics.snapshot().inferences_total >= bench.warmup, 120, pipeline)
+        _wait(lambda: metrics.inferences_total >= bench.warmup, 120, pipeline)
         metrics.reset()
         _wait(lambda: False, seconds, pipeline)
         return metrics.snapshot()
@@ -97,7 +97,7 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     started = time.monotonic()
     try:
         sides = (cp.leader, cp.pipelines["b"])
-        _wait(lambda: min(s.inferences_total for s in cp.snapshots().values()) >= bench.warmup, 120, *sides)
+        _wait(lambda: min(m.inferences_total for m in cp.metrics.values()) >= bench.warmup, 120, *sides)
         cp.reset()
         for sink in sinks.values():
             sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})

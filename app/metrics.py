@@ -220,6 +220,12 @@ class Metrics:
             self._timings.append(row)
             self._timings.trim(self._clock() - self.window_s)
 
+    @property
+    def inferences_total(self) -> int:
+        """Inferences since the last reset: O(1), for polling loops (snapshot() is O(rows))."""
+        with self._lock:
+            return self._inferences_total
+
     def snapshot(self) -> MetricsSnapshot:
         with self._lock:
             now = self._clock()
