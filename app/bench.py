@@ -26,6 +26,7 @@ class BenchConfig:
     warmup: int = 10
     pace: bool = True
     csv: Path | None = None
+    pin_cpus: bool = True  # the inference thread on CPUs of its own (app/cpu_affinity.py)
 
 
 class RowSink:
@@ -126,6 +127,7 @@ def run_bench(
         metrics=metrics,
         on_result=lambda r: _first_result(first, r, sink),
         on_event=sink.on_event if sink else None,
+        pin_cpus=bench.pin_cpus,
     )
     started = time.monotonic()
     pipeline.start()
@@ -181,6 +183,7 @@ def run_bench(
         "source": {"spec": bench.source, **(source.__dict__ if source else {})},
         "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
         "delegate": report.to_dict() if report else None,
+        "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
         "metrics": snap_dict,
         "status": {"state": status.state, "message": status.message},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],

@@ -15,6 +15,7 @@ from app.backends.cpu import default_threads
 from app.backends.gpu import PRECISIONS
 from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
+from app.cpu_affinity import CpuSplit
 from app.delegates import delegate_statuses
 from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
 from app.metrics import MetricsSnapshot
@@ -139,6 +140,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--throttle-ms", type=_non_negative_float, default=0.0, help="delay between inference starts")
     b.add_argument("--warmup", type=_non_negative_int, default=10, help="inferences left out of the figures")
     b.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
+    b.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let every thread run on any CPU (default: the inference thread gets its own CPUs, "
+        "the capture and other threads the rest, when there are enough)",
+    )
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
     b.add_argument(
@@ -284,6 +291,8 @@ def _print_bench(summary: dict) -> None:
         f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"
     )
     print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
+    split = summary.get("cpu_affinity")
+    print("cpus      " + (CpuSplit(**split).describe() if split else "not pinned (every thread on any CPU)"))
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
     for stage, st in m["latency"].items():
         print(f"{stage:<12}{st['mean']:>9.2f}{st['p50']:>9.2f}{st['p95']:>9.2f}{st['max']:>9.2f}")
@@ -324,7 +333,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
     load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
     frames = args.frames if args.frames or args.seconds else 300
-    bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv)
+    bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv, not args.no_pin)
     if args.compare_with or args.compare_model:
         return _compare_bench(args, bench, config)
     summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)

@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from app import cpu_affinity
 from app.backends import Session, SessionReport, open_session
+from app.backends.cpu import default_threads
 from app.errors import DelegateScopeError, ModelError, SourceError, SourceLost
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
@@ -294,12 +296,15 @@ class Pipeline:
         on_event: Callable[[Event], None] | None = None,
         rgb_cache: RgbCache | None = None,
         cpu_clock: Callable[[], float] = time.process_time,
+        pin_cpus: bool = False,
     ) -> None:
         self.source_spec = source
         self._source_shown = redact_credentials(source)  # in messages: no stream credentials
         self._rgb_cache = rgb_cache or RgbCache()  # A/B: one cache shared by both sides
         self._prepare_with: Preprocessor | None = None  # the capture thread's copy for the model in use
         self._cpu_clock = cpu_clock  # A/B: thread CPU time, since both sides run at once
+        self._pin_cpus = pin_cpus  # one inference thread per process only: see app/cpu_affinity.py
+        self._cpu_split: cpu_affinity.CpuSplit | None = None
         self._followers: list[Pipeline] = []  # pipelines fed this one's frames (no capture of their own)
         self._leader: Pipeline | None = None
         self.metrics = metrics or Metrics()
@@ -391,6 +396,11 @@ class Pipeline:
     def session_report(self) -> SessionReport | None:
         with self._lock:
             return self._report
+
+    def cpu_split(self) -> cpu_affinity.CpuSplit | None:
+        """The CPUs the inference thread and the other threads are pinned to, if pinned."""
+        with self._lock:
+            return self._cpu_split
 
     def events(self) -> list[Event]:
         with self._lock:
@@ -529,9 +539,21 @@ class Pipeline:
     def _open(self, config: InferenceConfig, spec: ModelSpec | None = None) -> _Active:
         """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
         spec = spec or load_model_spec(config.model, labels_file=config.labels)
+        self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
         session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
         self._session_counter += 1
         return _Active(config, spec, session, self._session_counter)
+
+    def _pin(self, config: InferenceConfig) -> None:
+        """Inference thread: reserve CPUs for `config`'s thread count, or unpin if it cannot."""
+        if not self._pin_cpus:
+            return
+        split = cpu_affinity.split_for(int(config.options.get("threads") or default_threads()))
+        if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
+            cpu_affinity.release(self)
+            split = None
+        with self._lock:
+            self._cpu_split = split
 
     def _publish_open(self, active: _Active, kind: str, close_ms: float | None) -> None:
         if self._leader is None:  # the capture thread gets its own instance: Preprocessor buffers are not shared
@@ -651,6 +673,7 @@ class Pipeline:
         finally:
             if active is not None:
                 active.session.close()
+            cpu_affinity.release(self)
 
     def _infer(self, active: _Active, frame: Frame, started: float) -> _Active:
         try:

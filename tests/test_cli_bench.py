@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from app.cpu_affinity import split_for
 from app.recording import COLUMNS, read_session
 from tests.conftest import NO_VULKAN, assert_one_line_error, run_cli
 
@@ -30,6 +31,9 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert m["inferences_total"] >= 40
     assert summary["source"]["kind"] == "demo" and summary["source"]["width"] == 1280
     assert summary["delegate"]["used"] == "cpu"
+    split = split_for(1)  # --threads 1: the inference thread gets a CPU of its own when there are 2+
+    assert summary["cpu_affinity"] == (split.to_dict() if split else None)
+    assert ("cpus      " + (split.describe() if split else "not pinned")) in run.stdout
     assert set(m["latency"]) == {"queue", "preprocess", "inference", "postprocess", "end_to_end"}
     assert 0 < m["latency"]["inference"]["p50"] <= m["latency"]["end_to_end"]["p50"]
     # fps is frames in the window over the time it covers: the clip is paced at 30 fps
@@ -59,12 +63,15 @@ def test_bench_falls_back_visibly_and_no_fallback_exits_5(tmp_path: Path):
         "0",
         "--source",
         "synthetic",
+        "--no-pin",
         "--json",
         tmp_path / "s.json",
         env=NO_VULKAN,
     )
     assert run.returncode == 0, run.stderr
     assert "fallback: no GPU adapter found" in run.stderr
+    assert "cpus      not pinned" in run.stdout
+    assert json.loads((tmp_path / "s.json").read_text())["cpu_affinity"] is None
     delegate = json.loads((tmp_path / "s.json").read_text())["delegate"]
     assert (delegate["requested"], delegate["used"]) == ("gpu", "cpu")
     run = run_cli("bench", "--delegate", "gpu", "--no-fallback", "--frames", "5", env=NO_VULKAN)
@@ -97,5 +104,7 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
     assert len(calls) <= 2  # the summary's own, not one per poll (~40 in 2 s)
     calls.clear()
     shown: list[int] = []
-    run_bench(BenchConfig(frames=None, seconds=2.0, warmup=3), config, progress=lambda d, t, s: shown.append(d))
+    bench = BenchConfig(frames=None, seconds=2.0, warmup=3, pin_cpus=False)
+    unpinned = run_bench(bench, config, progress=lambda d, t, s: shown.append(d))
     assert 3 <= len(shown) <= 6 and len(calls) <= len(shown) + 2
+    assert unpinned["cpu_affinity"] is None

@@ -1,0 +1,107 @@
+"""Keep CPUs for the model: the inference thread gets its own, every other thread the rest.
+
+Why: each inference wakes the capture thread (next frame) and the results thread (publish).
+Linux put those wakers' work on the inference thread's CPU often enough to preempt the model:
+with the int8 model on this 2-core machine the pipeline ran 0.914 of the raw loop's rate
+unpinned and 0.966 pinned (docs/benchmarks.md). A raw benchmark has no other threads, so
+this is what makes bench's figures comparable with it.
+
+Linux only (per-thread sched_setaffinity); elsewhere, when the process may use no more CPUs
+than the model has threads, or when the kernel refuses, nothing is pinned and `apply` says so.
+New threads inherit their creator's CPUs, so XNNPACK's workers (created when the inference
+thread opens the session) share the model's CPUs and anything the other threads start later
+stays off them. One owner at a time: a pipeline that stops releases only its own pinning.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+_SUPPORTED = hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task")
+# What the process was started with (taskset, a container's cpuset): read before anyone pins.
+_ALLOWED: frozenset[int] = frozenset(os.sched_getaffinity(0)) if _SUPPORTED else frozenset()
+_lock = threading.Lock()
+_owner: object | None = None
+
+
+@dataclass(frozen=True)
+class CpuSplit:
+    inference: tuple[int, ...]  # CPUs of the inference thread and its runtime's workers
+    others: tuple[int, ...]  # CPUs of every other thread of the process
+
+    def describe(self) -> str:
+        return f"inference thread on CPU {_cpus(self.inference)}, other threads on CPU {_cpus(self.others)}"
+
+    def to_dict(self) -> dict:
+        return {"inference": list(self.inference), "others": list(self.others)}
+
+
+def _cpus(cpus: tuple[int, ...]) -> str:
+    return ",".join(str(c) for c in cpus)
+
+
+def split_for(threads: int, allowed: frozenset[int] | None = None) -> CpuSplit | None:
+    """The last `threads` allowed CPUs for inference, the rest for everything else; None when
+    pinning is unsupported or would leave the other threads no CPU."""
+    allowed = _ALLOWED if allowed is None else allowed
+    cpus = sorted(allowed)
+    if not _SUPPORTED or threads < 1 or len(cpus) <= threads:
+        return None
+    return CpuSplit(inference=tuple(cpus[-threads:]), others=tuple(cpus[:-threads]))
+
+
+def apply(owner: object, split: CpuSplit, inference_tid: int) -> bool:
+    """Pin `inference_tid` to split.inference and every other thread of the process to
+    split.others; `owner` holds the pinning until it releases it. False if the kernel refused
+    (then nothing stays pinned)."""
+    global _owner
+    with _lock:
+        try:
+            for tid in _thread_ids():
+                if tid != inference_tid:
+                    _set(tid, split.others)
+            os.sched_setaffinity(inference_tid, split.inference)
+        except OSError as exc:
+            log.debug("not pinning threads: %s", exc)
+            _unpin_all()
+            _owner = None
+            return False
+        _owner = owner
+        return True
+
+
+def release(owner: object) -> None:
+    """Give every thread all the allowed CPUs back, if `owner` still holds the pinning."""
+    global _owner
+    with _lock:
+        if _owner is owner:
+            _unpin_all()
+            _owner = None
+
+
+def thread_cpus(tid: int) -> frozenset[int]:
+    return frozenset(os.sched_getaffinity(tid))
+
+
+def _thread_ids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc/self/task")]
+
+
+def _set(tid: int, cpus: tuple[int, ...] | frozenset[int]) -> None:
+    try:
+        os.sched_setaffinity(tid, cpus)
+    except ProcessLookupError:
+        pass  # the thread ended since it was listed
+
+
+def _unpin_all() -> None:
+    for tid in _thread_ids():
+        try:
+            _set(tid, _ALLOWED)
+        except OSError as exc:
+            log.debug("could not unpin thread %d: %s", tid, exc)

@@ -1,0 +1,61 @@
+"""Pinning the inference thread to CPUs of its own, with the real pipeline and real threads."""
+
+import os
+
+import pytest
+
+from app import cpu_affinity
+from app.cpu_affinity import CpuSplit, split_for
+from tests.test_pipeline import pipelines, start, wait_until  # noqa: F401 (fixture)
+
+ALLOWED = frozenset(cpu_affinity._ALLOWED)
+pinnable = pytest.mark.skipif(
+    not cpu_affinity._SUPPORTED or len(ALLOWED) < 2,
+    reason="per-thread CPU affinity needs Linux and at least 2 CPUs this process may use",
+)
+
+
+@pytest.mark.skipif(not cpu_affinity._SUPPORTED, reason="per-thread CPU affinity is Linux-only")
+def test_the_last_cpus_go_to_inference_and_none_is_left_without_others():
+    assert split_for(1, frozenset({0, 1})) == CpuSplit(inference=(1,), others=(0,))
+    assert split_for(3, frozenset(range(8))) == CpuSplit(inference=(5, 6, 7), others=(0, 1, 2, 3, 4))
+    assert split_for(2, frozenset({4, 9, 6})) == CpuSplit(inference=(6, 9), others=(4,))  # a cpuset's own numbers
+    assert split_for(2, frozenset({0, 1})) is None  # the capture thread would have no CPU
+    assert split_for(1, frozenset({3})) is None
+    assert CpuSplit((1,), (0,)).describe() == "inference thread on CPU 1, other threads on CPU 0"
+
+
+@pinnable
+def test_a_pinned_pipeline_keeps_its_inference_cpu_to_itself_and_gives_it_back(pipelines):  # noqa: F811
+    main = os.getpid()  # the main thread's id is the process id
+    p = start(pipelines, "synthetic:320x240@200", pace=False, pin_cpus=True)
+    assert wait_until(lambda: p.latest_result() is not None)
+    split = p.cpu_split()
+    assert split == split_for(1)
+    assert os.sched_getaffinity(p._inference.native_id) == set(split.inference)
+    for thread in (p._capture, p._results):
+        assert os.sched_getaffinity(thread.native_id) == set(split.others)
+    assert os.sched_getaffinity(main) == set(split.others)
+    # Every thread of the process, native ones (OpenCV's pool, the sampler) included, is off it.
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    assert all(not os.sched_getaffinity(t) & set(split.inference) for t in tids if t != p._inference.native_id)
+    assert p.stop(timeout=10)
+    assert os.sched_getaffinity(main) == ALLOWED
+
+
+@pinnable
+def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipelines):  # noqa: F811
+    p = start(pipelines, "synthetic:320x240@200", pace=False, pin_cpus=True)
+    assert wait_until(lambda: p.cpu_split() is not None)
+    p.reconfigure(options={"threads": len(ALLOWED)})
+    assert wait_until(lambda: p.cpu_split() is None and p.session_report().options["threads"] == len(ALLOWED))
+    assert os.sched_getaffinity(os.getpid()) == ALLOWED
+    assert os.sched_getaffinity(p._inference.native_id) == ALLOWED
+
+
+@pinnable
+def test_pipelines_pin_nothing_unless_asked(pipelines):  # noqa: F811
+    p = start(pipelines, "synthetic:320x240@200", pace=False)
+    assert wait_until(lambda: p.latest_result() is not None)
+    assert p.cpu_split() is None
+    assert os.sched_getaffinity(p._inference.native_id) == ALLOWED
