@@ -143,8 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--no-pin",
         action="store_true",
-        help="let every thread run on any CPU (default: the inference thread gets its own CPUs, "
-        "the capture and other threads the rest, when there are enough)",
+        help="let every thread run on any CPU (default on Linux: the inference thread gets CPUs of its own, "
+        "the capture and other threads the rest, when there are more CPUs than --threads; A/B runs never pin)",
     )
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
