@@ -1,10 +1,11 @@
 """Keep CPUs for the model: the inference thread gets its own, every other thread the rest.
 
-Why: each inference wakes the capture thread (next frame) and the results thread (publish).
-Linux put those wakers' work on the inference thread's CPU often enough to preempt the model:
-with the int8 model on this 2-core machine the pipeline ran 0.914 of the raw loop's rate
-unpinned and 0.966 pinned (docs/benchmarks.md). A raw benchmark has no other threads, so
-this is what makes bench's figures comparable with it.
+Why: each inference wakes the capture thread (next frame) and the results thread (publish),
+and Linux ran them on the inference thread's CPU often enough to preempt the model. With the
+int8 model on this 2-core machine, unpinned, the inference thread waited 91-203 us per
+inference for its CPU (0.5-1.2 preemptions); pinned, 1-13 us, and throughput rose 1-3%
+(benchmarks/cpu_pinning.py, docs/benchmarks.md). A raw benchmark has no other threads: this
+brings bench's conditions closer to it.
 
 Linux only (per-thread sched_setaffinity); elsewhere, when the process may use no more CPUs
 than the model has threads, or when the kernel refuses, nothing is pinned and `apply` says so.
@@ -82,10 +83,6 @@ def release(owner: object) -> None:
         if _owner is owner:
             _unpin_all()
             _owner = None
-
-
-def thread_cpus(tid: int) -> frozenset[int]:
-    return frozenset(os.sched_getaffinity(tid))
 
 
 def _thread_ids() -> list[int]:

@@ -548,7 +548,11 @@ class Pipeline:
         """Inference thread: reserve CPUs for `config`'s thread count, or unpin if it cannot."""
         if not self._pin_cpus:
             return
-        split = cpu_affinity.split_for(int(config.options.get("threads") or default_threads()))
+        try:
+            threads = int(config.options.get("threads") or default_threads())
+        except (TypeError, ValueError):
+            threads = 0  # not pinned; open_session reports the bad option
+        split = cpu_affinity.split_for(threads)
         if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
             cpu_affinity.release(self)
             split = None
