@@ -104,6 +104,8 @@ def test_comparison_ratios_match_the_medians(sessions, tmp_path):
         inf, cpu = median_of(sessions[name], "inference_ms"), median_of(sessions[name], "inference_cpu_ms")
         r = base_inf / inf
         expected = f"{r:.3g}× faster" if r > 1 else f"{1 / r:.3g}× slower"
+        if abs(r - 1) < 0.005:  # Core ML falls back to the same CPU model off macOS: medians can tie
+            expected = "same"
         assert re.search(f"<td[^>]*>{expected}</td>", page), (name, expected)
         change = (cpu - base_cpu) / base_cpu * 100
         sign = "\u2212" if change < 0 else "+"
