@@ -31,7 +31,7 @@ import numpy as np
 
 from app import cpu_affinity
 from app.backends import Session, SessionReport, open_session
-from app.backends.cpu import default_threads
+from app.backends.cpu import requested_threads
 from app.errors import DelegateScopeError, ModelError, SourceError, SourceLost
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
@@ -549,7 +549,7 @@ class Pipeline:
         if not self._pin_cpus:
             return
         try:
-            threads = int(config.options.get("threads") or default_threads())
+            threads = requested_threads(config.options)
         except (TypeError, ValueError):
             threads = 0  # not pinned; open_session reports the bad option
         split = cpu_affinity.split_for(threads)

@@ -71,8 +71,9 @@ def test_bench_falls_back_visibly_and_no_fallback_exits_5(tmp_path: Path):
     assert run.returncode == 0, run.stderr
     assert "fallback: no GPU adapter found" in run.stderr
     assert "cpus      not pinned" in run.stdout
-    assert json.loads((tmp_path / "s.json").read_text())["cpu_affinity"] is None
-    delegate = json.loads((tmp_path / "s.json").read_text())["delegate"]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    assert summary["cpu_affinity"] is None
+    delegate = summary["delegate"]
     assert (delegate["requested"], delegate["used"]) == ("gpu", "cpu")
     run = run_cli("bench", "--delegate", "gpu", "--no-fallback", "--frames", "5", env=NO_VULKAN)
     assert_one_line_error(run, 5, "the gpu delegate is not available")

@@ -19,6 +19,11 @@ def default_threads() -> int:
     return max(1, (os.cpu_count() or 1) - 1)
 
 
+def requested_threads(options: dict) -> int:
+    """The CPU thread count `options` asks for; default_threads() when it names none."""
+    return int(options.get("threads") or default_threads())
+
+
 def delegation_facts(ops: list[dict]) -> tuple[int, int, int, list[str]]:
     """(nodes, delegated nodes, partitions, op types left on CPU) from the interpreter's node list.
 
@@ -130,7 +135,7 @@ class CpuBackend:
         return None
 
     def open(self, spec: ModelSpec, options: dict) -> CpuSession:
-        threads = int(options.get("threads") or default_threads())
+        threads = requested_threads(options)
         if threads < 1:
             raise ValueError("threads must be at least 1")
         return CpuSession(spec, threads)

@@ -27,7 +27,7 @@ from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
 from app.backends.base import SessionReport, first_line, time_first_inference
-from app.backends.cpu import default_threads
+from app.backends.cpu import requested_threads
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
@@ -204,5 +204,5 @@ class GpuBackend:
         precision = options.get("precision") or "fp16"
         if precision not in PRECISIONS:
             raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
-        threads = int(options.get("threads") or default_threads())
+        threads = requested_threads(options)
         return GpuSession(spec, precision, threads, bool(options.get("allow_software")))
