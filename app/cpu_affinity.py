@@ -11,7 +11,11 @@ Linux only (per-thread sched_setaffinity); elsewhere, when the process may use n
 than the model has threads, or when the kernel refuses, nothing is pinned and `apply` says so.
 New threads inherit their creator's CPUs, so XNNPACK's workers (created when the inference
 thread opens the session) share the model's CPUs and anything the other threads start later
-stays off them. One owner at a time: a pipeline that stops releases only its own pinning.
+stays off them. Threads the inference thread starts after its session opened are not the
+runtime's, and `place_newcomers` moves them off: OpenCV starts its worker pool from whichever
+thread first resizes in parallel, and when that was the inference thread (preprocessing the
+first frame itself), the pool's worker, which spins between jobs, preempted the model 1.5 times
+per inference. One owner at a time: a pipeline that stops releases only its own pinning.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ _SUPPORTED = hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task
 _ALLOWED: frozenset[int] = frozenset(os.sched_getaffinity(0)) if _SUPPORTED else frozenset()
 _lock = threading.Lock()
 _owner: object | None = None
+_placed: frozenset[int] = frozenset()  # threads already where they belong (see session_opened)
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,32 @@ def apply(owner: object, split: CpuSplit, inference_tid: int) -> bool:
             return False
         _owner = owner
         return True
+
+
+def session_opened(owner: object) -> None:
+    """The session has opened (and run once): its runtime's workers exist now and stay where
+    they were started; a thread that appears later is a newcomer."""
+    global _placed
+    with _lock:
+        if _owner is owner:
+            _placed = frozenset(_thread_ids())
+
+
+def place_newcomers(owner: object, split: CpuSplit) -> int:
+    """Put threads started since session_opened() on split.others; how many were moved."""
+    global _placed
+    with _lock:
+        if _owner is not owner:
+            return 0
+        now = _thread_ids()
+        new = [tid for tid in now if tid not in _placed]
+        for tid in new:
+            try:
+                _set(tid, split.others)
+            except OSError as exc:
+                log.debug("could not move thread %d off the inference CPUs: %s", tid, exc)
+        _placed = frozenset(now)
+        return len(new)
 
 
 def release(owner: object) -> None:

@@ -129,18 +129,21 @@ class RgbCache:
     def prepare(self, frame: Frame, pre: Preprocessor) -> None:
         """Capture thread: stage 1 and 2 for `pre`'s model, ahead of the inference thread."""
         tensor, ms = self._both_stages(frame, pre, out=np.empty_like(pre.output_buffer))
-        tensor.setflags(write=False)
+        # Left writeable on purpose: handed to one consumer only (tensor() pops it), and the
+        # Interpreter's set_tensor copies a read-only array first, dropping the GIL for that
+        # copy; taking it back cost the inference thread a sleep and a wake-up per inference.
         with self._lock:
             self._tensors[(frame.index, pre.key)] = (tensor, ms)
             _trim(self._tensors, self._keep)
 
-    def tensor(self, frame: Frame, pre: Preprocessor) -> tuple[np.ndarray, float]:
-        """Inference thread: the input tensor and what it cost (ms), prepared earlier or now."""
+    def tensor(self, frame: Frame, pre: Preprocessor) -> tuple[np.ndarray, float, bool]:
+        """Inference thread: the input tensor, what it cost (ms), and whether it was prepared
+        ahead (False: computed now, on the calling thread)."""
         with self._lock:
             hit = self._tensors.pop((frame.index, pre.key), None)
         if hit is not None:
-            return hit
-        return self._both_stages(frame, pre)
+            return (*hit, True)
+        return (*self._both_stages(frame, pre), False)
 
     def _both_stages(self, frame: Frame, pre: Preprocessor, out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
         rgb, rgb_ms = self._stage1(frame, pre)
@@ -541,6 +544,7 @@ class Pipeline:
         spec = spec or load_model_spec(config.model, labels_file=config.labels)
         self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
         session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+        cpu_affinity.session_opened(self)  # its runtime's workers stay on the inference CPUs
         self._session_counter += 1
         return _Active(config, spec, session, self._session_counter)
 
@@ -681,10 +685,13 @@ class Pipeline:
 
     def _infer(self, active: _Active, frame: Frame, started: float) -> _Active:
         try:
-            tensor, preprocess_ms = self._rgb_cache.tensor(frame, active.pre)
+            tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
         except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
             self._event("bad_frame", f"frame {frame.index} skipped: {exc}")
             return active
+        if not ahead and self._cpu_split is not None:
+            # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
+            cpu_affinity.place_newcomers(self, self._cpu_split)
         c1, t1 = self._cpu_clock(), time.perf_counter()
         try:
             raw = active.session.run(tensor)

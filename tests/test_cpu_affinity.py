@@ -1,6 +1,9 @@
 """Pinning the inference thread to CPUs of its own, with the real pipeline and real threads."""
 
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +11,7 @@ from app import cpu_affinity
 from app.cpu_affinity import CpuSplit, split_for
 from tests.test_pipeline import pipelines, start, wait_until  # noqa: F401 (fixture)
 
+ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = frozenset(cpu_affinity._ALLOWED)
 pinnable = pytest.mark.skipif(
     not cpu_affinity._SUPPORTED or len(ALLOWED) < 2,
@@ -59,3 +63,32 @@ def test_pipelines_pin_nothing_unless_asked(pipelines):  # noqa: F811
     assert wait_until(lambda: p.latest_result() is not None)
     assert p.cpu_split() is None
     assert os.sched_getaffinity(p._inference.native_id) == ALLOWED
+
+
+# A fresh process: in the test process OpenCV's worker pool already exists (started by earlier
+# tests, on unpinned threads), so only here does the inference thread get to start it itself.
+FRESH_PROCESS = """
+import os, sys, time
+from app.pipeline import InferenceConfig, Pipeline
+p = Pipeline("demo", InferenceConfig(options={"threads": 1}), pace=False, pin_cpus=True)
+p.start()
+deadline = time.monotonic() + 60
+while (p.latest_result() is None or p.metrics.inferences_total < 20) and time.monotonic() < deadline:
+    time.sleep(0.02)
+inference, split = p._inference.native_id, p.cpu_split()
+tids = [int(t) for t in os.listdir("/proc/self/task")]
+on_it = [t for t in tids if t != inference and os.sched_getaffinity(t) & set(split.inference)]
+print(p.metrics.inferences_total, len(tids), len(on_it))
+sys.exit(0 if p.stop(timeout=10) else 1)
+"""
+
+
+@pinnable
+def test_threads_the_inference_thread_starts_after_its_session_opened_leave_its_cpus():
+    # Before the fix, OpenCV's pool worker (started when the inference thread preprocessed the
+    # first frame itself) stayed on the inference CPU and preempted the model 1.5 times per run.
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    inferences, threads, on_inference_cpus = map(int, out.stdout.split())
+    assert inferences >= 20 and threads >= 4
+    assert on_inference_cpus == 0

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from app.metrics import Metrics
-from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline
+from app.model import load_model_spec
+from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
+from app.preprocess import Preprocessor
 from app.sources import Frame
 
 
@@ -41,6 +43,21 @@ def start(pipelines: list, source: str, config: InferenceConfig | None = None, *
 
 def frame(i: int) -> Frame:
     return Frame(i, np.zeros((2, 2, 3), np.uint8), time.monotonic(), time.time())
+
+
+def test_a_prepared_tensor_is_handed_over_once_and_writeable():
+    pre = Preprocessor(load_model_spec("efficientnet_lite0_int8"))
+    cache = RgbCache()
+    image = np.random.default_rng(0).integers(0, 256, (720, 1280, 3), np.uint8)
+    f = Frame(7, image, time.monotonic(), time.time())
+    cache.prepare(f, pre)
+    tensor, ms, ahead = cache.tensor(f, pre)
+    assert ahead and ms > 0
+    # Writeable: LiteRT's set_tensor copies a read-only array first, with the GIL released,
+    # and taking the GIL back made the inference thread sleep once per inference.
+    assert tensor.flags.writeable and tensor.flags.c_contiguous
+    again, _, ahead = cache.tensor(f, pre)  # popped: a second take computes it on this thread
+    assert not ahead and np.array_equal(again, tensor)
 
 
 def test_latest_frame_slot_keeps_only_the_newest_and_counts_overwrites():
