@@ -32,6 +32,7 @@ _SUPPORTED = hasattr(os, "sched_setaffinity") and os.path.isdir("/proc/self/task
 _ALLOWED: frozenset[int] = frozenset(os.sched_getaffinity(0)) if _SUPPORTED else frozenset()
 _lock = threading.Lock()
 _owner: object | None = None
+_split: CpuSplit | None = None  # the owner's, for place_newcomers
 _placed: frozenset[int] = frozenset()  # threads already where they belong (see session_opened)
 
 
@@ -65,7 +66,7 @@ def apply(owner: object, split: CpuSplit, inference_tid: int) -> bool:
     """Pin `inference_tid` to split.inference and every other thread of the process to
     split.others; `owner` holds the pinning until it releases it. False if the kernel refused
     (then nothing stays pinned)."""
-    global _owner
+    global _owner, _split
     with _lock:
         try:
             for tid in _thread_ids():
@@ -77,7 +78,7 @@ def apply(owner: object, split: CpuSplit, inference_tid: int) -> bool:
             _unpin_all()
             _owner = None
             return False
-        _owner = owner
+        _owner, _split = owner, split
         return True
 
 
@@ -90,21 +91,20 @@ def session_opened(owner: object) -> None:
             _placed = frozenset(_thread_ids())
 
 
-def place_newcomers(owner: object, split: CpuSplit) -> int:
-    """Put threads started since session_opened() on split.others; how many were moved."""
+def place_newcomers(owner: object) -> None:
+    """Put threads started since session_opened() on the other CPUs of `owner`'s split."""
     global _placed
     with _lock:
-        if _owner is not owner:
-            return 0
+        if _owner is not owner or _split is None:
+            return
         now = _thread_ids()
-        new = [tid for tid in now if tid not in _placed]
-        for tid in new:
-            try:
-                _set(tid, split.others)
-            except OSError as exc:
-                log.debug("could not move thread %d off the inference CPUs: %s", tid, exc)
+        for tid in now:
+            if tid not in _placed:
+                try:
+                    _set(tid, _split.others)
+                except OSError as exc:
+                    log.debug("could not move thread %d off the inference CPUs: %s", tid, exc)
         _placed = frozenset(now)
-        return len(new)
 
 
 def release(owner: object) -> None:

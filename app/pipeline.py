@@ -691,7 +691,7 @@ class Pipeline:
             return active
         if not ahead and self._cpu_split is not None:
             # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
-            cpu_affinity.place_newcomers(self, self._cpu_split)
+            cpu_affinity.place_newcomers(self)
         c1, t1 = self._cpu_clock(), time.perf_counter()
         try:
             raw = active.session.run(tensor)

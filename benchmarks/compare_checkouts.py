@@ -15,31 +15,12 @@ other processes used more than `--max-other` cores in any run are printed and le
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from machine_load import OtherLoad
-from pipeline_overhead import interp, tool
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def bench_fps(checkout: Path, model: str, frames: int, extra: list[str]) -> float:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "s.json"
-        command = [sys.executable, "-m", "app", "bench", "--model", model, "--threads", "1", "--source", "demo"]
-        command += ["--no-pace", "--throttle-ms", "0", "--frames", str(frames), "--json", str(out), *extra]
-        subprocess.run(
-            command,
-            capture_output=True,
-            check=True,
-            cwd=checkout,  # `-m app` imports the app of the directory it runs in
-        )
-        return json.loads(out.read_text())["metrics"]["inference_fps"]
+from pipeline_overhead import interp, pipeline, tool
 
 
 def main() -> int:
@@ -54,8 +35,10 @@ def main() -> int:
     runs = {
         "tool": lambda: tool(args.model, 1, args.frames)[1],
         "interp": lambda: interp(args.model, 1, args.frames)[1],
-        "before": lambda: bench_fps(args.before, args.model, args.frames, args.extra_before),
-        "after": lambda: bench_fps(ROOT, args.model, args.frames, []),
+        "before": lambda: pipeline(args.model, 1, args.frames, "demo", args.before, tuple(args.extra_before))[
+            "inference_fps"
+        ],
+        "after": lambda: pipeline(args.model, 1, args.frames, "demo")["inference_fps"],
     }
     names = list(runs)
     rows = []

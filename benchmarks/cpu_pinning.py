@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from inference_thread_switches import switches
+
 from app import cpu_affinity
 from app.pipeline import InferenceConfig, Pipeline, Result
 
@@ -30,9 +32,7 @@ _SKIP = 5  # inferences after each change left out (a migration, a wake-up)
 def scheduler_counts(tid: int) -> tuple[float, int]:
     """(microseconds spent runnable waiting for a CPU, involuntary context switches) so far."""
     waited_ns = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[1])
-    status = Path(f"/proc/self/task/{tid}/status").read_text()
-    switches = int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0])
-    return waited_ns / 1e3, switches
+    return waited_ns / 1e3, switches(tid)[1]
 
 
 def main() -> int:

@@ -99,7 +99,8 @@ def tool(model: str, threads: int, runs: int) -> tuple[float, float]:
         return latency["median_ms"], 1000 / latency["avg_ms"]
 
 
-def pipeline(model: str, threads: int, frames: int, source: str) -> dict:
+def pipeline(model: str, threads: int, frames: int, source: str, checkout: Path = ROOT, extra: tuple = ()) -> dict:
+    """bench's metrics for an unpaced run; `checkout` is the project directory whose app runs."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.json"
         subprocess.run(
@@ -121,10 +122,11 @@ def pipeline(model: str, threads: int, frames: int, source: str) -> dict:
                 str(frames),
                 "--json",
                 str(out),
+                *extra,
             ],
             capture_output=True,
             check=True,
-            cwd=ROOT,
+            cwd=checkout,  # `-m app` imports the app of the directory it runs in
         )
         return json.loads(out.read_text())["metrics"]
 
