@@ -15,6 +15,7 @@ from app.backends.cpu import default_threads
 from app.backends.gpu import PRECISIONS
 from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
+from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
 from app.cpu_affinity import CpuSplit
 from app.delegates import delegate_statuses
 from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
@@ -115,6 +116,29 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     c.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
     c.set_defaults(handler=cmd_classify)
+
+    i = sub.add_parser(
+        "inspect",
+        parents=[common],
+        help="what each backend would take of a model, node by node",
+        description="Show what each backend takes of a model without running a source: CPU (XNNPACK, measured), "
+        "GPU (measured where a GPU adapter exists, software renderers flagged) and Core ML (predicted on every OS "
+        "from the TFLite Core ML delegate's rules): nodes delegated, partitions, and why each node left on the CPU "
+        "stays there.",
+    )
+    i.add_argument(
+        "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
+    )
+    i.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+    i.add_argument(
+        "--coreml-version",
+        type=int,
+        choices=(2, 3),
+        default=DEFAULT_COREML_VERSION,
+        help=f"the Core ML delegate's coreml_version option (default {DEFAULT_COREML_VERSION}, as the delegate's)",
+    )
+    i.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    i.set_defaults(handler=cmd_inspect)
 
     d = sub.add_parser(
         "delegates",
@@ -466,6 +490,36 @@ def cmd_classify(args: argparse.Namespace) -> int:
     else:
         _print_table(spec, session.report, results)
     return failures[0].error.exit_code if failures else 0
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from app.coverage.inspect import inspect_model
+    from app.coverage.text import render
+
+    spec = load_model_spec(args.model, labels_file=args.labels)
+    result = inspect_model(spec, CoreMLOptions(coreml_version=args.coreml_version))
+    for warning in spec.warnings:
+        _warn(warning)
+    if args.json:
+        out = {
+            "model": spec.summary(),
+            "coverage": result.to_dict(),
+            "gpu_adapter": {"name": result.gpu_adapter, "software": result.gpu_software}
+            if result.gpu_adapter
+            else None,
+        }
+        json.dump(out, sys.stdout, indent=2)
+        print()
+        return 0
+    inp = spec.input
+    print(f"model     {spec.display_name}  ({spec.path})")
+    print(f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, {len(spec.op_types)} nodes")
+    if result.gpu_adapter:
+        print(f"          GPU adapter {result.gpu_adapter}" + (" [SOFTWARE RENDERER]" if result.gpu_software else ""))
+    print()
+    for line in render(result.by_delegate()):
+        print(line)
+    return 0
 
 
 def cmd_gui(args: argparse.Namespace) -> int:

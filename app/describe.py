@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.backends.base import SessionReport
+from app.coverage import Coverage
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,36 @@ def delegation_facts(report: SessionReport) -> list[Fact]:
         if not (report.fallback_reason and report.fallback_reason in w)  # already shown as Fallback
     )
     return facts
+
+
+def coreml_prediction_sentence(report: SessionReport) -> str | None:
+    """What the TFLite Core ML delegate would do with the model, when Core ML was asked for.
+
+    Off macOS the Core ML backend cannot run, but the delegate's node selection is known
+    from its rules, so the fallback comes with what a Mac would have done."""
+    predicted = report.predicted
+    if report.requested != "coreml" or predicted is None:
+        return None
+    kept = predicted.delegated_partitions or 0
+    take = (
+        f"{predicted.nodes_delegated} of {predicted.nodes_total} nodes in {kept} partition{'s' if kept != 1 else ''}"
+        if predicted.nodes_delegated
+        else f"none of the {predicted.nodes_total} nodes"
+    )
+    if report.used == "coreml":
+        return f"The TFLite Core ML delegate would take {take} (predicted from its rules)."
+    return f"Core ML can't run here; on a Mac the TFLite Core ML delegate would take {take}."
+
+
+def left_on_cpu_lines(coverage: Coverage, limit: int = 12) -> list[str]:
+    """'RESHAPE (node 29): why' for the nodes a delegate leaves on the CPU; identical reasons folded."""
+    left = coverage.left_on_cpu
+    groups: dict[tuple[str, str], list[int]] = {}
+    for n in left:
+        groups.setdefault((n.op, n.reason or ""), []).append(n.index)
+    lines = []
+    for (op, reason), indices in groups.items():
+        shown = ", ".join(map(str, indices[:4])) + (", …" if len(indices) > 4 else "")
+        where = f"node {indices[0]}" if len(indices) == 1 else f"{len(indices)} nodes ({shown})"
+        lines.append(f"{op} ({where}): {reason}")
+    return lines[:limit] + ([f"… and {len(lines) - limit} more"] if len(lines) > limit else [])

@@ -62,6 +62,7 @@ class ModelSpec:
     normalization: Normalization
     output_kind: str  # "probabilities", "logits" or "unknown" (decided per result, see postprocess)
     op_types: list[str]
+    op_versions: list[int]
     bundled: bool = False
     info: dict = field(default_factory=dict)  # licence, source, description: shown, never interpreted
     warnings: list[str] = field(default_factory=list)
@@ -303,6 +304,7 @@ def load_model_spec(
         normalization=normalization,
         output_kind=output_kind if output_kind in ("probabilities", "logits") else "unknown",
         op_types=info.op_types,
+        op_versions=info.op_versions,
         bundled=bundled,
         info=info_fields,
         warnings=warnings,

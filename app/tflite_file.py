@@ -39,28 +39,29 @@ class TfliteInfo:
     inputs: list[TensorInfo]
     outputs: list[TensorInfo]
     op_types: list[str]  # one entry per node of the main subgraph, in execution order
+    op_versions: list[int]  # each node's operator version, same order
     metadata: dict[str, bytes]  # model metadata entries by name (e.g. "TFLITE_METADATA")
     description: str
 
 
-def _check_len(n: int, limit: int, what: str) -> int:
+def check_len(n: int, limit: int, what: str) -> int:
     # Corrupt vectors can claim billions of elements; no real one exceeds the file size.
     if n < 0 or n > limit:
         raise ModelError(f"model file is corrupt: {what} claims {n} entries")
     return n
 
 
-def _tensor(sg: fb.SubGraph, index: int, limit: int) -> TensorInfo:
+def tensor_info(sg: fb.SubGraph, index: int, limit: int) -> TensorInfo:
     if not 0 <= index < sg.TensorsLength():
         raise ModelError(f"model file is corrupt: tensor index {index} out of range")
     t = sg.Tensors(index)
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if not t.ShapeIsNone() else ()
-    _check_len(len(shape), 16, "a tensor shape")
+    check_len(len(shape), 16, "a tensor shape")
     sig = tuple(int(d) for d in t.ShapeSignatureAsNumpy()) if not t.ShapeSignatureIsNone() else shape
     scale = zero_point = None
     q = t.Quantization()
     if q is not None and not q.ScaleIsNone() and q.ScaleLength() >= 1:
-        _check_len(q.ScaleLength(), limit, "a quantization scale")
+        check_len(q.ScaleLength(), limit, "a quantization scale")
         scale = float(q.Scale(0))
         zero_point = int(q.ZeroPoint(0)) if q.ZeroPointLength() >= 1 else 0
     name = t.Name()
@@ -74,7 +75,7 @@ def _tensor(sg: fb.SubGraph, index: int, limit: int) -> TensorInfo:
     )
 
 
-def _op_name(model: fb.Model, opcode_index: int) -> str:
+def op_name(model: fb.Model, opcode_index: int) -> str:
     if not 0 <= opcode_index < model.OperatorCodesLength():
         raise ModelError(f"model file is corrupt: operator code {opcode_index} out of range")
     code = model.OperatorCodes(opcode_index)
@@ -89,7 +90,7 @@ def _op_name(model: fb.Model, opcode_index: int) -> str:
 
 def _metadata(model: fb.Model, data: bytes, limit: int) -> dict[str, bytes]:
     entries: dict[str, bytes] = {}
-    for i in range(_check_len(model.MetadataLength(), limit, "the metadata list")):
+    for i in range(check_len(model.MetadataLength(), limit, "the metadata list")):
         entry = model.Metadata(i)
         name = (entry.Name() or b"").decode("utf-8", errors="replace")
         index = entry.Buffer()
@@ -118,16 +119,17 @@ def read_tflite(data: bytes) -> TfliteInfo:
         if root + 4 > limit:
             raise ModelError("model file is truncated: its root table lies past the end of the file")
         model = fb.Model.GetRootAs(data, 0)
-        n_subgraphs = _check_len(model.SubgraphsLength(), limit, "the subgraph list")
+        n_subgraphs = check_len(model.SubgraphsLength(), limit, "the subgraph list")
         if n_subgraphs == 0:
             raise ModelError("model has no subgraph: nothing to run")
         sg = model.Subgraphs(0)
-        n_in = _check_len(sg.InputsLength(), limit, "the input list")
-        n_out = _check_len(sg.OutputsLength(), limit, "the output list")
-        inputs = [_tensor(sg, int(sg.Inputs(i)), limit) for i in range(n_in)]
-        outputs = [_tensor(sg, int(sg.Outputs(i)), limit) for i in range(n_out)]
-        n_ops = _check_len(sg.OperatorsLength(), limit, "the operator list")
-        op_types = [_op_name(model, sg.Operators(i).OpcodeIndex()) for i in range(n_ops)]
+        n_in = check_len(sg.InputsLength(), limit, "the input list")
+        n_out = check_len(sg.OutputsLength(), limit, "the output list")
+        inputs = [tensor_info(sg, int(sg.Inputs(i)), limit) for i in range(n_in)]
+        outputs = [tensor_info(sg, int(sg.Outputs(i)), limit) for i in range(n_out)]
+        n_ops = check_len(sg.OperatorsLength(), limit, "the operator list")
+        op_types = [op_name(model, sg.Operators(i).OpcodeIndex()) for i in range(n_ops)]
+        op_versions = [int(model.OperatorCodes(sg.Operators(i).OpcodeIndex()).Version()) for i in range(n_ops)]
         metadata = _metadata(model, data, limit)
         description = (model.Description() or b"").decode("utf-8", errors="replace")
     except ModelError:
@@ -136,4 +138,4 @@ def read_tflite(data: bytes) -> TfliteInfo:
         raise ModelError(
             f"model file is truncated or corrupt ({type(exc).__name__} while reading its flatbuffer)"
         ) from None
-    return TfliteInfo(n_subgraphs, inputs, outputs, op_types, metadata, description)
+    return TfliteInfo(n_subgraphs, inputs, outputs, op_types, op_versions, metadata, description)

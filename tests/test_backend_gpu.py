@@ -26,7 +26,7 @@ def test_log_parsing_on_lines_litert_prints():
     assert facts.adapter == "SwiftShader Device (Subzero) (Vulkan, CPU / Software)"
     nvidia = "Selected adapter: NVIDIA H200, arch=, vendor=nvidia, backend=Vulkan, adapterType=Discrete GPU"
     assert parse_log([nvidia]).adapter == "NVIDIA H200 (Vulkan, Discrete GPU)"  # as logged on an H200
-    assert (facts.nodes_delegated, facts.nodes_total, facts.partitions) == (29, 31, 2)
+    assert (facts.nodes_delegated, facts.nodes_total, facts.subsets) == (29, 31, 2)
 
 
 def test_failure_reasons_are_words_a_user_can_act_on():

@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.coverage import Coverage
 from app.errors import ModelError
 from app.model import ModelSpec
 
@@ -37,9 +38,19 @@ class SessionReport:
     options: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     native_log: list[str] = field(default_factory=list)
+    coverage: Coverage | None = None  # node by node: what the backend took and what it left, and why
+    predicted: Coverage | None = None  # Core ML requested: the TFLite Core ML delegate's selection, from its rules
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> SessionReport:
+        """Back from to_dict() (summaries, recording sidecars)."""
+        def typed(value: object) -> Coverage | None:
+            return Coverage.from_dict(value) if isinstance(value, dict) else None
+
+        return cls(**{**d, "coverage": typed(d.get("coverage")), "predicted": typed(d.get("predicted"))})
 
 
 class Session(Protocol):

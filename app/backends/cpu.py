@@ -9,6 +9,7 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 from app.backends.base import SessionReport, first_line, time_first_inference
+from app.coverage.measured import from_ops_details
 from app.errors import ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
@@ -22,32 +23,6 @@ def default_threads() -> int:
 def requested_threads(options: dict) -> int:
     """The CPU thread count `options` asks for; default_threads() when it names none."""
     return int(options.get("threads") or default_threads())
-
-
-def delegation_facts(ops: list[dict]) -> tuple[int, int, int, list[str]]:
-    """(nodes, delegated nodes, partitions, op types left on CPU) from the interpreter's node list.
-
-    `_get_ops_details()` lists the model's nodes followed by one DELEGATE node per
-    partition. A node belongs to a partition when the partition's outputs depend
-    on it without passing through the partition's inputs.
-    """
-    original = [op for op in ops if op["op_name"] != "DELEGATE"]
-    delegates = [op for op in ops if op["op_name"] == "DELEGATE"]
-    producer = {int(t): op["index"] for op in original for t in op["outputs"]}
-    by_index = {op["index"]: op for op in original}
-    covered: set[int] = set()
-    for d in delegates:
-        boundary = {int(t) for t in d["inputs"]}
-        stack = [int(t) for t in d["outputs"]]
-        while stack:
-            tensor = stack.pop()
-            node = producer.get(tensor)
-            if tensor in boundary or node is None or node in covered:
-                continue
-            covered.add(node)
-            stack.extend(int(t) for t in by_index[node]["inputs"] if t >= 0)
-    left = sorted({op["op_name"] for op in original if op["index"] not in covered})
-    return len(original), len(covered), len(delegates), left
 
 
 _STALE_REFERENCE = "reference to internal data"
@@ -72,11 +47,12 @@ class CpuSession:
             raise ModelError(f"the LiteRT runtime refused the model: {first_line(exc)}") from None
         init_ms = (time.perf_counter() - started) * 1000
         try:
-            nodes, delegated, partitions, left = delegation_facts(self._interpreter._get_ops_details())
+            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions)
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError, KeyError) as exc:
             raise ModelError(
                 f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"
             ) from None
+        partitions = coverage.partitions
         self.report = SessionReport(
             requested="cpu",
             used="cpu",
@@ -84,11 +60,12 @@ class CpuSession:
             if partitions
             else f"LiteRT built-in kernels (CPU, {threads} thread{'s' if threads != 1 else ''})",
             init_ms=init_ms,
-            nodes_total=nodes,
-            nodes_delegated=delegated,
+            nodes_total=coverage.nodes_total,
+            nodes_delegated=coverage.nodes_delegated,
             partitions=partitions,
-            cpu_ops=left,
-            fully_accelerated=delegated == nodes,
+            cpu_ops=sorted({n.op for n in coverage.left_on_cpu}),
+            fully_accelerated=coverage.nodes_delegated == coverage.nodes_total,
+            coverage=coverage,
             options={"threads": threads},
             native_log=log.lines(),
         )

@@ -29,6 +29,7 @@ from ai_edge_litert.options import Options
 from app.backends.base import SessionReport, first_line, time_first_inference
 from app.backends.cpu import requested_threads
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
+from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
@@ -47,7 +48,8 @@ class LogFacts:
     adapter: str | None = None
     nodes_delegated: int | None = None
     nodes_total: int | None = None
-    partitions: int | None = None
+    subsets: int | None = None  # "yielding P partitions": every node subset, delegated or not
+    line: str | None = None  # that log line, word for word
 
 
 def pretty_adapter(raw: str) -> str:
@@ -61,13 +63,14 @@ def pretty_adapter(raw: str) -> str:
 
 def parse_log(lines: list[str]) -> LogFacts:
     """Facts LiteRT states in its native log (how much it prints depends on the build)."""
-    adapter = nodes = total = partitions = None
+    adapter = nodes = total = subsets = said = None
     for line in lines:
         if m := _SELECTED_ADAPTER.search(line):
             adapter = pretty_adapter(m.group(1).strip())
         if m := _REPLACING.search(line):
-            nodes, total, partitions = int(m.group(1)), int(m.group(2)), int(m.group(4))
-    return LogFacts(adapter, nodes, total, partitions)
+            nodes, total, subsets = int(m.group(1)), int(m.group(2)), int(m.group(4))
+            said = line[m.start() :].strip()
+    return LogFacts(adapter, nodes, total, subsets, said)
 
 
 def failure_reason(lines: list[str], devices: list[VulkanDevice], vulkan_problem: str | None) -> str:
@@ -130,6 +133,14 @@ class GpuSession:
         nodes_total = facts.nodes_total or len(spec.op_types)
         # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
         delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (nodes_total if fully else None)
+        # TFLite's "yielding P partitions" counts every node subset, the ones left on the CPU too
+        # (subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels: node_subsets.size()), so it is not the
+        # number of GPU partitions. A fully accelerated graph is one subset: the partitioner's first
+        # epoch takes every node when all are of one kind.
+        partitions = 1 if fully else None
+        coverage = gpu_coverage(
+            spec.op_types, spec.op_versions, fully, delegated, partitions, facts.line, facts.subsets
+        )
         self.report = SessionReport(
             requested="gpu",
             used="gpu",
@@ -137,8 +148,9 @@ class GpuSession:
             init_ms=init_ms,
             nodes_total=nodes_total,
             nodes_delegated=delegated,
-            partitions=facts.partitions,
+            partitions=partitions,
             fully_accelerated=fully,
+            coverage=coverage,
             adapter=adapter,
             software=software,
             options={"precision": precision, "threads": threads},

@@ -9,8 +9,9 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.backends.base import SessionReport
-from app.describe import delegation_facts, offload_sentence
+from app.describe import coreml_prediction_sentence, delegation_facts, left_on_cpu_lines, offload_sentence
 from app.metrics import MetricsSnapshot
+from app.ui.coverage_view import CoverageStrip
 
 _COLOURS = {"ok": "#1b5e20", "info": "#555555", "warn": "#b71c1c"}
 
@@ -20,13 +21,18 @@ class DelegationPanel(QWidget):
         super().__init__(parent)
         layout = QVBoxLayout(self)
         self.facts = QLabel("No model open yet.")
+        self.coverage = QLabel("")
+        self.strip = CoverageStrip()
+        self.legend = QLabel("")
         self.offload = QLabel("")
         self.switch = QLabel("")
-        for label in (self.facts, self.offload, self.switch):
-            label.setWordWrap(True)
-            label.setTextFormat(Qt.TextFormat.RichText)
-            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        for label in (self.facts, self.coverage, self.strip, self.legend, self.offload, self.switch):
+            if isinstance(label, QLabel):
+                label.setWordWrap(True)
+                label.setTextFormat(Qt.TextFormat.RichText)
+                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(label)
+        self.strip.setVisible(False)
         layout.addStretch(1)
         self.report: SessionReport | None = None
 
@@ -43,6 +49,36 @@ class DelegationPanel(QWidget):
                 f"<td style='color:{colour}'>{html.escape(fact.value)}</td></tr>"
             )
         self.facts.setText("<table cellspacing='2'>" + "".join(rows) + "</table>")
+        self._show_coverage(report)
+
+    def _show_coverage(self, report: SessionReport) -> None:
+        """The node strip (what runs where, node by node) and, when Core ML was asked for, what the
+        TFLite Core ML delegate would take, with the nodes it would leave on the CPU and why."""
+        rows = []
+        if report.coverage is not None:
+            rows.append((f"Runs now: {report.used.upper() if report.used != 'coreml' else 'Core ML'}", report.coverage))
+        parts = []
+        sentence = coreml_prediction_sentence(report)
+        if sentence and report.predicted is not None:
+            rows.append(("Core ML (predicted)", report.predicted))
+            parts.append(f"<b>{html.escape(sentence)}</b>")
+            if report.predicted.log:
+                parts.append(f"<span style='color:{_COLOURS['info']}'>Its log would say: "
+                             f"<tt>{html.escape(report.predicted.log)}</tt></span>")  # fmt: skip
+            left = left_on_cpu_lines(report.predicted)
+            if left:
+                parts.append("Left on the CPU by the Core ML delegate:<br>" + "<br>".join(
+                    f"&nbsp;• {html.escape(line)}" for line in left))  # fmt: skip
+        self.coverage.setText("<br>".join(parts))
+        self.coverage.setVisible(bool(parts))
+        self.strip.set_rows(rows)
+        self.legend.setText(
+            "<small>Nodes in execution order. <span style='color:#2e7d32'>■</span><span style='color:#1565c0'>■</span> "
+            "delegated (a colour change is a partition boundary), <span style='color:#c62828'>■</span> left on the "
+            "CPU, <span style='color:#9e9e9e'>■</span> not reported. Hover a node for its op and reason.</small>"
+            if self.strip.rows
+            else ""
+        )
 
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
@@ -60,5 +96,5 @@ class DelegationPanel(QWidget):
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
-        doc.setHtml(self.facts.text() + "<br>" + self.offload.text() + "<br>" + self.switch.text())
+        doc.setHtml("<br>".join(w.text() for w in (self.facts, self.coverage, self.offload, self.switch)))
         return doc.toPlainText()

@@ -1,0 +1,100 @@
+"""Coverage read from a runtime that applied its delegate: LiteRT's node list after XNNPACK or the GPU."""
+
+from __future__ import annotations
+
+from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
+
+# XNNPACK does not log why it refuses a node; the runtime's own kernel then runs it.
+_XNNPACK_LEFT = "XNNPACK did not take it (the runtime does not say why); LiteRT's built-in CPU kernel runs it"
+
+
+def from_ops_details(ops: list[dict], versions: list[int] | None = None) -> Coverage:
+    """CPU coverage from `Interpreter._get_ops_details()` after allocation.
+
+    The list holds the model's nodes, then one DELEGATE node per partition XNNPACK
+    replaced. A node belongs to a partition when the partition's outputs depend on it
+    without passing through the partition's inputs.
+    """
+    original = [op for op in ops if op["op_name"] != "DELEGATE"]
+    delegates = [op for op in ops if op["op_name"] == "DELEGATE"]
+    producer = {int(t): op["index"] for op in original for t in op["outputs"]}
+    by_index = {op["index"]: op for op in original}
+    partition_of: dict[int, int] = {}
+    for number, d in enumerate(delegates):
+        boundary = {int(t) for t in d["inputs"]}
+        stack = [int(t) for t in d["outputs"]]
+        while stack:
+            tensor = stack.pop()
+            node = producer.get(tensor)
+            if tensor in boundary or node is None or node in partition_of:
+                continue
+            partition_of[node] = number
+            stack.extend(int(t) for t in by_index[node]["inputs"] if t >= 0)
+    # Partitions in execution order of their first node, as a reader scans the graph.
+    order = sorted(set(partition_of.values()), key=lambda p: min(n for n, q in partition_of.items() if q == p))
+    renumber = {p: i for i, p in enumerate(order)}
+    nodes = tuple(
+        NodeCoverage(
+            index=op["index"],
+            op=op["op_name"],
+            version=versions[op["index"]] if versions and op["index"] < len(versions) else 0,
+            delegated=op["index"] in partition_of,
+            partition=renumber.get(partition_of.get(op["index"], -1)),
+            reason=None if op["index"] in partition_of else _XNNPACK_LEFT,
+        )
+        for op in original
+    )
+    return Coverage(
+        delegate="cpu",
+        source="measured",
+        reason="read from LiteRT's node list after XNNPACK was applied",
+        nodes_total=len(original),
+        nodes_delegated=len(partition_of),
+        partitions=len(delegates),
+        delegated_partitions=len(delegates),
+        log=None,
+        nodes=nodes,
+    )
+
+
+def gpu_coverage(
+    ops: list[str],
+    versions: list[int],
+    fully_accelerated: bool,
+    nodes_delegated: int | None,
+    partitions: int | None,
+    log: str | None,
+    subsets: int | None = None,
+) -> Coverage:
+    """GPU coverage from what LiteRT's CompiledModel says: whether every node is accelerated, and the
+    node count when its log prints it. It never names the nodes it left on the CPU, so a partly
+    accelerated model's nodes are NOT_REPORTED rather than guessed from an op list."""
+    nodes = tuple(
+        NodeCoverage(
+            index=i,
+            op=op,
+            version=versions[i] if i < len(versions) else 0,
+            delegated=True if fully_accelerated else None,
+            partition=0 if fully_accelerated else None,
+            reason=None if fully_accelerated else NOT_REPORTED,
+        )
+        for i, op in enumerate(ops)
+    )
+    if fully_accelerated:
+        basis = "LiteRT's GPU accelerator reports the whole model accelerated"
+    else:
+        basis = "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes stay on the CPU is "
+        basis += NOT_REPORTED
+    if subsets is not None:
+        basis += f"; its log splits the graph into {subsets} node subsets, delegated and not"
+    return Coverage(
+        delegate="gpu",
+        source="measured",
+        reason=basis,
+        nodes_total=len(ops),
+        nodes_delegated=nodes_delegated,
+        partitions=partitions,
+        delegated_partitions=partitions,
+        log=log,
+        nodes=nodes,
+    )

@@ -1,0 +1,73 @@
+"""How TFLite splits a graph into delegate partitions, and which of them a delegate keeps.
+
+Every delegate hands TFLite the set of nodes it supports; TFLite groups them
+(tensorflow/lite/graph_info.cc, PartitionGraphIntoIndependentNodeSubsets, called
+through Subgraph::PreviewDelegatePartitioning), and the delegate's
+GraphPartitionHelper (tensorflow/lite/delegates/utils.cc) then keeps the largest
+partitions. Both steps are reproduced here rule by rule, so predicted coverage
+counts partitions exactly as the runtime's own log does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.tflite_graph import OPTIONAL_TENSOR, Graph
+
+_NOT_READY = -1
+_ALWAYS_READY = -2  # graph inputs and constants: available to every subset
+
+
+def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
+    """The subsets of supported nodes TFLite would hand a delegate, in the order it forms them.
+
+    graph_info.cc colours the graph in epochs: an epoch takes its type (supported or not)
+    from the first ready node found in execution order, then sweeps the execution plan
+    again and again, adding every node of that type whose inputs are all ready, until a
+    sweep adds nothing. So independent supported nodes separated only by unsupported ones
+    on another branch still land in one subset; a chain is cut at every unsupported node.
+    """
+    n = len(graph.nodes)
+    tensor_epoch = [_ALWAYS_READY] * len(graph.tensors)
+    for node in graph.nodes:
+        for t in node.outputs:
+            if t != OPTIONAL_TENSOR:
+                tensor_epoch[t] = _NOT_READY
+    node_epoch = [_NOT_READY] * n
+    subsets: list[tuple[bool, list[int]]] = []
+    while True:
+        epoch = len(subsets)
+        kind: bool | None = None
+        members: list[int] = []
+        while True:
+            added = False
+            for node in graph.nodes:
+                i = node.index
+                if node_epoch[i] != _NOT_READY:
+                    continue
+                if any(t != OPTIONAL_TENSOR and tensor_epoch[t] == _NOT_READY for t in node.inputs):
+                    continue
+                if kind is None:
+                    kind = bool(supported[i])  # the first ready node sets the epoch's type
+                if bool(supported[i]) != kind:
+                    continue
+                node_epoch[i] = epoch
+                members.append(i)
+                for t in node.outputs:
+                    if t != OPTIONAL_TENSOR:
+                        tensor_epoch[t] = epoch
+                added = True
+            if not added:
+                break
+        if not members:
+            break
+        subsets.append((bool(kind), members))
+    return [members for kind, members in subsets if kind]
+
+
+def largest(partitions: list[list[int]], max_partitions: int, min_nodes: int) -> list[list[int]]:
+    """GraphPartitionHelper::GetFirstNLargestPartitions: partitions sorted by size, largest first,
+    those with fewer than `min_nodes` dropped, the first `max_partitions` kept (0 or less: all)."""
+    ordered = sorted(partitions, key=len, reverse=True)  # stable: ties keep TFLite's order
+    kept = [p for p in ordered if len(p) >= min_nodes]
+    return kept[:max_partitions] if max_partitions > 0 else kept

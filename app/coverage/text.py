@@ -1,0 +1,82 @@
+"""Coverage in words, for the terminal: per-delegate summary lines, a run-length node table, reasons."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
+
+DELEGATE_NAMES = {"cpu": "CPU (XNNPACK)", "gpu": "GPU (LiteRT)", "coreml": "Core ML"}
+
+
+def summary_line(c: Coverage) -> str:
+    head = f"{DELEGATE_NAMES.get(c.delegate, c.delegate):<14} {c.source:<11} "
+    if c.source == "unavailable":
+        return head + (c.reason or "unavailable")
+    return head + (c.log if c.log else c.summary())
+
+
+def cell(n: NodeCoverage | None) -> str:
+    """One node for one delegate: 'p0' (delegated, partition 0), 'CPU' (left on the CPU), '?' (not reported)."""
+    if n is None or n.delegated is None:
+        return "?"
+    if n.delegated:
+        return f"p{n.partition}" if n.partition is not None else "yes"
+    return "CPU"
+
+
+def _ops(ops: list[str]) -> str:
+    counts = Counter(ops)
+    return ", ".join(f"{op}×{k}" if k > 1 else op for op, k in counts.items())
+
+
+def node_rows(coverages: dict[str, Coverage]) -> list[tuple[str, str, list[str]]]:
+    """Runs of consecutive nodes that every delegate treats alike: (node range, ops, one cell per delegate)."""
+    names = list(coverages)
+    per = {name: {n.index: n for n in c.nodes} for name, c in coverages.items()}
+    total = max((c.nodes_total for c in coverages.values()), default=0)
+    rows: list[tuple[str, str, list[str]]] = []
+    start = 0
+    ops_of = {}
+    for c in coverages.values():
+        ops_of.update({n.index: n.op for n in c.nodes})
+    for i in range(1, total + 1):
+        key = [cell(per[name].get(i - 1)) for name in names]
+        if i < total and [cell(per[name].get(i)) for name in names] == key:
+            continue
+        span = f"{start}" if start == i - 1 else f"{start}–{i - 1}"
+        rows.append((span, _ops([ops_of.get(j, "?") for j in range(start, i)]), key))
+        start = i
+    return rows
+
+
+def reasons(c: Coverage) -> list[str]:
+    """'node 29 RESHAPE: why' for each node the delegate leaves on the CPU; one line for unreported ones."""
+    lines = [f"node {n.index} {n.op}: {n.reason}" for n in c.left_on_cpu]
+    unknown = [n for n in c.nodes if n.delegated is None]
+    if unknown:
+        lines.append(f"{len(unknown)} nodes: whether each is delegated is {NOT_REPORTED}")
+    return lines
+
+
+def render(coverages: dict[str, Coverage]) -> list[str]:
+    names = list(coverages)
+    out = [summary_line(c) for c in coverages.values()]
+    measured = {k: c for k, c in coverages.items() if c.nodes}
+    if measured:
+        out.append("")
+        header = ["nodes", *(DELEGATE_NAMES.get(k, k) for k in measured), "ops"]
+        rows = node_rows(measured)
+        widths = [max(len(header[0]), *(len(r[0]) for r in rows))]
+        widths += [max(len(h), 4) for h in header[1:-1]]
+        out.append("  ".join(h.ljust(w) for h, w in zip(header[:-1], widths, strict=True)) + "  ops")
+        for span, ops, cells in rows:
+            out.append("  ".join(v.ljust(w) for v, w in zip([span, *cells], widths, strict=True)) + "  " + ops)
+        out.append("(pN: delegated, in partition N in execution order; CPU: left on CPU kernels; ?: not reported)")
+    for name in names:
+        lines = reasons(coverages[name])
+        if lines:
+            out.append("")
+            out.append(f"{DELEGATE_NAMES.get(name, name)} leaves on the CPU:")
+            out.extend(f"  {line}" for line in lines)
+    return out

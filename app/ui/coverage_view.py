@@ -1,0 +1,94 @@
+"""The node strip: every node of the model in execution order, one row per delegate, coloured by where it runs.
+
+A partition boundary shows as a change of colour between neighbouring cells, a node
+left on the CPU as a red cell, a node the runtime says nothing about as grey. Hovering
+a cell names the node and, when it stays on the CPU, why.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
+
+# Alternating greens/blues so adjacent partitions can be told apart; the CPU is red.
+_PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")
+_CPU = QColor("#c62828")
+_UNKNOWN = QColor("#9e9e9e")
+_ROW_H = 16
+_GAP = 6
+_LABEL_W = 112
+
+
+def node_colour(node: NodeCoverage) -> QColor:
+    if node.delegated is None:
+        return _UNKNOWN
+    if not node.delegated:
+        return _CPU
+    return QColor(_PARTITION_COLOURS[(node.partition or 0) % len(_PARTITION_COLOURS)])
+
+
+def node_tooltip(title: str, node: NodeCoverage) -> str:
+    head = f"{title}: node {node.index} {node.op} (v{node.version})"
+    if node.delegated:
+        return f"{head}\ndelegated, partition {node.partition}"
+    return f"{head}\n{'stays on the CPU: ' + (node.reason or '') if node.delegated is False else NOT_REPORTED}"
+
+
+class CoverageStrip(QWidget):
+    """Rows of (title, coverage); an unavailable coverage is a row with its reason instead of cells."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.rows: list[tuple[str, Coverage]] = []
+        self.setMouseTracking(True)
+        self.setMinimumHeight(0)
+
+    def set_rows(self, rows: list[tuple[str, Coverage]]) -> None:
+        self.rows = [(title, c) for title, c in rows if c.nodes]
+        self.setVisible(bool(self.rows))
+        self.updateGeometry()
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(280, len(self.rows) * (_ROW_H + _GAP))
+
+    def minimumSizeHint(self) -> QSize:
+        return self.sizeHint()
+
+    def _cell_rect(self, row: int, i: int, n: int) -> QRect:
+        width = max(1, self.width() - _LABEL_W)
+        x0 = _LABEL_W + int(i * width / n)
+        x1 = _LABEL_W + int((i + 1) * width / n)
+        return QRect(x0, row * (_ROW_H + _GAP), max(1, x1 - x0 - (1 if n < 80 else 0)), _ROW_H)
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        for row, (title, coverage) in enumerate(self.rows):
+            y = row * (_ROW_H + _GAP)
+            painter.setPen(self.palette().text().color())
+            painter.drawText(
+                QRect(0, y, _LABEL_W - 4, _ROW_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title
+            )
+            n = len(coverage.nodes)
+            for i, node in enumerate(coverage.nodes):
+                painter.fillRect(self._cell_rect(row, i, n), node_colour(node))
+        painter.end()
+
+    def node_at(self, pos: QPoint) -> tuple[str, NodeCoverage] | None:
+        row = pos.y() // (_ROW_H + _GAP)
+        if not 0 <= row < len(self.rows) or pos.x() < _LABEL_W:
+            return None
+        title, coverage = self.rows[row]
+        n = len(coverage.nodes)
+        i = min(n - 1, int((pos.x() - _LABEL_W) * n / max(1, self.width() - _LABEL_W)))
+        return title, coverage.nodes[i]
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        hit = self.node_at(event.position().toPoint())
+        if hit is None:
+            QToolTip.hideText()
+        else:
+            QToolTip.showText(event.globalPosition().toPoint(), node_tooltip(*hit), self)
