@@ -309,7 +309,7 @@ def _print_bench(summary: dict) -> None:
     src = summary["source"]
     print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
     if d:
-        print(f"delegate  {_delegation_line(SessionReport(**d))}")
+        print(f"delegate  {_delegation_line(SessionReport.from_dict(d))}")
     print(
         f"measured  {m['inferences_total']} inferences in {m['window_s']:.1f} s; "
         f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"

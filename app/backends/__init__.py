@@ -12,8 +12,11 @@ from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
 from app.backends.reference import ReferenceBackend
-from app.errors import BackendUnavailable
+from app.coverage import Coverage
+from app.coverage.coreml_rules import CoreMLOptions, predict
+from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
+from app.tflite_graph import read_graph
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
@@ -27,19 +30,36 @@ def get_backend(name: str) -> Backend:
         raise BackendUnavailable(f"unknown delegate '{name}' (known: {', '.join(BACKENDS)})") from None
 
 
+def predicted_coreml(spec: ModelSpec) -> Coverage | None:
+    """The TFLite Core ML delegate's node selection for `spec`, predicted from its rules (any OS)."""
+    try:
+        return predict(read_graph(spec.content), CoreMLOptions())
+    except ModelError:  # the runtime already accepted the file; a graph it runs but we cannot read says nothing
+        return None
+
+
 def open_session(spec: ModelSpec, requested: str, options: dict, fallback: bool = True) -> Session:
-    """Open `spec` on `requested`; on failure fall back to CPU (reported) unless `fallback` is False."""
+    """Open `spec` on `requested`; on failure fall back to CPU (reported) unless `fallback` is False.
+
+    A Core ML request carries the TFLite Core ML delegate's predicted coverage either way, so
+    a fallback off macOS still says what a Mac would have delegated."""
     backend = get_backend(requested)
     if requested == "cpu":
         return backend.open(spec, options)
     try:
-        return backend.open(spec, options)
+        session = backend.open(spec, options)
     except BackendUnavailable as exc:
         reason = str(exc)
+    else:
+        if requested == "coreml":
+            session.report.predicted = predicted_coreml(spec)
+        return session
     if not fallback:
         raise BackendUnavailable(f"the {requested} delegate is not available: {reason}")
     session = BACKENDS["cpu"].open(spec, options)
     session.report.requested = requested
     session.report.fallback_reason = reason
     session.report.warnings.append(f"fell back to CPU: {reason}")
+    if requested == "coreml":
+        session.report.predicted = predicted_coreml(spec)
     return session

@@ -67,3 +67,33 @@ class Coverage:
             if found is not None and found != kept:
                 text += f" ({found} found; {found - kept} too small or over the limit stay on the CPU)"
         return text
+
+
+def _typed(value: object, kinds: tuple[type, ...]) -> bool:
+    return value is None or (isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds))
+
+
+def read_coverage(value: object) -> Coverage | None:
+    """A Coverage from a recording's sidecar (untrusted JSON): None when it is absent or malformed."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        coverage = Coverage.from_dict(value)
+    except (TypeError, ValueError):
+        return None
+    counts = (coverage.nodes_delegated, coverage.partitions, coverage.delegated_partitions)
+    sound = (
+        isinstance(coverage.nodes_total, int)
+        and all(_typed(v, (int,)) for v in counts)
+        and all(_typed(v, (str,)) for v in (coverage.delegate, coverage.source, coverage.reason, coverage.log))
+        and all(
+            isinstance(n.index, int)
+            and isinstance(n.op, str)
+            and _typed(n.version, (int,))
+            and _typed(n.delegated, (bool,))
+            and _typed(n.partition, (int,))
+            and _typed(n.reason, (str,))
+            for n in coverage.nodes
+        )
+    )
+    return coverage if sound else None

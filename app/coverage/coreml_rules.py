@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.coverage import Coverage, NodeCoverage
-from app.coverage.partition import largest, partition
+from app.coverage.partition import has_side_effects, largest, partition
 from app.tflite_graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
 DEFAULT_COREML_VERSION = 3  # coreml_version 0 (the default) becomes 3 on iOS 13+ / macOS 10.15+
@@ -405,6 +405,11 @@ def predict(graph: Graph, options: CoreMLOptions | None = None) -> Coverage:
             f"min_nodes_per_partition {options.min_nodes_per_partition}, max_delegated_partitions "
             f"{options.max_delegated_partitions or 'unlimited'}); with the default enabled_devices the delegate is "
             "created only on devices with a Neural Engine (A12 or later iPhone/iPad)"
+            + (
+                "; this graph has ops with side effects, whose ordering constraints are modelled approximately"
+                if has_side_effects(graph)
+                else ""
+            )
         ),
         nodes_total=len(graph.nodes),
         nodes_delegated=delegated_count,

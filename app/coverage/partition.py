@@ -16,6 +16,20 @@ from app.tflite_graph import OPTIONAL_TENSOR, Graph
 
 _NOT_READY = -1
 _ALWAYS_READY = -2  # graph inputs and constants: available to every subset
+# Subgraph::OpMightHaveSideEffect (core/subgraph.cc): nodes that touch resource (variable) tensors and
+# control flow. The runtime's exact test also looks into the called subgraphs; these names cover what an
+# image classifier can hold, and `has_side_effects` lets callers say when the approximation applies.
+_SIDE_EFFECT_OPS = {"IF", "WHILE", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"}
+
+
+def _might_have_side_effect(graph: Graph, index: int) -> bool:
+    node = graph.nodes[index]
+    tensors = [graph.tensors[t] for t in (*node.inputs, *node.outputs) if t != OPTIONAL_TENSOR]
+    return node.op in _SIDE_EFFECT_OPS or any(t.dtype in ("resource", "variant") for t in tensors)
+
+
+def has_side_effects(graph: Graph) -> bool:
+    return any(_might_have_side_effect(graph, n.index) for n in graph.nodes)
 
 
 def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
@@ -28,6 +42,15 @@ def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
     on another branch still land in one subset; a chain is cut at every unsupported node.
     """
     n = len(graph.nodes)
+    # PartitionGraphIntoIndependentNodeSubsets (greedy mode, the runtime's default) chains the nodes
+    # with side effects with control edges, so they stay in their original order.
+    after: dict[int, int] = {}
+    last = -1
+    for node in graph.nodes:
+        if _might_have_side_effect(graph, node.index):
+            if last >= 0:
+                after[node.index] = last
+            last = node.index
     tensor_epoch = [_ALWAYS_READY] * len(graph.tensors)
     for node in graph.nodes:
         for t in node.outputs:
@@ -46,6 +69,8 @@ def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
                 if node_epoch[i] != _NOT_READY:
                     continue
                 if any(t != OPTIONAL_TENSOR and tensor_epoch[t] == _NOT_READY for t in node.inputs):
+                    continue
+                if i in after and node_epoch[after[i]] == _NOT_READY:
                     continue
                 if kind is None:
                     kind = bool(supported[i])  # the first ready node sets the epoch's type

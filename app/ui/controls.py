@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -167,25 +166,25 @@ class ControlPanel(QWidget):
         self.model.blockSignals(False)
 
     def set_delegate_availability(self, reasons: dict[str, str | None]) -> None:
-        """Disable the delegates that cannot run here, with the reason as tooltip."""
-        model = self.delegate.model()
-        assert isinstance(model, QStandardItemModel)
-        for row in range(self.delegate.count()):
-            name = self.delegate.itemData(row)
-            item = model.item(row)
-            reason = reasons.get(name)
-            item.setEnabled(reason is None)
-            tip = f"Not available here: {reason}" if reason else f"{DELEGATE_LABELS[name]} is available here"
-            self.delegate.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
-            b_model = self.b_delegate.model()
-            assert isinstance(b_model, QStandardItemModel)
-            b_model.item(row).setEnabled(reason is None)
-            self.b_delegate.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
+        """Mark the delegates that cannot run here "(not here)", with the reason as tooltip.
 
-    def delegate_enabled(self, name: str) -> bool:
-        model = self.delegate.model()
-        assert isinstance(model, QStandardItemModel)
-        return model.item(self.delegate.findData(name)).isEnabled()
+        They stay selectable: choosing one shows what happens (the fallback, and for Core ML what
+        the TFLite delegate would take on a Mac) instead of hiding it behind a grey entry."""
+        self._unavailable = {name: reason for name, reason in reasons.items() if reason}
+        for combo in (self.delegate, self.b_delegate):
+            for row in range(combo.count()):
+                name = combo.itemData(row)
+                reason = reasons.get(name)
+                combo.setItemText(row, DELEGATE_LABELS[name] + (" (not here)" if reason else ""))
+                tip = f"{DELEGATE_LABELS[name]} is available here"
+                if reason:
+                    tip = f"Not available here: {reason}. Choosing it falls back to the CPU and says why"
+                    if name == "coreml":
+                        tip += "; the panel shows what the TFLite Core ML delegate would take on a Mac"
+                combo.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
+
+    def delegate_available(self, name: str) -> bool:
+        return name not in getattr(self, "_unavailable", {})
 
     def show_delegate(self, name: str) -> None:
         self.delegate.blockSignals(True)

@@ -24,9 +24,10 @@ class DelegationPanel(QWidget):
         self.coverage = QLabel("")
         self.strip = CoverageStrip()
         self.legend = QLabel("")
+        self.left_on_cpu = QLabel("")
         self.offload = QLabel("")
         self.switch = QLabel("")
-        for label in (self.facts, self.coverage, self.strip, self.legend, self.offload, self.switch):
+        for label in (self.coverage, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
                 label.setTextFormat(Qt.TextFormat.RichText)
@@ -57,7 +58,7 @@ class DelegationPanel(QWidget):
         rows = []
         if report.coverage is not None:
             rows.append((f"Runs now: {report.used.upper() if report.used != 'coreml' else 'Core ML'}", report.coverage))
-        parts = []
+        parts, left_parts = [], []
         sentence = coreml_prediction_sentence(report)
         if sentence and report.predicted is not None:
             rows.append(("Core ML (predicted)", report.predicted))
@@ -67,10 +68,12 @@ class DelegationPanel(QWidget):
                              f"<tt>{html.escape(report.predicted.log)}</tt></span>")  # fmt: skip
             left = left_on_cpu_lines(report.predicted)
             if left:
-                parts.append("Left on the CPU by the Core ML delegate:<br>" + "<br>".join(
+                left_parts.append("Left on the CPU by the Core ML delegate:<br>" + "<br>".join(
                     f"&nbsp;• {html.escape(line)}" for line in left))  # fmt: skip
         self.coverage.setText("<br>".join(parts))
         self.coverage.setVisible(bool(parts))
+        self.left_on_cpu.setText("<br>".join(left_parts))
+        self.left_on_cpu.setVisible(bool(left_parts))
         self.strip.set_rows(rows)
         self.legend.setText(
             "<small>Nodes in execution order. <span style='color:#2e7d32'>■</span><span style='color:#1565c0'>■</span> "
@@ -96,5 +99,6 @@ class DelegationPanel(QWidget):
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
-        doc.setHtml("<br>".join(w.text() for w in (self.facts, self.coverage, self.offload, self.switch)))
+        widgets = (self.coverage, self.left_on_cpu, self.facts, self.offload, self.switch)
+        doc.setHtml("<br>".join(w.text() for w in widgets))
         return doc.toPlainText()

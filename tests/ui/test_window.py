@@ -42,19 +42,32 @@ def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)
     qtbot.waitUntil(lambda: getattr(window, "_delegate_statuses", None) is not None, timeout=60_000)
-    assert not window.controls.delegate_enabled("coreml")  # not macOS: disabled, reason as tooltip
-    index = window.controls.delegate.findData("coreml")
     from PySide6.QtCore import Qt
 
-    tip = window.controls.delegate.itemData(index, Qt.ItemDataRole.ToolTipRole)
+    combo = window.controls.delegate
+    index = combo.findData("coreml")
+    # Not macOS: still selectable, marked, the reason as tooltip.
+    assert not window.controls.delegate_available("coreml")
+    assert combo.itemText(index) == "Core ML (not here)"
+    assert combo.model().item(index).isEnabled()
+    tip = combo.itemData(index, Qt.ItemDataRole.ToolTipRole)
     assert tip.startswith("Not available here:") and "macOS" in tip
 
     before = window.session.metrics.snapshot().inferences_total
-    window.request_delegate("coreml")  # e.g. from a saved setting or the command line
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)  # what a click on the entry sends
     qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.session.pipeline.events()), timeout=30_000)
     qtbot.waitUntil(lambda: "Fallback" in window.delegation.text(), timeout=5_000)
     text = window.delegation.text()
     assert "requested COREML" in text and "macOS" in text
+    # What a Mac would do with the bundled float32 model: its Mean drops keep_dims, so the delegate
+    # refuses it and the fully connected + softmax tail is a second partition.
+    assert "on a Mac the TFLite Core ML delegate would take 60 of 61 nodes in 2 partitions" in text
+    assert "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in text
+    assert "MEAN (node 58): keep_dims is false" in text
+    titles = [title for title, _ in window.delegation.strip.rows]
+    assert titles == ["Runs now: CPU", "Core ML (predicted)"]
+    assert window.delegation.strip.isVisible()
     qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
     assert "fallback" in window.video.backend_label
     assert window.plots.marker_count() >= 2  # open + fallback, labelled on the plots
