@@ -240,7 +240,8 @@ def _reshape(v: _View, coreml_version: int) -> str | None:
     if coreml_version >= 3:
         return "the delegate takes no Reshape when it builds Core ML 3 models (its default); coreml_version 2 would"
     if len(v.inputs) == 1:
-        dims = len(getattr(v.node.options, "newShape", None) or [])
+        new_shape = getattr(v.node.options, "newShape", None)
+        dims = 0 if new_shape is None else len(new_shape)
         return None if dims in (3, 4) else f"its target shape has {dims} dimensions; Core ML 2 reshape takes 3 or 4"
     shape = v.input(1)
     if shape is None or not shape.constant:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.backends import get_backend
 from app.backends.gpu import probe
@@ -77,7 +77,11 @@ def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
         reason = f"the GPU accelerator did not open this model: {result.get('reason', 'no coverage reported')}"
         return unavailable("gpu", reason, len(spec.op_types)), None, False
     coverage = Coverage.from_dict(result["coverage"])
-    return coverage, result.get("adapter"), bool(result.get("software"))
+    software = bool(result.get("software"))
+    if software:
+        note = f"on a SOFTWARE RENDERER ({result.get('adapter')}): the 'GPU' work runs on the CPU; "
+        coverage = replace(coverage, reason=note + (coverage.reason or ""))
+    return coverage, result.get("adapter"), software
 
 
 def coreml_coverage_of(spec: ModelSpec, options: CoreMLOptions) -> Coverage:

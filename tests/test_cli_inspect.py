@@ -1,0 +1,91 @@
+"""`delegate-scope inspect` as a user runs it: the JSON contract, the readable table, bad models,
+and Core ML coverage carried by classify and bench."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.model import bundled_models
+from tests.conftest import NO_VULKAN, PHOTOS, assert_one_line_error, run_cli
+from tests.test_cli_classify import _bad_models
+
+COVERAGE_KEYS = {"delegate", "source", "reason", "nodes_total", "nodes_delegated", "partitions",
+                 "delegated_partitions", "log", "nodes"}  # fmt: skip
+NODE_KEYS = {"index", "op", "version", "delegated", "partition", "reason"}
+
+
+def test_json_contract_without_a_gpu():
+    run = run_cli("inspect", "--json", env=NO_VULKAN)
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert set(out) == {"model", "coverage", "gpu_adapter"}
+    assert out["model"]["name"] == "efficientnet_lite0" and out["model"]["input"]["dtype"] == "float32"
+    cov = out["coverage"]
+    assert set(cov) == {"cpu", "gpu", "coreml"}
+    for name, c in cov.items():
+        assert set(c) == COVERAGE_KEYS, name
+        assert c["delegate"] == name
+    assert cov["cpu"]["source"] == "measured" and cov["cpu"]["nodes_delegated"] == 61
+    assert all(set(n) == NODE_KEYS for n in cov["cpu"]["nodes"]) and len(cov["cpu"]["nodes"]) == 61
+    assert cov["gpu"]["source"] == "unavailable" and "no GPU" in cov["gpu"]["reason"]
+    assert cov["gpu"]["nodes"] == [] and out["gpu_adapter"] is None
+    coreml = cov["coreml"]
+    assert coreml["source"] == "predicted"
+    assert coreml["log"] == "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions."
+    assert (coreml["partitions"], coreml["delegated_partitions"]) == (2, 2)
+    refused = [n for n in coreml["nodes"] if not n["delegated"]]
+    assert [(n["index"], n["op"]) for n in refused] == [(58, "MEAN")]
+
+
+def test_coreml_version_2_is_an_option_and_other_versions_are_refused():
+    run = run_cli("inspect", "--coreml-version", "2", "--json", env=NO_VULKAN)
+    assert run.returncode == 0 and "coreml_version 2" in run.json()["coverage"]["coreml"]["reason"]
+    assert run_cli("inspect", "--coreml-version", "4").returncode == 2
+
+
+def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
+    run = run_cli("inspect", env=NO_VULKAN)
+    assert run.returncode == 0, run.stderr
+    text = run.stdout
+    assert "CPU (XNNPACK)  measured    61 of 61 nodes delegated in 1 partition" in text
+    assert "Core ML        predicted   CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in text
+    assert "58     p0             CPU      MEAN" in text
+    assert "node 58 MEAN: keep_dims is false" in text
+    assert len(text.splitlines()) < 25  # a short table, not 61 rows
+
+
+def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
+    run = run_cli("inspect", "--json", env=swiftshader)
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    gpu = out["coverage"]["gpu"]
+    assert gpu["source"] == "measured" and gpu["reason"].startswith("on a SOFTWARE RENDERER")
+    assert out["gpu_adapter"]["software"] is True and "SwiftShader" in out["gpu_adapter"]["name"]
+    assert gpu["nodes_delegated"] == gpu["nodes_total"] == 61
+
+
+def test_every_bundled_and_fixture_model(coral: Path):
+    for model in [*bundled_models(), *sorted(coral.glob("*.tflite"))]:
+        run = run_cli("inspect", "--model", model, "--json", env=NO_VULKAN)
+        assert run.returncode == 0, (model, run.stderr)
+        cov = run.json()["coverage"]
+        assert cov["cpu"]["nodes_total"] == cov["coreml"]["nodes_total"] == len(cov["coreml"]["nodes"])
+        assert cov["coreml"]["log"].startswith("CoreML delegate: "), model
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "detector", "dynamic size"])
+def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
+    path, fragment = _bad_models(tmp_path, None)[case]
+    assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
+
+
+def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
+    classify = run_cli("classify", "--delegate", "coreml", "--json", PHOTOS / "coffee.jpg")
+    assert classify.returncode == 0, classify.stderr
+    delegate = classify.json()["delegate"]
+    assert delegate["used"] == "cpu" and delegate["fallback_reason"]
+    inspect = run_cli("inspect", "--json", env=NO_VULKAN).json()["coverage"]
+    assert delegate["predicted"] == inspect["coreml"]
+    assert delegate["coverage"]["delegate"] == "cpu" and delegate["coverage"]["source"] == "measured"
