@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from app.coverage.coreml_rules import CoreMLOptions, node_refusal, predict
+from app.coverage.coreml_rules import CoreMLOptions, node_refusal
 from app.tflite_graph import read_graph
 from tests.tflite_builder import GraphBuilder, options
 
