@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.backends.base import SessionReport
-from app.coverage import Coverage
 
 
 @dataclass(frozen=True)
@@ -103,16 +102,3 @@ def coreml_prediction_sentence(report: SessionReport) -> str | None:
         return f"The TFLite Core ML delegate would take {take} (predicted from its rules)."
     return f"Core ML can't run here; on a Mac the TFLite Core ML delegate would take {take}."
 
-
-def left_on_cpu_lines(coverage: Coverage, limit: int = 12) -> list[str]:
-    """'RESHAPE (node 29): why' for the nodes a delegate leaves on the CPU; identical reasons folded."""
-    left = coverage.left_on_cpu
-    groups: dict[tuple[str, str], list[int]] = {}
-    for n in left:
-        groups.setdefault((n.op, n.reason or ""), []).append(n.index)
-    lines = []
-    for (op, reason), indices in groups.items():
-        shown = ", ".join(map(str, indices[:4])) + (", …" if len(indices) > 4 else "")
-        where = f"node {indices[0]}" if len(indices) == 1 else f"{len(indices)} nodes ({shown})"
-        lines.append(f"{op} ({where}): {reason}")
-    return lines[:limit] + ([f"… and {len(lines) - limit} more"] if len(lines) > limit else [])

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from app.coverage import read_coverage
-from app.describe import left_on_cpu_lines
+from app.coverage.text import left_on_cpu_lines
 from app.errors import UsageError
 from app.recording import read_session
 

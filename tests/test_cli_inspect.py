@@ -52,7 +52,7 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     assert "CPU (XNNPACK)  measured    61 of 61 nodes delegated in 1 partition" in text
     assert "Core ML        predicted   CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in text
     assert "58     p0             CPU      MEAN" in text
-    assert "node 58 MEAN: keep_dims is false" in text
+    assert "MEAN (node 58): keep_dims is false" in text
     assert len(text.splitlines()) < 25  # a short table, not 61 rows
 
 

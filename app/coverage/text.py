@@ -51,8 +51,8 @@ def node_rows(coverages: dict[str, Coverage]) -> list[tuple[str, str, list[str]]
 
 
 def reasons(c: Coverage) -> list[str]:
-    """'node 29 RESHAPE: why' for each node the delegate leaves on the CPU; one line for unreported ones."""
-    lines = [f"node {n.index} {n.op}: {n.reason}" for n in c.left_on_cpu]
+    """Why each node the delegate leaves stays on the CPU (identical reasons folded); one line for unreported ones."""
+    lines = left_on_cpu_lines(c, limit=40)
     unknown = [n for n in c.nodes if n.delegated is None]
     if unknown:
         lines.append(f"{len(unknown)} nodes: whether each is delegated is {NOT_REPORTED}")
@@ -80,3 +80,17 @@ def render(coverages: dict[str, Coverage]) -> list[str]:
             out.append(f"{DELEGATE_NAMES.get(name, name)} leaves on the CPU:")
             out.extend(f"  {line}" for line in lines)
     return out
+
+
+def left_on_cpu_lines(coverage: Coverage, limit: int = 12) -> list[str]:
+    """'RESHAPE (node 29): why' for the nodes a delegate leaves on the CPU; identical reasons folded."""
+    left = coverage.left_on_cpu
+    groups: dict[tuple[str, str], list[int]] = {}
+    for n in left:
+        groups.setdefault((n.op, n.reason or ""), []).append(n.index)
+    lines = []
+    for (op, reason), indices in groups.items():
+        shown = ", ".join(map(str, indices[:4])) + (", …" if len(indices) > 4 else "")
+        lines.append(f"{op} (node {shown})" if len(indices) == 1 else f"{op} ×{len(indices)} (nodes {shown})")
+        lines[-1] += f": {reason}"
+    return lines[:limit] + ([f"… and {len(lines) - limit} more"] if len(lines) > limit else [])

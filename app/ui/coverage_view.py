@@ -19,7 +19,7 @@ _CPU = QColor("#c62828")
 _UNKNOWN = QColor("#9e9e9e")
 _ROW_H = 16
 _GAP = 6
-_LABEL_W = 112
+_LABEL_PAD = 8
 
 
 def node_colour(node: NodeCoverage) -> QColor:
@@ -46,6 +46,11 @@ class CoverageStrip(QWidget):
         self.setMouseTracking(True)
         self.setMinimumHeight(0)
 
+    @property
+    def label_width(self) -> int:
+        metrics = self.fontMetrics()
+        return max((metrics.horizontalAdvance(title) for title, _ in self.rows), default=0) + _LABEL_PAD
+
     def set_rows(self, rows: list[tuple[str, Coverage]]) -> None:
         self.rows = [(title, c) for title, c in rows if c.nodes]
         self.setVisible(bool(self.rows))
@@ -59,9 +64,10 @@ class CoverageStrip(QWidget):
         return self.sizeHint()
 
     def _cell_rect(self, row: int, i: int, n: int) -> QRect:
-        width = max(1, self.width() - _LABEL_W)
-        x0 = _LABEL_W + int(i * width / n)
-        x1 = _LABEL_W + int((i + 1) * width / n)
+        left = self.label_width
+        width = max(1, self.width() - left)
+        x0 = left + int(i * width / n)
+        x1 = left + int((i + 1) * width / n)
         return QRect(x0, row * (_ROW_H + _GAP), max(1, x1 - x0 - (1 if n < 80 else 0)), _ROW_H)
 
     def paintEvent(self, event: QPaintEvent) -> None:
@@ -70,7 +76,7 @@ class CoverageStrip(QWidget):
             y = row * (_ROW_H + _GAP)
             painter.setPen(self.palette().text().color())
             painter.drawText(
-                QRect(0, y, _LABEL_W - 4, _ROW_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title
+                QRect(0, y, self.label_width, _ROW_H), Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title
             )
             n = len(coverage.nodes)
             for i, node in enumerate(coverage.nodes):
@@ -79,11 +85,12 @@ class CoverageStrip(QWidget):
 
     def node_at(self, pos: QPoint) -> tuple[str, NodeCoverage] | None:
         row = pos.y() // (_ROW_H + _GAP)
-        if not 0 <= row < len(self.rows) or pos.x() < _LABEL_W:
+        left = self.label_width
+        if not 0 <= row < len(self.rows) or pos.x() < left:
             return None
         title, coverage = self.rows[row]
         n = len(coverage.nodes)
-        i = min(n - 1, int((pos.x() - _LABEL_W) * n / max(1, self.width() - _LABEL_W)))
+        i = min(n - 1, int((pos.x() - left) * n / max(1, self.width() - left)))
         return title, coverage.nodes[i]
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:

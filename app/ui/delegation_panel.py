@@ -9,7 +9,8 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from app.backends.base import SessionReport
-from app.describe import coreml_prediction_sentence, delegation_facts, left_on_cpu_lines, offload_sentence
+from app.coverage.text import left_on_cpu_lines
+from app.describe import coreml_prediction_sentence, delegation_facts, offload_sentence
 from app.metrics import MetricsSnapshot
 from app.ui.coverage_view import CoverageStrip
 
