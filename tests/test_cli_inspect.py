@@ -89,3 +89,21 @@ def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     inspect = run_cli("inspect", "--json", env=NO_VULKAN).json()["coverage"]
     assert delegate["predicted"] == inspect["coreml"]
     assert delegate["coverage"]["delegate"] == "cpu" and delegate["coverage"]["source"] == "measured"
+
+
+def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path):
+    import json
+
+    csv = tmp_path / "coreml.csv"
+    run = run_cli("bench", "--delegate", "coreml", "--source", "synthetic", "--frames", "15", "--warmup", "2",
+                  "--csv", csv, env=NO_VULKAN)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (session,) = json.loads(csv.with_suffix(".json").read_text())["sessions"].values()
+    assert session["coverage"]["delegate"] == "cpu" and session["coverage"]["nodes_delegated"] == 61
+    assert session["predicted"]["log"] == "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions."
+    out = tmp_path / "report.html"
+    assert run_cli("report", csv, "--out", out).returncode == 0
+    page = out.read_text()
+    assert "Core ML delegate (predicted)" in page
+    assert "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in page
+    assert "MEAN (node 58): keep_dims is false" in page
