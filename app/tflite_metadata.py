@@ -9,7 +9,9 @@ untrusted.
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 
 import flatbuffers
@@ -113,7 +115,8 @@ def parse_metadata(data: bytes) -> ClassifierMetadata:
             std=std or None,
             label_files=label_files,
         )
-    except (IndexError, ValueError, TypeError, OverflowError, UnicodeError) as exc:
+    except (IndexError, ValueError, TypeError, OverflowError, UnicodeError, struct.error) as exc:
+        # struct.error: an offset pointing past the end of the buffer (found by mutating real metadata).
         raise ModelError(f"model metadata is corrupt ({type(exc).__name__})") from None
 
 
@@ -125,5 +128,6 @@ def read_associated_file(model_bytes: bytes, name: str) -> bytes | None:
             if info.file_size > _MAX_LABEL_ZIP_BYTES:
                 return None
             return archive.read(info)
-    except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError, NotImplementedError, RuntimeError):
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, ValueError, NotImplementedError, RuntimeError,
+            zlib.error, struct.error):  # fmt: skip
         return None
