@@ -19,14 +19,17 @@ MODELS = ROOT / "models"
 NAMES = ("efficientnet_lite0", "efficientnet_lite0_int8")
 
 
-def _top1(model: Path) -> dict[str, int]:
+def _top1(model: Path) -> dict[str, tuple[int, float]]:
     spec = load_model_spec(model)
     session = get_backend("cpu").open(spec, {"threads": 1})
     try:
         results = classify_images(spec, session, sorted(PHOTOS.glob("*.jpg")), 1)
-        return {r.image.name: r.top[0].index for r in results if isinstance(r, ImageResult)}
+        return {r.image.name: (r.top[0].index, r.top[0].score) for r in results if isinstance(r, ImageResult)}
     finally:
         session.close()
+
+
+SCORE_TOLERANCE = 0.01  # weights one rounding step apart move a probability by far less than this
 
 
 @pytest.fixture(scope="module")
@@ -55,21 +58,45 @@ def test_rebuilt_tflite_models_give_the_same_top1(rebuilt: Path):
     for name in NAMES:
         expected = _top1(MODELS / f"{name}.tflite")
         assert len(expected) == 5
-        assert _top1(rebuilt / f"{name}.tflite") == expected, name
+        got = _top1(rebuilt / f"{name}.tflite")
+        assert {k: v[0] for k, v in got.items()} == {k: v[0] for k, v in expected.items()}, name
+        for photo, (_, score) in got.items():
+            assert abs(score - expected[photo][1]) <= SCORE_TOLERANCE, (name, photo, score, expected[photo][1])
     assert (rebuilt / "imagenet_labels.txt").read_bytes() == (MODELS / "imagenet_labels.txt").read_bytes()
 
 
+def _one_unit(value: np.ndarray, storage: str) -> np.ndarray:
+    """One unit in the last place of how a weight is stored: an fp16 ulp at each value, or for int8
+    weights the quantization step of each output channel (its smallest gap between values)."""
+    if storage.startswith("int8"):
+        rows = value.reshape(value.shape[0], -1)
+        steps = [np.diff(np.unique(row)).min(initial=np.inf) for row in rows]
+        return np.broadcast_to(np.array(steps, np.float64).reshape(-1, *([1] * (value.ndim - 1))), value.shape)
+    return np.spacing(np.abs(value).astype(np.float16)).astype(np.float64)
+
+
 @pytest.mark.slow
-def test_rebuilt_core_ml_packages_have_the_same_weights_and_bytes(rebuilt: Path):
+def test_rebuilt_core_ml_packages_have_the_same_structure_and_weights_within_one_unit(rebuilt: Path):
+    """Rebuilding is deterministic on one machine but not across CPUs: BatchNorm folding rounds
+    differently, so an fp16 weight may land one ulp away (seen: 1 of 3,456 in one layer on another
+    machine). What matters is checked: the same files, program and layers, weights within one unit
+    in the last place of their storage type."""
     from models.coreml_export import read_mlpackage
 
     for name in NAMES:
         committed, new = MODELS / f"{name}.mlpackage", rebuilt / f"{name}.mlpackage"
-        old_w, new_w = read_mlpackage(committed)["weights"], read_mlpackage(new)["weights"]
-        assert old_w.keys() == new_w.keys()
-        for layer, value in new_w.items():
-            np.testing.assert_array_equal(value, old_w[layer], err_msg=layer)
+        old, fresh = read_mlpackage(committed), read_mlpackage(new)
+        assert fresh["layers"] == old["layers"], name  # op names, types, weight shapes, storage dtypes
+        assert {k: v for k, v in fresh.items() if k not in ("path", "weights")} == {
+            k: v for k, v in old.items() if k not in ("path", "weights")
+        }, name
+        for layer in old["layers"]:
+            a, b = old["weights"][layer["name"]], fresh["weights"][layer["name"]]
+            limit = _one_unit(a, layer["storage"])
+            worst = float(np.max(np.abs(a.astype(np.float64) - b) - limit))
+            assert worst <= 1e-12, f"{name} {layer['name']}: a weight moved by more than one unit"
         files = sorted(p.relative_to(committed) for p in committed.rglob("*") if p.is_file())
         assert files == sorted(p.relative_to(new) for p in new.rglob("*") if p.is_file())
-        for file in files:
-            assert (new / file).read_bytes() == (committed / file).read_bytes(), f"{name}: {file} differs"
+        # The program (ops, names, shapes, offsets into weight.bin) does not depend on weight values.
+        program = Path("Data/com.apple.CoreML/model.mlmodel")
+        assert (new / program).read_bytes() == (committed / program).read_bytes(), f"{name}: program differs"
