@@ -16,8 +16,10 @@ from app.backends.gpu import PRECISIONS
 from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
+from app.coverage.text import left_on_cpu_lines
 from app.cpu_affinity import CpuSplit
 from app.delegates import delegate_statuses
+from app.describe import coreml_prediction_sentence
 from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
 from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
@@ -245,6 +247,15 @@ def _delegation_line(report: SessionReport) -> str:
     return ", ".join(parts)
 
 
+def _print_prediction(report: SessionReport) -> None:
+    """Core ML requested: what the TFLite Core ML delegate would take (predicted on any OS)."""
+    sentence = coreml_prediction_sentence(report)
+    if sentence and report.predicted is not None:
+        print(f"coreml    {sentence} {report.predicted.log or ''}".rstrip())
+        for line in left_on_cpu_lines(report.predicted, limit=6):
+            print(f"          left on the CPU: {line}")
+
+
 def _print_table(spec: ModelSpec, report: SessionReport, results: list[ImageResult]) -> None:
     inp = spec.input
     print(f"model     {spec.display_name}  ({spec.path})")
@@ -255,6 +266,7 @@ def _print_table(spec: ModelSpec, report: SessionReport, results: list[ImageResu
     print(f"          labels: {spec.labels.source}; normalisation: {spec.normalization.describe()}")
     print(f"delegate  {_delegation_line(report)}")
     print(f"          init {report.init_ms:.1f} ms, first inference {report.first_inference_ms:.1f} ms")
+    _print_prediction(report)
     for result in results:
         print()
         print(
@@ -309,7 +321,9 @@ def _print_bench(summary: dict) -> None:
     src = summary["source"]
     print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
     if d:
-        print(f"delegate  {_delegation_line(SessionReport.from_dict(d))}")
+        report = SessionReport.from_dict(d)
+        print(f"delegate  {_delegation_line(report)}")
+        _print_prediction(report)
     print(
         f"measured  {m['inferences_total']} inferences in {m['window_s']:.1f} s; "
         f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"

@@ -89,6 +89,9 @@ def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     inspect = run_cli("inspect", "--json", env=NO_VULKAN).json()["coverage"]
     assert delegate["predicted"] == inspect["coreml"]
     assert delegate["coverage"]["delegate"] == "cpu" and delegate["coverage"]["source"] == "measured"
+    table = run_cli("classify", "--delegate", "coreml", PHOTOS / "coffee.jpg").stdout
+    assert "coreml    Core ML can't run here; on a Mac the TFLite Core ML delegate would take 60 of 61 nodes" in table
+    assert "left on the CPU: MEAN (node 58): keep_dims is false" in table
 
 
 def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path):
