@@ -99,8 +99,8 @@ def bundled_models() -> dict[str, Path]:
     found: dict[str, Path] = {}
     folder = models_dir()
     for sidecar in sorted(folder.glob("*.json")) if folder.is_dir() else []:
-        meta = _read_sidecar(sidecar)
-        if meta and isinstance(meta.get("file"), str):
+        meta, _ = read_sidecar(sidecar)
+        if meta and "file" in meta:
             path = folder / meta["file"]
             if path.is_file():
                 found[str(meta.get("name", path.stem))] = path
@@ -120,14 +120,57 @@ def resolve_model_path(ref: str | Path | None) -> Path:
     raise ModelError(f"unknown model '{ref}': not a file, and not a bundled model ({names})")
 
 
-def _read_sidecar(path: Path) -> dict | None:
+_SIDECAR_TEXT_FIELDS = ("name", "display_name", "file", "sha256", "labels", "output", "coreml", "source", "licence",
+                        "quantization")  # fmt: skip
+_MAX_SIDECAR_BYTES = 1024 * 1024
+
+
+def _numbers(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) in (1, 3)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
+    )
+
+
+def read_sidecar(path: Path) -> tuple[dict | None, list[str]]:
+    """The project's JSON sidecar beside a model: (its fields that hold what they should, problems).
+
+    The sidecar is optional: a damaged one is ignored with a warning (never exit 1 or 3), and a
+    field of the wrong type is dropped with a warning, so the model runs on what it says itself.
+    A JSON file of another format beside the model is not ours and is left alone silently."""
+    name = path.name
     try:
-        if path.stat().st_size > 1024 * 1024:
-            return None
+        if not path.is_file():
+            return None, []
+        if path.stat().st_size > _MAX_SIDECAR_BYTES:
+            return None, [f"ignoring sidecar {name}: larger than {_MAX_SIDECAR_BYTES // 1024} KiB"]
         meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, UnicodeError):
-        return None
-    return meta if isinstance(meta, dict) and meta.get("format") == SIDECAR_FORMAT else None
+    except OSError as exc:
+        return None, [f"ignoring sidecar {name}: cannot read it ({exc.strerror or exc})"]
+    except (ValueError, UnicodeError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
+        return None, [f"ignoring sidecar {name}: not valid JSON ({type(exc).__name__})"]
+    if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
+        return None, []
+    clean: dict = {"format": SIDECAR_FORMAT}
+    problems = []
+    for key in _SIDECAR_TEXT_FIELDS:
+        if key in meta:
+            if isinstance(meta[key], str) and len(meta[key]) <= 4096:
+                clean[key] = meta[key]
+            else:
+                problems.append(f"ignoring sidecar {name} field '{key}': not a short text")
+    norm = meta.get("normalization")
+    if norm is not None:
+        std = norm.get("std") if isinstance(norm, dict) else None
+        if isinstance(norm, dict) and _numbers(norm.get("mean")) and _numbers(std) and 0 not in std:
+            clean["normalization"] = {"mean": norm["mean"], "std": norm["std"]}
+        else:
+            problems.append(
+                f"ignoring sidecar {name} field 'normalization': mean and std must be one or three finite numbers "
+                "(std not 0)"
+            )
+    return clean, problems
 
 
 def _read_model_bytes(path: Path) -> bytes:
@@ -269,7 +312,8 @@ def load_model_spec(
     warnings: list[str] = []
 
     sha = hashlib.sha256(content).hexdigest()
-    sidecar = _read_sidecar(path.with_suffix(".json"))
+    sidecar, sidecar_problems = read_sidecar(path.with_suffix(".json"))
+    warnings.extend(sidecar_problems)
     if sidecar is not None and sidecar.get("sha256") not in (None, sha):
         warnings.append(f"ignoring sidecar {path.with_suffix('.json').name}: its sha256 does not match the model")
         sidecar = None

@@ -294,6 +294,6 @@ def read_session(path: Path) -> Session:
     sidecar = Path(path).with_suffix(".json")
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         meta = {}
     return Session(rows, meta if isinstance(meta, dict) else {}, skipped)

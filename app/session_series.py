@@ -13,7 +13,10 @@ from app.recording import Session
 _STAGES = ("preprocess", "inference", "postprocess", "end_to_end")
 
 
-def _number(text: str) -> float:
+MAX_SAMPLES = 100_000  # 5.5 hours at the live plots' 0.2 s step; longer recordings are sampled more coarsely
+
+
+def _number(text: str | None) -> float:
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -25,7 +28,8 @@ def session_series(
     session: Session, step_s: float = 0.2, window_s: float = 5.0
 ) -> tuple[np.ndarray, dict[str, np.ndarray], list[tuple[float, str]]]:
     """(sample times in s since the recording started, series by plot key, event markers)."""
-    inferences = [r for r in session.rows if not r.get("event")]
+    # Rows without a readable time cannot be placed on the time axis (a damaged or edited recording).
+    inferences = [r for r in session.rows if not r.get("event") and not math.isnan(_number(r.get("t_s")))]
     events = [
         (_number(r["t_s"]), f"{r['event']}: {r.get('backend_used') or ''} {r.get('model') or ''}".strip())
         for r in session.rows
@@ -41,6 +45,8 @@ def session_series(
     columns = ("capture_fps", "process_cpu_pct", "system_cpu_pct")
     column = {c: np.array([_number(r[c]) for r in inferences])[order] for c in columns}
     start = float(t[0])
+    # A recording claiming a span of years (a damaged time column) must not ask for billions of samples.
+    step_s = max(step_s, (float(t[-1]) - start) / MAX_SAMPLES)
     samples = np.arange(start, float(t[-1]) + step_s, step_s)
     keys = (
         "capture_fps", "inference_fps", "display_fps", "inference_mean", "inference_p95", "preprocess_mean",

@@ -10,7 +10,6 @@ decides at load time and may still move work, so these are its plan, not a trace
 from __future__ import annotations
 
 import importlib.util
-import json
 import platform
 import sys
 import time
@@ -23,7 +22,7 @@ import numpy as np
 
 from app.backends.base import SessionReport, first_line, time_first_inference
 from app.errors import BackendUnavailable, ModelError
-from app.model import ModelSpec
+from app.model import ModelSpec, read_sidecar
 from app.native_log import capture_stderr
 
 COMPUTE_UNITS = {"all": "ALL", "cpu_and_ne": "CPU_AND_NE", "cpu_and_gpu": "CPU_AND_GPU", "cpu_only": "CPU_ONLY"}
@@ -72,12 +71,8 @@ def macos_version() -> tuple[int, ...]:
 def find_mlpackage(spec: ModelSpec) -> Path | None:
     """The Core ML version of a TFLite model: the sidecar's "coreml" entry, else <stem>.mlpackage beside it."""
     candidates: list[Path] = []
-    sidecar = spec.path.with_suffix(".json")
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8")) if sidecar.is_file() else None
-    except (OSError, ValueError, UnicodeError):
-        meta = None
-    if isinstance(meta, dict) and meta.get("sha256") in (None, spec.sha256) and isinstance(meta.get("coreml"), str):
+    meta, _ = read_sidecar(spec.path.with_suffix(".json"))  # its problems were warned about when the model loaded
+    if meta is not None and meta.get("sha256") in (None, spec.sha256) and "coreml" in meta:
         candidates.append(spec.path.parent / Path(meta["coreml"]).name)  # a name beside the model, never elsewhere
     candidates.append(spec.path.with_suffix(".mlpackage"))
     return next((c for c in candidates if (c / "Manifest.json").is_file()), None)

@@ -1,0 +1,73 @@
+"""Structure-aware fuzzing of the readers of user files (tests/reader_fuzz.py), thousands of cases
+each, every reader in its own child process so a hang shows as a timeout rather than a stuck run.
+
+    python benchmarks/fuzz_readers.py [--cases 2000] [--seed 1] [--timeout 1800]
+
+Prints a markdown table (reader, cases, ok, refused, exception, slowest case, wall time) for
+docs/reliability.md, and the first failures of any reader that broke the contract.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.reader_fuzz import READERS  # noqa: E402
+
+_CHILD = """
+import json, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from tests import reader_fuzz
+reader, seed, cases, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+with tempfile.TemporaryDirectory() as work:
+    run = getattr(reader_fuzz, "fuzz_" + reader)
+    extra = {{"base": Path(base)}} if reader == "recording" else {{}}
+    tally = run(Path(work), seed, cases, **extra)
+print(json.dumps({{"outcomes": dict(tally.outcomes), "failures": tally.failures[:10], "slowest_s": tally.slowest_s}}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--timeout", type=float, default=1800, help="per reader, seconds")
+    args = parser.parse_args()
+    child = _CHILD.format(root=str(ROOT))
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "seed.csv"
+        subprocess.run([sys.executable, "-m", "app", "bench", "--source", "synthetic", "--frames", "60", "--warmup",
+                        "2", "--csv", str(base)], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+        print("| reader | cases | ok | refused | exception | hang | slowest case | wall |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        broken = []
+        for reader in READERS:
+            started = time.perf_counter()
+            try:
+                proc = subprocess.run([sys.executable, "-c", child, reader, str(args.seed), str(args.cases), str(base)],
+                                      cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)  # fmt: skip
+                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                hang = 0
+            except subprocess.TimeoutExpired:
+                result, hang = {"outcomes": {}, "failures": ["timed out"], "slowest_s": float("nan")}, 1
+            wall = time.perf_counter() - started
+            o = result["outcomes"]
+            print(f"| {reader} | {args.cases} | {o.get('ok', 0)} | {o.get('refused', 0)} | {o.get('exception', 0)} | "
+                  f"{hang} | {result['slowest_s']:.2f} s | {wall:.0f} s |", flush=True)  # fmt: skip
+            if result["failures"]:
+                broken.append((reader, result["failures"]))
+        for reader, failures in broken:
+            print(f"\n{reader}:\n  " + "\n  ".join(failures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Structure-aware fuzzing of the readers of files a user hands over (besides the model flatbuffer,
+which app/fuzz.py covers, and labels files, tests/test_labels_fuzz.py).
+
+Each reader gets mutations that respect its format enough to reach deep into the reader: JSON
+that stays JSON with hostile values at random places, CSV rows with hostile cells, TFLite
+Support metadata mutated inside the model, label zips that are bombs or carry path names.
+Every case goes through the app's own entry point and must end as "ok" (possibly with a
+warning) or "refused" (the app's typed error, one line); anything else is a bug.
+
+Used by tests/test_reader_fuzz.py (a few hundred seeded cases per reader in CI) and
+benchmarks/fuzz_readers.py (thousands, with the counts in docs/reliability.md).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import shutil
+import time
+import zipfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.errors import DelegateScopeError
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
+
+_HOSTILE_VALUES: list[Any] = [
+    None, True, False, 0, -1, 1, 2**63, -(2**63), 10**400, 1e308, -1e308, 0.5, "", "x" * 100_000,
+    "\x00\u2028\u202e", "=cmd|' /C calc'!A0", "../../etc/passwd", [], {}, [None] * 1000, {"": {}},
+]  # fmt: skip
+_HOSTILE_CELLS = [
+    "", "nan", "NaN", "inf", "-inf", "1e309", "-1e309", "-5", "0", "abc", "1,5", "=HYPERLINK(\"x\")",
+    "x" * 100_000, "\x00", "\u2028", "12345678901234567890", "0x10", " 3 ", "1e-320",
+]  # fmt: skip
+
+
+@dataclass
+class Tally:
+    outcomes: Counter = field(default_factory=Counter)
+    failures: list[str] = field(default_factory=list)
+    slowest_s: float = 0.0
+
+    def record(self, case: int, run: Callable[[], object]) -> None:
+        started = time.perf_counter()
+        try:
+            run()
+            self.outcomes["ok"] += 1
+        except DelegateScopeError as exc:
+            text = str(exc)
+            assert text and "\n" not in text.strip(), text  # one line, as printed to the user
+            self.outcomes["refused"] += 1
+        except Exception as exc:  # the contract's breach: would be "internal error", exit 1
+            self.outcomes["exception"] += 1
+            self.failures.append(f"case {case}: {type(exc).__name__}: {str(exc)[:120]}")
+        self.slowest_s = max(self.slowest_s, time.perf_counter() - started)
+
+
+# ---- mutations -------------------------------------------------------------------------------
+
+
+def _deep(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def mutate_json(obj: Any, rng: random.Random) -> str:
+    """JSON text: `obj` with a hostile change at a random place, or its text damaged."""
+    obj = json.loads(json.dumps(obj))
+    slots: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            slots.append((node, key))
+            walk(value)
+
+    walk(obj)
+    kind = rng.choice(("replace", "replace", "delete", "insert", "text", "deep"))
+    if kind == "deep":
+        return _deep(rng.choice((100, 5_000, 200_000)))
+    if slots and kind in ("replace", "delete", "insert"):
+        parent, key = rng.choice(slots)
+        if kind == "replace":
+            parent[key] = rng.choice(_HOSTILE_VALUES)
+        elif kind == "delete":
+            del parent[key]
+        elif isinstance(parent, dict):
+            parent[f"extra{rng.randrange(9)}"] = rng.choice(_HOSTILE_VALUES)
+        else:
+            parent.insert(rng.randrange(len(parent) + 1), rng.choice(_HOSTILE_VALUES))
+    text = json.dumps(obj)
+    if kind == "text" and text:
+        i = rng.randrange(len(text))
+        text = rng.choice((text[:i], text[:i] + rng.choice('{}[]",:\\\x00') + text[i + 1 :], text + "}"))
+    return text
+
+
+def mutate_csv(text: str, rng: random.Random) -> str:
+    """CSV text: hostile cells, ragged or duplicated rows, a damaged header, or torn text."""
+    rows = list(csv.reader(io.StringIO(text)))
+    for _ in range(rng.randint(1, 6)):
+        kind = rng.choice(("cell", "cell", "cell", "ragged", "duplicate", "swap", "header", "tear", "empty"))
+        body = range(1, len(rows)) if len(rows) > 1 else range(len(rows))
+        if not rows:
+            break
+        r = rng.choice(list(body)) if body else 0
+        if kind == "cell" and rows[r]:
+            rows[r][rng.randrange(len(rows[r]))] = rng.choice(_HOSTILE_CELLS)
+        elif kind == "ragged":
+            rows[r] = rows[r][: rng.randrange(len(rows[r]) + 1)] + ["x"] * rng.randrange(3)
+        elif kind == "duplicate":
+            rows.insert(r, list(rows[r]))
+        elif kind == "swap" and len(rows) > 2:
+            a, b = rng.sample(range(1, len(rows)), 2)
+            rows[a], rows[b] = rows[b], rows[a]
+        elif kind == "header" and rows[0]:
+            rows[0][rng.randrange(len(rows[0]))] = rng.choice(("", "t_s", "x"))
+        elif kind == "empty":
+            rows = rows[:1]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    text = out.getvalue()
+    if rng.random() < 0.15 and text:
+        text = text[: rng.randrange(len(text))]  # a torn file
+    return text
+
+
+def _zip(entries: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=method) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def hostile_label_zip(rng: random.Random, label_name: str) -> bytes:
+    """What a model's appended label zip can be made of."""
+    kind = rng.choice(("bomb", "binary", "huge_lines", "path_names", "bad_zip", "empty", "many"))
+    if kind == "bomb":  # 64 MiB of zeros compress to ~64 KiB
+        return _zip([(label_name, bytes(64 * 1024 * 1024))])
+    if kind == "binary":
+        return _zip([(label_name, bytes(rng.randrange(256) for _ in range(4096)))])
+    if kind == "huge_lines":
+        return _zip([(label_name, ("y" * 1_000_000 + "\n") * 3)])  # type: ignore[list-item]
+    if kind == "path_names":
+        return _zip([(f"../../{label_name}", b"a\nb\n"), (f"/abs/{label_name}", b"a\n"), (label_name + "/", b"")])
+    if kind == "bad_zip":
+        data = bytearray(_zip([(label_name, b"cat\ndog\n" * 500)]))
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        return bytes(data)
+    if kind == "many":
+        return _zip([(f"f{i}.txt", b"x") for i in range(3000)] + [(label_name, b"a\n")])
+    return b"PK\x05\x06" + bytes(18)  # an empty archive
+
+
+# ---- the readers -------------------------------------------------------------------------------
+
+
+def fuzz_model_sidecar(work: Path, seed: int, cases: int) -> Tally:
+    """The JSON sidecar beside a model (labels, normalisation, name): load_model_spec."""
+    from app.model import load_model_spec
+
+    model = work / "model.tflite"
+    shutil.copyfile(MODEL, model)
+    original = json.loads(MODEL.with_suffix(".json").read_text(encoding="utf-8"))
+    shutil.copyfile(MODEL.parent / original["labels"], work / original["labels"])
+    rng, tally = random.Random(seed), Tally()
+    for case in range(cases):
+        model.with_suffix(".json").write_text(mutate_json(original, rng), encoding="utf-8")
+        tally.record(case, lambda: load_model_spec(model))
+    return tally
+
+
+def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
+    """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
+    from app.recording import read_session
+    from app.report import compare, load_session, render_html, summary_rows
+    from app.session_series import session_series
+
+    text = base.read_text(encoding="utf-8")
+    meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+    csv_path = work / "rec.csv"
+    rng, tally = random.Random(seed), Tally()
+
+    def read_all(draw: bool) -> None:
+        session = load_session(csv_path, 0)
+        figures = []
+        if draw:  # the matplotlib figures cost ~1 s: drawn for every 20th case
+            from app import report_plots
+
+            figures = report_plots.html_figures([session])
+        render_html([session], compare([session]), figures)
+        summary_rows([session], [])
+        session_series(read_session(csv_path))
+
+    for case in range(cases):
+        mutate_both = rng.random() < 0.3
+        csv_path.write_text(mutate_csv(text, rng) if mutate_both or rng.random() < 0.6 else text, encoding="utf-8")
+        sidecar = mutate_json(meta, rng) if mutate_both or rng.random() < 0.6 else json.dumps(meta)
+        csv_path.with_suffix(".json").write_text(sidecar, encoding="utf-8")
+        tally.record(case, lambda draw=case % 20 == 0: read_all(draw))
+    return tally
+
+
+def fuzz_metadata(work: Path, seed: int, cases: int) -> Tally:
+    """TFLite Support metadata inside a model with no sidecar: bytes of its buffer mutated."""
+    from app.model import load_model_spec
+    from app.tflite_file import read_tflite
+
+    data = MODEL.read_bytes()
+    meta = read_tflite(data).metadata["TFLITE_METADATA"]
+    start = data.find(meta)
+    model = work / "metadata.tflite"
+    rng, tally = random.Random(seed), Tally()
+    for case in range(cases):
+        mutated = bytearray(data)
+        for _ in range(rng.choice((1, 2, 4, 8, 16))):
+            i = rng.randrange(start, start + len(meta))
+            mutated[i] = mutated[i] ^ (1 << rng.randrange(8)) if rng.random() < 0.5 else rng.randrange(256)
+        model.write_bytes(bytes(mutated))
+        tally.record(case, lambda: load_model_spec(model))
+    return tally
+
+
+def fuzz_label_zip(work: Path, seed: int, cases: int) -> Tally:
+    """The label file zipped onto the end of a model (TFLite Support's associated files)."""
+    from app.model import load_model_spec
+    from app.tflite_file import read_tflite
+    from app.tflite_metadata import parse_metadata
+
+    data = MODEL.read_bytes()
+    label_name = parse_metadata(read_tflite(data).metadata["TFLITE_METADATA"]).label_files[0]
+    end = data.rfind(b"PK\x03\x04")  # the appended zip's first local header
+    bare = data[:end] if end > 0 else data
+    model = work / "zipped.tflite"
+    rng, tally = random.Random(seed), Tally()
+    for case in range(cases):
+        model.write_bytes(bare + hostile_label_zip(rng, label_name))
+        tally.record(case, lambda: load_model_spec(model))
+    return tally
+
+
+READERS = ("model_sidecar", "recording", "metadata", "label_zip")
