@@ -185,7 +185,7 @@ def run_bench(
         "delegate": report.to_dict() if report else None,
         "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
         "metrics": snap_dict,
-        "status": {"state": status.state, "message": status.message},
+        "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
         "wall_s": time.monotonic() - started,
         # From the process's creation (interpreter start, imports included) to the first result.

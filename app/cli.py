@@ -20,7 +20,7 @@ from app.coverage.text import left_on_cpu_lines
 from app.cpu_affinity import CpuSplit
 from app.delegates import delegate_statuses
 from app.describe import coreml_prediction_sentence
-from app.errors import BackendUnavailable, DelegateScopeError, ModelError, SourceError, UsageError
+from app.errors import BackendUnavailable, DelegateScopeError, InternalError, UsageError, error_for
 from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
@@ -381,8 +381,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         text = redact_credentials(json.dumps(summary, indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     status = summary["status"]
-    if status["state"] == "error":  # the cause is the one line to show
-        raise _status_error(status["message"])
+    if status["state"] == "error":  # the cause is the one line to show, with its own exit code
+        raise error_for(status["exit_code"] or InternalError.exit_code, status["message"])
     for event in summary["events"]:
         if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             _warn(f"{event['kind']}: {event['message']}")
@@ -408,10 +408,7 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
                 raise UsageError(f"{side_recording(args.csv, side)} exists; recordings are never overwritten")
     if args.compare_model:
         load_model_spec(args.compare_model)  # exit 3 before anything starts
-    try:
-        summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)
-    except RuntimeError as exc:  # a pipeline that ended in an error: its status line
-        raise _status_error(str(exc)) from None
+    summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
     if args.json_file:
         text = redact_credentials(json.dumps(summary, indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
@@ -460,16 +457,6 @@ def _print_compare(summary: dict) -> None:
         c = summary["csv"]
         print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
               f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip
-
-
-def _status_error(message: str) -> DelegateScopeError:
-    """Map the pipeline's final error status back to the exit code of its cause."""
-    lowered = message.lower()
-    if "delegate is not available" in lowered:
-        return BackendUnavailable(message)
-    if any(word in lowered for word in ("camera", "video", "source", "image")):
-        return SourceError(message)
-    return ModelError(message)
 
 
 def cmd_classify(args: argparse.Namespace) -> int:

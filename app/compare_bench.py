@@ -10,6 +10,7 @@ from pathlib import Path
 
 from app.bench import BenchConfig, RowSink
 from app.compare import ComparePipeline, FrameComparison
+from app.errors import InternalError, error_for
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import InferenceConfig, Pipeline
 from app.recording import SessionRecorder, neutralise
@@ -22,13 +23,13 @@ _POLL_S = 0.05
 
 
 def _wait(condition: Callable[[], bool], timeout_s: float, *pipelines: Pipeline) -> None:
-    """Poll until `condition`, a timeout, a source that ended, or a side in error (raised)."""
+    """Poll until `condition`, a timeout, a source that ended, or a side in error (raised, typed)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         for pipeline in pipelines:
             status = pipeline.status()
-            if status.state == "error":
-                raise RuntimeError(status.message)
+            if status.state == "error":  # the side's own typed error, exit code kept
+                raise error_for(status.exit_code or InternalError.exit_code, status.message)
         if time.monotonic() > deadline or pipelines[0].finished():
             return
         time.sleep(_POLL_S)

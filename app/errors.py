@@ -43,3 +43,19 @@ class SourceError(DelegateScopeError):
 
 class SourceLost(SourceError):
     """An open source stopped delivering frames; the pipeline retries with back-off."""
+
+
+class InternalError(DelegateScopeError):
+    """A bug: an exception the app did not expect, kept with its type name for the report."""
+
+    exit_code = 1
+
+
+_BY_EXIT_CODE: dict[int, type[DelegateScopeError]] = {
+    cls.exit_code: cls for cls in (UsageError, ModelError, ImageError, BackendUnavailable, SourceError, InternalError)
+}
+
+
+def error_for(exit_code: int, message: str) -> DelegateScopeError:
+    """The typed error for an exit code carried by a status (a pipeline thread's final error)."""
+    return _BY_EXIT_CODE.get(exit_code, InternalError)(message)

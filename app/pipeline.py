@@ -32,7 +32,7 @@ import numpy as np
 from app import cpu_affinity
 from app.backends import Session, SessionReport, open_session
 from app.backends.cpu import requested_threads
-from app.errors import DelegateScopeError, ModelError, SourceError, SourceLost
+from app.errors import DelegateScopeError, InternalError, ModelError, SourceError, SourceLost
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
@@ -101,6 +101,7 @@ class Status:
     state: str  # "starting", "running", "reconnecting", "ended", "error", "stopped"
     message: str
     source: SourceInfo | None = None
+    exit_code: int | None = None  # state "error": the exit code of the typed error that ended the run
 
 
 class RgbCache:
@@ -483,7 +484,7 @@ class Pipeline:
                         source = self._open_source()
                     except SourceError as exc:
                         if not lost:  # a source that never opened is final
-                            self._set_status(Status("error", str(exc)))
+                            self._set_status(Status("error", str(exc), exit_code=exc.exit_code))
                             return
                         self._set_status(Status("reconnecting", f"{exc}; retrying in {backoff:.1f} s"))
                         if self._sleep(backoff):
@@ -506,7 +507,7 @@ class Pipeline:
                     source = None
                     self._event("source_lost", str(exc))
                     if kind not in LIVE_KINDS:  # a damaged file fails the same way again: end, do not loop
-                        self._set_status(Status("error", str(exc)))
+                        self._set_status(Status("error", str(exc), exit_code=exc.exit_code))
                         return
                     lost = True
                     self._set_status(Status("reconnecting", f"{exc}; retrying in {backoff:.1f} s"))
@@ -619,7 +620,7 @@ class Pipeline:
                 self._still_running(active, config)
             self._event("switch_failed", f"could not open {config.describe()}: {exc}")
             if active is None:
-                self._set_status(Status("error", str(exc), self.source_info()))
+                self._set_status(Status("error", str(exc), self.source_info(), exc.exit_code))
                 return None
             # From memory: the running model's file may have been moved or deleted since.
             return self._open(active.config, active.spec)
@@ -636,7 +637,7 @@ class Pipeline:
         try:
             self._run_inference()
         except DelegateScopeError as exc:
-            self._set_status(Status("error", str(exc), self.source_info()))
+            self._set_status(Status("error", str(exc), self.source_info(), exc.exit_code))
             self._event("error", str(exc))
         except Exception as exc:
             self._internal_error(exc)
@@ -647,7 +648,7 @@ class Pipeline:
     def _internal_error(self, exc: Exception) -> None:
         """Never die silently: the UI and bench read this status."""
         message = f"internal error: {type(exc).__name__}: {exc}"
-        self._set_status(Status("error", message, self.source_info()))
+        self._set_status(Status("error", message, self.source_info(), InternalError.exit_code))
         self._event("error", message)
 
     def _run_inference(self) -> None:
@@ -786,7 +787,7 @@ class Pipeline:
         active.session.close()
         if used == "cpu" or not active.config.fallback:
             message = f"inference failed on {used}: {exc}"
-            self._set_status(Status("error", message, self.source_info()))
+            self._set_status(Status("error", message, self.source_info(), exc.exit_code))
             self._event("error", message)  # recorded too: the recording must say why it ends here
             self._stop.set()
             return active

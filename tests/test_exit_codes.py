@@ -1,0 +1,66 @@
+"""Exit codes are a contract (README, "Exit codes"): one table over every command, run as a user
+runs them. Each row: the command, its exit code, and the first words of the one error line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NO_VULKAN, PHOTOS, TEST_MODELS, assert_one_line_error, run_cli
+
+MISSING = "/nonexistent/nope.tflite"
+
+# (id, argv with {tmp} for a scratch folder, extra environment, exit code, first words of the message)
+# fmt: off
+TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
+    ("classify: missing model", ["classify", "--model", MISSING, str(PHOTOS / "coffee.jpg")], {}, 3, "nope.tflite"),
+    ("classify: not a classifier", ["classify", "--model", str(TEST_MODELS / "detector_like.tflite"),
+                                    str(PHOTOS / "coffee.jpg")], {}, 3, "detector_like.tflite"),
+    ("classify: missing image", ["classify", "{tmp}/nope.jpg"], {}, 4, "{tmp}/nope.jpg"),
+    ("classify: no GPU, --no-fallback", ["classify", "--delegate", "gpu", "--no-fallback", str(PHOTOS / "coffee.jpg")],
+     NO_VULKAN, 5, "the gpu delegate is not available"),
+    ("classify: Core ML off macOS, --no-fallback", ["classify", "--delegate", "coreml", "--no-fallback",
+     str(PHOTOS / "coffee.jpg")], {}, 5, "the coreml delegate is not available"),
+    ("classify: usage", ["classify", "--top-k", "0", str(PHOTOS / "coffee.jpg")], {}, 2, None),
+    ("inspect: missing model", ["inspect", "--model", MISSING], NO_VULKAN, 3, "nope.tflite"),
+    ("inspect: not TFLite", ["inspect", "--model", str(PHOTOS / "coffee.jpg")], NO_VULKAN, 3, "coffee.jpg"),
+    ("inspect: usage", ["inspect", "--coreml-version", "4"], {}, 2, None),
+    ("bench: camera that does not open", ["bench", "--source", "camera:42", "--frames", "5"], {}, 6, "camera 42"),
+    ("bench: missing video", ["bench", "--source", "video:{tmp}/nope.mp4"], {}, 6, "video file not found"),
+    ("bench: missing model", ["bench", "--model", MISSING], {}, 3, "nope.tflite"),
+    ("bench: no GPU, --no-fallback", ["bench", "--delegate", "gpu", "--no-fallback", "--frames", "5"], NO_VULKAN, 5,
+     "the gpu delegate is not available"),
+    ("bench: usage", ["bench", "--frames", "0"], {}, 2, None),
+    ("bench A/B: camera that does not open", ["bench", "--source", "camera:42", "--compare-model",
+     "efficientnet_lite0_int8", "--compare-alone-seconds", "0"], {}, 6, "camera 42"),
+    ("bench A/B: missing model B", ["bench", "--compare-model", MISSING], {}, 3, "nope.tflite"),
+    ("report: missing recording", ["report", "{tmp}/nope.csv", "--out", "{tmp}/r.html"], {}, 2, "{tmp}/nope.csv"),
+    ("report: not a recording", ["report", str(PHOTOS.parent.parent / "conftest.py"), "--out", "{tmp}/r.html"], {},
+     2, "{root}/tests/conftest.py: not a Delegate Scope recording"),
+    ("report: unsupported output", ["report", "{tmp}/nope.csv", "--out", "{tmp}/r.txt"], {}, 2, "--out"),
+    ("gui: no display", ["gui", "--exit-after", "1"], {"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""},
+     2, "no display to open the window on"),
+    ("gui: screenshot without exit-after", ["gui", "--screenshot", "{tmp}/s.png"], {}, 2, "--screenshot"),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("name,argv,env,code,start", TABLE, ids=[row[0] for row in TABLE])
+def test_exit_code_contract(name: str, argv: list[str], env: dict, code: int, start: str | None, tmp_path: Path):
+    root = str(Path(__file__).resolve().parent.parent)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    run = run_cli(*argv, env=env)
+    if start is None:  # argparse's own usage errors: exit 2 and its usage text
+        assert run.returncode == code and "usage:" in run.stderr, (run.returncode, run.stderr)
+        return
+    message = start.replace("{tmp}", str(tmp_path)).replace("{root}", root)
+    assert_one_line_error(run, code)
+    first_line = run.stderr.strip().splitlines()[0].removeprefix("delegate-scope: error: ")
+    assert first_line.startswith(message) or message in first_line, (first_line, message)
+
+
+def test_the_table_covers_every_command():
+    commands = {row[1][0] for row in TABLE}
+    assert commands == {"classify", "inspect", "bench", "report", "gui"}
+    assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6}
