@@ -125,12 +125,17 @@ _SIDECAR_TEXT_FIELDS = ("name", "display_name", "file", "sha256", "labels", "out
 _MAX_SIDECAR_BYTES = 1024 * 1024
 
 
+def _finite(v: object) -> bool:
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # a JSON integer beyond any float (10**400)
+        return False
+
+
 def _numbers(value: object) -> bool:
-    return (
-        isinstance(value, list)
-        and len(value) in (1, 3)
-        and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in value)
-    )
+    return isinstance(value, list) and len(value) in (1, 3) and all(_finite(v) for v in value)
 
 
 def read_sidecar(path: Path) -> tuple[dict | None, list[str]]:

@@ -55,7 +55,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     spec = load_model_spec(model)
     assert any("not valid JSON (RecursionError)" in w for w in spec.warnings)
     # A sidecar whose normalisation holds no numbers: TypeError / ValueError from float().
-    for bad in (None, ["../../etc/passwd"], 7, [1, 2], [1, 2, 0]):
+    for bad in (None, ["../../etc/passwd"], 7, [1, 2], [1, 2, 0], [10**400]):
         sidecar.write_text(json.dumps({"format": 1, "normalization": {"mean": [127.0], "std": bad}}))
         spec = load_model_spec(model)
         assert spec.normalization.source != "sidecar"
