@@ -28,6 +28,7 @@ def test_model_side_readers(reader: str, tmp_path: Path):
     tally = getattr(reader_fuzz, f"fuzz_{reader}")(tmp_path, seed=11, cases=CASES)
     assert tally.outcomes["exception"] == 0, tally.failures[:5]
     assert sum(tally.outcomes.values()) == CASES
+    assert tally.outcomes["warned"] + tally.outcomes["refused"] > 0  # the mutations reach the reader
 
 
 def test_recordings_fed_to_report_and_review(recording: Path, tmp_path: Path):
