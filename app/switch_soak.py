@@ -24,6 +24,15 @@ STEPS = (  # consecutive steps always differ, so every one really reopens
     {"delegate": "cpu", "options": {"threads": 1}, "model": Q},
     {"delegate": "cpu", "options": {"threads": 2}, "model": Q},
 )
+# The GPU path on a software Vulkan driver (SwiftShader in the tests): a GPU session that runs (the
+# software renderer allowed, flagged), the software-renderer refusal (falls back to CPU, visibly),
+# and both precisions, so GPU environments and compiled models are created and torn down each time.
+GPU_STEPS = (
+    {"delegate": "cpu", "options": {"threads": 1}, "model": Q},
+    {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp16"}, "model": Q},
+    {"delegate": "gpu", "options": {"threads": 1, "allow_software": False}, "model": Q},
+    {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp32"}, "model": Q},
+)
 
 
 def _counts(proc: psutil.Process) -> dict:
@@ -42,12 +51,16 @@ def _counts(proc: psutil.Process) -> dict:
 
 
 def run_switches(
-    switches: int, warmup: int = 20, source: str = "synthetic:320x240@60", sample_every: int | None = None
+    switches: int,
+    warmup: int = 20,
+    source: str = "synthetic:320x240@60",
+    sample_every: int | None = None,
+    steps: tuple[dict, ...] = STEPS,
 ) -> dict:
     """Switch `switches` times after `warmup`; with `sample_every`, the counts after every so
     many switches too (the curve: a leak climbs with the switches, a warm-up levels off)."""
     proc = psutil.Process()
-    pipeline = Pipeline(source, InferenceConfig(options={"threads": 1}))
+    pipeline = Pipeline(source, InferenceConfig(**steps[0]))
     pipeline.start()
     try:
 
@@ -58,7 +71,7 @@ def run_switches(
             for i in range(count):
                 target = newest_session() + 1
                 # STEPS[0] is the starting configuration: begin at STEPS[1] so each step differs.
-                pipeline.reconfigure(**STEPS[(offset + i + 1) % len(STEPS)])
+                pipeline.reconfigure(**steps[(offset + i + 1) % len(steps)])
                 deadline = time.monotonic() + 30
                 while newest_session() < target:
                     if pipeline.status().state == "error":
@@ -80,6 +93,7 @@ def run_switches(
         seconds = time.monotonic() - started
         after = _counts(proc)
         results = pipeline.metrics.snapshot().inferences_total
+        used = [(e.report.requested, e.report.used, e.report.software) for e in pipeline.events() if e.report]
     finally:
         stopped = pipeline.stop(10)
     return {
@@ -90,5 +104,6 @@ def run_switches(
         "samples": samples,
         "inferences": results,
         "stopped": stopped,
+        "sessions": used,  # (requested, used, software) of the sessions still in the bounded event list
         "threads_after_stop": threading.active_count(),
     }

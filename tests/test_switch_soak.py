@@ -13,3 +13,31 @@ def test_switching_100_times_leaks_no_threads_files_or_memory():
     # 100 is a multiple of the 5-step cycle: the same model is open before and after.
     grown = after["heap_in_use_mib"] - before["heap_in_use_mib"]
     assert not grown >= 16, grown  # NaN off glibc; 1,500 switches moved it -0.1..+5.7 MiB (docs/reliability.md)
+
+
+def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict):
+    """The GPU path (SwiftShader): sessions that run on the software renderer when allowed, the
+    software-renderer refusal (a visible fallback) and both precisions, created and torn down again
+    and again. In a child process: the Vulkan driver is chosen when the process starts."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = (
+        "import json; from app.switch_soak import GPU_STEPS, run_switches; "
+        "r = run_switches(40, warmup=8, steps=GPU_STEPS); print(json.dumps(r, default=str))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, cwd=ROOT,
+                          env={**__import__("os").environ, **swiftshader})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    before, after = r["before"], r["after"]
+    assert r["stopped"] and r["inferences"] > 0
+    kinds = {tuple(s) for s in r["sessions"]}
+    assert ["gpu", "gpu", True] in r["sessions"], kinds  # ran on the software renderer, flagged
+    assert ["gpu", "cpu", False] in r["sessions"], kinds  # refused it without allow_software: fell back
+    assert after["threads"] == before["threads"] and after["os_threads"] <= before["os_threads"] + 2
+    assert after["fds"] <= before["fds"] + 2 and after["open_files"] == before["open_files"]
+    assert after["rss_mib"] - before["rss_mib"] < 60, (before["rss_mib"], after["rss_mib"])
