@@ -88,22 +88,30 @@ def op_name(model: fb.Model, opcode_index: int) -> str:
     return _OP_NAMES.get(builtin, f"OP_{builtin}")
 
 
+def buffer_view(model: fb.Model, data: bytes, index: int, what: str) -> memoryview | None:
+    """The bytes of buffer `index` without copying them; None when it holds none. `what` names the
+    buffer's user in the error ("metadata 'X'", "tensor 'Y'")."""
+    if not 0 <= index < model.BuffersLength():
+        raise ModelError(f"model file is corrupt: {what} points to buffer {index}")
+    buf = model.Buffers(index)
+    if buf.Offset() > 1:  # >2 GB models keep buffers after the flatbuffer
+        start, size = buf.Offset(), buf.Size()
+        if start + size > len(data):
+            raise ModelError(f"model file is truncated: {what} ends past the end of the file")
+        return memoryview(data)[start : start + size] if size else None
+    if buf.DataIsNone() or buf.DataLength() == 0:
+        return None
+    return memoryview(buf.DataAsNumpy())
+
+
 def _metadata(model: fb.Model, data: bytes, limit: int) -> dict[str, bytes]:
     entries: dict[str, bytes] = {}
     for i in range(check_len(model.MetadataLength(), limit, "the metadata list")):
         entry = model.Metadata(i)
         name = (entry.Name() or b"").decode("utf-8", errors="replace")
-        index = entry.Buffer()
-        if not 0 <= index < model.BuffersLength():
-            raise ModelError(f"model file is corrupt: metadata '{name}' points to buffer {index}")
-        buf = model.Buffers(index)
-        if buf.Offset() > 1:  # >2 GB models keep buffers after the flatbuffer
-            start, size = buf.Offset(), buf.Size()
-            if start + size > len(data):
-                raise ModelError(f"model file is truncated: metadata '{name}' ends past the end of the file")
-            entries[name] = bytes(data[start : start + size])
-        elif not buf.DataIsNone():
-            entries[name] = buf.DataAsNumpy().tobytes()
+        view = buffer_view(model, data, entry.Buffer(), f"metadata '{name}'")
+        if view is not None:
+            entries[name] = view.tobytes()
     return entries
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 from app.errors import ModelError
-from app.tflite_file import FILE_IDENTIFIER, check_len, op_name, tensor_info
+from app.tflite_file import FILE_IDENTIFIER, buffer_view, check_len, op_name, tensor_info
 
 OPTIONAL_TENSOR = -1  # kTfLiteOptionalTensor: an input the op was built without
 
@@ -58,35 +58,23 @@ class Graph:
         return self.tensor(node.inputs[position]) if position < len(node.inputs) else None
 
 
-_SMALL_CONSTANT = 64  # rules read shapes, axes and paddings: a few values; weights are never decoded
+_SMALL_CONSTANT = 64
 _NUMPY_TYPES = {"float32": "<f4", "int32": "<i4", "int64": "<i8"}
-
-
-def _buffer_bytes(model: fb.Model, data: bytes, index: int) -> bytes | None:
-    """The bytes of buffer `index`, None when it holds nothing (buffer 0, non-constant tensors)."""
-    if index == 0:
-        return None
-    if not 0 <= index < model.BuffersLength():
-        raise ModelError(f"model file is corrupt: buffer index {index} out of range")
-    buf = model.Buffers(index)
-    if buf.Offset() > 1:  # >2 GB models keep buffers after the flatbuffer
-        start, size = buf.Offset(), buf.Size()
-        if start + size > len(data):
-            raise ModelError("model file is truncated: a weights buffer ends past the end of the file")
-        return bytes(data[start : start + size]) if size else None
-    if buf.DataIsNone() or buf.DataLength() == 0:
-        return None
-    if buf.DataLength() > _SMALL_CONSTANT * 8:
-        return b"\0"  # large: only its presence matters
-    return buf.DataAsNumpy().tobytes()
 
 
 def _graph_tensor(model: fb.Model, sg: fb.SubGraph, data: bytes, index: int, limit: int) -> GraphTensor:
     info = tensor_info(sg, index, limit)
-    raw = _buffer_bytes(model, data, sg.Tensors(index).Buffer())
+    buffer = sg.Tensors(index).Buffer()
+    raw = buffer_view(model, data, buffer, f"tensor '{info.name}'") if buffer else None  # buffer 0: none
     values = None
     numpy_type = _NUMPY_TYPES.get(info.dtype)
-    if raw is not None and numpy_type and len(raw) % np.dtype(numpy_type).itemsize == 0 and len(raw) > 1:
+    # Rules read shapes, axes and paddings (a few values); weights are never decoded.
+    if (
+        raw is not None
+        and numpy_type
+        and len(raw) <= _SMALL_CONSTANT * 8
+        and len(raw) % np.dtype(numpy_type).itemsize == 0
+    ):
         values = np.frombuffer(raw, dtype=numpy_type).copy()
     return GraphTensor(index, info.name, info.shape, info.dtype, raw is not None, values)
 
