@@ -13,6 +13,7 @@ from app.images import read_image
 from app.model import ModelSpec
 from app.postprocess import Postprocessor, Prediction
 from app.preprocess import Preprocessor
+from app.thread_cpu import CpuMeter, InferenceCpu
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,12 @@ class ImageResult:
     preprocess_ms: float
     inference_ms: float
     postprocess_ms: float
-    inference_cpu_ms: float  # CPU time the whole process used during the inference
+    cpu: InferenceCpu  # CPU time during the inference: its thread, the runtime's threads, the rest
+
+    @property
+    def inference_cpu_ms(self) -> float:
+        """The inference's own CPU time: the calling thread and the runtime's workers."""
+        return self.cpu.inference_ms
 
     @property
     def cpu_per_wall(self) -> float:
@@ -39,6 +45,7 @@ class ImageResult:
                 "postprocess": round(self.postprocess_ms, 3),
                 "inference_cpu": round(self.inference_cpu_ms, 3),
             },
+            "inference_cpu_ms": self.cpu.to_dict(),
             "cpu_per_wall": round(self.cpu_per_wall, 3),
         }
 
@@ -50,9 +57,11 @@ class ImageFailure:
 
 
 def classify_images(
-    spec: ModelSpec, session: Session, images: Iterable[Path], top_k: int
+    spec: ModelSpec, session: Session, images: Iterable[Path], top_k: int, runtime_threads: set[int] | None = None
 ) -> Iterator[ImageResult | ImageFailure]:
+    """`runtime_threads`: the threads the session's runtime started when it opened (thread_cpu.started_by)."""
     preprocess, postprocess = Preprocessor(spec), Postprocessor(spec)
+    meter = CpuMeter(runtime_threads or set())
     for path in images:
         try:
             frame = read_image(path)
@@ -64,9 +73,11 @@ def classify_images(
         except ValueError as exc:
             yield ImageFailure(path, ImageError(f"{path}: {exc}"))
             continue
-        c1, t1 = time.process_time(), time.perf_counter()
+        meter.start()
+        t1 = time.perf_counter()
         raw = session.run(tensor)
-        t2, c2 = time.perf_counter(), time.process_time()
+        t2 = time.perf_counter()
+        cpu = meter.stop()
         top = postprocess.top_k(postprocess.scores(raw), top_k)
         t3 = time.perf_counter()
-        yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, (c2 - c1) * 1e3)
+        yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu)

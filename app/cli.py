@@ -26,6 +26,7 @@ from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
 from app.pipeline import InferenceConfig
 from app.redact import redact_credentials
+from app.thread_cpu import started_by
 
 PROG = "delegate-scope"
 
@@ -269,9 +270,13 @@ def _print_table(spec: ModelSpec, report: SessionReport, results: list[ImageResu
     _print_prediction(report)
     for result in results:
         print()
+        cpu = result.cpu
+        runtime = "n/a" if cpu.runtime_threads_ms is None else f"{cpu.runtime_threads_ms:.2f}"
         print(
             f"{result.image}   preprocess {result.preprocess_ms:.2f} ms, inference {result.inference_ms:.2f} ms "
-            f"(CPU {result.inference_cpu_ms:.2f} ms, {result.cpu_per_wall:.2f}x wall)"
+            f"(CPU {result.inference_cpu_ms:.2f} ms, {result.cpu_per_wall:.2f}x wall: its thread "
+            f"{cpu.inference_thread_ms:.2f}, the runtime's threads {runtime}; rest of the process "
+            f"{cpu.rest_of_process_ms:.2f} ms)"
         )
         for rank, p in enumerate(result.top, 1):
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
@@ -461,7 +466,9 @@ def _print_compare(summary: dict) -> None:
 
 def cmd_classify(args: argparse.Namespace) -> int:
     spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std)
-    session = open_session(spec, args.delegate, _backend_options(args), fallback=not args.no_fallback)
+    session, runtime_threads = started_by(
+        lambda: open_session(spec, args.delegate, _backend_options(args), fallback=not args.no_fallback)
+    )
     for warning in spec.warnings + session.report.warnings:  # after open: a refused model gets one line
         _warn(warning)
     try:
@@ -470,7 +477,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
                 print(f"[runtime, opening] {line}", file=sys.stderr)
         results: list[ImageResult] = []
         failures: list[ImageFailure] = []
-        for outcome in classify_images(spec, session, args.images, args.top_k):
+        for outcome in classify_images(spec, session, args.images, args.top_k, runtime_threads):
             if isinstance(outcome, ImageFailure):
                 failures.append(outcome)
                 print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
