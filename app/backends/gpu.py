@@ -167,12 +167,12 @@ class GpuSession:
         self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
-        self._inputs[0].write(input_tensor)
         try:
+            self._inputs[0].write(input_tensor)  # a failing device fails here too: fall back, not crash
             self._model.run_by_index(0, self._inputs, self._outputs)
             # run_by_index only submits work to the GPU; reading the output waits for it.
             return self._outputs[0].read(self._out_count, self._out_dtype)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError) as exc:
             raise ModelError(f"the GPU run failed: {first_line(exc)}") from None
 
     def close(self) -> None:
