@@ -125,9 +125,9 @@ def test_options_change_the_filter_as_the_delegate_does():
     assert predict(graph, CoreMLOptions(min_nodes_per_partition=1)).nodes_delegated == 6
 
 
-def fp16_conv(extra_reader: bool) -> bytes:
-    """CONV_2D whose weights are fp16 constants behind a DEQUANTIZE (the converter's fp16 models);
-    with `extra_reader`, a refused op outside the partition reads the dequantized weights too."""
+def fp16_conv(tail: str | None) -> bytes:
+    """CONV_2D whose weights are fp16 constants behind a DEQUANTIZE (the converter's fp16 models),
+    then RELU, then optionally a `tail` op on the result."""
     g = GraphBuilder()
     x = g.input(X)
     w16 = g.const(np.zeros((4, 1, 1, 4)), "float16")
@@ -137,24 +137,48 @@ def fp16_conv(extra_reader: bool) -> bytes:
     g.op("CONV_2D", [x, w, g.const(np.zeros(4))], [y], options("Conv2DOptions", strideW=1, strideH=1))
     z = g.tensor(X)
     g.op("RELU", [y], [z])
-    outs = [z]
-    if extra_reader:
-        s = g.tensor((4, 1, 1, 4))
-        g.op("SQUARE", [w], [s])
-        outs.append(s)
-    return g.build(outs)
+    if tail:
+        out = g.tensor(X)
+        g.op(tail, [z], [out])
+        z = out
+    return g.build([z])
 
 
-def test_fp16_weights_dequantize_joins_the_first_partition_when_only_it_reads_them():
-    coverage = predict(read_graph(fp16_conv(extra_reader=False)))
+def test_a_fully_supported_fp16_model_is_delegated_whole_dequantize_included():
+    """FP16GraphPartitionHelper's "full delegation": every node, the fp16 DEQUANTIZE too."""
+    coverage = predict(read_graph(fp16_conv(tail=None)))
     assert coverage.log == "CoreML delegate: 3 nodes delegated out of 3 nodes, with 1 partitions."
-    assert coverage.nodes[0].op == "DEQUANTIZE" and coverage.nodes[0].delegated and coverage.nodes[0].partition == 0
+    assert all(n.delegated and n.partition == 0 for n in coverage.nodes)
 
 
-def test_fp16_weights_dequantize_stays_when_a_cpu_node_also_reads_them():
-    coverage = predict(read_graph(fp16_conv(extra_reader=True)))
+def test_in_a_partly_delegated_fp16_model_the_dequantize_stays_on_the_cpu():
+    """Partial delegation: the chosen partitions only. (TensorFlow's 2020 helper moved the DEQUANTIZE into
+    the first partition when all its readers were there, as here; the current one keeps it on the CPU.)"""
+    coverage = predict(read_graph(fp16_conv(tail="SQUARE")))
     assert coverage.log == "CoreML delegate: 2 nodes delegated out of 4 nodes, with 1 partitions."
-    assert coverage.nodes[0].delegated is False and "fp16-weights DEQUANTIZE" in coverage.nodes[0].reason
+    dequantize = coverage.nodes[0]
+    assert dequantize.delegated is False and "fp16-weights DEQUANTIZE" in dequantize.reason
+    assert [n.delegated for n in coverage.nodes[1:]] == [True, True, False]
+
+
+def test_a_fully_supported_model_is_delegated_whatever_the_partition_size_limits():
+    coverage = predict(read_graph(chain(["RELU"])))  # one node, under min_nodes_per_partition 2
+    assert coverage.log == "CoreML delegate: 1 nodes delegated out of 1 nodes, with 1 partitions."
+    assert predict(read_graph(chain(["RELU", "SQUARE"]))).nodes_delegated == 0  # partial: the limit applies
+
+
+def test_a_first_input_read_from_fp16_weights_is_refused():
+    """Readers of an fp16 DEQUANTIZE are checked as if they read the float16 constant itself, so one
+    whose first input is that constant fails the float32-input check."""
+    g = GraphBuilder()
+    x = g.input((4,))
+    w16 = g.const(np.ones(4), "float16")
+    w = g.tensor((4,))
+    g.op("DEQUANTIZE", [w16], [w])
+    out = g.tensor((4,))
+    g.op("ADD", [w, x], [out], options("AddOptions"))
+    coverage = predict(read_graph(g.build([out])))
+    assert "its input is float16, not float32" in coverage.nodes[1].reason
 
 
 # ---- real models -------------------------------------------------------------------------------

@@ -4,8 +4,10 @@ Sources, all under tensorflow/lite/ in tensorflow/tensorflow:
 - delegates/coreml/coreml_delegate.mm: IsNodeSupportedByDelegate (op list, versions, float input),
   the options' defaults (CoreMlDelegate's constructor) and DelegatePrepare (partitioning, log line);
 - delegates/coreml/builders/*.cc: the per-op Is...Supported checks (named at each rule below);
-- delegates/utils.cc: GraphPartitionHelper and FP16GraphPartitionHelper (largest partitions, fp16
-  DEQUANTIZE handling); graph_info.cc: the partitioning itself (app/coverage/partition.py).
+- delegates/utils.cc: GraphPartitionHelper and FP16GraphPartitionHelper (largest partitions, full
+  delegation, fp16 DEQUANTIZE handling), as in current TensorFlow and LiteRT (a 2020 version folded
+  fp16 DEQUANTIZEs into the first partition instead); graph_info.cc: the partitioning itself
+  (app/coverage/partition.py).
 
 Each refusal is a sentence a user can act on. Where the delegate's own check would read a tensor
 that is not there (its behaviour is undefined), the node is counted as not delegated and the
@@ -51,7 +53,12 @@ class _Fp16State:
 
     dequant_source: dict[int, int] = field(default_factory=dict)  # DEQUANTIZE output -> its fp16 constant input
     dequant_node: dict[int, int] = field(default_factory=dict)  # DEQUANTIZE output -> that node
-    consumers: dict[int, int] = field(default_factory=dict)  # DEQUANTIZE output -> nodes that read it
+
+
+_FP16_DEQUANTIZE = (
+    "an fp16-weights DEQUANTIZE: never taken on its own; delegated only when the whole model is, and kept on "
+    "the CPU when the model is partly delegated"
+)
 
 
 class _View:
@@ -92,7 +99,7 @@ def _binary(v: _View) -> str | None:
     # builders/util.cc: IsBinaryOpSupported -> IsBinaryOpSupportedType, IsBroadcastable
     a, b = v.input(0), v.input(1)
     if a is None or b is None:
-        return "an input is missing"
+        return "an input is missing and the delegate reads it anyway (undefined behaviour); counted as not delegated"
     for t in (a, b):
         if not (t.dtype == "float32" or (t.dtype == "float16" and t.constant)):
             return f"input '{t.name}' is {t.dtype}; the delegate takes float32 inputs, or float16 constants"
@@ -140,7 +147,8 @@ def _convolution(v: _View) -> str | None:
         return "its fused activation is SIGN_BIT, which the delegate does not take"
     weights = v.input(1)
     if weights is None:
-        return "it has no weights input"
+        # GetInputSafe fails and TF_LITE_ENSURE_OK returns its status from a bool function: `true`.
+        return None
     if not weights.constant:
         return "its weights are not constant (computed at run time); the delegate needs constant weights"
     if _rank(weights) != 4:
@@ -171,7 +179,7 @@ def _fully_connected(v: _View) -> str | None:
         return "its weights use the shuffled int8 format; the delegate takes the default format only"
     x, weights = v.input(0), v.input(1)
     if x is None or weights is None:
-        return "an input is missing"
+        return None  # GetInputSafe fails; TF_LITE_ENSURE_OK's status converts to `true`
     if x.dtype not in ("float32", "float16"):
         return f"its input is {x.dtype}; the delegate needs float"
     if weights.dtype not in ("float32", "float16") or not weights.constant:
@@ -350,32 +358,24 @@ def predict(graph: Graph, options: CoreMLOptions | None = None) -> Coverage:
         if _fp16_dequantize(graph, node) and node.outputs:
             state.dequant_source[node.outputs[0]] = node.inputs[0]
             state.dequant_node[node.outputs[0]] = node.index
-            refusals.append("an fp16-weights DEQUANTIZE: not taken itself; folded into the first partition when "
-                            "every node reading its output is there")  # fmt: skip
+            refusals.append(_FP16_DEQUANTIZE)
             continue
-        remap = {t: s for t, s in state.dequant_source.items() if t in node.inputs}
-        if remap:
-            for t in node.inputs:
-                if t in state.dequant_node:
-                    state.consumers[t] = state.consumers.get(t, 0) + 1
-        refusals.append(node_refusal(graph, node, options, state.dequant_source if remap else None))
-    found = partition(graph, [r is None for r in refusals])
-    kept = largest(found, options.max_delegated_partitions, options.min_nodes_per_partition)
-    # FP16GraphPartitionHelper::GetNodesOfFirstNLargestPartitionsImpl: a DEQUANTIZE joins the first (largest)
-    # partition when all its consumers are in it.
-    folded: dict[int, int] = {}
-    if kept:
-        readers: dict[int, int] = {}
-        for i in kept[0]:
-            for t in graph.nodes[i].inputs:
-                if t in state.consumers:
-                    readers[t] = readers.get(t, 0) + 1
-        folded = {state.dequant_node[t]: 0 for t, k in readers.items() if state.consumers[t] == k}
+        remapped = any(t in state.dequant_source for t in node.inputs)
+        refusals.append(node_refusal(graph, node, options, state.dequant_source if remapped else None))
+    supported = [r is None for r in refusals]
+    found = partition(graph, supported)
+    # FP16GraphPartitionHelper::GetNodesOfFirstNLargestPartitionsImpl (delegates/utils.cc):
+    if sum(supported) + len(state.dequant_node) == len(graph.nodes):
+        # "Scenario 1: Full Delegation": every node, fp16 DEQUANTIZEs included, whatever the size limits;
+        # the runtime then replaces them all with one delegate node.
+        kept = [[n.index for n in graph.nodes]] if graph.nodes else []
+    else:
+        # "Scenario 2: Partial Delegation": the largest partitions; fp16 DEQUANTIZEs stay on the CPU.
+        kept = largest(found, options.max_delegated_partitions, options.min_nodes_per_partition)
     # Number the delegated partitions in execution order (by first node), as a reader scans the graph.
     order = sorted(range(len(kept)), key=lambda k: min(kept[k]))
     number = {k: n for n, k in enumerate(order)}
     partition_of = {i: number[k] for k, nodes in enumerate(kept) for i in nodes}
-    partition_of.update({i: number[0] for i in folded})
     too_small = {i for nodes in found for i in nodes if i not in partition_of}
     nodes = []
     for node, refusal in zip(graph.nodes, refusals, strict=True):
