@@ -284,6 +284,18 @@ def test_mirror_pad_only_in_reflect_mode():
 
     assert check(mirror(0)) is None
     assert "REFLECT mirror padding only" in check(mirror(1))
+    # Without MirrorPadOptions the runtime's mode is "unknown", not REFLECT (flatbuffer_conversions.cc).
+    bare = single("MIRROR_PAD", [fin(), const([[0, 0], [1, 1], [1, 1], [0, 0]], "int32")])
+    assert "no mirror-padding mode" in check(bare)
+
+
+def test_pad_reads_int64_paddings_as_int32_words_as_the_delegate_does():
+    # [[0,0],[1,1],[1,1],[0,0]] as int64 is, in int32 words, 0,0, 0,0, 1,0, 1,0, ...: the delegate's
+    # GetTensorData<int32_t> finds words 6 and 7 (which it takes for the channel padding) = 1, 0.
+    g = single("PAD", [fin(), const([[0, 0], [1, 1], [1, 1], [0, 0]], "int64")])
+    assert "pads the channel dimension" in check(g)
+    g = single("PAD", [fin(), const([[0, 0], [1, 1], [1, 1], [0, 0]], "int32")])
+    assert check(g) is None
 
 
 # ---- builders/reshape_op_builder.cc --------------------------------------------------------------

@@ -220,14 +220,19 @@ def _mean(v: _View) -> str | None:
 def _pad(v: _View) -> str | None:
     # builders/pad_op_builder.cc: IsPadOpSupported (PAD and PADV2; MIRROR_PAD after its mode check)
     padding = v.input(1)
-    if padding is None or not padding.constant:
+    if padding is None:
+        return None  # GetInputSafe fails; TF_LITE_ENSURE_OK's status converts to `true`
+    if not padding.constant:
         return "its paddings are not constant; the delegate needs constant paddings"
     if _rank(padding) != 2:
         return "its paddings tensor is not 2-D"
     if padding.shape != (4, 2):
         return "its input is not 4-D; the delegate pads 4-D tensors only"
-    values = padding.data.reshape(-1) if padding.data is not None else None
-    if values is None or values.size < 8:
+    if padding.data is None:
+        return "its paddings could not be read"
+    # GetTensorData<int32_t> whatever the type: int64 paddings are read as pairs of int32 words.
+    values = np.frombuffer(padding.data.tobytes(), dtype="<i4")
+    if values.size < 8:
         return "its paddings could not be read"
     if values[0] != 0 or values[1] != 0:
         return "it pads the batch dimension, which the delegate does not take"
@@ -238,7 +243,9 @@ def _pad(v: _View) -> str | None:
 
 def _mirror_pad(v: _View) -> str | None:
     # builders/pad_op_builder.cc: IsMirrorPadOpSupported
-    if int(getattr(v.node.options, "mode", _REFLECT) or 0) != _REFLECT:
+    if v.node.options is None:  # no MirrorPadOptions: kTfLiteMirrorPaddingUnknown
+        return "it has no mirror-padding mode; the delegate takes REFLECT mirror padding only"
+    if int(v.node.options.mode) != _REFLECT:
         return "its mode is SYMMETRIC; the delegate takes REFLECT mirror padding only"
     return _pad(v)
 
@@ -252,7 +259,9 @@ def _reshape(v: _View, coreml_version: int) -> str | None:
         dims = 0 if new_shape is None else len(new_shape)
         return None if dims in (3, 4) else f"its target shape has {dims} dimensions; Core ML 2 reshape takes 3 or 4"
     shape = v.input(1)
-    if shape is None or not shape.constant:
+    if shape is None:
+        return None  # GetInputSafe fails; TF_LITE_ENSURE_OK's status converts to `true`
+    if not shape.constant:
         return "its target shape is computed at run time; the delegate needs a constant shape"
     if _rank(shape) != 1 or shape.dtype != "int32":
         return "its shape tensor is not a 1-D int32 tensor"
@@ -264,7 +273,9 @@ def _reshape(v: _View, coreml_version: int) -> str | None:
 def _resize_bilinear(v: _View) -> str | None:
     # builders/resize_bilinear_op_builder.cc: IsResizeBilinearOpSupported
     size = v.input(1)
-    if size is not None and size.constant:
+    if size is None:
+        return "it has no size input, and the delegate reads it anyway (undefined behaviour); counted as not delegated"
+    if size.constant:
         return None
     return "its output size is not constant; the delegate needs it constant"
 
