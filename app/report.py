@@ -572,13 +572,14 @@ def _facts_html(s: SessionData) -> str:
             if f.get("fallback_reason"):
                 parts.append(f"FALLBACK: {f['fallback_reason']}")
             items.append((f"delegate (session {sid})", ", ".join(p for p in parts if p)))
-            for key, title in (("coverage", "nodes"), ("predicted", "Core ML delegate (predicted)")):
+            for key, title in (("coverage", "coverage"), ("predicted", "Core ML delegate (predicted)")):
                 coverage = read_coverage(f.get(key))
                 if coverage is not None:
-                    text = coverage.log or coverage.summary()
                     left = left_on_cpu_lines(coverage, limit=8)
-                    left_text = "; left on the CPU: " + "; ".join(left) if left else ""
-                    items.append((f"{title} (session {sid})", text + left_text))
+                    text = coverage.log or coverage.summary()
+                    if left:
+                        text += " Left on the CPU: " + "; ".join(left)
+                    items.append((f"{title} (session {sid})", text))
     settings = meta.get("settings")
     if isinstance(settings, dict) and isinstance(settings.get("bench"), dict):
         items.append(("bench settings", ", ".join(f"{k} {v}" for k, v in settings["bench"].items())))
