@@ -324,6 +324,9 @@ def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
 def _print_bench(summary: dict) -> None:
     m, d = summary["metrics"], summary["delegate"] or {}
     src = summary["source"]
+    opened = [e["model"] for e in summary["events"] if isinstance(e.get("model"), dict)]
+    if opened:  # the model that ran last (a switch can change it)
+        print(f"model     {opened[-1]['name']}  ({opened[-1]['path']})")
     print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
     if d:
         report = SessionReport.from_dict(d)

@@ -34,8 +34,8 @@ def test_failure_reasons_are_words_a_user_can_act_on():
         "ERROR: [delegate_webgpu.cc:359] Failed to initialize WebGPU environment: INTERNAL: No adapters found"
     ]
     llvmpipe = VulkanDevice("llvmpipe (LLVM 15.0.6, 256 bits)", "CPU", 0x10005, "1.3.230")
-    assert failure_reason(no_adapter, [], "the Vulkan loader (libvulkan.so.1 / vulkan-1.dll) is not installed") == (
-        "no GPU adapter found (the Vulkan loader (libvulkan.so.1 / vulkan-1.dll) is not installed)"
+    assert failure_reason(no_adapter, [], "the Vulkan loader (libvulkan.so.1) is not installed") == (
+        "no GPU adapter found (the Vulkan loader (libvulkan.so.1) is not installed)"
     )
     assert "WebGPU rejected every Vulkan device (llvmpipe" in failure_reason(no_adapter, [llvmpipe], None)
 

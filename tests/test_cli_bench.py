@@ -26,6 +26,7 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     )
     assert run.returncode == 0, run.stderr
     assert "inference" in run.stdout and "capture" in run.stdout
+    assert run.stdout.startswith("model     efficientnet_lite0  (")  # the summary names what it ran
     summary = json.loads(json_path.read_text())
     m = summary["metrics"]
     assert m["inferences_total"] >= 40

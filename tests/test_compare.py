@@ -122,3 +122,11 @@ def test_tensorflow_reference_as_side_b(tmp_path):
     assert run.returncode == 0, run.stderr
     i = json.loads(int8_json.read_text())
     assert i["agreement"]["max_abs_diff"] > 10 * f["agreement"]["max_abs_diff"]
+
+
+def test_speed_sentence_names_a_tie_instead_of_one_point_oh_times_slower():
+    from app.compare_bench import speed_sentence
+
+    assert speed_sentence(10.0, 10.1, 10.0, 10.0).startswith("same speed (B within 1.0% of A)")
+    assert speed_sentence(10.0, 12.0, 0.0, 0.0).startswith("B is 1.20× slower than A")
+    assert speed_sentence(12.0, 10.0, 0.0, 0.0).startswith("B is 1.20× faster than A")

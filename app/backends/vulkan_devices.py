@@ -84,7 +84,8 @@ def list_devices() -> tuple[list[VulkanDevice], str | None]:
         return [], "macOS has no Vulkan: LiteRT uses Metal there"
     vk = _loader()
     if vk is None:
-        return [], "the Vulkan loader (libvulkan.so.1 / vulkan-1.dll) is not installed"
+        name = "vulkan-1.dll" if sys.platform == "win32" else "libvulkan.so.1"  # this platform's only
+        return [], f"the Vulkan loader ({name}) is not installed"
     app = _AppInfo(0, None, b"delegate-scope", 1, b"delegate-scope", 1, (1 << 22) | (1 << 12))
     info = _InstanceInfo(1, None, 0, ctypes.pointer(app), 0, None, 0, None)
     instance = ctypes.c_void_p()

@@ -505,7 +505,7 @@ class MainWindow(QMainWindow):
         status = pipeline.status()
         text = status.state if status.state == "running" else f"{status.state}: {status.message}"
         if snap.dropped_total:
-            text += f"  ·  {snap.dropped_total} frames dropped"
+            text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} dropped"
         self.status_label.setText(text)
         if pipeline.latest_frame() is None and status.state != "running":
             self.video.set_message(f"{status.state}: {status.message}")
