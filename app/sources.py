@@ -143,7 +143,7 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
     if kind == "demo":
         raise SourceError(f"demo takes no argument: {spec!r}")
     if kind == "stream":
-        return kind, _stream_url(arg, spec)
+        return kind, _stream_url(arg)
     _parse_synthetic(arg, spec)  # synthetic: validate now, not when the thread opens it
     return kind, arg
 
@@ -158,17 +158,18 @@ def _parse_bare(text: str) -> tuple[str, str]:
     return "video", text
 
 
-def _stream_url(arg: str, spec: str) -> str:
+def _stream_url(arg: str) -> str:
     url = arg.strip()
     scheme, sep, rest = url.partition("://")
     if not sep or not rest:
-        raise SourceError(f"stream: needs a URL such as rtsp://host/path or tcp://host:port, not {spec!r}")
+        # The URL alone, as typed: the window's stream dialog never shows the internal "stream:" prefix.
+        raise SourceError(f"stream: needs a URL such as rtsp://host/path or tcp://host:port, not {url!r}")
     if scheme.lower() not in STREAM_SCHEMES:
         raise SourceError(
             f"stream: protocol {scheme!r} is not a network stream; use one of {', '.join(STREAM_SCHEMES)}"
         )
     if any(ord(c) < 32 for c in url):
-        raise SourceError(f"stream: the URL contains control characters: {spec!r}")
+        raise SourceError(f"stream: the URL contains control characters: {url!r}")
     return url
 
 

@@ -287,3 +287,13 @@ def test_stream_credentials_stay_out_of_recordings_json_and_output(senders: list
     for name, text in {**written, "stdout": out.stdout, "stderr": out.stderr}.items():
         assert "hunter2" not in text and "viewer" not in text, name
     assert f"stream:tcp://127.0.0.1:{cam.port}" in written["run.csv"]
+
+
+def test_a_bad_stream_url_is_quoted_as_typed_without_the_internal_prefix():
+    """The window's stream dialog shows this message: the user typed the URL, never "stream:"."""
+    from app.errors import SourceError
+    from app.sources import parse_source_spec
+
+    with pytest.raises(SourceError) as caught:
+        parse_source_spec("stream:/tmp/clip.mp4")
+    assert "not '/tmp/clip.mp4'" in str(caught.value) and "'stream:" not in str(caught.value)

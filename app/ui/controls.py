@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
+    QAbstractScrollArea,
+    QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QDoubleSpinBox,
@@ -131,6 +134,25 @@ class ControlPanel(QWidget):
         self.b_model.activated.connect(lambda _: self._compare_changed())
         self.b_delegate.activated.connect(lambda _: self._compare_changed())
         self._show_relevant_options()
+        # Scrolling the panel must not change what runs: a wheel over an unfocused spin box or combo
+        # (threads 2 -> 1 rebuilt the model mid-run) scrolls the panel instead.
+        for widget in self.findChildren(QAbstractSpinBox) + self.findChildren(QComboBox):
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Wheel and isinstance(watched, QWidget) and not watched.hasFocus():
+            area = self._scroll_area()
+            if area is not None:
+                QApplication.sendEvent(area.viewport(), event)
+            return True  # not delivered to the control
+        return super().eventFilter(watched, event)
+
+    def _scroll_area(self) -> QAbstractScrollArea | None:
+        parent = self.parentWidget()
+        while parent is not None and not isinstance(parent, QAbstractScrollArea):
+            parent = parent.parentWidget()
+        return parent
 
     def _compare_changed(self) -> None:
         on = self.compare.isChecked()

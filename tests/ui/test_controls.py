@@ -1,0 +1,42 @@
+"""The control panel alone (no pipeline): what the mouse wheel may and may not change."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
+from PySide6.QtWidgets import QApplication, QScrollArea
+
+from app.ui.controls import ControlPanel
+
+
+def _wheel(widget, steps: int) -> None:
+    """A real wheel event over the middle of `widget`, `steps` notches down."""
+    centre = QPointF(widget.width() / 2, widget.height() / 2)
+    event = QWheelEvent(centre, QPointF(widget.mapToGlobal(centre.toPoint())), QPoint(0, 0), QPoint(0, -120 * steps),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_scrolls_the_panel_instead_of_changing_an_unfocused_control(qtbot):
+    panel = ControlPanel()
+    area = QScrollArea()
+    area.setWidget(panel)
+    area.setWidgetResizable(True)
+    area.resize(300, 200)  # smaller than the panel: it scrolls
+    qtbot.addWidget(area)
+    area.show()
+    panel.threads.setValue(2)
+    changed = []
+    panel.options_changed.connect(changed.append)
+    scrollbar = area.verticalScrollBar()
+    assert scrollbar.maximum() > 0 and scrollbar.value() == 0
+    _wheel(panel.threads, 1)
+    assert panel.threads.value() == 2 and changed == []  # threads 2 -> 1 used to rebuild the model mid-run
+    assert scrollbar.value() > 0  # the panel scrolled instead
+    before = panel.delegate.currentIndex()
+    _wheel(panel.delegate, 1)
+    assert panel.delegate.currentIndex() == before
+    panel.threads.setFocus()  # a control the user clicked into still takes the wheel
+    qtbot.waitUntil(panel.threads.hasFocus, timeout=2_000)
+    _wheel(panel.threads, 1)
+    assert panel.threads.value() == 1 and changed
