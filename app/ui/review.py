@@ -6,6 +6,7 @@ import html
 from pathlib import Path
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QVBoxLayout, QWidget
 
 from app.recording import read_session
@@ -37,8 +38,9 @@ class ReviewWindow(QMainWindow):
             "model " + html.escape(", ".join(models) or "?"),
             "backend " + html.escape(", ".join(backends) or "?"),
         ]
-        if meta.get("lost_rows"):
-            parts.append(f"<span style='color:#b71c1c'>{int(meta['lost_rows'])} rows lost while recording</span>")
+        lost = meta.get("lost_rows")
+        if isinstance(lost, int) and not isinstance(lost, bool) and lost > 0:  # the sidecar is untrusted
+            parts.append(f"<span style='color:#b71c1c'>{lost} rows lost while recording</span>")
         if session.skipped_lines:
             parts.append(f"{session.skipped_lines} incomplete line(s) skipped (the recording was cut short)")
         if meta and meta.get("complete") is False:
@@ -55,3 +57,5 @@ class ReviewWindow(QMainWindow):
         layout.addWidget(self.plots, 1)
         self.setCentralWidget(central)
         self.resize(1200, 420)
+        for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
+            QShortcut(keys, self, activated=self.close)  # Esc and Ctrl+W (Cmd+W) close a review

@@ -256,6 +256,31 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     junk.write_bytes(b"\x00\xff not a recording")
     assert window.open_review(junk) is None and "junk.csv" in window.last_error
     assert window.open_review(tmp_path / "missing.csv") is None
+    # Esc closes a review (and Ctrl+W, the platform's Close key).
+    from PySide6.QtCore import Qt
+
+    review.activateWindow()  # a shortcut of the review fires in the review, not in the main window
+    qtbot.waitUntil(review.isActiveWindow, timeout=2_000)
+    qtbot.keyClick(review.plots, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not review.isVisible(), timeout=2_000)
+    # Damaged recordings and sidecars (tests/reader_fuzz.py's mutations): a review window or one
+    # message, never an exception out of the window (lost_rows of 1e400 used to raise OverflowError).
+    import random
+
+    from tests.reader_fuzz import mutate_csv, mutate_json
+
+    text, meta = path.read_text(encoding="utf-8"), json.loads(path.with_suffix(".json").read_text())
+    rng = random.Random(3)
+    damaged = tmp_path / "damaged.csv"
+    for _ in range(40):
+        damaged.write_text(mutate_csv(text, rng), encoding="utf-8")
+        damaged.with_suffix(".json").write_text(mutate_json(meta, rng), encoding="utf-8")
+        opened = window.open_review(damaged)
+        if opened is not None:
+            opened.close()
+    damaged.write_text(text, encoding="utf-8")
+    damaged.with_suffix(".json").write_text(json.dumps({**meta, "lost_rows": 1e400}))
+    assert window.open_review(damaged) is not None
 
 
 def test_compare_mode_shows_both_sides_and_their_agreement(qtbot, make_window):
