@@ -28,6 +28,7 @@ from app.backends.gpu import PRECISIONS
 from app.model import bundled_models
 
 OPEN_FILE = "__open__"
+_THREADS_TIP = "CPU threads for XNNPACK (and the CPU fallback)"
 DELEGATE_LABELS = {
     "cpu": "CPU (XNNPACK)",
     "gpu": "GPU (LiteRT)",
@@ -67,7 +68,8 @@ class ControlPanel(QWidget):
         form.addRow("Run on", self.delegate)
         self.threads = QSpinBox()
         self.threads.setRange(1, max(1, os.cpu_count() or 1) * 2)
-        self.threads.setToolTip("CPU threads for XNNPACK (and the CPU fallback)")
+        self.threads.setToolTip(_THREADS_TIP)
+        self.threads.valueChanged.connect(self._flag_oversubscription)
         form.addRow("Threads", self.threads)
         self.precision = QComboBox()
         self.precision.addItems(list(PRECISIONS))
@@ -153,6 +155,17 @@ class ControlPanel(QWidget):
         while parent is not None and not isinstance(parent, QAbstractScrollArea):
             parent = parent.parentWidget()
         return parent
+
+    def _flag_oversubscription(self, threads: int) -> None:
+        """More threads than cores is allowed (a benchmark may want it) but never silent."""
+        cores = os.cpu_count() or 1
+        over = threads > cores
+        self.threads.setStyleSheet("color: #b71c1c" if over else "")
+        self.threads.setToolTip(
+            f"{threads} threads on {cores} cores: XNNPACK's threads will share cores and wait for each other"
+            if over
+            else _THREADS_TIP
+        )
 
     def _compare_changed(self) -> None:
         on = self.compare.isChecked()

@@ -416,7 +416,10 @@ class MainWindow(QMainWindow):
         return review
 
     def choose_recordings_dir(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Recordings folder", self.saved.recordings_dir or "")
+        # Start where recordings go now (not the process's working directory).
+        folder = QFileDialog.getExistingDirectory(
+            self, "Recordings folder", self.saved.recordings_dir or _default_recordings_dir()
+        )
         if folder:
             self.saved.recordings_dir = folder
 

@@ -40,3 +40,16 @@ def test_the_wheel_scrolls_the_panel_instead_of_changing_an_unfocused_control(qt
     qtbot.waitUntil(panel.threads.hasFocus, timeout=2_000)
     _wheel(panel.threads, 1)
     assert panel.threads.value() == 1 and changed
+
+
+def test_more_threads_than_cores_is_flagged_not_silent(qtbot):
+    import os
+
+    panel = ControlPanel()
+    qtbot.addWidget(panel)
+    cores = os.cpu_count() or 1
+    panel.threads.setValue(cores)
+    assert "share cores" not in panel.threads.toolTip()
+    panel.threads.setValue(cores + 1)
+    assert f"{cores + 1} threads on {cores} cores" in panel.threads.toolTip()
+    assert "b71c1c" in panel.threads.styleSheet()
