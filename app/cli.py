@@ -206,6 +206,12 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--exit-after", type=_positive_float, help="close the window after this many seconds")
     g.add_argument("--screenshot", type=Path, help="grab the window to this PNG just before --exit-after closes it")
     g.add_argument("--stats", type=Path, dest="stats_file", help="write display/GUI-cost figures as JSON at exit")
+    g.add_argument(
+        "--save-settings",
+        action="store_true",
+        default=None,
+        help="remember this run's choices at exit (default: yes, except in --exit-after runs)",
+    )
     g.set_defaults(handler=cmd_gui)
 
     r = sub.add_parser(
@@ -550,6 +556,7 @@ def cmd_gui(args: argparse.Namespace) -> int:
         exit_after=args.exit_after,
         screenshot=args.screenshot,
         stats_file=args.stats_file,
+        save_settings=args.save_settings,
     )
     return run_gui(options)
 

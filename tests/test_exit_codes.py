@@ -42,6 +42,8 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("gui: no display", ["gui", "--exit-after", "1"], {"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""},
      2, "no display to open the window on"),
     ("gui: screenshot without exit-after", ["gui", "--screenshot", "{tmp}/s.png"], {}, 2, "--screenshot"),
+    ("gui: scripted run whose source never opens", ["gui", "--source", "video:{tmp}/nope.mp4", "--settings",
+     "{tmp}/s.ini", "--exit-after", "3"], {"QT_QPA_PLATFORM": "offscreen"}, 6, "video file not found"),
 ]
 # fmt: on
 

@@ -61,7 +61,11 @@ def run_gui(options: object) -> int:
     if state is not None:
         window.restoreState(state)
     window.show()
-    return app.exec()
+    code = app.exec()
+    if window.exit_code:  # a scripted run says what stopped it, as bench does
+        print(f"delegate-scope: error: {window.exit_message}", file=sys.stderr)
+        return window.exit_code
+    return code
 
 
 def _install_excepthook(window: object) -> None:

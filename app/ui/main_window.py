@@ -80,6 +80,7 @@ class GuiOptions:
     exit_after: float | None = None
     screenshot: Path | None = None
     stats_file: Path | None = None
+    save_settings: bool | None = None  # None: yes for an interactive run, no for a scripted one (--exit-after)
     dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
 
 
@@ -105,6 +106,7 @@ class MainWindow(QMainWindow):
         self._marked_session: int | None = None
         self._model_label = ""
         self._first_count: tuple[float, int] | None = None  # (when, inferences) at the first result seen
+        self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
 
         self._build_widgets()
         self._build_actions()
@@ -621,9 +623,31 @@ class MainWindow(QMainWindow):
             "plot_refresh_hz": plot_hz,
             "plot_updates": self.plots.updates,
             "metrics": snap.to_dict(),
+            "session": self.session_facts(),
         }
 
+    def session_facts(self) -> dict:
+        """What ran, for a scripted run's --stats: model, source, requested and used backend, fallback."""
+        pipeline = self.session.pipeline
+        report = pipeline.session_report()
+        status = pipeline.status()
+        delegate = {k: v for k, v in report.to_dict().items() if k != "native_log"} if report else None
+        opened = [e.model for e in pipeline.events() if e.model]
+        return {
+            "model": opened[-1] if opened else {"requested": str(pipeline.config.model)},
+            "source": redact_credentials(self.session.source),
+            "delegate": delegate,
+            "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
+        }
+
+    def _scripted_outcome(self) -> tuple[int, str]:
+        """A scripted run ends with the exit code of what stopped the pipeline (6: a source that never
+        opened, 3: a model refused), 0 otherwise, as `bench` would; read before closing stops it."""
+        status = self.session.pipeline.status()
+        return ((status.exit_code or 1), status.message) if status.state == "error" else (0, "")
+
     def _scripted_exit(self) -> None:
+        self.exit_code, self.exit_message = self._scripted_outcome()
         if self.options.stats_file:
             import json
 
@@ -643,7 +667,9 @@ class MainWindow(QMainWindow):
         self.session.stop()
         for thread in self._background_threads:  # the GPU probe is a child process of ~1 s
             thread.join(BACKGROUND_JOIN_S)
-        self._save()
+        scripted = self.options.exit_after is not None
+        if self.options.save_settings if self.options.save_settings is not None else not scripted:
+            self._save()  # a scripted demo or benchmark leaves the user's own settings alone
         event.accept()
 
     def _save(self) -> None:

@@ -196,6 +196,36 @@ def test_gui_command_scripted_run_writes_screenshot_and_stats(tmp_path):
     figures = json.loads(stats.read_text())
     assert figures["frames_displayed"] > 30 and figures["plot_updates"] > 10
     assert figures["metrics"]["inferences_total"] > 5
+    # What ran, so a scripted run's figures can be read without the window.
+    session = figures["session"]
+    assert session["model"]["name"] == "efficientnet_lite0" and session["source"] == "demo"
+    assert (session["delegate"]["requested"], session["delegate"]["used"]) == ("cpu", "cpu")
+    # A scripted run leaves the user's saved settings alone unless asked.
+    assert not (tmp_path / "s.ini").exists() or "model" not in (tmp_path / "s.ini").read_text()
+
+
+def test_scripted_runs_say_what_ran_and_fail_like_bench(tmp_path):
+    stats = tmp_path / "stats.json"
+    ini = tmp_path / "s.ini"
+    run = run_cli(
+        "gui", "--delegate", "coreml", "--source", "synthetic", "--threads", "1", "--settings", ini,
+        "--exit-after", "4", "--stats", stats, env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    delegate = json.loads(stats.read_text())["session"]["delegate"]
+    assert (delegate["requested"], delegate["used"]) == ("coreml", "cpu") and "macOS" in delegate["fallback_reason"]
+    assert delegate["predicted"]["log"].startswith("CoreML delegate: 60 nodes delegated out of 61")
+    assert "coreml" not in (ini.read_text() if ini.exists() else "")  # the next plain start is not on Core ML
+    # Asked to, it remembers.
+    run = run_cli("gui", "--delegate", "coreml", "--source", "synthetic", "--threads", "1", "--settings", ini,
+                  "--exit-after", "3", "--save-settings", env={"QT_QPA_PLATFORM": "offscreen"},
+                  timeout=120)  # fmt: skip
+    assert run.returncode == 0 and "coreml" in ini.read_text()
+    # A source that never opens: exit 6 and one line, as bench does (it exited 0).
+    missing = run_cli("gui", "--source", f"video:{tmp_path / 'missing.mp4'}", "--settings", ini, "--exit-after", "3",
+                      env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120)  # fmt: skip
+    assert missing.returncode == 6, (missing.returncode, missing.stderr)
+    assert "missing.mp4" in missing.stderr.strip().splitlines()[-1]
 
 
 def test_gui_without_a_display_is_one_clear_line(tmp_path):
