@@ -61,7 +61,8 @@ class CoverageStrip(QWidget):
         return QSize(280, len(self.rows) * (_ROW_H + _GAP))
 
     def minimumSizeHint(self) -> QSize:
-        return self.sizeHint()
+        # Narrow enough never to widen the dock past its view (cells shrink to a pixel each).
+        return QSize(self.label_width + 40, len(self.rows) * (_ROW_H + _GAP))
 
     def _cell_rect(self, row: int, i: int, n: int) -> QRect:
         left = self.label_width

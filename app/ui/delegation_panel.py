@@ -6,7 +6,7 @@ import html
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.backends.base import SessionReport
 from app.coverage.text import left_on_cpu_lines
@@ -31,6 +31,8 @@ class DelegationPanel(QWidget):
         for label in (self.coverage, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
+                # Wrap to the dock's width instead of widening the panel past it (the strip must stay in view).
+                label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
                 label.setTextFormat(Qt.TextFormat.RichText)
                 label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             layout.addWidget(label)

@@ -154,6 +154,8 @@ class MainWindow(QMainWindow):
             scroll = QScrollArea()
             scroll.setWidget(widget)
             scroll.setWidgetResizable(True)
+            if widget is self.delegation:  # text wraps to the dock's width: the node strip must stay whole in view
+                scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
             dock = QDockWidget(title, self)
             dock.setObjectName(f"dock-{name}")
             dock.setWidget(scroll)
