@@ -581,6 +581,9 @@ class Pipeline:
             "path": str(spec.path),
             "input": {"shape": list(spec.input.shape), "dtype": spec.input.dtype},
             "classes": spec.classes,
+            # Where the labels came from, and whether they fit: the window shows both, never silently.
+            "labels": spec.labels.source,
+            "label_warnings": list(spec.labels.warnings),
         }
         self._event(
             kind,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
@@ -40,12 +41,24 @@ class DelegationPanel(QWidget):
         layout.addStretch(1)
         self.report: SessionReport | None = None
 
-    def set_report(self, report: SessionReport | None, model_label: str = "") -> None:
+    def set_report(
+        self,
+        report: SessionReport | None,
+        model_label: str = "",
+        labels: str = "",
+        label_warnings: Sequence[str] = (),
+    ) -> None:
         self.report = report
         if report is None:
             self.facts.setText("No model open yet.")
             return
         rows = [f"<tr><td><b>Model</b></td><td>{html.escape(model_label)}</td></tr>"] if model_label else []
+        if labels:  # which labels are in use, and in red when they do not fit the model's outputs
+            text = labels + ("; " + "; ".join(label_warnings) if label_warnings else "")
+            colour = _COLOURS["warn" if label_warnings else "ok"]
+            rows.append(
+                f"<tr><td valign='top'><b>Labels</b></td><td style='color:{colour}'>{html.escape(text)}</td></tr>"
+            )
         for fact in delegation_facts(report):
             colour = _COLOURS[fact.level]
             rows.append(

@@ -105,6 +105,7 @@ class MainWindow(QMainWindow):
         self.last_error: str | None = None
         self._marked_session: int | None = None
         self._model_label = ""
+        self._labels: tuple[str, list[str]] = ("", [])  # the running model's labels: source, warnings
         self._first_count: tuple[float, int] | None = None  # (when, inferences) at the first result seen
         self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
 
@@ -331,7 +332,19 @@ class MainWindow(QMainWindow):
     def request_labels(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open labels", "", "Labels (*.txt);;All files (*)")
         if path:
-            self.switch_model(str(self.session.pipeline.config.model), Path(path))
+            self.load_labels(Path(path))
+
+    def load_labels(self, path: Path) -> bool:
+        """Use a labels file for the running model; say what was loaded and whether it fits."""
+        if not self.switch_model(str(self.session.pipeline.config.model), path):
+            return False
+        spec = load_model_spec(str(self.session.pipeline.config.model), path)
+        fits = not spec.labels.warnings
+        message = f"Labels: {path.name}, {sum(1 for label in spec.labels.labels if label)} for {spec.classes} outputs"
+        self.statusBar().showMessage(message + ("" if fits else f" — {spec.labels.warnings[0]}"), 15_000)
+        if not fits and self.options.dialogs:
+            QMessageBox.warning(self, "These labels do not fit the model", spec.labels.warnings[0])
+        return True
 
     def request_delegate(self, name: str) -> None:
         self.session.reconfigure(delegate=name, options=self.controls.options())
@@ -548,7 +561,8 @@ class MainWindow(QMainWindow):
             if event.report is not None:
                 if event.model:
                     self._model_label = event.model["name"]
-                self.delegation.set_report(event.report, self._model_label)
+                    self._labels = (event.model.get("labels", ""), event.model.get("label_warnings", []))
+                self.delegation.set_report(event.report, self._model_label, *self._labels)
                 self.controls.show_delegate(event.report.requested)
                 parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip

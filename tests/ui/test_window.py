@@ -329,3 +329,17 @@ def test_compare_mode_shows_both_sides_and_their_agreement(qtbot, make_window):
     assert window.session.compare is None and not window.compare_dock.isVisibleTo(window)
     before = window.session.metrics.snapshot().inferences_total
     qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
+
+
+def test_a_labels_file_that_does_not_fit_is_shown_not_silent(qtbot, make_window, tmp_path):
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: "Labels" in window.delegation.text(), timeout=10_000)
+    assert "Labels sidecar labels imagenet_labels.txt" in window.delegation.text().replace("\n", " ")
+    five = tmp_path / "five.txt"
+    five.write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
+    assert window.load_labels(five)
+    assert "five.txt" in window.statusBar().currentMessage() and "1000 outputs" in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: "five.txt" in window.delegation.text(), timeout=30_000)
+    text = window.delegation.text().replace("\n", " ")
+    assert "has 5 labels but the model has 1000 outputs" in text
