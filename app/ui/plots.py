@@ -69,6 +69,9 @@ def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapsho
     }
 
 
+_PLOT_OF = {key: plot_name for plot_name, key, *_ in SERIES}
+
+
 class LivePlots(pg.GraphicsLayoutWidget):
     def __init__(self, parent: QWidget | None = None, history_s: float = HISTORY_S) -> None:
         super().__init__(parent)
@@ -91,10 +94,9 @@ class LivePlots(pg.GraphicsLayoutWidget):
             legend.setColumnCount(2)
             legend.layout.setVerticalSpacing(-4)
             plot.setLabel("bottom", "seconds ago")
-            plot.enableAutoRange(axis="y")
+            plot.disableAutoRange(axis="y")  # set in redraw: from 0, so noise around 30 fps looks like noise
             self.plots[name] = plot
         self.plots["cpu"].setYRange(0, 100)
-        self.plots["cpu"].disableAutoRange(axis="y")
         for name in ("latency", "cpu"):
             self.plots[name].setXLink(self.plots["fps"])
         self._legend_names: dict[str, str] = {}
@@ -134,11 +136,21 @@ class LivePlots(pg.GraphicsLayoutWidget):
         for i, key in enumerate(KEYS, start=1):
             self.curves[key].setData(x, rows[:, i])
         self.plots["fps"].setXRange(-self.history_s, 0, padding=0)
+        self._fit_from_zero(rows)
         for at, lines in self._markers:
             for line in lines:
                 line.setValue(at - t)
         self._drop_old_markers(t)
         self.updates += 1
+
+    def _fit_from_zero(self, rows: np.ndarray) -> None:
+        """fps and latency axes start at 0 and end just above the highest value shown: an autoscaled
+        29.6-30.2 fps axis made noise look dramatic, and with no data it showed -0.4..0.4."""
+        for name in ("fps", "latency"):
+            columns = [i for i, key in enumerate(KEYS, start=1) if _PLOT_OF[key] == name]
+            values = rows[:, columns] if len(rows) else np.zeros((0, 1))
+            top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+            self.plots[name].setYRange(0, max(1.0, top * 1.12), padding=0)
 
     def set_static(self, t: np.ndarray, values: dict[str, np.ndarray], markers: list[tuple[float, str]]) -> None:
         """Show a recorded session: absolute seconds on the x axis, markers where events were."""
@@ -149,6 +161,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
             plot.setLabel("bottom", "seconds since the recording started")
         if len(t):
             self.plots["fps"].setXRange(float(t[0]), float(t[-1]), padding=0.01)
+        self._fit_from_zero(np.column_stack([t, *(values.get(k, np.full(len(t), np.nan)) for k in KEYS)]))
         for at, text in markers:
             for name, plot in self.plots.items():
                 plot.addItem(_marker_line(text if name == "fps" else None, at), ignoreBounds=True)

@@ -1,4 +1,4 @@
-"""The control panel alone (no pipeline): what the mouse wheel may and may not change."""
+"""The control panel and the live plots alone (no pipeline): what the wheel may change, what the axes show."""
 
 from __future__ import annotations
 
@@ -53,3 +53,21 @@ def test_more_threads_than_cores_is_flagged_not_silent(qtbot):
     panel.threads.setValue(cores + 1)
     assert f"{cores + 1} threads on {cores} cores" in panel.threads.toolTip()
     assert "b71c1c" in panel.threads.styleSheet()
+
+
+def test_fps_and_latency_axes_start_at_zero_so_noise_looks_like_noise(qtbot):
+    import math
+
+    from app.ui.plots import KEYS, LivePlots
+
+    plots = LivePlots()
+    qtbot.addWidget(plots)
+    for i in range(20):  # a steady 30 fps with +-0.3 of noise
+        plots.add_point({"capture_fps": 30 + 0.3 * math.sin(i), "inference_fps": 29.8, "inference_mean": 12.0}, t=i)
+    low, high = plots.plots["fps"].viewRange()[1]
+    assert low == 0 and 30.3 < high < 35
+    assert plots.plots["latency"].viewRange()[1][0] == 0
+    empty = LivePlots()  # a source that failed: no numbers at all
+    qtbot.addWidget(empty)
+    empty.add_point({k: float("nan") for k in KEYS}, t=0)
+    assert empty.plots["fps"].viewRange()[1] == [0, 1.0]
