@@ -67,7 +67,7 @@ LABELS_FILE = "imagenet_labels.txt"
 EMBEDDED_LABELS_FILE = "labels.txt"
 CROPS_PER_PHOTO = 32  # x 7 photos = 224 calibration samples
 
-# ImageNet class ids the float model must give on tests/data/photos (see DESIGN.md).
+# ImageNet class ids the float model must give on tests/data/photos (docs/models.md has the scores).
 EXPECTED_FLOAT_TOP1 = {
     "grace_hopper": {652},  # military uniform
     "chelsea": {281, 282, 285},  # tabby, tiger cat, Egyptian Mau

@@ -38,7 +38,7 @@ _DEVICE_NAMES = {
 
 
 # coremltools imports each of these at import time when installed, only to enable converters the
-# app never uses: TensorFlow alone costs seconds and gigabytes (DESIGN.md keeps it off the app's path).
+# app never uses: TensorFlow alone costs seconds and gigabytes, and the app runs on LiteRT alone.
 _CONVERTER_FRAMEWORKS = ("tensorflow", "torch")
 
 
