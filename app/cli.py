@@ -20,11 +20,11 @@ from app.coverage.text import left_on_cpu_lines
 from app.cpu_affinity import CpuSplit
 from app.delegates import delegate_statuses
 from app.describe import coreml_prediction_sentence
-from app.errors import BackendUnavailable, DelegateScopeError, InternalError, UsageError, error_for
+from app.errors import BackendUnavailable, DelegateScopeError, UsageError
 from app.metrics import MetricsSnapshot
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
 from app.native_log import NativeLogFile
-from app.pipeline import InferenceConfig
+from app.pipeline import InferenceConfig, Status
 from app.redact import redact_credentials
 from app.thread_cpu import started_by
 
@@ -395,8 +395,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         text = redact_credentials(json.dumps(summary, indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     status = summary["status"]
-    if status["state"] == "error":  # the cause is the one line to show, with its own exit code
-        raise error_for(status["exit_code"] or InternalError.exit_code, status["message"])
+    error = Status(status["state"], status["message"], exit_code=status["exit_code"]).error()
+    if error is not None:  # the cause is the one line to show, with its own exit code
+        raise error
     for event in summary["events"]:
         if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             _warn(f"{event['kind']}: {event['message']}")

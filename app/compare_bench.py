@@ -10,7 +10,6 @@ from pathlib import Path
 
 from app.bench import BenchConfig, RowSink
 from app.compare import ComparePipeline, FrameComparison
-from app.errors import InternalError, error_for
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import InferenceConfig, Pipeline
 from app.recording import SessionRecorder, neutralise
@@ -27,9 +26,9 @@ def _wait(condition: Callable[[], bool], timeout_s: float, *pipelines: Pipeline)
     deadline = time.monotonic() + timeout_s
     while not condition():
         for pipeline in pipelines:
-            status = pipeline.status()
-            if status.state == "error":  # the side's own typed error, exit code kept
-                raise error_for(status.exit_code or InternalError.exit_code, status.message)
+            error = pipeline.status().error()
+            if error is not None:  # the side's own typed error, exit code kept
+                raise error
         if time.monotonic() > deadline or pipelines[0].finished():
             return
         time.sleep(_POLL_S)

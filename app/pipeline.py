@@ -32,7 +32,7 @@ import numpy as np
 from app import cpu_affinity
 from app.backends import Session, SessionReport, open_session
 from app.backends.cpu import requested_threads
-from app.errors import DelegateScopeError, InternalError, ModelError, SourceError, SourceLost
+from app.errors import DelegateScopeError, InternalError, ModelError, SourceError, SourceLost, error_for
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import DEFAULT_MODEL, ModelSpec, load_model_spec
@@ -102,6 +102,12 @@ class Status:
     message: str
     source: SourceInfo | None = None
     exit_code: int | None = None  # state "error": the exit code of the typed error that ended the run
+
+    def error(self) -> DelegateScopeError | None:
+        """State "error": the typed error that ended the run, for whoever reports it (exit codes)."""
+        if self.state != "error":
+            return None
+        return error_for(self.exit_code or InternalError.exit_code, self.message)
 
 
 class RgbCache:

@@ -317,7 +317,6 @@ _CHECKS: dict[str, Callable[[_View], str | None]] = {
 }
 # "For most ops, only version 1 is supported."
 _MAX_VERSION = {"DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 6}
-SUPPORTED_OPS = tuple(sorted(_CHECKS))
 
 
 def node_refusal(

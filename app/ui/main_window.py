@@ -40,7 +40,7 @@ from app.errors import DelegateScopeError, SourceError
 from app.heap import limit_arenas
 from app.live import LiveSession, RecordingStatus
 from app.metrics import MetricsSnapshot
-from app.model import load_model_spec
+from app.model import ModelSpec, load_model_spec
 from app.pipeline import Event, InferenceConfig
 from app.recording import package_versions
 from app.redact import redact_credentials
@@ -316,18 +316,21 @@ class MainWindow(QMainWindow):
 
     def switch_model(self, ref: str, labels: Path | None = None) -> bool:
         """Check the model here first (one clear message, nothing changes if it is bad), then switch."""
+        return self._switch_model(ref, labels) is not None
+
+    def _switch_model(self, ref: str, labels: Path | None) -> ModelSpec | None:
         try:
             spec = load_model_spec(ref, labels)
         except DelegateScopeError as exc:
             name = Path(ref).name
             self.show_error("Cannot open this model", str(exc) if name in str(exc) else f"{name}: {exc}")
             self.controls.set_models(str(self.session.pipeline.config.model))
-            return False
+            return None
         for warning in spec.warnings:
             self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
         self.session.reconfigure(model=ref, labels=labels)
         self.controls.set_models(ref, spec.display_name)
-        return True
+        return spec
 
     def request_labels(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open labels", "", "Labels (*.txt);;All files (*)")
@@ -336,9 +339,9 @@ class MainWindow(QMainWindow):
 
     def load_labels(self, path: Path) -> bool:
         """Use a labels file for the running model; say what was loaded and whether it fits."""
-        if not self.switch_model(str(self.session.pipeline.config.model), path):
+        spec = self._switch_model(str(self.session.pipeline.config.model), path)
+        if spec is None:
             return False
-        spec = load_model_spec(str(self.session.pipeline.config.model), path)
         fits = not spec.labels.warnings
         message = f"Labels: {path.name}, {sum(1 for label in spec.labels.labels if label)} for {spec.classes} outputs"
         self.statusBar().showMessage(message + ("" if fits else f" — {spec.labels.warnings[0]}"), 15_000)
@@ -659,8 +662,8 @@ class MainWindow(QMainWindow):
     def _scripted_outcome(self) -> tuple[int, str]:
         """A scripted run ends with the exit code of what stopped the pipeline (6: a source that never
         opened, 3: a model refused), 0 otherwise, as `bench` would; read before closing stops it."""
-        status = self.session.pipeline.status()
-        return ((status.exit_code or 1), status.message) if status.state == "error" else (0, "")
+        error = self.session.pipeline.status().error()
+        return (error.exit_code, str(error)) if error is not None else (0, "")
 
     def _scripted_exit(self) -> None:
         self.exit_code, self.exit_message = self._scripted_outcome()
