@@ -49,14 +49,6 @@ class Graph:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
 
-    def tensor(self, index: int) -> GraphTensor | None:
-        """The tensor, or None for an omitted optional input."""
-        return None if index == OPTIONAL_TENSOR else self.tensors[index]
-
-    def input(self, node: GraphNode, position: int) -> GraphTensor | None:
-        """The node's input at `position` (TFLite's GetInput), None when absent or omitted."""
-        return self.tensor(node.inputs[position]) if position < len(node.inputs) else None
-
 
 _SMALL_CONSTANT = 64
 _NUMPY_TYPES = {"float32": "<f4", "int32": "<i4", "int64": "<i8"}
