@@ -11,11 +11,10 @@ from pathlib import Path
 
 import psutil
 
-from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
-from app.pipeline import Event, InferenceConfig, Pipeline, Result
+from app.metrics import CpuMark, Metrics, MetricsSnapshot, ResourceSampler, cpu_mark, cpu_percentages
+from app.pipeline import InferenceConfig, Pipeline, Result, State
 from app.recording import SessionRecorder
-
-_SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
+from app.recording_rows import RowSink
 
 
 @dataclass(frozen=True)
@@ -27,78 +26,6 @@ class BenchConfig:
     pace: bool = True
     csv: Path | None = None
     pin_cpus: bool = True  # the inference thread on CPUs of its own (app/cpu_affinity.py)
-
-
-class RowSink:
-    """Turns results and events into recording rows, with fps/CPU from a recent metrics snapshot."""
-
-    def __init__(self, recorder: SessionRecorder, pipeline_ref: Callable[[], Pipeline], metrics: Metrics) -> None:
-        self.recorder, self._pipeline, self.metrics = recorder, pipeline_ref, metrics
-        self._snapshot: MetricsSnapshot | None = None
-        self.models: dict[str, dict] = {}  # model_id -> name, sha256, path, input (the sidecar resolves ids)
-        self.sessions: dict[str, dict | None] = {}  # session id -> delegate facts
-        self._snapshot_at = 0.0
-
-    def _recent(self) -> MetricsSnapshot:
-        now = time.monotonic()
-        if self._snapshot is None or now - self._snapshot_at > _SNAPSHOT_EVERY_S:
-            self._snapshot, self._snapshot_at = self.metrics.snapshot(), now
-        return self._snapshot
-
-    def _context(self) -> dict:
-        pipeline = self._pipeline()
-        config, report = pipeline.config, pipeline.session_report()
-        return {
-            "source": pipeline.source_spec,
-            "backend_requested": report.requested if report else config.delegate,
-            "backend_used": report.used if report else "",
-            "threads": (report.options.get("threads") if report else None) or config.options.get("threads"),
-            "throttle_ms": config.throttle_ms,
-        }
-
-    def on_result(self, result: Result) -> None:
-        snap, t = self._recent(), result.timing
-        top = result.top
-        self.recorder.add_row(
-            {
-                **self._context(),
-                "frame_id": result.frame_index,
-                "model": result.model,
-                "model_id": result.model_id,
-                "backend_used": result.backend,
-                "queue_ms": t.queue_ms,
-                "preprocess_ms": t.preprocess_ms,
-                "inference_ms": t.inference_ms,
-                "postprocess_ms": t.postprocess_ms,
-                "end_to_end_ms": t.end_to_end_ms,
-                "inference_cpu_ms": t.inference_cpu_ms,
-                "capture_fps": snap.capture_fps,
-                "inference_fps": snap.inference_fps,
-                "process_cpu_pct": snap.process_cpu_pct_machine,
-                "system_cpu_pct": snap.system_cpu_pct,
-                "rss_mb": snap.rss_mb,
-                "gpu_util_pct": snap.gpu_util_pct,
-                "top1_index": top[0].index,
-                "top1_label": top[0].label,
-                "top1_score": top[0].score,
-                "top_indices": "|".join(str(p.index) for p in top),
-                "top_labels": "|".join(p.label for p in top),
-                "top_scores": "|".join(f"{p.score:.6g}" for p in top),
-            },
-            wall_time=time.time(),
-            monotonic=t.finished_at,
-        )
-
-    def on_event(self, event: Event) -> None:
-        row = {**self._context(), "event": event.kind, "message": event.message}
-        if event.report is not None:
-            row.update(backend_requested=event.report.requested, backend_used=event.report.used)
-        if event.model is not None:
-            row.update(model=event.model["name"], model_id=event.model["id"])
-            self.models[event.model["id"]] = event.model
-            self.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
-            self.recorder.update_metadata(models=self.models, sessions=self.sessions)
-        self.recorder.add_row(row, wall_time=event.wall_time, monotonic=event.at)
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
@@ -118,7 +45,7 @@ def run_bench(
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     recorder = SessionRecorder(bench.csv) if bench.csv else None
     pipeline: Pipeline | None = None
-    sink = RowSink(recorder, lambda: pipeline, metrics) if recorder else None  # type: ignore[arg-type]
+    sink = RowSink(recorder, lambda: pipeline.worker, lambda: bench.source, metrics) if recorder else None  # type: ignore[union-attr]
     pipeline = Pipeline(
         bench.source,
         config,
@@ -141,12 +68,12 @@ def run_bench(
             # Counters only: a snapshot is O(rows) and holds the GIL the measured threads need.
             done = metrics.inferences_total
             status = pipeline.status()
-            if status.state == "error":
+            if status.state == State.ERROR:
                 break
             if measured_from is None and done >= bench.warmup:
                 metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
                 measured_from = time.monotonic()
-                cpu_from = _CpuClock()
+                cpu_from = (cpu_mark(), time.time())
                 if recorder:
                     recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
                 continue
@@ -163,8 +90,8 @@ def run_bench(
                 break
     finally:
         snap = metrics.snapshot()
-        cpu_to = _CpuClock()
-        measured_cpu = cpu_from.until(cpu_to) if cpu_from else None
+        cpu_to = (cpu_mark(), time.time())
+        measured_cpu = _measured_cpu(cpu_from, cpu_to) if cpu_from else None
         # The summary describes the measured run, so its CPU % cover that whole span, not the
         # sampler's newest 0.5 s reading (which the per-row CSV columns keep).
         snap_dict = snap.to_dict()
@@ -206,29 +133,12 @@ def run_bench(
 _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cpu_pct")
 
 
-class _CpuClock:
-    """Process CPU seconds (os.times: user + system, all threads), the machine's busy and total
-    CPU seconds (as ResourceSampler counts them) and wall time at one moment."""
-
-    def __init__(self) -> None:
-        t, st = os.times(), psutil.cpu_times()
-        self.cpu_s, self.wall, self.monotonic = t.user + t.system, time.time(), time.monotonic()
-        self.sys_total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)
-        self.sys_busy = self.sys_total - st.idle - getattr(st, "iowait", 0.0)
-
-    def until(self, end: _CpuClock) -> dict:
-        span = end.monotonic - self.monotonic
-        cores = (end.cpu_s - self.cpu_s) / span * 100 if span > 0 else 0.0
-        total = end.sys_total - self.sys_total
-        system = min(max(100.0 * (end.sys_busy - self.sys_busy) / total, 0.0), 100.0) if total > 0 else 0.0
-        return {
-            "from_wall": self.wall,
-            "to_wall": end.wall,
-            "seconds": span,
-            "process_cpu_pct_cores": cores,
-            "process_cpu_pct_machine": cores / (os.cpu_count() or 1),
-            "system_cpu_pct": system,
-        }
+def _measured_cpu(start: tuple[CpuMark, float], end: tuple[CpuMark, float]) -> dict:
+    """Process and system CPU between two (mark, wall clock) readings, as the sampler counts them."""
+    span = cpu_percentages(start[0], end[0], os.cpu_count() or 1)
+    return {"from_wall": start[1], "to_wall": end[1], "seconds": span.get("span_s", 0.0)} | {
+        k: span.get(k, 0.0) for k in _SPAN_CPU_KEYS
+    }
 
 
 def _process_age_s() -> float:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.metrics import Metrics, MetricsSnapshot
-from app.pipeline import Event, InferenceConfig, Pipeline, Result, RgbCache
+from app.pipeline import Event, Feed, InferenceConfig, Result
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
 
@@ -147,8 +147,8 @@ class Comparator:
         )
 
 
-class ComparePipeline:
-    """Two pipelines on one source: A captures and feeds B; both infer on their own threads."""
+class ComparePipeline(Feed):
+    """One capture, two inference workers ("a", "b"), and the comparator fed by both."""
 
     def __init__(
         self,
@@ -163,49 +163,29 @@ class ComparePipeline:
         on_event: Callable[[str, Event], None] | None = None,
     ) -> None:
         self.comparator = Comparator()
-        self.rgb_cache = RgbCache()
-        self.metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
-        self._on_result = on_result
-
         self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
+        self._on_side_result = on_result
+        metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
+        super().__init__(
+            source,
+            {"a": a, "b": b},
+            pace=pace,
+            loop=loop,
+            metrics=metrics,
+            on_result=self._result,
+            on_event=on_event,
+            cpu_clock=time.thread_time,
+        )
+        self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 
-        def result(side: str, r: Result) -> None:
-            comparison = self.comparator.add(side, r)
-            if comparison is not None and not comparison.top1_agree:
-                pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
-                if pixels is not None:
-                    self.thumbnails.append((comparison, pixels))
-            if self._on_result:
-                self._on_result(side, r)
-
-        self.pipelines = {
-            side: Pipeline(
-                source,
-                config,
-                pace=pace,
-                loop=loop,
-                metrics=self.metrics[side],
-                on_result=lambda r, side=side: result(side, r),
-                on_event=(lambda e, side=side: on_event(side, e)) if on_event else None,
-                rgb_cache=self.rgb_cache,
-                cpu_clock=time.thread_time,
-            )
-            for side, config in (("a", a), ("b", b))
-        }
-        self.pipelines["a"].feed(self.pipelines["b"])
-
-    @property
-    def leader(self) -> Pipeline:
-        return self.pipelines["a"]
-
-    def start(self) -> None:
-        self.leader.start()
-
-    def stop(self, timeout: float = 5.0) -> bool:
-        return self.leader.stop(timeout)
-
-    def threads(self) -> list[threading.Thread]:
-        return self.leader.threads()
+    def _result(self, side: str, r: Result) -> None:
+        comparison = self.comparator.add(side, r)
+        if comparison is not None and not comparison.top1_agree:
+            pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
+            if pixels is not None:
+                self.thumbnails.append((comparison, pixels))
+        if self._on_side_result:
+            self._on_side_result(side, r)
 
     def reset(self) -> None:
         for metrics in self.metrics.values():

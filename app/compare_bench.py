@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from app.bench import BenchConfig, RowSink
+from app.bench import BenchConfig
 from app.compare import ComparePipeline, FrameComparison
 from app.metrics import Metrics, MetricsSnapshot
-from app.pipeline import InferenceConfig, Pipeline
+from app.pipeline import Feed, InferenceConfig, Pipeline
+from app.pipeline.worker import InferenceWorker
 from app.recording import SessionRecorder, neutralise
+from app.recording_rows import RowSink
 
 COMPARISON_COLUMNS = [
     "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
@@ -21,15 +23,15 @@ COMPARISON_COLUMNS = [
 _POLL_S = 0.05
 
 
-def _wait(condition: Callable[[], bool], timeout_s: float, *pipelines: Pipeline) -> None:
+def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed) -> None:
     """Poll until `condition`, a timeout, a source that ended, or a side in error (raised, typed)."""
     deadline = time.monotonic() + timeout_s
     while not condition():
-        for pipeline in pipelines:
-            error = pipeline.status().error()
+        for worker in feed.workers.values():
+            error = worker.status().error()
             if error is not None:  # the side's own typed error, exit code kept
                 raise error
-        if time.monotonic() > deadline or pipelines[0].finished():
+        if time.monotonic() > deadline or feed.finished():
             return
         time.sleep(_POLL_S)
 
@@ -47,8 +49,10 @@ def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> Metri
         pipeline.stop()
 
 
-def _side(snap: MetricsSnapshot, alone: MetricsSnapshot | None, pipeline: Pipeline, config: InferenceConfig) -> dict:
-    report = pipeline.session_report()
+def _side(
+    snap: MetricsSnapshot, alone: MetricsSnapshot | None, worker: InferenceWorker, config: InferenceConfig
+) -> dict:
+    report = worker.session_report()
     inference = snap.latency.get("inference")
     return {
         "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
@@ -98,31 +102,30 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     if bench.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
             recorder = SessionRecorder(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
-            sinks[side] = RowSink(recorder, lambda side=side: cp.pipelines[side], cp.metrics[side])
+            sinks[side] = RowSink(recorder, lambda side=side: cp.workers[side], lambda: bench.source, cp.metrics[side])
     cp.start()
     started = time.monotonic()
     try:
-        sides = (cp.leader, cp.pipelines["b"])
-        _wait(lambda: min(m.inferences_total for m in cp.metrics.values()) >= bench.warmup, 120, *sides)
+        _wait(lambda: min(m.inferences_total for m in cp.metrics.values()) >= bench.warmup, 120, cp)
         cp.reset()
         for sink in sinks.values():
             sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
         measured_from = time.monotonic()
         if bench.frames is not None:
-            _wait(lambda: len(cp.comparator.comparisons) >= bench.frames, 3600, *sides)
+            _wait(lambda: len(cp.comparator.comparisons) >= bench.frames, 3600, cp)
         else:
-            _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, *sides)
+            _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, cp)
         snaps = cp.snapshots()
         agreement = cp.comparator.summary()
         comparisons = list(cp.comparator.comparisons)
-        status = cp.leader.status()
+        status = cp.status()
     finally:
         cp.stop()
         for sink in sinks.values():
             sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
             sink.recorder.stop()
     sides = {
-        side: _side(snaps[side], alone.get(side), cp.pipelines[side], config) for side, config in (("a", a), ("b", b))
+        side: _side(snaps[side], alone.get(side), cp.workers[side], config) for side, config in (("a", a), ("b", b))
     }
     a_ms, b_ms = sides["a"]["inference_ms_median"], sides["b"]["inference_ms_median"]
     summary = {

@@ -1,9 +1,10 @@
-"""The live session a window drives: one pipeline at a time, its metrics and resource sampler,
-and an optional recording. Qt-free, so the window stays a thin view and this is tested headless.
+"""The live controller the window talks to: one facade over the running pipeline (or A/B
+comparison), its metrics and resource sampler, and an optional recording. Qt-free, so the
+window stays a thin view and this is tested headless.
 
-Data flows one way: source -> pipeline -> (metrics, recorder, latest frame/result) -> whoever
-polls. The window never hands frames back; it only sends commands (switch source, reconfigure,
-start/stop recording).
+Data flows one way: source -> pipeline -> (metrics, recorder, latest frame/result, events) ->
+whoever polls. The window sends commands (switch source, reconfigure, compare, record) and
+reads snapshots through the methods below; it never holds the pipeline itself.
 """
 
 from __future__ import annotations
@@ -13,15 +14,24 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from app.bench import RowSink
-from app.compare import ComparePipeline
+import numpy as np
+
+from app import cpu_affinity
+from app.backends import SessionReport
+from app.compare import AgreementSummary, ComparePipeline, FrameComparison
 from app.heap import release_free_memory
-from app.metrics import Metrics, ResourceSampler
-from app.pipeline import Event, InferenceConfig, Pipeline, Result
+from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
+from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
+from app.pipeline.worker import InferenceWorker
 from app.recording import RecorderState, SessionRecorder
+from app.recording_rows import RowSink
+from app.sources import Frame, SourceInfo
 
 STOP_TIMEOUT_S = 5.0
+
+Side = Literal["a", "b"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,15 @@ class RecordingStatus:
     error: str | None
 
 
-class LiveSession:
+@dataclass(frozen=True)
+class Comparison:
+    """The A/B comparison as the window shows it."""
+
+    summary: AgreementSummary
+    thumbnails: list[tuple[FrameComparison, np.ndarray]]  # frames the sides disagree on
+
+
+class LiveController:
     """Owns the running pipeline; thread-safe for one controlling thread (the GUI thread)."""
 
     def __init__(
@@ -41,107 +59,151 @@ class LiveSession:
     ) -> None:
         self._pace = pace  # False: files are read as fast as inference takes them (benchmarks)
         self.sampler = ResourceSampler(interval_s=0.5)
-        self.metrics = Metrics(window_s=metrics_window_s, sampler=self.sampler)
+        self._metrics = {
+            side: Metrics(window_s=metrics_window_s, sampler=self.sampler) for side in ("a", "b")
+        }
         self._config = config
         self._source = source
-        self._pipeline: Pipeline | None = None
-        self.metrics_b = Metrics(window_s=metrics_window_s, sampler=self.sampler)
-        self._compare: ComparePipeline | None = None
+        self._feed: Feed | None = None
         self._b_config: InferenceConfig | None = None
         self._sink: RowSink | None = None  # set while recording; read by pipeline threads
         self._sink_lock = threading.Lock()
         self._recording_started = 0.0
+        self._generation = 0
 
-    # ---- pipeline --------------------------------------------------------------------------
+    # ---- commands --------------------------------------------------------------------------
 
-    @property
-    def pipeline(self) -> Pipeline:
-        if self._pipeline is None:
-            raise RuntimeError("LiveSession.start() was not called")
-        return self._pipeline
+    def start(self) -> None:
+        replacing = self._feed is not None
+        self._generation += 1
+        if self._b_config is not None:
+            self._feed = ComparePipeline(
+                self._source,
+                self._config,
+                self._b_config,
+                pace=self._pace,
+                metrics=self._metrics,
+                on_result=lambda side, r: self._on_result(r) if side == "a" else None,
+                on_event=lambda side, e: self._on_event(e) if side == "a" else None,
+            )
+        else:
+            self._feed = Pipeline(
+                self._source,
+                self._config,
+                pace=self._pace,
+                metrics=self._metrics["a"],
+                on_result=self._on_result,
+                on_event=self._on_event,
+            )
+        if replacing:
+            # The stopped pipeline's last frames (megabytes each) and sessions sit in reference
+            # cycles (callbacks) that only a full collection frees, and in a long-running window
+            # those come rarely: without this, A/B on/off grew RSS by ~6 MiB per round
+            # (docs/reliability.md). Now unreferenced, so this frees them.
+            gc.collect()
+            release_free_memory()
+        if not self.sampler.running:
+            self.sampler.start()
+        self._feed.start()
+
+    def set_compare(self, b: InferenceConfig | None) -> bool:
+        """Start (B config) or end (None) the A/B comparison: the pipeline restarts on the same source."""
+        stopped = self._stop_for_replacement()
+        self._b_config = b
+        for metrics in self._metrics.values():
+            metrics.reset()
+        self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
+        self.start()
+        return stopped
+
+    def switch_source(self, source: str) -> bool:
+        """Replace the pipeline with one reading `source` (model and delegate kept).
+
+        The pipeline owns its capture thread, so a new source means a new pipeline; the
+        recording, if any, carries on and gets a `source` event row.
+        """
+        stopped = self._stop_for_replacement()
+        self._source = source
+        self._metrics["a"].reset()
+        self._record_event("source", f"source switched to {source}")
+        self.start()
+        return stopped
+
+    def reconfigure(self, **changes: object) -> None:
+        """Change side A's model/delegate/options/throttle/top-k, live."""
+        self._worker("a").reconfigure(**changes)
+
+    def stop(self) -> tuple[bool, RecordingStatus | None]:
+        """Stop everything; returns (threads ended in time, the finished recording if one ran)."""
+        recording = self.stop_recording()
+        ended = self._feed.stop(STOP_TIMEOUT_S) if self._feed else True
+        self.sampler.stop()
+        return ended, recording
+
+    # ---- what the view reads -----------------------------------------------------------------
 
     @property
     def source(self) -> str:
         return self._source
 
     @property
-    def compare(self) -> ComparePipeline | None:
-        """The A/B comparison while it runs (its side A is `pipeline`)."""
-        return self._compare
+    def comparing(self) -> bool:
+        return isinstance(self._feed, ComparePipeline)
 
-    def start(self) -> None:
-        replacing = self._pipeline is not None
-        if self._b_config is not None:
-            self._compare = ComparePipeline(
-                self._source,
-                self._config,
-                self._b_config,
-                pace=self._pace,
-                metrics={"a": self.metrics, "b": self.metrics_b},
-                on_result=lambda side, r: self._on_result(r) if side == "a" else None,
-                on_event=lambda side, e: self._on_event(e) if side == "a" else None,
-            )
-            self._pipeline = self._compare.leader
-        else:
-            self._compare = None
-            self._pipeline = self._new_pipeline(self._source, self._config)
-        if replacing:
-            # The stopped pipeline's last frames (megabytes each) and sessions sit in reference
-            # cycles (leader <-> follower, callbacks) that only a full collection frees, and in
-            # a long-running window those come rarely: without this, A/B on/off grew RSS by
-            # ~6 MiB per round (docs/reliability.md). Now unreferenced, so this frees them.
-            gc.collect()
-            release_free_memory()
-        if not self.sampler.running:
-            self.sampler.start()
-        self._pipeline.start()
+    def config(self, side: Side = "a") -> InferenceConfig:
+        """What the side runs, or will run once a pending change applies."""
+        if side == "b" and not self.comparing:
+            raise LookupError("no A/B comparison is running")
+        return self._worker(side).config
 
-    def set_compare(self, b: InferenceConfig | None) -> bool:
-        """Start (B config) or end (None) the A/B comparison: the pipeline restarts on the same source."""
-        stopped = self._stop_for_replacement()
-        self._b_config = b
-        self.metrics.reset()
-        self.metrics_b.reset()
-        self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
-        self.start()
-        return stopped
+    def latest_frame(self) -> Frame | None:
+        return self._running().latest_frame()
 
-    def reconfigure_b(self, **changes: object) -> None:
-        if self._compare is not None:
-            self._compare.pipelines["b"].reconfigure(**changes)
-            self._b_config = self._compare.pipelines["b"].config
+    def latest_result(self, side: Side = "a") -> Result | None:
+        return self._worker(side).latest_result() if side == "a" or self.comparing else None
 
-    def switch_source(self, source: str) -> bool:
-        """Replace the pipeline with one reading `source` (model and delegate kept).
+    def report(self, side: Side = "a") -> SessionReport | None:
+        """What really runs on that side: requested and used backend, coverage, fallback."""
+        return self._worker(side).session_report() if side == "a" or self.comparing else None
 
-        The pipeline owns its source thread, so a new source means a new pipeline; the
-        recording, if any, carries on and gets a `source` event row.
-        """
-        stopped = self._stop_for_replacement()
-        self._source = source
-        self.metrics.reset()
-        self._record_event("source", f"source switched to {source}")
-        self.start()
-        return stopped
+    def snapshot(self, side: Side = "a") -> MetricsSnapshot:
+        return self._metrics[side].snapshot()
 
-    def _stop_for_replacement(self) -> bool:
-        """Stop the running pipeline, keeping its config for the next; True when its threads
-        ended in time."""
-        self._config = self.pipeline.config
-        return self.pipeline.stop(STOP_TIMEOUT_S)  # start() frees what it held
+    def inferences_total(self, side: Side = "a") -> int:
+        """A counter, cheaper than a snapshot, for pollers waiting on progress."""
+        return self._metrics[side].inferences_total
 
-    def reconfigure(self, **changes: object) -> None:
-        self.pipeline.reconfigure(**changes)
+    def status(self) -> Status:
+        return self._running().status()
 
-    def stop(self) -> tuple[bool, RecordingStatus | None]:
-        """Stop everything; returns (threads ended in time, the finished recording if one ran)."""
-        recording = self.stop_recording()
-        ended = self._pipeline.stop(STOP_TIMEOUT_S) if self._pipeline else True
-        self.sampler.stop()
-        return ended, recording
+    def source_info(self) -> SourceInfo | None:
+        return self._running().source_info()
+
+    def cpu_split(self) -> cpu_affinity.CpuSplit | None:
+        return self._worker("a").cpu_split()
+
+    def events(self) -> list[Event]:
+        """Side A's retained events (the source's included), oldest first."""
+        return self._running().events()
+
+    def events_since(self, seq: int) -> list[Event]:
+        """Side A's events after `seq`; pass the last one's `seq`. A new pipeline (source
+        switch, A/B on/off) numbers from 1 again: pass 0 after `generation` changed."""
+        return self._running().events_since(seq)
+
+    @property
+    def generation(self) -> int:
+        """Counts pipelines started: changes whenever the pipeline is replaced."""
+        return self._generation
+
+    def comparison(self) -> Comparison | None:
+        feed = self._feed
+        if not isinstance(feed, ComparePipeline):
+            return None
+        return Comparison(feed.comparator.summary(), list(feed.thumbnails))
 
     def threads(self) -> list[threading.Thread]:
-        return self._pipeline.threads() if self._pipeline else []
+        return self._feed.threads() if self._feed else []
 
     # ---- recording -------------------------------------------------------------------------
 
@@ -154,11 +216,9 @@ class LiveSession:
         if self._sink is not None:
             raise RuntimeError("already recording")
         recorder = SessionRecorder(Path(path), {"settings": {"source": self._source, "app": "window"}})
-        sink = RowSink(recorder, lambda: self.pipeline, self.metrics)
-        recorder.add_row(
-            {"event": "start", "message": f"recording from the window ({self.pipeline.config.describe()})"}
-        )
-        for event in reversed(self.pipeline.events()):  # the session already open goes into the sidecar now
+        sink = RowSink(recorder, lambda: self._worker("a"), lambda: self._source, self._metrics["a"])
+        recorder.add_row({"event": "start", "message": f"recording from the window ({self.config().describe()})"})
+        for event in reversed(self.events()):  # the session already open goes into the sidecar now
             if event.model is not None:
                 sink.models[event.model["id"]] = event.model
                 sink.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
@@ -181,15 +241,29 @@ class LiveSession:
             return None
         seconds = time.monotonic() - self._recording_started
         sink.recorder.add_row({"event": "stop", "message": "recording stopped"})
-        sink.recorder.update_metadata(summary=self.metrics.snapshot().to_dict())
+        sink.recorder.update_metadata(summary=self._metrics["a"].snapshot().to_dict())
         return _status(sink.recorder.stop(), seconds)
 
-    # ---- pipeline callbacks (inference/capture threads) ------------------------------------
+    # ---- internals -------------------------------------------------------------------------
 
-    def _new_pipeline(self, source: str, config: InferenceConfig) -> Pipeline:
-        return Pipeline(
-            source, config, pace=self._pace, metrics=self.metrics, on_result=self._on_result, on_event=self._on_event
-        )
+    def _running(self) -> Feed:
+        if self._feed is None:
+            raise RuntimeError("LiveController.start() was not called")
+        return self._feed
+
+    def _worker(self, side: Side) -> InferenceWorker:
+        return self._running().workers[side]
+
+    def _stop_for_replacement(self) -> bool:
+        """Stop the running pipeline, keeping its configs for the next; True when its threads
+        ended in time."""
+        feed = self._running()
+        self._config = feed.workers["a"].config
+        if "b" in feed.workers:
+            self._b_config = feed.workers["b"].config
+        return feed.stop(STOP_TIMEOUT_S)  # start() frees what it held
+
+    # Pipeline callbacks (inference/capture threads):
 
     def _on_result(self, result: Result) -> None:
         sink = self._sink

@@ -277,25 +277,26 @@ READING_KEYS = (*_SNAPSHOT_READING_KEYS, "sampled_at", "span_s")
 
 
 @dataclass(frozen=True)
-class _CpuMark:
+class CpuMark:
     wall: float
     process_s: float  # user + system CPU seconds of the process (all its threads, no children)
     system_busy_s: float
     system_total_s: float
 
 
-def _cpu_mark(proc: psutil.Process) -> _CpuMark:
+def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
+    """The process's and the machine's CPU counters now (this process unless `proc`)."""
     wall = time.monotonic()
-    pt = proc.cpu_times()
+    pt = (proc or psutil.Process()).cpu_times()
     st = psutil.cpu_times()
     # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
     # keeps one module-wide baseline that any other caller in the process would reset.
     total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
     idle = st.idle + getattr(st, "iowait", 0.0)
-    return _CpuMark(wall, pt.user + pt.system, total - idle, total)
+    return CpuMark(wall, pt.user + pt.system, total - idle, total)
 
 
-def _cpu_percentages(a: _CpuMark, b: _CpuMark, ncpu: int) -> dict[str, float | None]:
+def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> dict[str, float | None]:
     wall = b.wall - a.wall
     if wall <= 0:
         return {}
@@ -401,7 +402,7 @@ class ResourceSampler:
             return
         proc = psutil.Process(self.pid)
         self._nvml = _NvmlProbe(self.pid) if self._gpu else None
-        mark = _cpu_mark(proc)
+        mark = cpu_mark(proc)
         self._publish({"rss_mb": proc.memory_info().rss / _MIB, **self._gpu_reading(), "sampled_at": mark.wall})
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
@@ -433,15 +434,15 @@ class ResourceSampler:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _run(self, proc: psutil.Process, previous: _CpuMark) -> None:
+    def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                mark = _cpu_mark(proc)
+                mark = cpu_mark(proc)
                 rss_mb = proc.memory_info().rss / _MIB
             except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
                 self._publish({"sampled_at": time.monotonic()})
                 return
-            cpu = _cpu_percentages(previous, mark, self._ncpu)
+            cpu = cpu_percentages(previous, mark, self._ncpu)
             self._publish({**cpu, "rss_mb": rss_mb, **self._gpu_reading(), "sampled_at": mark.wall})
             previous = mark
 

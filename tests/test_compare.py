@@ -17,7 +17,7 @@ def run_compare(a: InferenceConfig, b: InferenceConfig, frames: int, source: str
         deadline = time.monotonic() + 120
         while len(cp.comparator.comparisons) < frames:
             assert time.monotonic() < deadline, "timed out waiting for compared frames"
-            assert cp.leader.status().state != "error", cp.leader.status().message
+            assert cp.status().state != "error", cp.status().message
             time.sleep(0.05)
     finally:
         assert cp.stop()
@@ -60,10 +60,10 @@ def test_fp32_against_int8_agrees_mostly_and_says_where_not():
 
 def test_an_unavailable_side_falls_back_visibly():
     cp = run_compare(cpu(), cpu(delegate="coreml"), 20)
-    report = cp.pipelines["b"].session_report()
+    report = cp.workers["b"].session_report()
     assert report is not None and report.requested == "coreml" and report.used == "cpu"
     assert "macOS" in (report.fallback_reason or "")
-    assert any(e.kind == "fallback" for e in cp.pipelines["b"].events())
+    assert any(e.kind == "fallback" for e in cp.workers["b"].events())
     assert cp.comparator.summary().top1_agreement == 1.0  # both really ran the same model on CPU
 
 

@@ -36,13 +36,14 @@ def test_a_pinned_pipeline_keeps_its_inference_cpu_to_itself_and_gives_it_back(p
     assert wait_until(lambda: p.latest_result() is not None)
     split = p.cpu_split()
     assert split == split_for(1)
-    assert os.sched_getaffinity(p._inference.native_id) == set(split.inference)
-    for thread in (p._capture, p._results):
+    assert os.sched_getaffinity(p.worker.inference_thread.native_id) == set(split.inference)
+    for thread in (p.capture.thread, p.worker.results_thread):
         assert os.sched_getaffinity(thread.native_id) == set(split.others)
     assert os.sched_getaffinity(main) == set(split.others)
     # Every thread of the process, native ones (OpenCV's pool, the sampler) included, is off it.
     tids = [int(t) for t in os.listdir("/proc/self/task")]
-    assert all(not os.sched_getaffinity(t) & set(split.inference) for t in tids if t != p._inference.native_id)
+    inference = p.worker.inference_thread.native_id
+    assert all(not os.sched_getaffinity(t) & set(split.inference) for t in tids if t != inference)
     assert p.stop(timeout=10)
     assert os.sched_getaffinity(main) == ALLOWED
 
@@ -54,7 +55,7 @@ def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipel
     p.reconfigure(options={"threads": len(ALLOWED)})
     assert wait_until(lambda: p.cpu_split() is None and p.session_report().options["threads"] == len(ALLOWED))
     assert os.sched_getaffinity(os.getpid()) == ALLOWED
-    assert os.sched_getaffinity(p._inference.native_id) == ALLOWED
+    assert os.sched_getaffinity(p.worker.inference_thread.native_id) == ALLOWED
 
 
 @pinnable
@@ -62,7 +63,7 @@ def test_pipelines_pin_nothing_unless_asked(pipelines):  # noqa: F811
     p = start(pipelines, "synthetic:320x240@200", pace=False)
     assert wait_until(lambda: p.latest_result() is not None)
     assert p.cpu_split() is None
-    assert os.sched_getaffinity(p._inference.native_id) == ALLOWED
+    assert os.sched_getaffinity(p.worker.inference_thread.native_id) == ALLOWED
 
 
 # A fresh process: in the test process OpenCV's worker pool already exists (started by earlier
@@ -75,7 +76,7 @@ p.start()
 deadline = time.monotonic() + 60
 while (p.latest_result() is None or p.metrics.inferences_total < 20) and time.monotonic() < deadline:
     time.sleep(0.02)
-inference, split = p._inference.native_id, p.cpu_split()
+inference, split = p.worker.inference_thread.native_id, p.cpu_split()
 tids = [int(t) for t in os.listdir("/proc/self/task")]
 on_it = [t for t in tids if t != inference and os.sched_getaffinity(t) & set(split.inference)]
 print(p.metrics.inferences_total, len(tids), len(on_it))

@@ -4,7 +4,7 @@ import threading
 import time
 
 from app.describe import delegation_facts, offload_sentence
-from app.live import LiveSession
+from app.live import LiveController
 from app.pipeline import InferenceConfig
 from app.recording import read_session
 
@@ -17,15 +17,15 @@ def wait(condition, timeout: float = 30.0) -> None:
 
 
 def test_record_switch_source_and_stop(tmp_path):
-    session = LiveSession("synthetic:320x240@30", InferenceConfig(options={"threads": 1}))
+    session = LiveController("synthetic:320x240@30", InferenceConfig(options={"threads": 1}))
     session.start()
     try:
-        wait(lambda: session.metrics.snapshot().inferences_total >= 3)
+        wait(lambda: session.snapshot().inferences_total >= 3)
         path = tmp_path / "live.csv"
         session.start_recording(path)
         wait(lambda: session.recording_status().rows >= 5)
         session.switch_source("demo")
-        wait(lambda: (r := session.pipeline.latest_result()) is not None and r.frame_size == (1280, 720))
+        wait(lambda: (r := session.latest_result()) is not None and r.frame_size == (1280, 720))
         wait(lambda: session.recording_status().rows >= 15)
     finally:
         ended, recording = session.stop()

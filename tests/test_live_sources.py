@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from app.errors import SourceError, SourceLost
-from app.live import LiveSession
+from app.live import LiveController
 from app.pipeline import InferenceConfig, Pipeline
 from app.sources import STREAM_TIMEOUT_MS, open_source, parse_source_spec
 from tests.conftest import PHOTOS
@@ -159,12 +159,12 @@ def test_a_camera_that_vanishes_and_returns_is_reconnected_and_the_recording_mar
     senders: list, tmp_path: Path
 ) -> None:
     cam = sender(senders, (320, 240))
-    session = LiveSession(f"stream:{cam.url}", InferenceConfig(options={"threads": 1}))
+    session = LiveController(f"stream:{cam.url}", InferenceConfig(options={"threads": 1}))
     recording = tmp_path / "session.csv"
     session.start()
     try:
         session.start_recording(recording)
-        pipeline = session.pipeline
+        pipeline = session
         assert wait_until(lambda: (r := pipeline.latest_result()) is not None and r.frame_index >= 10, 30)
         cam.stop()  # unplugged
         assert wait_until(lambda: pipeline.status().state == "reconnecting", 15), pipeline.status()
@@ -250,10 +250,10 @@ def test_a_video_damaged_in_the_middle_ends_with_a_clear_status_and_a_complete_r
     data[middle : middle + len(data) // 5] = np.random.default_rng(0).bytes(len(data) // 5)
     damaged = tmp_path / "damaged.avi"
     damaged.write_bytes(bytes(data))
-    session = LiveSession(f"video:{damaged}", InferenceConfig(options={"threads": 1}), pace=False)
+    session = LiveController(f"video:{damaged}", InferenceConfig(options={"threads": 1}), pace=False)
     session.start()
     session.start_recording(tmp_path / "rec.csv")
-    pipeline = session.pipeline
+    pipeline = session
     assert wait_until(lambda: pipeline.status().state in ("error", "ended"), 30), pipeline.status()
     status = session.stop_recording()
     assert session.stop()[0]

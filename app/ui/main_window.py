@@ -1,6 +1,6 @@
-"""The main window: a thin view over app.live.LiveSession.
+"""The main window: a thin view over app.live.LiveController.
 
-It polls the session at display rate (newest frame + newest result) and a few times a
+It polls the controller at display rate (newest frame + newest result) and a few times a
 second (metrics, events, recording), and sends commands back (switch source, reconfigure,
 record). No frame or result is pushed at it, so a busy GUI can never build a backlog.
 """
@@ -34,14 +34,13 @@ from PySide6.QtWidgets import (
 
 from app import __version__
 from app.backends.cpu import default_threads
-from app.compare import ComparePipeline
 from app.delegates import delegate_statuses
 from app.errors import DelegateScopeError, SourceError
 from app.heap import limit_arenas
-from app.live import LiveSession, RecordingStatus
+from app.live import LiveController, RecordingStatus
 from app.metrics import MetricsSnapshot
 from app.model import ModelSpec, load_model_spec
-from app.pipeline import Event, InferenceConfig
+from app.pipeline import Event, EventKind, InferenceConfig, Result, State
 from app.recording import package_versions
 from app.redact import redact_credentials
 from app.sources import list_cameras, parse_source_spec
@@ -56,16 +55,23 @@ from app.ui.video_view import VideoView
 DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows every frame
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
-_MARKER_EVENTS = {"open", "switch", "fallback", "switch_failed", "source_lost", "source_reconnected"}
+_MARKER_EVENTS = {
+    EventKind.OPEN,
+    EventKind.SWITCH,
+    EventKind.FALLBACK,
+    EventKind.SWITCH_FAILED,
+    EventKind.SOURCE_LOST,
+    EventKind.SOURCE_RECONNECTED,
+}
 # The video's banner when the pipeline is not running (the status message goes below it).
 _STATE_TITLES = {
-    "reconnecting": "Source lost: reconnecting",
-    "error": "Stopped: source or model failed",
-    "ended": "Source ended",
+    State.RECONNECTING: "Source lost: reconnecting",
+    State.ERROR: "Stopped: source or model failed",
+    State.ENDED: "Source ended",
 }
 # bad_result: the model gave NaN/Inf scores, so no result was shown; without a message the
 # overlay just went stale with no reason given (found by tests/ui/test_window_fuzz.py).
-_STATUS_EVENTS = _MARKER_EVENTS | {"source_ended", "error", "bad_result"}
+_STATUS_EVENTS = _MARKER_EVENTS | {EventKind.SOURCE_ENDED, EventKind.ERROR, EventKind.BAD_RESULT}
 
 
 @dataclass
@@ -94,8 +100,8 @@ class MainWindow(QMainWindow):
         self._statuses: Future | None = None
         self._cameras: Future | None = None
         self._last_frame_index = -1
-        self._last_result_id: int | None = None
-        self._last_event_at = -1.0
+        self._last_result_id: tuple | None = None
+        self._last_event_seq, self._events_of = 0, 0  # events_since() position, of which pipeline
         self._display_times: deque[float] = deque(maxlen=4096)  # when each new frame was shown
         self.gui_work_ms: deque[float] = deque(maxlen=20_000)  # GUI-thread wall time per displayed frame
         self.gui_cpu_ms: deque[float] = deque(maxlen=20_000)  # ... and its CPU time (excludes waiting for a core)
@@ -113,11 +119,11 @@ class MainWindow(QMainWindow):
         self._build_actions()
 
         config, source = self._initial_config()
-        self.session = LiveSession(source, config)
+        self.live = LiveController(source, config)
         self._fill_controls(config, source)
         for problem in problems:
             self.statusBar().showMessage(problem, 10_000)
-        self.session.start()
+        self.live.start()
 
         self._statuses = self._background(
             delegate_statuses, "delegate-scope-probe"
@@ -177,8 +183,8 @@ class MainWindow(QMainWindow):
         c.model_requested.connect(self.request_model)
         c.delegate_requested.connect(self.request_delegate)
         c.options_changed.connect(self._options_changed)
-        c.throttle_changed.connect(lambda ms: self.session.reconfigure(throttle_ms=ms))
-        c.top_k_changed.connect(lambda k: self.session.reconfigure(top_k=k))
+        c.throttle_changed.connect(lambda ms: self.live.reconfigure(throttle_ms=ms))
+        c.top_k_changed.connect(lambda k: self.live.reconfigure(top_k=k))
         c.threshold_changed.connect(self._threshold_changed)
         c.compare_changed.connect(self.set_compare)
 
@@ -267,7 +273,7 @@ class MainWindow(QMainWindow):
         if spec.startswith(f"{OPEN_FILE}:"):
             chosen = self._ask_source(spec.partition(":")[2])
             if chosen is None:  # cancelled or refused: the box goes back to the running source
-                self._fill_sources(self.session.source, self._camera_list())
+                self._fill_sources(self.live.source, self._camera_list())
                 return
             spec = chosen
         self.switch_source(spec)
@@ -296,7 +302,7 @@ class MainWindow(QMainWindow):
         return spec
 
     def switch_source(self, spec: str) -> None:
-        self.session.switch_source(spec)
+        self.live.switch_source(spec)
         self._last_frame_index = -1
         self.video.set_message(f"Opening {spec}…")
         self._fill_sources(spec, self._camera_list())
@@ -309,7 +315,7 @@ class MainWindow(QMainWindow):
                 self, "Open TFLite model", "", "TFLite models (*.tflite);;All files (*)"
             )
             if not path:
-                self.controls.set_models(str(self.session.pipeline.config.model))
+                self.controls.set_models(str(self.live.config().model))
                 return
             ref = path
         self.switch_model(ref)
@@ -324,11 +330,11 @@ class MainWindow(QMainWindow):
         except DelegateScopeError as exc:
             name = Path(ref).name
             self.show_error("Cannot open this model", str(exc) if name in str(exc) else f"{name}: {exc}")
-            self.controls.set_models(str(self.session.pipeline.config.model))
+            self.controls.set_models(str(self.live.config().model))
             return None
         for warning in spec.warnings:
             self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
-        self.session.reconfigure(model=ref, labels=labels)
+        self.live.reconfigure(model=ref, labels=labels)
         self.controls.set_models(ref, spec.display_name)
         return spec
 
@@ -339,7 +345,7 @@ class MainWindow(QMainWindow):
 
     def load_labels(self, path: Path) -> bool:
         """Use a labels file for the running model; say what was loaded and whether it fits."""
-        spec = self._switch_model(str(self.session.pipeline.config.model), path)
+        spec = self._switch_model(str(self.live.config().model), path)
         if spec is None:
             return False
         fits = not spec.labels.warnings
@@ -350,15 +356,15 @@ class MainWindow(QMainWindow):
         return True
 
     def request_delegate(self, name: str) -> None:
-        self.session.reconfigure(delegate=name, options=self.controls.options())
+        self.live.reconfigure(delegate=name, options=self.controls.options())
         self.controls.show_delegate(name)
         self.statusBar().showMessage(f"Switching to {name.upper()}…", 3000)
 
     def set_compare(self, b: tuple[str, str] | None) -> None:
         """Start the A/B comparison with B = (model, delegate), or end it (None)."""
-        config = self.session.pipeline.config
+        config = self.live.config()
         b_config = None if b is None else replace(config, model=b[0], delegate=b[1], labels=None)
-        self.session.set_compare(b_config)
+        self.live.set_compare(b_config)
         self._last_frame_index = -1
         on = b_config is not None
         self.compare_dock.setVisible(on)  # type: ignore[attr-defined]
@@ -381,7 +387,7 @@ class MainWindow(QMainWindow):
             widget.blockSignals(False)
 
     def _options_changed(self, options: dict) -> None:
-        self.session.reconfigure(options=options)
+        self.live.reconfigure(options=options)
         self._apply_availability()
 
     def _threshold_changed(self, value: float) -> None:
@@ -389,7 +395,7 @@ class MainWindow(QMainWindow):
         self.video.update()
 
     def toggle_recording(self) -> None:
-        if self.session.recording:
+        if self.live.recording:
             self.stop_recording()
         else:
             folder = self.saved.recordings_dir or _default_recordings_dir()
@@ -397,7 +403,7 @@ class MainWindow(QMainWindow):
 
     def start_recording(self, path: Path) -> bool:
         try:
-            self.session.start_recording(path)
+            self.live.start_recording(path)
         except OSError as exc:
             self.record_action.setChecked(False)
             self.show_error("Cannot record", f"{exc.strerror or exc}: {path}" if isinstance(exc, OSError) else str(exc))
@@ -407,7 +413,7 @@ class MainWindow(QMainWindow):
         return True
 
     def stop_recording(self) -> RecordingStatus | None:
-        status = self.session.stop_recording()
+        status = self.live.stop_recording()
         self.record_action.setChecked(False)
         self.record_label.setText("")
         if status is not None:
@@ -480,12 +486,10 @@ class MainWindow(QMainWindow):
 
     def _display_tick(self) -> None:
         started, cpu_started = time.perf_counter(), time.thread_time()
-        pipeline = self.session.pipeline
-        frame = pipeline.latest_frame()
-        result = pipeline.latest_result()
-        compare = self.session.compare
-        result_b = compare.pipelines["b"].latest_result() if compare else None
-        result_id = (id(result) if result is not None else None, id(result_b) if result_b is not None else None)
+        live = self.live
+        frame = live.latest_frame()
+        result, result_b = live.latest_result("a"), live.latest_result("b")
+        result_id = (_result_key(result), _result_key(result_b))
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
@@ -506,55 +510,58 @@ class MainWindow(QMainWindow):
         return (len(times) - 1) / (times[-1] - times[0]) if times[-1] > times[0] else 0.0
 
     def _stats_tick(self) -> None:
-        session = self.session
-        pipeline = session.pipeline
-        snap = session.metrics.snapshot()
-        report = pipeline.session_report()
-        compare = session.compare
-        snap_b = session.metrics_b.snapshot() if compare else None
+        live = self.live
+        snap = live.snapshot("a")
+        report = live.report("a")
+        comparing = live.comparing
+        snap_b = live.snapshot("b") if comparing else None
         self.plots.add_point(snapshot_values(snap, self.display_fps(), snap_b))
-        if compare is not None and snap_b is not None:
-            self._update_compare(compare, snap, snap_b)
+        if snap_b is not None:
+            self._update_compare(snap, snap_b)
         self._plot_times.append(time.monotonic())
         if self._first_count is None and snap.inferences_total:
             self._first_count = (time.monotonic(), snap.inferences_total)
-        backend = report.used if report else pipeline.config.delegate
+        backend = report.used if report else live.config().delegate
         self.video.backend_label = backend.upper() + (
             " (fallback)" if report and report.requested != report.used else ""
         )
         self.video.inference_fps = snap.inference_fps
-        self.delegation.set_metrics(snap, backend, shared=compare is not None)
-        self._handle_events(pipeline.events())
-        status = pipeline.status()
-        text = status.state if status.state == "running" else f"{status.state}: {status.message}"
+        self.delegation.set_metrics(snap, backend, shared=comparing)
+        if live.generation != self._events_of:  # a new pipeline numbers its events from 1 again
+            self._events_of, self._last_event_seq = live.generation, 0
+        events = live.events_since(self._last_event_seq)
+        if events:
+            self._last_event_seq = events[-1].seq
+            self._handle_events(events)
+        status = live.status()
+        text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
         if snap.dropped_total:
             text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} dropped"
         self.status_label.setText(text)
-        if pipeline.latest_frame() is None and status.state != "running":
+        if live.latest_frame() is None and status.state != State.RUNNING:
             self.video.set_message(f"{status.state}: {status.message}")
         title = _STATE_TITLES.get(status.state)  # only the states where the source stopped have one
         self.video.set_banner(f"{title}\n{status.message}" if title else "")
         self._poll_background()
         self._update_recording()
 
-    def _update_compare(self, compare: ComparePipeline, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
+    def _update_compare(self, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
+        comparison = self.live.comparison()
+        if comparison is None:
+            return
         names = []
         for side in ("a", "b"):
-            p = compare.pipelines[side]
-            report = p.session_report()
-            used = report.used.upper() if report else p.config.delegate.upper()
+            report, config = self.live.report(side), self.live.config(side)
+            used = report.used.upper() if report else config.delegate.upper()
             if report and report.requested != report.used:
                 used += f" (fallback from {report.requested.upper()})"
-            names.append(f"{used} · {Path(str(p.config.model)).stem}")
+            names.append(f"{used} · {Path(str(config.model)).stem}")
         self.video.titles = (f"A · {names[0]}", f"B · {names[1]}")
-        self.compare_panel.set_summary(compare.comparator.summary(), snap, snap_b, (names[0], names[1]))
-        self.compare_panel.set_thumbnails(list(compare.thumbnails))
+        self.compare_panel.set_summary(comparison.summary, snap, snap_b, (names[0], names[1]))
+        self.compare_panel.set_thumbnails(comparison.thumbnails)
 
     def _handle_events(self, events: list[Event]) -> None:
         for event in events:
-            if event.at <= self._last_event_at:
-                continue
-            self._last_event_at = event.at
             # One marker per session: its open/switch event and the fallback that follows carry
             # the same session id.
             marked = event.session_id is not None and event.session_id == self._marked_session
@@ -571,9 +578,9 @@ class MainWindow(QMainWindow):
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
                 if parts:
                     self.delegation.set_switch_cost("Last switch: " + ", ".join(parts))
-            if event.kind == "switch_failed":  # the box showed the refused model: show what runs
-                self.controls.set_models(str(self.session.pipeline.config.model))
-            if event.kind in _STATUS_EVENTS and event.kind != "open":
+            if event.kind == EventKind.SWITCH_FAILED:  # the box showed the refused model: show what runs
+                self.controls.set_models(str(self.live.config().model))
+            if event.kind in _STATUS_EVENTS and event.kind != EventKind.OPEN:
                 self.statusBar().showMessage(event.message, 15_000)
 
     def _poll_background(self) -> None:
@@ -587,7 +594,7 @@ class MainWindow(QMainWindow):
         if self._cameras is not None and self._cameras.done():
             self._camera_found = self._cameras.result() if self._cameras.exception() is None else []
             self._cameras = None
-            self._fill_sources(self.session.source, self._camera_found)
+            self._fill_sources(self.live.source, self._camera_found)
 
     def _camera_list(self) -> list:
         return getattr(self, "_camera_found", [])
@@ -603,7 +610,7 @@ class MainWindow(QMainWindow):
         self.controls.set_delegate_availability(reasons)
 
     def _update_recording(self) -> None:
-        status = self.session.recording_status()
+        status = self.live.recording_status()
         if status is None:
             return
         if status.error:
@@ -621,7 +628,7 @@ class MainWindow(QMainWindow):
         """Figures for benchmarks and scripted runs (--stats FILE)."""
         work = np.array(self.gui_work_ms) if self.gui_work_ms else np.zeros(1)
         plot_times = np.array(self._plot_times)
-        snap = self.session.metrics.snapshot()
+        snap = self.live.snapshot()
         plot_hz = (len(plot_times) - 1) / (plot_times[-1] - plot_times[0]) if len(plot_times) > 2 else 0.0
         run_fps = None
         if self._first_count is not None:  # over the whole run, comparable with bench's figure
@@ -647,14 +654,14 @@ class MainWindow(QMainWindow):
 
     def session_facts(self) -> dict:
         """What ran, for a scripted run's --stats: model, source, requested and used backend, fallback."""
-        pipeline = self.session.pipeline
-        report = pipeline.session_report()
-        status = pipeline.status()
+        live = self.live
+        report = live.report()
+        status = live.status()
         delegate = {k: v for k, v in report.to_dict().items() if k != "native_log"} if report else None
-        opened = [e.model for e in pipeline.events() if e.model]
+        opened = [e.model for e in live.events() if e.model]
         return {
-            "model": opened[-1] if opened else {"requested": str(pipeline.config.model)},
-            "source": redact_credentials(self.session.source),
+            "model": opened[-1] if opened else {"requested": str(live.config().model)},
+            "source": redact_credentials(self.live.source),
             "delegate": delegate,
             "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
         }
@@ -662,7 +669,7 @@ class MainWindow(QMainWindow):
     def _scripted_outcome(self) -> tuple[int, str]:
         """A scripted run ends with the exit code of what stopped the pipeline (6: a source that never
         opened, 3: a model refused), 0 otherwise, as `bench` would; read before closing stops it."""
-        error = self.session.pipeline.status().error()
+        error = self.live.status().error()
         return (error.exit_code, str(error)) if error is not None else (0, "")
 
     def _scripted_exit(self) -> None:
@@ -683,7 +690,7 @@ class MainWindow(QMainWindow):
         self._display_timer.stop()
         self._stats_timer.stop()
         self.stop_recording()
-        self.session.stop()
+        self.live.stop()
         for thread in self._background_threads:  # the GPU probe is a child process of ~1 s
             thread.join(BACKGROUND_JOIN_S)
         scripted = self.options.exit_after is not None
@@ -692,9 +699,9 @@ class MainWindow(QMainWindow):
         event.accept()
 
     def _save(self) -> None:
-        config = self.session.pipeline.config
+        config = self.live.config()
         self.saved.update(
-            source=self.session.source,
+            source=self.live.source,
             model=str(config.model),
             delegate=config.delegate,
             threads=config.options.get("threads"),
@@ -709,10 +716,10 @@ class MainWindow(QMainWindow):
 
 
 def _marker_text(event: Event) -> str:
-    if event.kind in ("open", "switch", "fallback") and event.report is not None:
+    if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
         used = event.report.used.upper()
         model = event.model["name"] if event.model else ""
-        if event.kind == "fallback" or event.report.requested != event.report.used:
+        if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             return f"{event.report.requested.upper()}→{used} fallback"
         return f"{used} · {model}"
     return event.kind.replace("_", " ")
@@ -750,3 +757,8 @@ def application() -> QApplication:
         app = QApplication([])
     assert isinstance(app, QApplication)
     return app
+
+
+def _result_key(result: Result | None) -> tuple[int, int] | None:
+    """Which result this is: a new one has a new frame or comes from a new session."""
+    return (result.session_id, result.frame_index) if result is not None else None

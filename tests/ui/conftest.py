@@ -45,4 +45,4 @@ def make_window(qtbot, tmp_path: Path, no_thread_left):
     for window in windows:
         window.close()
     for window in windows:
-        assert not any(t.is_alive() for t in window.session.threads())
+        assert not any(t.is_alive() for t in window.live.threads())

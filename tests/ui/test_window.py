@@ -15,14 +15,14 @@ pytest.importorskip("pytestqt")
 
 
 def wait_for_results(qtbot, window, n: int = 5, timeout_ms: int = 30_000) -> None:
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= n, timeout=timeout_ms)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= n, timeout=timeout_ms)
 
 
 def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)
     qtbot.waitUntil(lambda: window.plots.updates >= 5 and len(window._display_times) >= 10, timeout=10_000)
-    result = window.session.pipeline.latest_result()
+    result = window.live.latest_result()
     assert result is not None and result.backend == "cpu" and result.top
     # The delegation panel shows what really runs, as the runtime reported it.
     text = window.delegation.text()
@@ -53,10 +53,10 @@ def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
     tip = combo.itemData(index, Qt.ItemDataRole.ToolTipRole)
     assert tip.startswith("Not available here:") and "macOS" in tip
 
-    before = window.session.metrics.snapshot().inferences_total
+    before = window.live.snapshot().inferences_total
     combo.setCurrentIndex(index)
     combo.activated.emit(index)  # what a click on the entry sends
-    qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.session.pipeline.events()), timeout=30_000)
+    qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.live.events()), timeout=30_000)
     qtbot.waitUntil(lambda: "Fallback" in window.delegation.text(), timeout=5_000)
     text = window.delegation.text()
     assert "requested COREML" in text and "macOS" in text
@@ -68,7 +68,7 @@ def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
     titles = [title for title, _ in window.delegation.strip.rows]
     assert titles == ["Runs now: CPU", "Core ML (predicted)"]
     assert window.delegation.strip.isVisible()
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total > before + 5, timeout=30_000)
     # The badge is refreshed on the next stats tick (200 ms); under load that can come after the count.
     qtbot.waitUntil(lambda: "fallback" in window.video.backend_label, timeout=5_000)
     assert window.plots.marker_count() >= 2  # open + fallback, labelled on the plots
@@ -79,7 +79,7 @@ def test_switching_model_mid_run(qtbot, make_window):
     wait_for_results(qtbot, window)
     assert window.switch_model("efficientnet_lite0_int8")
     qtbot.waitUntil(
-        lambda: (r := window.session.pipeline.latest_result()) is not None and r.model == "efficientnet_lite0_int8",
+        lambda: (r := window.live.latest_result()) is not None and r.model == "efficientnet_lite0_int8",
         timeout=30_000,
     )
     qtbot.waitUntil(lambda: "Last switch" in window.delegation.text(), timeout=5_000)
@@ -94,9 +94,9 @@ def test_a_bad_model_file_is_refused_and_nothing_changes(qtbot, make_window, tmp
     assert not window.switch_model(str(bad))
     assert window.last_error and "broken.tflite" in window.last_error
     assert not window.switch_model(str(TEST_MODELS / "text_input.tflite"))
-    before = window.session.metrics.snapshot().inferences_total
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 3, timeout=20_000)
-    assert window.session.pipeline.latest_result().model == "efficientnet_lite0"
+    before = window.live.snapshot().inferences_total
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total > before + 3, timeout=20_000)
+    assert window.live.latest_result().model == "efficientnet_lite0"
 
 
 def test_record_button_writes_the_bench_csv(qtbot, make_window, tmp_path):
@@ -105,7 +105,7 @@ def test_record_button_writes_the_bench_csv(qtbot, make_window, tmp_path):
     path = tmp_path / "rec" / "session.csv"
     assert window.start_recording(path)
     assert window.record_action.isChecked()
-    qtbot.waitUntil(lambda: (s := window.session.recording_status()) is not None and s.rows >= 20, timeout=30_000)
+    qtbot.waitUntil(lambda: (s := window.live.recording_status()) is not None and s.rows >= 20, timeout=30_000)
     qtbot.waitUntil(lambda: "REC" in window.record_label.text(), timeout=5_000)
     status = window.stop_recording()
     assert status is not None and status.error is None and not window.record_action.isChecked()
@@ -126,9 +126,9 @@ def test_closing_stops_threads_and_finishes_the_recording(qtbot, make_window, tm
     wait_for_results(qtbot, window)
     path = tmp_path / "close.csv"
     assert window.start_recording(path)
-    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 5, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.recording_status().rows >= 5, timeout=30_000)
     window.close()
-    assert not any(t.is_alive() for t in window.session.threads())
+    assert not any(t.is_alive() for t in window.live.threads())
     assert not [t for t in threading.enumerate() if t.name == "delegate-scope-recorder"]
     session = read_session(path)
     assert session.rows[-1]["event"] == "stop" and session.metadata["complete"]
@@ -149,9 +149,9 @@ def test_settings_are_remembered_and_bad_ones_ignored(qtbot, make_window, tmp_pa
     store.setValue("source", "video:/nonexistent/clip.mp4")
     store.sync()
     second = make_window(source=None, threads=None)
-    assert second.session.pipeline.config.throttle_ms == 120.0 and second.session.pipeline.config.top_k == 3
-    assert second.session.source == "demo" and second.session.pipeline.config.delegate == "cpu"
-    assert str(second.session.pipeline.config.model) == "efficientnet_lite0"
+    assert second.live.config().throttle_ms == 120.0 and second.live.config().top_k == 3
+    assert second.live.source == "demo" and second.live.config().delegate == "cpu"
+    assert str(second.live.config().model) == "efficientnet_lite0"
 
 
 def test_frames_are_shown_without_a_copy(qtbot):
@@ -270,10 +270,10 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     wait_for_results(qtbot, window)
     path = tmp_path / "review.csv"
     assert window.start_recording(path)
-    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 40, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.recording_status().rows >= 40, timeout=30_000)
     window.switch_model("efficientnet_lite0_int8")
-    qtbot.waitUntil(lambda: any(e.kind == "switch" for e in window.session.pipeline.events()), timeout=30_000)
-    qtbot.waitUntil(lambda: window.session.recording_status().rows >= 80, timeout=30_000)
+    qtbot.waitUntil(lambda: any(e.kind == "switch" for e in window.live.events()), timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.recording_status().rows >= 80, timeout=30_000)
     window.stop_recording()
     review = window.open_review(path)
     assert review is not None
@@ -317,18 +317,18 @@ def test_compare_mode_shows_both_sides_and_their_agreement(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)
     window.set_compare(("efficientnet_lite0_int8", "cpu"))
-    assert window.session.compare is not None and window.compare_dock.isVisibleTo(window)
-    qtbot.waitUntil(lambda: window.session.compare.comparator.summary().frames >= 20, timeout=60_000)
+    assert window.live.comparing and window.compare_dock.isVisibleTo(window)
+    qtbot.waitUntil(lambda: window.live.comparison().summary.frames >= 20, timeout=60_000)
     qtbot.waitUntil(lambda: "top-1 agrees on" in window.compare_panel.summary.text(), timeout=5_000)
     assert window.video.titles[1].startswith("B · CPU · efficientnet_lite0_int8")
     assert window.controls.b_model.currentData() == "efficientnet_lite0_int8"
     qtbot.waitUntil(lambda: np.isfinite(window.plots.series("b_inference_fps")).any(), timeout=5_000)
-    summary = window.session.compare.comparator.summary()
+    summary = window.live.comparison().summary
     assert 0.5 < summary.top1_agreement <= 1.0
     window.set_compare(None)
-    assert window.session.compare is None and not window.compare_dock.isVisibleTo(window)
-    before = window.session.metrics.snapshot().inferences_total
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total > before + 5, timeout=30_000)
+    assert not window.live.comparing and not window.compare_dock.isVisibleTo(window)
+    before = window.live.snapshot().inferences_total
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total > before + 5, timeout=30_000)
 
 
 def test_a_labels_file_that_does_not_fit_is_shown_not_silent(qtbot, make_window, tmp_path):

@@ -96,7 +96,7 @@ def frames_shown(window) -> int:
 
 def wait_live(qtbot, window, model_id: str, gives_results: bool, what: str, timeout_ms: int = WAIT_MS) -> None:
     """The window keeps showing new frames, and new results from `model_id` (or says why not)."""
-    pipeline = window.session.pipeline
+    pipeline = window.live
     first_frame = frames_shown(window)
     last = pipeline.latest_result()
     first_result = last.frame_index if last is not None else -1
@@ -142,7 +142,7 @@ def hooks(monkeypatch):
 
 def open_case(qtbot, window, user: User, case: Case, path: Path, sha: str) -> str:
     """Open one mutated model as a user; check what the window says; return the outcome."""
-    pipeline, what = window.session.pipeline, describe(case)
+    pipeline, what = window.live, describe(case)
     window.last_error = None
     mark = time.monotonic()
     user.open(path, from_menu=case.index % 2 == 1)
@@ -179,9 +179,9 @@ def open_case(qtbot, window, user: User, case: Case, path: Path, sha: str) -> st
 def test_window_survives_opening_mutated_models(qtbot, make_window, tmp_path, monkeypatch, hooks):
     started = time.perf_counter()
     window = make_window()
-    pipeline = window.session.pipeline
+    pipeline = window.live
     user = User(qtbot, window, monkeypatch)
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
     running, gives_results = pipeline.latest_result().model_id, True  # what must keep running
 
     outcomes: collections.Counter[str] = collections.Counter()
@@ -209,7 +209,7 @@ def test_window_survives_opening_mutated_models(qtbot, make_window, tmp_path, mo
     assert outcomes["refused"] + outcomes["refused_on_open"] >= 10  # the campaign really breaks files
     assert outcomes["loaded"] >= 5  # ... and really switches models while running
     window.close()  # the make_window fixture then checks that no delegate-scope thread is left
-    assert not any(t.is_alive() for t in window.session.threads())
+    assert not any(t.is_alive() for t in window.live.threads())
     assert not hooks, hooks
 
 
@@ -218,11 +218,11 @@ def test_regression_nonfinite_scores_are_said_in_the_status_bar(qtbot, make_wind
     the window went on showing the previous model's last result with no reason given."""
     window = make_window()
     user = User(qtbot, window, monkeypatch)
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
     path, sha = write_case(NONFINITE, tmp_path)
     user.open(path, from_menu=True)
     assert window.last_error is None  # it is a well-formed classifier: the check lets it through
-    qtbot.waitUntil(lambda: window.session.pipeline.session_report() is not None, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.live.report() is not None, timeout=WAIT_MS)
     wait_live(qtbot, window, sha, gives_results=False, what=describe(NONFINITE))
     message = window.statusBar().currentMessage()
     assert "the model produced 3 non-finite scores" in message and "\n" not in message
@@ -234,18 +234,18 @@ def test_a_failed_switch_keeps_the_previous_model_even_if_its_file_is_gone(
 ):
     window = make_window()
     user = User(qtbot, window, monkeypatch)
-    qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
     copy = tmp_path / "downloaded.tflite"
     shutil.copyfile(SEEDS[0], copy)
     user.open(copy, from_menu=True)
     model_id = hashlib.sha256(copy.read_bytes()).hexdigest()[:12]
-    qtbot.waitUntil(lambda: window.session.pipeline.latest_result().model_id == model_id, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.live.latest_result().model_id == model_id, timeout=WAIT_MS)
     copy.unlink()  # e.g. a model opened from a download folder that was cleaned up since
     path, _ = write_case(REFUSED_ON_OPEN, tmp_path)
     user.open(path, from_menu=False)
-    qtbot.waitUntil(lambda: any(e.kind == "switch_failed" for e in window.session.pipeline.events()), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: any(e.kind == "switch_failed" for e in window.live.events()), timeout=WAIT_MS)
     wait_live(qtbot, window, model_id, True, "previous model after a failed switch", timeout_ms=5_000)
     # The pipeline's config and the model box name what runs again, not the refused file.
-    assert window.session.pipeline.config.model == str(copy)
+    assert window.live.config().model == str(copy)
     qtbot.waitUntil(lambda: window.controls.model.currentData() == str(copy), timeout=5_000)
     assert not hooks, hooks

@@ -17,7 +17,7 @@ def test_the_window_shows_a_lost_camera_and_picks_it_up_again(qtbot, make_window
     back: MjpegSender | None = None
     try:
         window = make_window()
-        qtbot.waitUntil(lambda: window.session.metrics.snapshot().inferences_total >= 3, timeout=30_000)
+        qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
         # Source → "Network stream…", as a user picks it; the dialog returns the URL.
         monkeypatch.setattr(QInputDialog, "getText", lambda *a, **k: (cam.url, True))
         combo = window.controls.source
@@ -28,14 +28,14 @@ def test_the_window_shows_a_lost_camera_and_picks_it_up_again(qtbot, make_window
         def showing(pipeline, size: tuple[int, int]) -> bool:
             return (r := pipeline.latest_result()) is not None and r.frame_size == size
 
-        qtbot.waitUntil(lambda: showing(window.session.pipeline, (320, 240)), timeout=30_000)
-        pipeline = window.session.pipeline
+        qtbot.waitUntil(lambda: showing(window.live, (320, 240)), timeout=30_000)
+        pipeline, generation = window.live, window.live.generation
         cam.stop()  # unplugged
         qtbot.waitUntil(lambda: "stopped delivering" in window.statusBar().currentMessage(), timeout=20_000)
         assert pipeline.status().state == "reconnecting"
         back = MjpegSender((640, 480), port=cam.port)
         qtbot.waitUntil(lambda: showing(pipeline, (640, 480)), timeout=30_000)
-        assert pipeline is window.session.pipeline
+        assert window.live.generation == generation  # reconnected, not replaced
         qtbot.waitUntil(lambda: "delivers again" in window.statusBar().currentMessage(), timeout=5_000)
         assert window.last_error is None
         # A URL that is not a network stream is refused with one line; the camera keeps running.
@@ -43,7 +43,7 @@ def test_the_window_shows_a_lost_camera_and_picks_it_up_again(qtbot, make_window
         combo.setCurrentIndex(combo.findData("__open__:stream"))
         combo.activated.emit(combo.currentIndex())
         assert "not a network stream" in (window.last_error or "")
-        assert window.session.source == f"stream:{cam.url}"
+        assert window.live.source == f"stream:{cam.url}"
     finally:
         for s in (cam, back):
             if s is not None:

@@ -1,0 +1,174 @@
+"""A pipeline: one capture thread feeding one or more inference workers.
+
+Mirrors TensorFlow Lite's iOS camera sample (CameraFeedManager -> didOutput ->
+`delayBetweenInferencesMs` -> ModelDataHandler.runModel): `Capture` is the feed manager,
+each `InferenceWorker` a model data handler. A single run has one worker; an A/B comparison
+has two on the same frames (app/compare.py), sharing the preprocessing cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from app import cpu_affinity
+from app.backends import SessionReport
+from app.metrics import Metrics
+from app.pipeline.capture import Capture
+from app.pipeline.rgb_cache import RgbCache
+from app.pipeline.run_log import RunLog
+from app.pipeline.types import Event, InferenceConfig, Result, State, Status
+from app.pipeline.worker import InferenceWorker
+from app.sources import Frame, SourceInfo
+
+
+class Feed:
+    """One capture thread + inference workers by side, started and stopped together. Side
+    "a" is the main one: the source's events and status go to its log, and its fatal error
+    ends the capture."""
+
+    def __init__(
+        self,
+        source: str,
+        configs: dict[str, InferenceConfig],
+        *,
+        pace: bool = True,
+        loop: bool = True,
+        source_options: dict | None = None,
+        metrics: dict[str, Metrics] | None = None,
+        on_result: Callable[[str, Result], None] | None = None,
+        on_event: Callable[[str, Event], None] | None = None,
+        rgb_cache: RgbCache | None = None,
+        cpu_clock: Callable[[], float] = time.process_time,
+        pin_cpus: bool = False,
+    ) -> None:
+        if "a" not in configs:
+            raise ValueError("a feed needs a side 'a'")
+        self.rgb_cache = rgb_cache or RgbCache()
+        self._stops = {side: threading.Event() for side in configs}
+        self.workers: dict[str, InferenceWorker] = {}
+        for side, config in configs.items():
+            log = RunLog(
+                Status(State.STARTING, f"opening {source}"),
+                (lambda e, side=side: on_event(side, e)) if on_event else None,
+            )
+            self.workers[side] = InferenceWorker(
+                config,
+                log=log,
+                stop=self._stops["a"] if side == "a" else self._stops[side],
+                metrics=(metrics or {}).get(side) or Metrics(),
+                rgb_cache=self.rgb_cache,
+                source_info=self.source_info,
+                on_result=(lambda r, side=side: on_result(side, r)) if on_result else None,
+                cpu_clock=cpu_clock,
+                pin_cpus=pin_cpus,
+            )
+        self.capture = Capture(
+            source,
+            list(self.workers.values()),
+            log=self.workers["a"].log,
+            stop=self._stops["a"],  # side A's fatal error ends the capture too
+            rgb_cache=self.rgb_cache,
+            source_options={"pace": pace, "loop": loop, **(source_options or {})},
+        )
+
+    @property
+    def source_spec(self) -> str:
+        return self.capture.spec
+
+    def start(self) -> None:
+        for worker in self.workers.values():
+            worker.start()
+        self.capture.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop every thread; True when they ended within `timeout` seconds."""
+        for worker in self.workers.values():
+            worker.request_stop()
+        self.capture.close_source()
+        deadline = time.monotonic() + timeout
+        if self.capture.thread.is_alive():
+            self.capture.thread.join(max(0.0, deadline - time.monotonic()))
+        for worker in self.workers.values():
+            worker.join_inference(deadline)
+        for worker in self.workers.values():  # once inference is over, so results in flight are published
+            worker.join_results(deadline)
+        alive = any(t.is_alive() for t in self.threads())
+        log = self.workers["a"].log
+        log.set_status(Status(State.STOPPED, "stopped" if not alive else "stop timed out", self.source_info()))
+        return not alive
+
+    def finished(self) -> bool:
+        """The source ended and its last frame has been inferred everywhere (or side A stopped)."""
+        if self._stops["a"].is_set():
+            return True
+        return self.capture.done.is_set() and all(
+            not w.slot.has_fresh() and w.idle() for w in self.workers.values()
+        )
+
+    def threads(self) -> list[threading.Thread]:
+        return [self.capture.thread] + [t for w in self.workers.values() for t in w.threads()]
+
+    def source_info(self) -> SourceInfo | None:
+        return self.capture.source_info()
+
+    def latest_frame(self) -> Frame | None:
+        return self.workers["a"].slot.peek()
+
+    def status(self) -> Status:
+        """Side A's: the source's state, or the error that ended the run."""
+        return self.workers["a"].log.status()
+
+    def events(self) -> list[Event]:
+        return self.workers["a"].log.events()
+
+    def events_since(self, seq: int) -> list[Event]:
+        return self.workers["a"].log.events_since(seq)
+
+
+class Pipeline(Feed):
+    """A single run: one capture, one inference worker."""
+
+    def __init__(
+        self,
+        source: str,
+        config: InferenceConfig,
+        *,
+        pace: bool = True,
+        loop: bool = True,
+        source_options: dict | None = None,
+        metrics: Metrics | None = None,
+        on_result: Callable[[Result], None] | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        pin_cpus: bool = False,
+    ) -> None:
+        super().__init__(
+            source,
+            {"a": config},
+            pace=pace,
+            loop=loop,
+            source_options=source_options,
+            metrics={"a": metrics or Metrics()},
+            on_result=(lambda _side, r: on_result(r)) if on_result else None,
+            on_event=(lambda _side, e: on_event(e)) if on_event else None,
+            pin_cpus=pin_cpus,
+        )
+        self.worker = self.workers["a"]
+        self.metrics = self.worker.metrics
+
+    def reconfigure(self, **changes: object) -> None:
+        self.workers["a"].reconfigure(**changes)
+
+    @property
+    def config(self) -> InferenceConfig:
+        return self.workers["a"].config
+
+    def latest_result(self) -> Result | None:
+        return self.workers["a"].latest_result()
+
+    def session_report(self) -> SessionReport | None:
+        return self.workers["a"].session_report()
+
+    def cpu_split(self) -> cpu_affinity.CpuSplit | None:
+        return self.workers["a"].cpu_split()

@@ -1,0 +1,55 @@
+"""A worker's status and event history: written by the pipeline's threads, read by anyone."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from app.pipeline.types import Event, EventKind, State, Status
+
+_MAX_EVENTS = 1000
+
+
+class RunLog:
+    def __init__(self, status: Status, on_event: Callable[[Event], None] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._status = status
+        self._events: deque[Event] = deque(maxlen=_MAX_EVENTS)
+        self._seq = 0
+        self._on_event = on_event
+
+    def status(self) -> Status:
+        with self._lock:
+            return self._status
+
+    def set_status(self, status: Status) -> None:
+        with self._lock:
+            self._status = status
+
+    def fail(self, exc_message: str, exit_code: int, source=None) -> None:
+        """End the run on a typed error: the status says so and an error event records why."""
+        self.set_status(Status(State.ERROR, exc_message, source, exit_code))
+        self.emit(EventKind.ERROR, exc_message)
+
+    def emit(self, kind: EventKind, message: str, **fields: object) -> Event:
+        with self._lock:
+            self._seq += 1
+            event = Event(kind, time.monotonic(), time.time(), message, seq=self._seq, **fields)  # type: ignore[arg-type]
+            self._events.append(event)
+        if self._on_event:
+            self._on_event(event)
+        return event
+
+    def events(self) -> list[Event]:
+        """The retained history (the last 1,000 events), oldest first."""
+        with self._lock:
+            return list(self._events)
+
+    def events_since(self, seq: int) -> list[Event]:
+        """Events after `seq` (0: all retained), oldest first; a poller passes the last one's seq."""
+        with self._lock:
+            if not self._events or self._events[-1].seq <= seq:
+                return []
+            return [e for e in self._events if e.seq > seq]

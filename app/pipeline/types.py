@@ -1,0 +1,114 @@
+"""What the pipeline publishes: its config, results, events and status (immutable snapshots)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+
+from app.backends import SessionReport
+from app.errors import DelegateScopeError, InternalError, error_for
+from app.metrics import InferenceTiming
+from app.model import DEFAULT_MODEL
+from app.postprocess import Prediction
+from app.preprocess import CropBox
+from app.sources import SourceInfo
+
+
+class EventKind(StrEnum):
+    """Kinds of pipeline events; their values are the CSV's `event` column (docs/csv-format.md)."""
+
+    OPEN = "open"  # the first session opened
+    SWITCH = "switch"  # a new session replaced the old one (or a fail-over opened the CPU)
+    FALLBACK = "fallback"  # the session opened runs elsewhere than requested
+    SWITCH_FAILED = "switch_failed"  # a requested change was refused; the old session runs on
+    SOURCE_LOST = "source_lost"
+    SOURCE_RECONNECTED = "source_reconnected"
+    SOURCE_ENDED = "source_ended"
+    BAD_FRAME = "bad_frame"  # a frame the model cannot take was skipped
+    BAD_RESULT = "bad_result"  # the model answered NaN/Inf: no result for that frame
+    ERROR = "error"  # the run ended on an error
+
+
+class State(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    RECONNECTING = "reconnecting"  # a live source was lost; the capture thread retries with back-off
+    ENDED = "ended"  # the source ended
+    ERROR = "error"  # a typed error ended the run: `Status.error()`
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True)
+class InferenceConfig:
+    """What an inference worker runs. Changing it live = `reconfigure(...)`."""
+
+    model: str | Path = DEFAULT_MODEL
+    labels: Path | None = None
+    delegate: str = "cpu"
+    options: dict = field(default_factory=dict)  # threads, precision, allow_software, compute_units
+    fallback: bool = True
+    throttle_ms: float = 0.0  # the iOS sample's delayBetweenInferencesMs
+    top_k: int = 5
+
+    def describe(self) -> str:
+        return f"{Path(str(self.model)).stem} on {self.delegate}"
+
+    def same_session(self, other: InferenceConfig) -> bool:
+        """True when only throttle or top-k differ: no need to reopen the backend."""
+        return (self.model, self.labels, self.delegate, self.options, self.fallback) == (
+            other.model,
+            other.labels,
+            other.delegate,
+            other.options,
+            other.fallback,
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    frame_index: int
+    captured_at: float
+    wall_time: float
+    top: list[Prediction]
+    scores: np.ndarray  # read-only, dequantized class scores
+    timing: InferenceTiming
+    model: str
+    model_id: str  # first 12 hex digits of the model file's sha256
+    backend: str  # the backend that really ran it
+    session_id: int  # changes with every (re)open; the open/switch event says what it was
+    crop: CropBox
+    frame_size: tuple[int, int]  # (width, height)
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something a recording or a plot marker must show: start, switch, fallback, source loss..."""
+
+    kind: EventKind
+    at: float  # monotonic
+    wall_time: float
+    message: str
+    session_id: int | None = None
+    report: SessionReport | None = None
+    close_ms: float | None = None  # switch cost: closing the old session
+    open_ms: float | None = None  # ... opening the new one (LiteRT init)
+    first_inference_ms: float | None = None  # ... and its first inference
+    model: dict | None = None  # name, id, sha256, path, input of the model opened
+    seq: int = 0  # position in its pipeline's event log, from 1: `events_since(seq)`
+
+
+@dataclass(frozen=True)
+class Status:
+    state: State
+    message: str
+    source: SourceInfo | None = None
+    exit_code: int | None = None  # state ERROR: the exit code of the typed error that ended the run
+
+    def error(self) -> DelegateScopeError | None:
+        """State ERROR: the typed error that ended the run, for whoever reports it (exit codes)."""
+        if self.state != State.ERROR:
+            return None
+        return error_for(self.exit_code or InternalError.exit_code, self.message)

@@ -1,0 +1,420 @@
+"""An inference worker: the inference thread that owns one backend session, and the results
+thread that postprocesses and publishes its outputs.
+
+The inference thread opens, uses, switches and closes the session (GPU delegates require one
+thread) and does nothing else per frame: the capture thread prepared the tensor ahead
+(`RgbCache.prepare`) and the results thread postprocesses behind (`Handoff`), so both overlap
+the next invoke instead of lengthening the cycle. Everyone else reads published, immutable
+snapshots (latest result, session report, status, events).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+from app import cpu_affinity
+from app.backends import Session, SessionReport, open_session
+from app.backends.cpu import requested_threads
+from app.errors import DelegateScopeError, InternalError, ModelError
+from app.heap import release_free_memory
+from app.metrics import InferenceTiming, Metrics
+from app.model import ModelSpec, load_model_spec
+from app.pipeline.frame_slot import LatestFrameSlot
+from app.pipeline.handoff import Handoff, RawOutput
+from app.pipeline.rgb_cache import RgbCache
+from app.pipeline.run_log import RunLog
+from app.pipeline.types import Event, EventKind, InferenceConfig, Result, State, Status
+from app.postprocess import Postprocessor
+from app.preprocess import Preprocessor
+from app.sources import Frame, SourceInfo
+
+_POLL_S = 0.05  # how often blocked threads look at the stop flag
+_BAD_RESULT_EVERY_S = 1.0
+
+
+class ActiveSession:
+    """What the inference thread holds: the spec, its backend session and processors."""
+
+    def __init__(self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int) -> None:
+        self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
+        self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
+
+
+class InferenceWorker:
+    """Takes the newest frame from its slot, at most one inference in flight, at most one
+    started per throttle interval (start to start, as the iOS sample does)."""
+
+    def __init__(
+        self,
+        config: InferenceConfig,
+        *,
+        log: RunLog,
+        stop: threading.Event,
+        metrics: Metrics,
+        rgb_cache: RgbCache,
+        source_info: Callable[[], SourceInfo | None],
+        on_result: Callable[[Result], None] | None = None,
+        cpu_clock: Callable[[], float] = time.process_time,
+        pin_cpus: bool = False,
+    ) -> None:
+        self.log = log
+        self.metrics = metrics
+        self.slot = LatestFrameSlot()
+        self._stop = stop  # shared with the capture thread when this worker is the only one
+        self._rgb_cache = rgb_cache
+        self._source_info = source_info
+        self._on_result = on_result
+        self._cpu_clock = cpu_clock  # A/B: thread CPU time, since both sides run at once
+        self._pin_cpus = pin_cpus  # one inference thread per process only: see app/cpu_affinity.py
+        self._lock = threading.Lock()
+        self._config = config
+        self._pending: InferenceConfig | None = None
+        self._result: Result | None = None
+        self._report: SessionReport | None = None
+        self._cpu_split: cpu_affinity.CpuSplit | None = None
+        self._capture_pre: Preprocessor | None = None
+        self._idle = threading.Event()  # nothing in flight
+        self._handoff = Handoff()
+        self._bad_results, self._bad_result_at = 0, -float("inf")  # results thread only
+        self._session_counter = 0
+        self._inference = threading.Thread(target=self._inference_loop, name="delegate-scope-inference", daemon=True)
+        self._results = threading.Thread(target=self._results_loop, name="delegate-scope-results", daemon=True)
+
+    # ---- public, thread-safe -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._results.start()
+        self._inference.start()
+
+    def request_stop(self) -> None:
+        self._stop.set()
+        self.slot.close()
+
+    def join_inference(self, deadline: float) -> None:
+        if self._inference.is_alive():
+            self._inference.join(max(0.0, deadline - time.monotonic()))
+
+    def join_results(self, deadline: float) -> None:
+        """After the inference thread ended: publish what is in flight, then end."""
+        if self._results.is_alive():
+            self._handoff.close()
+            self._results.join(max(0.0, deadline - time.monotonic()))
+
+    def reconfigure(self, **changes: object) -> None:
+        """Change model/delegate/options/throttle/top_k; applied between inferences."""
+        with self._lock:
+            base = self._pending or self._config
+            self._pending = replace(base, **changes)  # type: ignore[arg-type]
+
+    @property
+    def config(self) -> InferenceConfig:
+        with self._lock:
+            return self._pending or self._config
+
+    def latest_result(self) -> Result | None:
+        with self._lock:
+            return self._result
+
+    def session_report(self) -> SessionReport | None:
+        with self._lock:
+            return self._report
+
+    def status(self) -> Status:
+        return self.log.status()
+
+    def events(self) -> list[Event]:
+        return self.log.events()
+
+    def cpu_split(self) -> cpu_affinity.CpuSplit | None:
+        """The CPUs the inference thread and the other threads are pinned to, if pinned."""
+        with self._lock:
+            return self._cpu_split
+
+    def capture_preprocessor(self) -> Preprocessor | None:
+        """A preprocessor for the model in use, for the capture thread alone (its buffers are
+        not shared with the inference thread's)."""
+        with self._lock:
+            return self._capture_pre
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def inference_done(self) -> bool:
+        return not self._inference.is_alive()
+
+    def idle(self) -> bool:
+        """Nothing in flight: no inference running and every output published."""
+        return self._idle.is_set() and self._handoff.drained()
+
+    @property
+    def inference_thread(self) -> threading.Thread:
+        return self._inference
+
+    @property
+    def results_thread(self) -> threading.Thread:
+        return self._results
+
+    def threads(self) -> list[threading.Thread]:
+        return [self._inference, self._results]
+
+    # ---- inference thread -----------------------------------------------------------------
+
+    def _open(self, config: InferenceConfig, spec: ModelSpec | None = None) -> ActiveSession:
+        """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
+        spec = spec or load_model_spec(config.model, labels_file=config.labels)
+        self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
+        session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+        cpu_affinity.session_opened(self)  # its runtime's workers stay on the inference CPUs
+        self._session_counter += 1
+        return ActiveSession(config, spec, session, self._session_counter)
+
+    def _pin(self, config: InferenceConfig) -> None:
+        """Reserve CPUs for `config`'s thread count, or unpin if it cannot."""
+        if not self._pin_cpus:
+            return
+        try:
+            threads = requested_threads(config.options)
+        except (TypeError, ValueError):
+            threads = 0  # not pinned; open_session reports the bad option
+        split = cpu_affinity.split_for(threads)
+        if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
+            cpu_affinity.release(self)
+            split = None
+        with self._lock:
+            self._cpu_split = split
+
+    def _publish_open(self, active: ActiveSession, kind: EventKind, close_ms: float | None) -> None:
+        report = active.session.report
+        with self._lock:
+            self._capture_pre = Preprocessor(active.spec)
+            self._report = report
+        message = f"{active.spec.name} on {report.used}"
+        if report.fallback_reason:
+            message += f" (requested {report.requested}; fell back: {report.fallback_reason})"
+        spec = active.spec
+        model = {
+            "name": spec.name,
+            "id": spec.sha256[:12],
+            "sha256": spec.sha256,
+            "path": str(spec.path),
+            "input": {"shape": list(spec.input.shape), "dtype": spec.input.dtype},
+            "classes": spec.classes,
+            # Where the labels came from, and whether they fit: the window shows both, never silently.
+            "labels": spec.labels.source,
+            "label_warnings": list(spec.labels.warnings),
+        }
+        self.log.emit(
+            kind,
+            message,
+            model=model,
+            session_id=active.session_id,
+            report=report,
+            close_ms=close_ms,
+            open_ms=report.init_ms,
+            first_inference_ms=report.first_inference_ms,
+        )
+        if report.fallback_reason:
+            self.log.emit(EventKind.FALLBACK, report.fallback_reason, session_id=active.session_id, report=report)
+
+    def _switch(self, active: ActiveSession | None, config: InferenceConfig) -> ActiveSession | None:
+        """Close the old session and open the new one; on failure keep (or reopen) the old."""
+        if active is not None and active.config.same_session(config):
+            active.config = config  # throttle or top-k only: no reopen
+            return active
+        close_ms = None
+        spec = None
+        if active is not None:
+            try:  # read and checked once, here: a bad model must not cost the running one
+                spec = load_model_spec(config.model, labels_file=config.labels)
+            except ModelError as exc:
+                self._still_running(active, config)
+                self.log.emit(EventKind.SWITCH_FAILED, f"could not switch to {config.describe()}: {exc}")
+                return active
+            started = time.perf_counter()
+            active.session.close()
+            close_ms = (time.perf_counter() - started) * 1e3
+            release_free_memory()  # the old session's buffers: see app/heap.py
+        try:
+            new = self._open(config, spec)
+        except DelegateScopeError as exc:
+            if active is not None:
+                self._still_running(active, config)
+            self.log.emit(EventKind.SWITCH_FAILED, f"could not open {config.describe()}: {exc}")
+            if active is None:
+                self.log.set_status(Status(State.ERROR, str(exc), self._source_info(), exc.exit_code))
+                return None
+            # From memory: the running model's file may have been moved or deleted since.
+            return self._open(active.config, active.spec)
+        self._publish_open(new, EventKind.OPEN if active is None else EventKind.SWITCH, close_ms)
+        return new
+
+    def _still_running(self, active: ActiveSession, refused: InferenceConfig) -> None:
+        """After a refused switch, `config` names what runs again, not what was refused."""
+        with self._lock:
+            if self._config is refused:
+                self._config = active.config
+
+    def _inference_loop(self) -> None:
+        try:
+            self._run_inference()
+        except DelegateScopeError as exc:
+            self.log.fail(str(exc), exc.exit_code, self._source_info())
+        except Exception as exc:
+            self._internal_error(exc)
+            raise
+        finally:
+            self._idle.set()
+
+    def _internal_error(self, exc: Exception) -> None:
+        """Never die silently: the UI and bench read this status."""
+        self.log.fail(f"internal error: {type(exc).__name__}: {exc}", InternalError.exit_code, self._source_info())
+
+    def _run_inference(self) -> None:
+        with self._lock:
+            config = self._config
+        active = self._switch(None, config)
+        last_start = -float("inf")
+        try:
+            while not self._stop.is_set() and active is not None:
+                with self._lock:
+                    pending, self._pending = self._pending, None
+                    if pending is not None:
+                        self._config = pending
+                if pending is not None:
+                    active = self._switch(active, pending)
+                    if active is None:
+                        return
+                wait = last_start + active.config.throttle_ms / 1e3 - time.monotonic()
+                if wait > 0 and self._stop.wait(min(wait, _POLL_S)):
+                    return
+                if wait > _POLL_S:
+                    continue
+                self._idle.set()
+                frame = self.slot.take(_POLL_S)
+                if frame is None:
+                    continue
+                self._idle.clear()
+                last_start = time.monotonic()
+                active = self._infer(active, frame, last_start)
+                self._idle.set()
+        finally:
+            if active is not None:
+                active.session.close()
+            cpu_affinity.release(self)
+
+    def _infer(self, active: ActiveSession, frame: Frame, started: float) -> ActiveSession:
+        try:
+            tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
+        except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
+            self.log.emit(EventKind.BAD_FRAME, f"frame {frame.index} skipped: {exc}")
+            return active
+        if not ahead and self._cpu_split is not None:
+            # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
+            cpu_affinity.place_newcomers(self)
+        c1, t1 = self._cpu_clock(), time.perf_counter()
+        try:
+            raw = active.session.run(tensor)
+        except ModelError as exc:
+            return self._fail_over(active, exc)
+        t2, c2 = time.perf_counter(), self._cpu_clock()
+        # A backend may hand back a view of a buffer it reuses on the next run.
+        raw = raw if raw.flags.owndata else raw.copy()
+        item = RawOutput(
+            active=active,
+            frame=frame,
+            raw=raw,
+            started=started,
+            preprocess_ms=preprocess_ms,  # wherever it ran (capture thread, ahead of time, or here)
+            inference_ms=(t2 - t1) * 1e3,
+            inference_cpu_ms=(c2 - c1) * 1e3,
+            top_k=active.config.top_k,
+        )
+        self._handoff.put(item, self._stop)
+        return active
+
+    def _fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:
+        """A backend that fails mid-run falls back to CPU, visibly."""
+        used = active.session.report.used
+        active.session.close()
+        if used == "cpu" or not active.config.fallback:
+            # Recorded too: the recording must say why it ends here.
+            self.log.fail(f"inference failed on {used}: {exc}", exc.exit_code, self._source_info())
+            self._stop.set()
+            return active
+        config = replace(active.config, delegate="cpu")
+        new = self._open(config, active.spec)  # the same model, already in memory
+        new.session.report.requested = active.config.delegate
+        new.session.report.fallback_reason = f"{used} failed mid-run: {exc}"
+        self._publish_open(new, EventKind.SWITCH, None)
+        return new
+
+    # ---- results thread -------------------------------------------------------------------
+
+    def _results_loop(self) -> None:
+        """Postprocess and publish, in order, until the hand-off is closed."""
+        while (item := self._handoff.get()) is not None:
+            try:
+                self._publish(item)
+            except Exception as exc:
+                self._internal_error(exc)
+                self._stop.set()
+                raise
+            finally:
+                self._handoff.done()
+
+    def _publish(self, item: RawOutput) -> None:
+        active, frame = item.active, item.frame
+        t2 = time.perf_counter()
+        try:
+            scores = active.post.scores(item.raw)
+        except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
+            self._bad_result(frame, exc)
+            return
+        top = active.post.top_k(scores, item.top_k)
+        t3 = time.perf_counter()
+        timing = InferenceTiming(
+            frame_index=frame.index,
+            captured_at=frame.captured_at,
+            started_at=item.started,
+            finished_at=time.monotonic(),  # published: end to end includes the hand-off
+            preprocess_ms=item.preprocess_ms,
+            inference_ms=item.inference_ms,
+            postprocess_ms=(t3 - t2) * 1e3,
+            inference_cpu_ms=item.inference_cpu_ms,
+        )
+        scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
+        height, width = frame.image.shape[:2]
+        result = Result(
+            frame_index=frame.index,
+            captured_at=frame.captured_at,
+            wall_time=frame.wall_time,
+            top=top,
+            scores=scores,
+            timing=timing,
+            model=active.spec.name,
+            model_id=active.spec.sha256[:12],
+            backend=active.session.report.used,
+            session_id=active.session_id,
+            crop=active.pre.crop_box(width, height),
+            frame_size=(width, height),
+        )
+        with self._lock:
+            self._result = result
+        self.metrics.inference_done(timing)
+        if self._on_result:
+            self._on_result(result)
+
+    def _bad_result(self, frame: Frame, exc: ModelError) -> None:
+        """One event per second at most: a model that answers NaN to every frame would
+        otherwise push every other event out of the history and flood the recording."""
+        self._bad_results += 1
+        now = time.monotonic()
+        if now - self._bad_result_at < _BAD_RESULT_EVERY_S:
+            return
+        count, self._bad_results, self._bad_result_at = self._bad_results, 0, now
+        more = f" ({count} frames without a result since the last report)" if count > 1 else ""
+        self.log.emit(EventKind.BAD_RESULT, f"frame {frame.index}: {exc}{more}")
