@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psutil
 
+from app.bottleneck import find_bottleneck
 from app.metrics import CpuMark, Metrics, MetricsSnapshot, ResourceSampler, cpu_mark, cpu_percentages
 from app.pipeline import InferenceConfig, Pipeline, Result, State
 from app.recording import SessionRecorder
@@ -112,6 +113,8 @@ def run_bench(
         "delegate": report.to_dict() if report else None,
         "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
         "metrics": snap_dict,
+        # Which stage set the rate: a delegate comparison by throughput means nothing unless inference.
+        "bottleneck": b.to_dict() if (b := find_bottleneck(snap, pipeline.config.throttle_ms)) else None,
         "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
         "wall_s": time.monotonic() - started,

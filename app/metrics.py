@@ -37,6 +37,7 @@ import psutil
 
 PERCENTILE_METHOD = "linear"
 LATENCY_KEYS = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
+STAGES = ("source", "preprocess", "inference", "results", "inference_thread", "capture_thread")
 DEFAULT_MAX_ROWS = 200_000
 _MIB = 1024 * 1024
 
@@ -51,6 +52,7 @@ class InferenceTiming:
     inference_ms: float
     postprocess_ms: float
     inference_cpu_ms: float  # process CPU time during the inference (time.process_time delta)
+    preprocessed_ahead: bool = True  # False: preprocessing ran on the inference thread, before the invoke
 
     @property
     def queue_ms(self) -> float:
@@ -102,6 +104,9 @@ class MetricsSnapshot:
     gpu_util_pct: float | None  # NVML, None when no NVIDIA GPU / nvidia-ml-py
     gpu_name: str | None = None  # "index: name" of the GPU gpu_util_pct is about
     gpu_process_listed: bool | None = None  # NVML lists this process on that GPU (it holds a context there)
+    # Busy share of wall time per stage over the window (app/bottleneck.py reads them):
+    # ms per item x items per second / 1000. 1.0 = the stage's thread never waited.
+    stage_busy: dict[str, float] | None = None  # keys: STAGES
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -178,10 +183,11 @@ class Metrics:
         self._clock = clock
         self._sampler = sampler
         self._lock = threading.Lock()
-        self._frames = Ring(1, max_rows)  # (captured_at,)
+        self._frames = Ring(3, max_rows)  # (captured_at, source read ms, preprocess-ahead ms)
         self._drops = Ring(2, max_rows)  # (t, n)
         # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
-        self._timings = Ring(2 + len(LATENCY_KEYS), max_rows)
+        self._timings = Ring(3 + len(LATENCY_KEYS), max_rows)  # ... + inference thread busy ms
+        self._published = Ring(2, max_rows)  # (t, results thread busy ms per result)
         self.reset()
 
     def reset(self) -> None:
@@ -191,11 +197,13 @@ class Metrics:
             for ring in self._rings():
                 ring.clear()
 
-    def frame_captured(self, t: float | None = None) -> None:
+    def frame_captured(self, t: float | None = None, read_ms: float = 0.0, prepare_ms: float = 0.0) -> None:
+        """`read_ms`: the capture thread's time in the source's read (decoding, or waiting for a
+        paced frame); `prepare_ms`: its preprocessing ahead of the inference thread."""
         with self._lock:
             now = self._clock()
             self._frames_total += 1
-            self._frames.append((now if t is None else t,))
+            self._frames.append((now if t is None else t, read_ms, prepare_ms))
             self._frames.trim(now - self.window_s)
 
     def frames_dropped(self, n: int = 1, t: float | None = None) -> None:
@@ -214,11 +222,19 @@ class Metrics:
             timing.postprocess_ms,
             timing.end_to_end_ms,
             timing.inference_cpu_ms,
+            timing.inference_ms + (0.0 if timing.preprocessed_ahead else timing.preprocess_ms),
         )
         with self._lock:
             self._inferences_total += 1
             self._timings.append(row)
             self._timings.trim(self._clock() - self.window_s)
+
+    def result_published(self, busy_ms: float, t: float | None = None) -> None:
+        """The results thread's time for one result: postprocess, publish and callbacks (recording)."""
+        with self._lock:
+            now = self._clock()
+            self._published.append((now if t is None else t, busy_ms))
+            self._published.trim(now - self.window_s)
 
     @property
     def inferences_total(self) -> int:
@@ -232,10 +248,10 @@ class Metrics:
             for ring in self._rings():
                 ring.trim(now - self.window_s)
             lo = max(self._start, now - self.window_s, *(ring.evicted_at for ring in self._rings()))
-            frames, drops, timings = (ring.rows() for ring in self._rings())
+            frames, drops, timings, published = (ring.rows() for ring in self._rings())
             totals = (self._frames_total, self._inferences_total, self._dropped_total)
         span = max(0.0, now - lo)
-        frames, drops, timings = (_in_window(rows, lo, now) for rows in (frames, drops, timings))
+        frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
         reading = self._sampler.latest() if self._sampler else {}
         return MetricsSnapshot(
             window_s=span,
@@ -248,10 +264,27 @@ class Metrics:
             latency={key: Stats.of(timings[:, 1 + i]) for i, key in enumerate(LATENCY_KEYS)},
             **_cpu_cost(timings[:, 3], timings[:, 6]),
             **{key: reading.get(key) for key in _SNAPSHOT_READING_KEYS},
+            stage_busy=_stage_busy(frames, timings, published, span),
         )
 
-    def _rings(self) -> tuple[Ring, Ring, Ring]:
-        return self._frames, self._drops, self._timings
+    def _rings(self) -> tuple[Ring, Ring, Ring, Ring]:
+        return self._frames, self._drops, self._timings, self._published
+
+
+def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, span: float) -> dict[str, float]:
+    """Each stage's busy milliseconds in the window over the window's milliseconds."""
+    if span <= 0:
+        return dict.fromkeys(STAGES, 0.0)
+    wall_ms = span * 1e3
+    inline_pre = timings[:, 7] - timings[:, 3]  # preprocessing the inference thread did itself
+    return {
+        "source": float(frames[:, 1].sum()) / wall_ms,
+        "preprocess": float(frames[:, 2].sum() + inline_pre.sum()) / wall_ms,
+        "inference": float(timings[:, 3].sum()) / wall_ms,
+        "results": float(published[:, 1].sum()) / wall_ms,
+        "inference_thread": float(timings[:, 7].sum()) / wall_ms,
+        "capture_thread": float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
+    }
 
 
 def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> dict[str, float]:

@@ -11,6 +11,7 @@ status). A file that fails mid-run fails the same way again, so it ends the run 
 from __future__ import annotations
 
 import threading
+import time
 
 from app.errors import SourceError, SourceLost
 from app.pipeline.rgb_cache import RgbCache
@@ -87,6 +88,7 @@ class Capture:
         # Decoding frames nobody will infer only takes a core from inference.
         on_demand = not self._source_options.get("pace", True) and source.info.kind not in LIVE_KINDS
         while not self._stop.is_set():
+            read_from = time.perf_counter()
             try:
                 frame = source.read()
             except SourceLost as exc:
@@ -112,14 +114,16 @@ class Capture:
                 self._log.emit(EventKind.SOURCE_RECONNECTED, f"{self._shown} delivers again")
                 self._log.set_status(Status(State.RUNNING, source.info.description, source.info))
                 lost, backoff = False, _BACKOFF_START_S
-            self._deliver(frame)
+            self._deliver(frame, (time.perf_counter() - read_from) * 1e3)
             if on_demand:  # unpaced file: read the next frame when this one was taken, not before
                 self._wait_taken()
 
-    def _deliver(self, frame: Frame) -> None:
+    def _deliver(self, frame: Frame, read_ms: float) -> None:
+        started = time.perf_counter()
         self._prepare(frame)
+        prepare_ms = (time.perf_counter() - started) * 1e3
         for worker in self._workers:
-            worker.metrics.frame_captured(frame.captured_at)
+            worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms)
             if worker.slot.put(frame):
                 worker.metrics.frames_dropped(1, frame.captured_at)
 

@@ -29,6 +29,7 @@ class RawOutput:
     preprocess_ms: float
     inference_ms: float
     inference_cpu_ms: float
+    preprocessed_ahead: bool  # False: the inference thread preprocessed it before the invoke
     top_k: int
 
 

@@ -331,6 +331,7 @@ class InferenceWorker:
             preprocess_ms=preprocess_ms,  # wherever it ran (capture thread, ahead of time, or here)
             inference_ms=(t2 - t1) * 1e3,
             inference_cpu_ms=(c2 - c1) * 1e3,
+            preprocessed_ahead=ahead,
             top_k=active.config.top_k,
         )
         self._handoff.put(item, self._stop)
@@ -357,8 +358,10 @@ class InferenceWorker:
     def _results_loop(self) -> None:
         """Postprocess and publish, in order, until the hand-off is closed."""
         while (item := self._handoff.get()) is not None:
+            started = time.perf_counter()
             try:
                 self._publish(item)
+                self.metrics.result_published((time.perf_counter() - started) * 1e3)
             except Exception as exc:
                 self._internal_error(exc)
                 self._stop.set()
@@ -385,6 +388,7 @@ class InferenceWorker:
             inference_ms=item.inference_ms,
             postprocess_ms=(t3 - t2) * 1e3,
             inference_cpu_ms=item.inference_cpu_ms,
+            preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
         height, width = frame.image.shape[:2]
