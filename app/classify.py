@@ -62,22 +62,25 @@ def classify_images(
     """`runtime_threads`: the threads the session's runtime started when it opened (thread_cpu.started_by)."""
     preprocess, postprocess = Preprocessor(spec), Postprocessor(spec)
     meter = CpuMeter(runtime_threads or set())
-    for path in images:
-        try:
-            frame = read_image(path)
-            t0 = time.perf_counter()
-            tensor = preprocess(frame)
-        except ImageError as exc:
-            yield ImageFailure(path, exc)
-            continue
-        except ValueError as exc:
-            yield ImageFailure(path, ImageError(f"{path}: {exc}"))
-            continue
-        meter.start()
-        t1 = time.perf_counter()
-        raw = session.run(tensor)
-        t2 = time.perf_counter()
-        cpu = meter.stop()
-        top = postprocess.top_k(postprocess.scores(raw), top_k)
-        t3 = time.perf_counter()
-        yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu)
+    try:
+        for path in images:
+            try:
+                frame = read_image(path)
+                t0 = time.perf_counter()
+                tensor = preprocess(frame)
+            except ImageError as exc:
+                yield ImageFailure(path, exc)
+                continue
+            except ValueError as exc:
+                yield ImageFailure(path, ImageError(f"{path}: {exc}"))
+                continue
+            meter.start()
+            t1 = time.perf_counter()
+            raw = session.run(tensor)
+            t2 = time.perf_counter()
+            cpu = meter.stop()
+            top = postprocess.top_k(postprocess.scores(raw), top_k)
+            t3 = time.perf_counter()
+            yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu)
+    finally:
+        meter.close()

@@ -4,8 +4,8 @@ One capture thread feeds two inference threads (each with its own latest-frame s
 the faster side is never held back by the slower one). Stage 1 of preprocessing (crop,
 shrink, RGB) is computed once per frame and shared, so the sides see identical pixels and
 only the model/backend differs. A frame is compared only when both sides have a result
-for it. CPU time per inference is each side's own inference thread's CPU time, since both
-run at once (worker threads of a multi-threaded delegate are not attributed to a side).
+for it. CPU time per inference is each side's own: its inference thread and the threads its
+runtime started when it opened (app/thread_cpu.py), never the other side's.
 """
 
 from __future__ import annotations
@@ -174,7 +174,6 @@ class ComparePipeline(Feed):
             metrics=metrics,
             on_result=self._result,
             on_event=on_event,
-            cpu_clock=time.thread_time,
         )
         self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 

@@ -11,8 +11,10 @@ Definitions (what the numbers mean, so they can be checked):
   inferences by `finished_at`. `MetricsSnapshot.window_s` is now - lo.
 - Percentiles: numpy's "linear" method (Hyndman & Fan type 7, numpy's default): p95 of a window
   can fall between two observed latencies.
-- cpu_per_wall: mean process CPU time during `invoke` over mean `invoke` wall time. About the
-  number of busy threads when the CPU does the work, well below 1 when a GPU or NPU does.
+- cpu_per_wall: mean CPU time of the inference (its thread and its runtime's threads, read per
+  thread: app/thread_cpu.py) during `invoke` over mean `invoke` wall time. About the number of
+  busy threads when the CPU does the work; on a GPU the calling thread may spin while it waits,
+  so near 1 there says nothing about where the model runs (the GPU's own busy time does).
 
 Memory: every stream is a numpy ring buffer of float64 rows, trimmed by age on insert and on
 snapshot, so it holds rate x window_s rows; its storage doubles as needed (never shrinks before
@@ -51,7 +53,13 @@ class InferenceTiming:
     preprocess_ms: float
     inference_ms: float
     postprocess_ms: float
-    inference_cpu_ms: float  # process CPU time during the inference (time.process_time delta)
+    # CPU time during the invoke: the inference thread + the threads its runtime started at open
+    # (XNNPACK's workers, a GPU driver's), read per thread (app/thread_cpu.py). Not the process's:
+    # capture, OpenCV's pool and the GUI run at the same time and are not the inference.
+    inference_cpu_ms: float
+    inference_thread_cpu_ms: float | None = None  # ... of which the calling thread
+    runtime_threads_cpu_ms: float | None = None  # ... and the runtime's threads (None: not readable here)
+    rest_of_process_cpu_ms: float | None = None  # every other thread of the process meanwhile
     preprocessed_ahead: bool = True  # False: preprocessing ran on the inference thread, before the invoke
 
     @property

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from app.sources import Frame
+from app.thread_cpu import InferenceCpu
 
 if TYPE_CHECKING:
     from app.pipeline.worker import ActiveSession
@@ -28,7 +29,7 @@ class RawOutput:
     started: float  # monotonic, when the inference thread took the frame
     preprocess_ms: float
     inference_ms: float
-    inference_cpu_ms: float
+    cpu: InferenceCpu  # CPU time during the invoke, by thread
     preprocessed_ahead: bool  # False: the inference thread preprocessed it before the invoke
     top_k: int
 

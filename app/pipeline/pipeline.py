@@ -40,7 +40,6 @@ class Feed:
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
         rgb_cache: RgbCache | None = None,
-        cpu_clock: Callable[[], float] = time.process_time,
         pin_cpus: bool = False,
     ) -> None:
         if "a" not in configs:
@@ -61,7 +60,6 @@ class Feed:
                 rgb_cache=self.rgb_cache,
                 source_info=self.source_info,
                 on_result=(lambda r, side=side: on_result(side, r)) if on_result else None,
-                cpu_clock=cpu_clock,
                 pin_cpus=pin_cpus,
             )
         self.capture = Capture(

@@ -30,6 +30,7 @@ from app.pipeline.types import Event, EventKind, InferenceConfig, Result, State,
 from app.postprocess import Postprocessor
 from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
+from app.thread_cpu import CpuMeter, started_by
 
 _POLL_S = 0.05  # how often blocked threads look at the stop flag
 _BAD_RESULT_EVERY_S = 1.0
@@ -38,9 +39,17 @@ _BAD_RESULT_EVERY_S = 1.0
 class ActiveSession:
     """What the inference thread holds: the spec, its backend session and processors."""
 
-    def __init__(self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int) -> None:
+    def __init__(
+        self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int, runtime_threads: set[int]
+    ) -> None:
         self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
         self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
+        # CPU per inference: this thread + the threads the runtime started when it opened.
+        self.cpu = CpuMeter(runtime_threads)
+
+    def close(self) -> None:
+        self.session.close()
+        self.cpu.close()
 
 
 class InferenceWorker:
@@ -57,7 +66,6 @@ class InferenceWorker:
         rgb_cache: RgbCache,
         source_info: Callable[[], SourceInfo | None],
         on_result: Callable[[Result], None] | None = None,
-        cpu_clock: Callable[[], float] = time.process_time,
         pin_cpus: bool = False,
     ) -> None:
         self.log = log
@@ -67,7 +75,6 @@ class InferenceWorker:
         self._rgb_cache = rgb_cache
         self._source_info = source_info
         self._on_result = on_result
-        self._cpu_clock = cpu_clock  # A/B: thread CPU time, since both sides run at once
         self._pin_cpus = pin_cpus  # one inference thread per process only: see app/cpu_affinity.py
         self._lock = threading.Lock()
         self._config = config
@@ -167,10 +174,15 @@ class InferenceWorker:
         """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
         spec = spec or load_model_spec(config.model, labels_file=config.labels)
         self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
-        session = open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+        session, started = started_by(
+            lambda: open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+        )
         cpu_affinity.session_opened(self)  # its runtime's workers stay on the inference CPUs
         self._session_counter += 1
-        return ActiveSession(config, spec, session, self._session_counter)
+        # Threads of this process that appeared meanwhile but are not the runtime's: the other
+        # pipeline threads (known), and the capture thread's are started before this opens.
+        runtime = started - {t.native_id for t in threading.enumerate() if t.native_id is not None}
+        return ActiveSession(config, spec, session, self._session_counter, runtime)
 
     def _pin(self, config: InferenceConfig) -> None:
         """Reserve CPUs for `config`'s thread count, or unpin if it cannot."""
@@ -235,7 +247,7 @@ class InferenceWorker:
                 self.log.emit(EventKind.SWITCH_FAILED, f"could not switch to {config.describe()}: {exc}")
                 return active
             started = time.perf_counter()
-            active.session.close()
+            active.close()
             close_ms = (time.perf_counter() - started) * 1e3
             release_free_memory()  # the old session's buffers: see app/heap.py
         try:
@@ -303,7 +315,7 @@ class InferenceWorker:
                 self._idle.set()
         finally:
             if active is not None:
-                active.session.close()
+                active.close()
             cpu_affinity.release(self)
 
     def _infer(self, active: ActiveSession, frame: Frame, started: float) -> ActiveSession:
@@ -315,12 +327,14 @@ class InferenceWorker:
         if not ahead and self._cpu_split is not None:
             # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
             cpu_affinity.place_newcomers(self)
-        c1, t1 = self._cpu_clock(), time.perf_counter()
+        active.cpu.start()
+        t1 = time.perf_counter()
         try:
             raw = active.session.run(tensor)
         except ModelError as exc:
             return self._fail_over(active, exc)
-        t2, c2 = time.perf_counter(), self._cpu_clock()
+        t2 = time.perf_counter()
+        cpu = active.cpu.stop()
         # A backend may hand back a view of a buffer it reuses on the next run.
         raw = raw if raw.flags.owndata else raw.copy()
         item = RawOutput(
@@ -330,7 +344,7 @@ class InferenceWorker:
             started=started,
             preprocess_ms=preprocess_ms,  # wherever it ran (capture thread, ahead of time, or here)
             inference_ms=(t2 - t1) * 1e3,
-            inference_cpu_ms=(c2 - c1) * 1e3,
+            cpu=cpu,
             preprocessed_ahead=ahead,
             top_k=active.config.top_k,
         )
@@ -340,7 +354,7 @@ class InferenceWorker:
     def _fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:
         """A backend that fails mid-run falls back to CPU, visibly."""
         used = active.session.report.used
-        active.session.close()
+        active.close()
         if used == "cpu" or not active.config.fallback:
             # Recorded too: the recording must say why it ends here.
             self.log.fail(f"inference failed on {used}: {exc}", exc.exit_code, self._source_info())
@@ -387,7 +401,10 @@ class InferenceWorker:
             preprocess_ms=item.preprocess_ms,
             inference_ms=item.inference_ms,
             postprocess_ms=(t3 - t2) * 1e3,
-            inference_cpu_ms=item.inference_cpu_ms,
+            inference_cpu_ms=item.cpu.inference_ms,
+            inference_thread_cpu_ms=item.cpu.inference_thread_ms,
+            runtime_threads_cpu_ms=item.cpu.runtime_threads_ms,
+            rest_of_process_cpu_ms=item.cpu.rest_of_process_ms,
             preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
