@@ -27,6 +27,7 @@ class BenchConfig:
     pace: bool = True
     csv: Path | None = None
     pin_cpus: bool = True  # the inference thread on CPUs of its own (app/cpu_affinity.py)
+    inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
@@ -56,6 +57,7 @@ def run_bench(
         on_result=lambda r: _first_result(first, r, sink),
         on_event=sink.on_event if sink else None,
         pin_cpus=bench.pin_cpus,
+        inference_cpus=bench.inference_cpus,
     )
     started = time.monotonic()
     pipeline.start()

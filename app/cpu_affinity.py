@@ -52,6 +52,19 @@ def _cpus(cpus: tuple[int, ...]) -> str:
     return ",".join(str(c) for c in cpus)
 
 
+# An accelerator's calling thread only hands work over and waits (or spins) for the device: one
+# CPU is all it uses, and capture, decoding and results need the rest. On an H200 host with 16
+# cores, giving a GPU session the CPU count of a 15-thread CPU session left capture and results
+# one CPU between them, and the pipeline reached 0.43 of the raw GPU loop (docs/benchmarks.md).
+ACCELERATOR_INFERENCE_CPUS = 1
+
+
+def inference_cpus(delegate: str, threads: int) -> int:
+    """CPUs the inference thread keeps for `delegate`: a CPU session's thread count (its XNNPACK
+    workers share them), an accelerator's ACCELERATOR_INFERENCE_CPUS."""
+    return threads if delegate in ("cpu", "reference") else ACCELERATOR_INFERENCE_CPUS
+
+
 def split_for(threads: int, allowed: frozenset[int] | None = None) -> CpuSplit | None:
     """The last `threads` allowed CPUs for inference, the rest for everything else; None when
     pinning is unsupported or would leave the other threads no CPU."""

@@ -115,6 +115,9 @@ class MetricsSnapshot:
     # Busy share of wall time per stage over the window (app/bottleneck.py reads them):
     # ms per item x items per second / 1000. 1.0 = the stage's thread never waited.
     stage_busy: dict[str, float] | None = None  # keys: STAGES
+    # The GPU's own busy time per inference: NVML's utilisation (share of its last sample period,
+    # 1/6 to 1 s, in which a kernel ran) x 1000 / inferences per second. None without NVML.
+    gpu_busy_ms_per_inference: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -273,10 +276,17 @@ class Metrics:
             **_cpu_cost(timings[:, 3], timings[:, 6]),
             **{key: reading.get(key) for key in _SNAPSHOT_READING_KEYS},
             stage_busy=_stage_busy(frames, timings, published, span),
+            gpu_busy_ms_per_inference=_gpu_busy_ms(reading.get("gpu_util_pct"), len(timings) / span if span > 0 else 0),
         )
 
     def _rings(self) -> tuple[Ring, Ring, Ring, Ring]:
         return self._frames, self._drops, self._timings, self._published
+
+
+def _gpu_busy_ms(util_pct: float | None, rate: float) -> float | None:
+    if util_pct is None or rate <= 0:
+        return None
+    return util_pct / 100.0 * 1000.0 / rate
 
 
 def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, span: float) -> dict[str, float]:

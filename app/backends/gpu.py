@@ -100,12 +100,16 @@ def _adapter(facts: LogFacts, devices: list[VulkanDevice]) -> tuple[str | None, 
 
 
 class GpuSession:
-    def __init__(self, spec: ModelSpec, precision: str, threads: int, allow_software: bool) -> None:
+    def __init__(
+        self, spec: ModelSpec, precision: str, threads: int, allow_software: bool, wait_hint: bool = False
+    ) -> None:
         devices, vulkan_problem = list_devices()
         options = Options(
             hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU,
             cpu_options=CpuOptions(num_threads=threads),
-            gpu_options=GpuOptions(enforce_f32=precision == "fp32"),
+            # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
+            # thread then sleeps instead of spinning while the GPU runs (docs/benchmarks.md).
+            gpu_options=GpuOptions(enforce_f32=precision == "fp32", hint_waiting_for_completion=wait_hint),
         )
         started = time.perf_counter()
         with capture_stderr() as log:
@@ -217,4 +221,6 @@ class GpuBackend:
         if precision not in PRECISIONS:
             raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
         threads = requested_threads(options)
-        return GpuSession(spec, precision, threads, bool(options.get("allow_software")))
+        return GpuSession(
+            spec, precision, threads, bool(options.get("allow_software")), bool(options.get("wait_hint"))
+        )

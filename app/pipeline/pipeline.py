@@ -41,6 +41,7 @@ class Feed:
         on_event: Callable[[str, Event], None] | None = None,
         rgb_cache: RgbCache | None = None,
         pin_cpus: bool = False,
+        inference_cpus: int | None = None,
     ) -> None:
         if "a" not in configs:
             raise ValueError("a feed needs a side 'a'")
@@ -61,6 +62,7 @@ class Feed:
                 source_info=self.source_info,
                 on_result=(lambda r, side=side: on_result(side, r)) if on_result else None,
                 pin_cpus=pin_cpus,
+                inference_cpus=inference_cpus,
             )
         self.capture = Capture(
             source,
@@ -140,6 +142,7 @@ class Pipeline(Feed):
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,
         pin_cpus: bool = False,
+        inference_cpus: int | None = None,
     ) -> None:
         super().__init__(
             source,
@@ -151,6 +154,7 @@ class Pipeline(Feed):
             on_result=(lambda _side, r: on_result(r)) if on_result else None,
             on_event=(lambda _side, e: on_event(e)) if on_event else None,
             pin_cpus=pin_cpus,
+            inference_cpus=inference_cpus,
         )
         self.worker = self.workers["a"]
         self.metrics = self.worker.metrics

@@ -67,6 +67,7 @@ class InferenceWorker:
         source_info: Callable[[], SourceInfo | None],
         on_result: Callable[[Result], None] | None = None,
         pin_cpus: bool = False,
+        inference_cpus: int | None = None,
     ) -> None:
         self.log = log
         self.metrics = metrics
@@ -76,6 +77,7 @@ class InferenceWorker:
         self._source_info = source_info
         self._on_result = on_result
         self._pin_cpus = pin_cpus  # one inference thread per process only: see app/cpu_affinity.py
+        self._inference_cpus = inference_cpus  # None: by backend (cpu_affinity.inference_cpus)
         self._lock = threading.Lock()
         self._config = config
         self._pending: InferenceConfig | None = None
@@ -177,6 +179,13 @@ class InferenceWorker:
         session, started = started_by(
             lambda: open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
         )
+        if (session.report.used != config.delegate or session.report.software) and self.cpu_split() is not None:
+            # Pinned for an accelerator, but the CPU does the work (a fallback, or a software
+            # renderer's threads, which inherited the inference thread's one CPU: SwiftShader
+            # ran the float32 model at half its speed so): run unpinned rather than slower.
+            cpu_affinity.release(self)
+            with self._lock:
+                self._cpu_split = None
         cpu_affinity.session_opened(self)  # its runtime's workers stay on the inference CPUs
         self._session_counter += 1
         # Threads of this process that appeared meanwhile but are not the runtime's: the other
@@ -192,7 +201,8 @@ class InferenceWorker:
             threads = requested_threads(config.options)
         except (TypeError, ValueError):
             threads = 0  # not pinned; open_session reports the bad option
-        split = cpu_affinity.split_for(threads)
+        cpus = self._inference_cpus or cpu_affinity.inference_cpus(config.delegate, threads)
+        split = cpu_affinity.split_for(cpus)
         if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
             cpu_affinity.release(self)
             split = None

@@ -1,0 +1,142 @@
+"""The pipeline on a real GPU against the raw in-process GPU loop, side by side in one run.
+
+For `--rounds` rounds, each variant in its own process, alternated:
+
+- raw: CompiledModel with the GPU accelerator, one fixed input: write, run_by_index, read
+  (what GpuSession.run does, nothing else), with and without LiteRT's
+  `hint_waiting_for_completion`; its median ms, rate, and CPU time of the calling thread
+  and of the process per run (does the wait spin or sleep?).
+- bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
+  with the inference thread pinned by backend (the default), not pinned, pinned to the CPU
+  count of an all-cores CPU session (the old behaviour), and with the wait hint; and the
+  CPU backend with 8 threads for comparison.
+
+Prints one line per run and a table of medians over rounds (pipeline rate / raw rate per
+round, medians), and writes every figure to --json.
+
+    python benchmarks/gpu_pipeline.py [--model efficientnet_lite0] [--rounds 3] [--frames 900]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+RAW = """
+import json, statistics, sys, time
+import numpy as np
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.gpu_options import GpuOptions
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
+model, runs, hint = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU,
+                  gpu_options=GpuOptions(hint_waiting_for_completion=hint))
+m = CompiledModel.from_file(model, options=options)
+inputs, outputs = m.create_input_buffers(0), m.create_output_buffers(0)
+req = m.get_input_buffer_requirements(0, 0) if hasattr(m, "get_input_buffer_requirements") else None
+x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+def once():
+    inputs[0].write(x); m.run_by_index(0, inputs, outputs); outputs[0].read(1000, np.float32)
+for _ in range(20):
+    once()
+times = []
+c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
+for _ in range(runs):
+    t0 = time.perf_counter(); once(); times.append((time.perf_counter() - t0) * 1e3)
+wall = time.perf_counter() - start
+print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
+                  "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
+                  "process_cpu_ms": (time.process_time() - p0) / runs * 1e3,
+                  "fully_accelerated": bool(m.is_fully_accelerated())}))
+"""
+
+BENCH = """
+import json, sys
+from app.bench import BenchConfig, run_bench
+from app.pipeline import InferenceConfig
+a = json.loads(sys.argv[1])
+s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
+                          inference_cpus=a.get("inference_cpus")),
+              InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
+m = s["metrics"]
+print(json.dumps({"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
+                  "cpu_ms": m["cpu_ms_per_inference"], "cpu_per_wall": m["cpu_per_wall"],
+                  "gpu_busy_ms": m.get("gpu_busy_ms_per_inference"), "gpu_util_pct": m.get("gpu_util_pct"),
+                  "bottleneck": s["bottleneck"], "cpu_affinity": s["cpu_affinity"],
+                  "used": (s["delegate"] or {}).get("used"), "status": s["status"]}))
+"""
+
+
+def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
+    cores = os.cpu_count() or 1
+    gpu = {"model": model, "delegate": "gpu", "options": {}, "frames": frames, "pin": True}
+    cpu8 = {"model": model, "delegate": "cpu", "options": {"threads": 8}, "frames": frames, "pin": True}
+    out: dict[str, tuple[str, list[str]]] = {
+        "raw gpu": ("raw", [model, str(frames), "0"]),
+        "raw gpu, wait hint": ("raw", [model, str(frames), "1"]),
+    }
+    bench = {
+        "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
+        "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
+        f"bench gpu synthetic (inference on {cores - 1} CPUs: the old split)": {
+            **gpu, "source": "synthetic", "inference_cpus": max(1, cores - 1)},
+        "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
+        "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
+        "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
+        "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
+        "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
+    }  # fmt: skip
+    out.update({name: ("bench", [json.dumps(args)]) for name, args in bench.items()})
+    return out
+
+
+def run(kind: str, args: list[str]) -> dict:
+    code = RAW if kind == "raw" else BENCH
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(lines[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(ROOT / "models" / "efficientnet_lite0.tflite"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--frames", type=int, default=900)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    runs = variants(args.model, args.frames)
+    results: dict[str, list[dict]] = {name: [] for name in runs}
+    for r in range(args.rounds):
+        for name, (kind, argv) in runs.items():
+            result = run(kind, argv)
+            results[name].append(result)
+            print(f"round {r + 1} | {name} | {json.dumps(result)}", flush=True)
+    print("\n| run | rate /s (median) | / raw gpu, per round (median) | inference ms p50 | CPU ms / inference |")
+    print("| --- | --- | --- | --- | --- |")
+    raw = results["raw gpu"]
+    for name, rows in results.items():
+        ok = [x for x in rows if "rate" in x]
+        if not ok:
+            print(f"| {name} | failed: {rows[-1].get('error')} | | | |")
+            continue
+        ratios = [x["rate"] / y["rate"] for x, y in zip(rows, raw, strict=True) if "rate" in x and "rate" in y]
+        cpu = statistics.median(x.get("cpu_ms", x.get("thread_cpu_ms", 0.0)) for x in ok)
+        rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
+        print(f"| {name} | {rate:.0f} | {statistics.median(ratios):.3f} | {ms:.3f} | {cpu:.3f} |")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
