@@ -146,8 +146,8 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     # opens, and every score it gives is NaN.
     import random
 
-    from app.fuzz import mutate
     from tests.conftest import TEST_MODELS
+    from tests.model_fuzz import mutate
 
     seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
     nan_model = tmp_path / "nan.tflite"
