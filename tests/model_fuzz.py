@@ -158,7 +158,7 @@ def run_cases(all_cases: list[Case], image: Path, timeout_s: float = 30.0) -> li
     pending = list(all_cases)
     while pending:
         proc = subprocess.Popen(
-            [sys.executable, "-c", f"from app.fuzz import worker_main; worker_main({str(image)!r})"],
+            [sys.executable, "-c", f"from tests.model_fuzz import worker_main; worker_main({str(image)!r})"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

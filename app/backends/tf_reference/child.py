@@ -1,7 +1,11 @@
-"""TensorFlow reference for A/B comparisons: the original float32 Keras EfficientNet-Lite0,
+"""The TensorFlow reference for A/B comparisons: the original float32 Keras EfficientNet-Lite0,
 built from the same Apache-2.0 weights the bundled .tflite files were converted from, run by
-TensorFlow itself. It runs in its own process (started by app/backends/reference.py): the
-app never imports TensorFlow.
+TensorFlow itself. app/backends/reference.py runs this file by its path, in its own process:
+the app never imports TensorFlow, and importing this module does not either (main() does).
+
+By path, not `-m app.backends.tf_reference.child`: `-m` would import the app's backends
+(LiteRT among them) into TensorFlow's process first. Run as a script, this folder is
+sys.path[0], so its two siblings are imported by their own names and nothing else of the app is.
 
 Protocol on stdin/stdout, little-endian: the server writes b"READY" + uint32 classes, then
 for each request (uint32 byte count + float32 input 1x224x224x3) answers uint32 count +
@@ -15,15 +19,12 @@ import struct
 import sys
 from pathlib import Path
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-
 
 def main() -> None:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # before TensorFlow is imported
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything TensorFlow prints must not reach the protocol stream
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    import efficientnet_lite
+    import efficientnet_lite  # this folder's modules (see above)
     import numpy as np
     import tensorflow as tf
     import torch_legacy

@@ -4,14 +4,21 @@ Lite variants differ from EfficientNet-B*: no squeeze-excite, ReLU6 instead of s
 stem and head not rescaled. The block layout (expansion, kernel size, channels) is read
 from the weight shapes; only the strides, which leave no trace in the weights, come
 from the architecture's stage table.
+
+Used by the reference backend's child process and by models/build_models.py. Keras (and so
+TensorFlow) is imported inside the functions that build the model: this module is part of the
+app package, and importing the app must not load TensorFlow.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import keras
 import numpy as np
+
+if TYPE_CHECKING:
+    import keras
 
 BN_EPSILON = 1e-3
 # Stride of the first block of each stage (EfficientNet-B0 table, shared by all Lite sizes).
@@ -60,16 +67,22 @@ def block_configs(weights: dict[str, np.ndarray]) -> list[BlockConfig]:
 
 
 def _conv(filters: int, kernel: int, stride: int, name: str) -> keras.layers.Conv2D:
+    import keras
+
     # padding="same" is TensorFlow's asymmetric SAME, which the checkpoints were trained with.
     return keras.layers.Conv2D(filters, kernel, stride, "same", use_bias=False, name=name)
 
 
 def _bn_relu6(x: keras.KerasTensor, name: str, activation: bool = True) -> keras.KerasTensor:
+    import keras
+
     x = keras.layers.BatchNormalization(epsilon=BN_EPSILON, name=name)(x)
     return keras.layers.ReLU(6.0, name=f"{name}_relu6")(x) if activation else x
 
 
 def _mbconv(x: keras.KerasTensor, cfg: BlockConfig) -> keras.KerasTensor:
+    import keras
+
     p = f"blocks_{cfg.index}_"
     shortcut = x
     if cfg.has_expansion:
@@ -88,6 +101,8 @@ def build_keras_model(
     weights: dict[str, np.ndarray], image_size: int = 224, name: str = "efficientnet_lite0"
 ) -> keras.Model:
     """Return the classifier (softmax included) with the weights loaded; batch fixed to 1."""
+    import keras
+
     configs = block_configs(weights)
     num_classes, head_in = weights["_fc.weight"].shape
     inputs = keras.Input((image_size, image_size, 3), batch_size=1, name="image")
@@ -106,6 +121,8 @@ def build_keras_model(
 
 
 def _torch_to_keras(torch_key: str, layer: keras.layers.Layer, weights: dict) -> list[np.ndarray]:
+    import keras
+
     if isinstance(layer, keras.layers.BatchNormalization):
         return [weights[f"{torch_key}.{n}"] for n in ("weight", "bias", "running_mean", "running_var")]
     kernel = weights[f"{torch_key}.weight"]

@@ -1,0 +1,130 @@
+"""What every frame source shares: the frame and info types, the read/close protocol, pacing."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Protocol, Self
+
+import numpy as np
+
+MAX_FPS = 1000.0  # no source delivers, or may be asked for, more
+
+
+@dataclass(frozen=True)
+class Frame:
+    index: int  # 0, 1, 2, ... per source (restarts never; keeps counting across loops/reconnects)
+    image: np.ndarray  # BGR uint8 HxWx3, owned by the frame (never a buffer the source reuses)
+    captured_at: float  # time.monotonic() when the frame became available
+    wall_time: float  # time.time() at the same moment
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    spec: str
+    kind: str  # "camera" | "video" | "images" | "demo" | "synthetic"
+    width: int
+    height: int
+    fps: float  # delivered (cameras: what the device really gives)
+    frame_count: int | None
+    description: str
+    warnings: list[str] = field(default_factory=list)  # grows while an image slideshow finds bad files
+
+
+class FrameSource(Protocol):
+    info: SourceInfo
+
+    def read(self) -> Frame | None: ...  # blocks until the next frame is due; None = ended
+
+    def close(self) -> None: ...  # idempotent, quick
+
+
+class _Pacer:
+    """Frame k is due at start + k/fps. Scheduling against the start keeps the rate exact over
+    hours, where sleeping one period after each frame would drift by the decode time."""
+
+    def __init__(self, fps: float, stop: threading.Event) -> None:
+        self._period = 1.0 / fps
+        self._stop = stop
+        # Behind by more than this (slow decode, a suspended laptop): re-anchor rather than
+        # deliver a burst of frames to catch up, as a camera would.
+        self._max_lag = max(3 * self._period, 0.1)
+        self._start: float | None = None
+        self._n = 0
+
+    def wait(self) -> bool:
+        """Block until the next frame is due; False when the source was closed meanwhile."""
+        now = time.monotonic()
+        if self._start is None:
+            self._start, self._n = now, 0
+        due = self._start + self._n * self._period
+        if due > now:
+            if self._stop.wait(due - now):
+                return False
+        elif now - due > self._max_lag:
+            self._start, self._n = now, 0
+        self._n += 1
+        return not self._stop.is_set()
+
+    def reset(self) -> None:
+        self._start = None
+
+
+class _Source:
+    """read()/close() protocol shared by all sources; subclasses produce images.
+
+    The capture object is only touched under `_lock`. close() never waits for a read that is
+    inside native code (a camera read can block for seconds): it sets `_closed`, and whoever
+    holds the lock releases the capture on the way out.
+    """
+
+    info: SourceInfo
+
+    def __init__(self, pace_fps: float | None) -> None:
+        self._closed = threading.Event()
+        self._lock = threading.Lock()
+        self._index = 0
+        self._ended = False
+        self._pacer = _Pacer(pace_fps, self._closed) if pace_fps else None
+
+    def read(self) -> Frame | None:
+        if self._closed.is_set() or self._ended:
+            return None
+        with self._lock:
+            try:
+                image = None if self._closed.is_set() else self._next_image()
+            finally:
+                if self._closed.is_set():
+                    self._release()
+        if self._closed.is_set():
+            return None
+        if image is None:
+            self._ended = True
+            return None
+        if self._pacer is not None and not self._pacer.wait():
+            return None
+        frame = Frame(self._index, image, time.monotonic(), time.time())
+        self._index += 1
+        return frame
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._lock.acquire(blocking=False):
+            try:
+                self._release()
+            finally:
+                self._lock.release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _next_image(self) -> np.ndarray | None:
+        """The next image (a fresh array), None at the end; may raise SourceLost."""
+        raise NotImplementedError
+
+    def _release(self) -> None:
+        """Free native resources; called under the lock, possibly more than once."""
