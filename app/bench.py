@@ -28,6 +28,7 @@ class BenchConfig:
     csv: Path | None = None
     pin_cpus: bool = True  # the inference thread on CPUs of its own (app/cpu_affinity.py)
     inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
+    decode_threads: int = 1  # FFmpeg's, for video files (0: one per core)
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
@@ -58,6 +59,7 @@ def run_bench(
         on_event=sink.on_event if sink else None,
         pin_cpus=bench.pin_cpus,
         inference_cpus=bench.inference_cpus,
+        source_options={"decode_threads": bench.decode_threads} if bench.decode_threads != 1 else None,
     )
     started = time.monotonic()
     pipeline.start()

@@ -9,7 +9,8 @@ For `--rounds` rounds, each variant in its own process, alternated:
 - bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
   with the inference thread pinned by backend (the default), not pinned, pinned to the CPU
   count of an all-cores CPU session (the old behaviour), and with the wait hint; and the
-  CPU backend with 8 threads for comparison.
+  CPU backend with 8 threads for comparison; the demo clip decoded by 1, 2, 4 or FFmpeg's own
+  number of threads.
 
 Prints one line per run and a table of medians over rounds (pipeline rate / raw rate per
 round, medians), and writes every figure to --json.
@@ -64,7 +65,7 @@ from app.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
-                          inference_cpus=a.get("inference_cpus")),
+                          inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads", 1)),
               InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
 m = s["metrics"]
 print(json.dumps({"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
@@ -91,6 +92,9 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
+        "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
+        "bench gpu demo (pinned, 4 decoding threads)": {**gpu, "source": "demo", "decode_threads": 4},
+        "bench gpu demo (pinned, FFmpeg's decoding threads)": {**gpu, "source": "demo", "decode_threads": 0},
         "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
         "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
     }  # fmt: skip

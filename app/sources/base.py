@@ -123,7 +123,8 @@ class _Source:
         self.close()
 
     def _next_image(self) -> np.ndarray | None:
-        """The next image (a fresh array), None at the end; may raise SourceLost."""
+        """The next image (a fresh array, or a read-only one the source hands out again), None at
+        the end; may raise SourceLost."""
         raise NotImplementedError
 
     def _release(self) -> None:

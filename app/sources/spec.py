@@ -118,10 +118,12 @@ def open_source(
     width: int | None = None,
     height: int | None = None,
     fps: float | None = None,
+    decode_threads: int = 1,
 ) -> FrameSource:
     """Open the source a spec names. `width`/`height` are requests for cameras and the size of
     synthetic frames; `fps` is the request for cameras and the delivery rate for the others
-    (a video's own rate when None). Raises SourceError with one line when it cannot open."""
+    (a video's own rate when None); `decode_threads` is FFmpeg's for video files. Raises
+    SourceError with one line when it cannot open."""
     kind, arg = parse_source_spec(spec)
     if fps is not None:
         _check_fps(fps, spec)
@@ -129,9 +131,13 @@ def open_source(
     if kind == "camera":
         return CameraSource(int(arg), spec=spec, width=width, height=height, fps=fps)
     if kind == "video":
-        return VideoSource(Path(arg).expanduser(), spec=spec, pace=pace, loop=loop, fps=fps)
+        return VideoSource(
+            Path(arg).expanduser(), spec=spec, pace=pace, loop=loop, fps=fps, decode_threads=decode_threads
+        )
     if kind == "demo":
-        return VideoSource(demo_clip_path(), spec=spec, kind="demo", pace=pace, loop=loop, fps=fps)
+        return VideoSource(
+            demo_clip_path(), spec=spec, kind="demo", pace=pace, loop=loop, fps=fps, decode_threads=decode_threads
+        )
     if kind == "stream":
         return StreamSource(arg, spec=spec)
     if kind == "images":

@@ -24,8 +24,9 @@ def demo_clip_path() -> Path:
     raise SourceError(f"demo clip not found in {folder} (build it with: python resources/make_demo_clip.py)")
 
 
-def _open_video_file(path: Path) -> cv2.VideoCapture:
-    """A capture for a video file that decodes on the calling (capture) thread alone.
+def _open_video_file(path: Path, threads: int = 1) -> cv2.VideoCapture:
+    """A capture for a video file that decodes on the calling (capture) thread alone, unless
+    `threads` asks for more (0: FFmpeg's own choice, one per core).
 
     FFmpeg's default is one decoding thread per core. Its helper threads then land on the
     core the inference thread is running on and take it from the model: with the demo clip
@@ -34,7 +35,7 @@ def _open_video_file(path: Path) -> cv2.VideoCapture:
     decodes the clip as fast (2.30 against 2.35 ms a frame; docs/benchmarks.md)."""
     # FFmpeg explicitly: CAP_ANY would hand names like "img%03d.png" to the image-sequence reader.
     if cv2.videoio_registry.hasBackend(cv2.CAP_FFMPEG):
-        return cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 1])
+        return cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, threads])
     return cv2.VideoCapture(str(path), cv2.CAP_ANY)  # another backend may refuse parameters it does not know
 
 
@@ -50,8 +51,10 @@ class VideoSource(_CaptureSource):
         pace: bool = True,
         loop: bool = True,
         fps: float | None = None,
+        decode_threads: int = 1,
     ) -> None:
         self._path = path
+        self._decode_threads = decode_threads
         self._loop = loop
         self._pending, file_fps, count = self._open()
         warnings = []
@@ -86,7 +89,7 @@ class VideoSource(_CaptureSource):
             raise SourceError(f"video path is a folder (use images:{path} for a folder of images): {path}")
         unreadable = f"not a readable video: {path}"
         cap, first = _open_capture(
-            lambda: _open_video_file(path), str(path), not_opened=unreadable, no_frame=unreadable
+            lambda: _open_video_file(path, self._decode_threads), str(path), not_opened=unreadable, no_frame=unreadable
         )
         self._cap = cap
         count = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
