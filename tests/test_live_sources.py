@@ -180,6 +180,9 @@ def test_a_camera_that_vanishes_and_returns_is_reconnected_and_the_recording_mar
         assert wait_until(lambda: pipeline.latest_result().frame_index > first_back, 30), pipeline.status()
         assert back.sent > 0
         assert pipeline.status().state == "running"
+        info = pipeline.source_info()  # what it delivers now, not what it delivered before the gap
+        assert (info.width, info.height) == (640, 480) and "640x480" in info.description, info
+        assert "reconnected at 640x480 (was 320x240)" in info.warnings
         kinds = [e.kind for e in pipeline.events()]
         assert kinds.count("source_lost") >= 1 and kinds.count("source_reconnected") == 1
         after = pipeline.latest_result()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -91,6 +92,7 @@ class _LiveCapture(_CaptureSource):
             except SourceError as exc:
                 raise SourceLost(self._unavailable_message(exc)) from None
             self._lost = False
+            self._resized(image)
             return image
         assert self._cap is not None
         ok, image = self._cap.read()
@@ -99,3 +101,17 @@ class _LiveCapture(_CaptureSource):
         self._release()
         self._lost = True
         raise SourceLost(self._lost_message())
+
+    def _resized(self, image: np.ndarray) -> None:
+        """A device that came back at another size: `info` says what it delivers now."""
+        height, width = image.shape[:2]
+        old = self.info
+        if (width, height) == (old.width, old.height):
+            return
+        self.info = replace(
+            old,
+            width=width,
+            height=height,
+            description=old.description.replace(f"{old.width}x{old.height}", f"{width}x{height}", 1),
+            warnings=[*old.warnings, f"reconnected at {width}x{height} (was {old.width}x{old.height})"],
+        )
