@@ -108,12 +108,12 @@ def run_bench(
         report = pipeline.session_report()
         if recorder:
             recorder.add_row({"event": "stop", "message": status.message})
-            recorder.update_metadata(settings={"bench": bench.__dict__, "config": config.__dict__}, summary=snap_dict)
+            recorder.update_metadata(settings={"bench": bench.__dict__, "config": config.to_dict()}, summary=snap_dict)
             rec_state = recorder.stop()
     source = pipeline.source_info()
     summary = {
         "source": {"spec": bench.source, **(source.__dict__ if source else {})},
-        "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
+        "config": config.to_dict(),
         "delegate": report.to_dict() if report else None,
         "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
         "metrics": snap_dict,

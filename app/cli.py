@@ -11,8 +11,8 @@ from pathlib import Path
 from app import __version__
 from app.backends import BACKENDS, SessionReport, open_session
 from app.backends.coreml import COMPUTE_UNITS
-from app.backends.cpu import default_threads
 from app.backends.gpu import PRECISIONS
+from app.backends.options import default_threads
 from app.bench import BenchConfig, run_bench
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions

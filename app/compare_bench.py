@@ -55,7 +55,7 @@ def _side(
     report = worker.session_report()
     inference = snap.latency.get("inference")
     return {
-        "config": {**config.__dict__, "model": str(config.model), "labels": str(config.labels or "")},
+        "config": config.to_dict(),
         "delegate": report.to_dict() if report else None,
         "together": snap.to_dict(),
         "inference_ms_median": inference.p50 if inference and inference.count else None,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from app.backends import BACKENDS
-from app.backends.cpu import default_threads
 from app.backends.gpu import probe
+from app.backends.options import default_threads
 
 
 def delegate_statuses() -> list[dict]:

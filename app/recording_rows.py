@@ -43,7 +43,7 @@ class RowSink:
             "source": self._source(),
             "backend_requested": report.requested if report else config.delegate,
             "backend_used": report.used if report else "",
-            "threads": (report.options.get("threads") if report else None) or config.options.get("threads"),
+            "threads": (report.options.get("threads") if report else None) or config.options.threads,
             "throttle_ms": config.throttle_ms,
         }
 

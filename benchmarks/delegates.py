@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.backends import open_session  # noqa: E402
-from app.backends.cpu import default_threads  # noqa: E402
+from app.backends.options import default_threads  # noqa: E402
 from app.errors import BackendUnavailable  # noqa: E402
 from app.images import read_image  # noqa: E402
 from app.model import load_model_spec  # noqa: E402

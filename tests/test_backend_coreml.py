@@ -21,6 +21,7 @@ from ai_edge_litert import schema_py_generated as fb
 
 from app.backends.coreml import COMPUTE_UNITS, CoreMLBackend, compute_plan, find_mlpackage
 from app.backends.cpu import CpuBackend
+from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable
 from app.images import read_image
 from app.model import load_model_spec
@@ -97,7 +98,7 @@ def test_off_macos_the_backend_says_why_and_refuses_to_open():
     assert (backend.name, backend.label) == ("coreml", "Core ML")
     assert backend.availability() == "Core ML needs macOS"
     with pytest.raises(BackendUnavailable, match=r"^Core ML needs macOS$"):
-        backend.open(load_model_spec(FLOAT_TFLITE), {})
+        backend.open(load_model_spec(FLOAT_TFLITE), BackendOptions())
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="checks the failure off macOS")
@@ -139,7 +140,7 @@ def test_the_backend_imports_coremltools_without_tensorflow():
 
 def test_unknown_compute_units_are_a_value_error():
     with pytest.raises(ValueError, match="cpu_and_ne"):
-        CoreMLBackend().open(load_model_spec(FLOAT_TFLITE), {"compute_units": "neural_engine"})
+        CoreMLBackend().open(load_model_spec(FLOAT_TFLITE), BackendOptions(compute_units="neural_engine"))
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="checks the message off macOS")
@@ -212,7 +213,7 @@ def test_weights_match_the_float_tflite_model(name: str):
 # ---------------------------------------------------------------- macOS: real Core ML
 
 
-def _scores(name: str, backend: CpuBackend | CoreMLBackend, options: dict) -> dict[str, np.ndarray]:
+def _scores(name: str, backend: CpuBackend | CoreMLBackend, options: BackendOptions) -> dict[str, np.ndarray]:
     """Class scores per test photo through the app's own pre- and postprocessing."""
     spec = load_model_spec(name)
     session = backend.open(spec, options)
@@ -232,7 +233,7 @@ def _scores(name: str, backend: CpuBackend | CoreMLBackend, options: dict) -> di
 def test_core_ml_classifies_the_photos(name: str, units: str):
     backend = CoreMLBackend()
     assert backend.availability() is None
-    session = backend.open(load_model_spec(name), {"compute_units": units})
+    session = backend.open(load_model_spec(name), BackendOptions(compute_units=units))
     try:
         r = session.report
         assert (r.requested, r.used, r.accelerator) == ("coreml", "coreml", f"Core ML (compute units: {units})")
@@ -245,7 +246,7 @@ def test_core_ml_classifies_the_photos(name: str, units: str):
             assert r.nodes_total is None and any("no per-op device plan" in w for w in r.warnings)
     finally:
         session.close()
-    scores = _scores(name, backend, {"compute_units": units})
+    scores = _scores(name, backend, BackendOptions(compute_units=units))
     for photo, expected in EXPECTED_TOP1.items():
         assert int(np.argmax(scores[photo])) == expected, (photo, units)
 
@@ -257,8 +258,8 @@ def test_core_ml_agrees_with_the_cpu_backend(name: str):
 
     The int8 pair differs more: Core ML keeps fp16 activations, TFLite int8 quantizes them.
     """
-    ours = _scores(name, CoreMLBackend(), {"compute_units": "all"})
-    cpu = _scores(name, CpuBackend(), {"threads": 1})
+    ours = _scores(name, CoreMLBackend(), BackendOptions(compute_units="all"))
+    cpu = _scores(name, CpuBackend(), BackendOptions(threads=1))
     assert ours.keys() == cpu.keys() and len(cpu) == 5
     for photo, scores in cpu.items():
         second, first = np.sort(scores)[-2:]

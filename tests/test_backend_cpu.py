@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 
 from app.backends import get_backend
-from app.backends.cpu import default_threads
+from app.backends.options import BackendOptions, default_threads
 from app.model import load_model_spec
 from app.postprocess import Postprocessor
 from app.preprocess import Preprocessor
@@ -15,7 +15,7 @@ from tests.conftest import TEST_MODELS
 def test_delegation_facts_match_the_log_line_people_quote(coral: Path):
     """MobileNet v1 quant: "29 nodes delegated out of 31 nodes, with 2 partitions"."""
     spec = load_model_spec(coral / "mobilenet_v1_0.25_128_quant.tflite")
-    session = get_backend("cpu").open(spec, {"threads": 1})
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
     try:
         r = session.report
         assert (r.nodes_total, r.nodes_delegated, r.partitions) == (31, 29, 2)
@@ -32,7 +32,7 @@ def test_delegation_facts_match_the_log_line_people_quote(coral: Path):
 def test_dynamic_batch_is_fixed_to_one_and_outputs_match_tensorflow():
     spec = load_model_spec(TEST_MODELS / "dynamic_batch_logits.tflite")
     assert spec.input.shape_signature[0] == -1
-    session = get_backend("cpu").open(spec, {"threads": 1})
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
     try:
         probe = np.linspace(-1, 1, 8 * 8 * 3, dtype=np.float32).reshape(1, 8, 8, 3)
         expected = np.load(TEST_MODELS / "dynamic_batch_logits_expected.npy")  # Keras' own output
@@ -44,7 +44,7 @@ def test_dynamic_batch_is_fixed_to_one_and_outputs_match_tensorflow():
 
 def test_logits_become_probabilities():
     spec = load_model_spec(TEST_MODELS / "dynamic_batch_logits.tflite")
-    session = get_backend("cpu").open(spec, {"threads": 1})
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
     try:
         frame = np.random.default_rng(0).integers(0, 255, (50, 60, 3), dtype=np.uint8)
         scores = Postprocessor(spec).scores(session.run(Preprocessor(spec)(frame)))

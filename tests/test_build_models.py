@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from app.backends import get_backend
+from app.backends.options import BackendOptions
 from app.classify import ImageResult, classify_images
 from app.model import load_model_spec
 from tests.conftest import PHOTOS, ROOT
@@ -21,7 +22,7 @@ NAMES = ("efficientnet_lite0", "efficientnet_lite0_int8")
 
 def _top1(model: Path) -> dict[str, tuple[int, float]]:
     spec = load_model_spec(model)
-    session = get_backend("cpu").open(spec, {"threads": 1})
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
     try:
         results = classify_images(spec, session, sorted(PHOTOS.glob("*.jpg")), 1)
         return {r.image.name: (r.top[0].index, r.top[0].score) for r in results if isinstance(r, ImageResult)}

@@ -169,7 +169,7 @@ def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
     # Found by the seeded bit-flip search in tests/test_tflite_file.py's style: flip bits until LiteRT refuses.
     import random
 
-    from app.backends import get_backend
+    from app.backends import BackendOptions, get_backend
     from app.errors import ModelError
     from app.model import load_model_spec
 
@@ -181,7 +181,7 @@ def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
             mutated[rng.randrange(len(mutated))] ^= 1 << rng.randrange(8)
         target.write_bytes(bytes(mutated))
         try:
-            get_backend("cpu").open(load_model_spec(target), {"threads": 1}).close()
+            get_backend("cpu").open(load_model_spec(target), BackendOptions(threads=1)).close()
         except ModelError as exc:
             if "LiteRT runtime refused" in str(exc):
                 break

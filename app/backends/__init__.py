@@ -7,10 +7,13 @@ the reason in words), or, with `fallback=False`, BackendUnavailable is raised.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from app.backends.base import Backend, Session, SessionReport
 from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
+from app.backends.options import BackendOptions
 from app.backends.reference import ReferenceBackend
 from app.coverage import Coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
@@ -20,7 +23,7 @@ from app.tflite_graph import read_graph
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
-__all__ = ["BACKENDS", "Backend", "Session", "SessionReport", "get_backend", "open_session"]
+__all__ = ["BACKENDS", "Backend", "BackendOptions", "Session", "SessionReport", "get_backend", "open_session"]
 
 
 def get_backend(name: str) -> Backend:
@@ -38,12 +41,15 @@ def predicted_coreml(spec: ModelSpec) -> Coverage | None:
         return None
 
 
-def open_session(spec: ModelSpec, requested: str, options: dict, fallback: bool = True) -> Session:
+def open_session(
+    spec: ModelSpec, requested: str, options: BackendOptions | Mapping[str, object] | None, fallback: bool = True
+) -> Session:
     """Open `spec` on `requested`; on failure fall back to CPU (reported) unless `fallback` is False.
 
     A Core ML request carries the TFLite Core ML delegate's predicted coverage either way, so
     a fallback off macOS still says what a Mac would have delegated."""
     backend = get_backend(requested)
+    options = BackendOptions.of(options)
     if requested == "cpu":
         return backend.open(spec, options)
     try:

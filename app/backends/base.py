@@ -13,6 +13,7 @@ from typing import Protocol
 
 import numpy as np
 
+from app.backends.options import BackendOptions
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model import ModelSpec
@@ -75,7 +76,7 @@ class Backend(Protocol):
         """None when the backend can be tried here, else the reason it cannot."""
         ...
 
-    def open(self, spec: ModelSpec, options: dict) -> Session: ...
+    def open(self, spec: ModelSpec, options: BackendOptions) -> Session: ...
 
 
 def first_line(exc: BaseException | str) -> str:

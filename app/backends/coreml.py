@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from app.backends.base import SessionReport, first_line, time_first_inference
+from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec, read_sidecar
 from app.native_log import capture_stderr
@@ -232,8 +233,8 @@ class CoreMLBackend:
             return "coremltools is not installed (pip install coremltools)"
         return None
 
-    def open(self, spec: ModelSpec, options: dict) -> CoreMLSession:
-        units = options.get("compute_units") or DEFAULT_COMPUTE_UNITS
+    def open(self, spec: ModelSpec, options: BackendOptions) -> CoreMLSession:
+        units = options.compute_units or DEFAULT_COMPUTE_UNITS
         if units not in COMPUTE_UNITS:
             raise ValueError(f"Core ML compute units must be one of {', '.join(COMPUTE_UNITS)}, got {units!r}")
         reason = self.availability()

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 from app.backends.base import SessionReport, first_line, time_first_inference
+from app.backends.options import BackendOptions
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
-
-
-def default_threads() -> int:
-    """All cores but one (the capture and UI threads need one), at least 1."""
-    return max(1, (os.cpu_count() or 1) - 1)
-
-
-def requested_threads(options: dict) -> int:
-    """The CPU thread count `options` asks for; default_threads() when it names none."""
-    return int(options.get("threads") or default_threads())
-
 
 _STALE_REFERENCE = "reference to internal data"
 _STALE_REFERENCE_WAITS_MS = (1, 2, 4, 8, 16, 32)  # 63 ms in all, then the error stands
@@ -111,8 +100,5 @@ class CpuBackend:
     def availability(self) -> str | None:
         return None
 
-    def open(self, spec: ModelSpec, options: dict) -> CpuSession:
-        threads = requested_threads(options)
-        if threads < 1:
-            raise ValueError("threads must be at least 1")
-        return CpuSession(spec, threads)
+    def open(self, spec: ModelSpec, options: BackendOptions) -> CpuSession:
+        return CpuSession(spec, options.cpu_threads)

@@ -27,14 +27,14 @@ from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
 from app.backends.base import SessionReport, first_line, time_first_inference
-from app.backends.cpu import requested_threads
+from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
 
-PRECISIONS = ("fp16", "fp32")
+PRECISIONS = GPU_PRECISIONS
 PROBE_TIMEOUT_S = 90
 _SELECTED_ADAPTER = re.compile(r"[Ss]elected adapter:?\s*(.+)")
 _REPLACING = re.compile(
@@ -216,11 +216,7 @@ class GpuBackend:
             return f"GPU adapter is a software renderer: {result.get('adapter')}"
         return None
 
-    def open(self, spec: ModelSpec, options: dict) -> GpuSession:
-        precision = options.get("precision") or "fp16"
-        if precision not in PRECISIONS:
+    def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
+        if options.precision not in PRECISIONS:
             raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
-        threads = requested_threads(options)
-        return GpuSession(
-            spec, precision, threads, bool(options.get("allow_software")), bool(options.get("wait_hint"))
-        )
+        return GpuSession(spec, options.precision, options.cpu_threads, options.allow_software, options.wait_hint)

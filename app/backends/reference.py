@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from app.backends.base import SessionReport, time_first_inference
+from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 
@@ -100,7 +101,7 @@ class ReferenceBackend:
                 return f"{extra} not installed: pip install -e '.[convert]'"
         return None
 
-    def open(self, spec: ModelSpec, options: dict) -> ReferenceSession:
+    def open(self, spec: ModelSpec, options: BackendOptions) -> ReferenceSession:
         reason = self.availability()
         if reason:
             raise BackendUnavailable(reason)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from app.backends import get_backend
 from app.backends.gpu import probe
+from app.backends.options import BackendOptions
 from app.coverage import Coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.errors import ModelError
@@ -44,7 +45,7 @@ def unavailable(delegate: str, reason: str, nodes_total: int) -> Coverage:
 
 
 def cpu_coverage_of(spec: ModelSpec) -> Coverage:
-    session = get_backend("cpu").open(spec, {"threads": 1})
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
     try:
         coverage = session.report.coverage
     finally:

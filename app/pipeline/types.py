@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 
-from app.backends import SessionReport
+from app.backends import BackendOptions, SessionReport
 from app.errors import DelegateScopeError, InternalError, error_for
 from app.metrics import InferenceTiming
 from app.model import DEFAULT_MODEL
@@ -48,13 +48,20 @@ class InferenceConfig:
     model: str | Path = DEFAULT_MODEL
     labels: Path | None = None
     delegate: str = "cpu"
-    options: dict = field(default_factory=dict)  # threads, precision, allow_software, compute_units
+    options: BackendOptions = field(default_factory=BackendOptions)  # a mapping is read as BackendOptions.of
     fallback: bool = True
     throttle_ms: float = 0.0  # the iOS sample's delayBetweenInferencesMs
     top_k: int = 5
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "options", BackendOptions.of(self.options))
+
     def describe(self) -> str:
         return f"{Path(str(self.model)).stem} on {self.delegate}"
+
+    def to_dict(self) -> dict:
+        """For JSON: paths as text, options as a mapping."""
+        return {**asdict(self), "model": str(self.model), "labels": str(self.labels or "")}
 
     def same_session(self, other: InferenceConfig) -> bool:
         """True when only throttle or top-k differ: no need to reopen the backend."""

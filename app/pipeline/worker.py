@@ -17,7 +17,6 @@ from dataclasses import replace
 
 from app import cpu_affinity
 from app.backends import Session, SessionReport, open_session
-from app.backends.cpu import requested_threads
 from app.errors import DelegateScopeError, InternalError, ModelError
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
@@ -177,7 +176,7 @@ class InferenceWorker:
         spec = spec or load_model_spec(config.model, labels_file=config.labels)
         self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
         session, started = started_by(
-            lambda: open_session(spec, config.delegate, dict(config.options), fallback=config.fallback)
+            lambda: open_session(spec, config.delegate, config.options, fallback=config.fallback)
         )
         if (session.report.used != config.delegate or session.report.software) and self.cpu_split() is not None:
             # Pinned for an accelerator, but the CPU does the work (a fallback, or a software
@@ -198,7 +197,7 @@ class InferenceWorker:
         if not self._pin_cpus:
             return
         try:
-            threads = requested_threads(config.options)
+            threads = config.options.cpu_threads
         except (TypeError, ValueError):
             threads = 0  # not pinned; open_session reports the bad option
         cpus = self._inference_cpus or cpu_affinity.inference_cpus(config.delegate, threads)

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from app.backends.coreml import COMPUTE_UNITS
 from app.backends.gpu import PRECISIONS
+from app.backends.options import BackendOptions
 from app.model import bundled_models
 
 OPEN_FILE = "__open__"
@@ -41,7 +42,7 @@ class ControlPanel(QWidget):
     source_requested = Signal(str)  # a source spec, or OPEN_FILE:video / OPEN_FILE:images
     model_requested = Signal(str)  # a bundled name or a path, or OPEN_FILE
     delegate_requested = Signal(str)
-    options_changed = Signal(dict)  # threads, precision, allow_software, compute_units
+    options_changed = Signal(object)  # BackendOptions
     throttle_changed = Signal(float)
     top_k_changed = Signal(int)
     threshold_changed = Signal(float)  # 0..1
@@ -243,13 +244,13 @@ class ControlPanel(QWidget):
         for widget in widgets:
             widget.blockSignals(False)
 
-    def options(self) -> dict:
-        return {
-            "threads": self.threads.value(),
-            "precision": self.precision.currentText(),
-            "allow_software": self.allow_software.isChecked(),
-            "compute_units": self.units.currentText(),
-        }
+    def options(self) -> BackendOptions:
+        return BackendOptions(
+            threads=self.threads.value(),
+            precision=self.precision.currentText(),
+            allow_software=self.allow_software.isChecked(),
+            compute_units=self.units.currentText(),
+        )
 
     # ---- internals -----------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from app import __version__
-from app.backends.cpu import default_threads
+from app.backends.options import BackendOptions, default_threads
 from app.delegates import delegate_statuses
 from app.errors import DelegateScopeError, SourceError
 from app.heap import limit_arenas
@@ -231,12 +231,12 @@ class MainWindow(QMainWindow):
         source = o.source or s.source
         if source is None:
             source = "camera:0" if list_cameras(max_index=1) else "demo"
-        options = {
-            "threads": o.threads or s.threads or default_threads(),
-            "precision": s.precision,
-            "allow_software": s.allow_software,
-            "compute_units": s.units,
-        }
+        options = BackendOptions(
+            threads=o.threads or s.threads or default_threads(),
+            precision=s.precision,
+            allow_software=s.allow_software,
+            compute_units=s.units,
+        )
         config = InferenceConfig(
             model=o.model or s.model or InferenceConfig.model,
             delegate=o.delegate or s.delegate,
@@ -253,10 +253,10 @@ class MainWindow(QMainWindow):
         self.controls.set_models(str(config.model), Path(str(config.model)).name)
         self.controls.show_delegate(config.delegate)
         self.controls.set_values(
-            threads=config.options["threads"],
-            precision=config.options["precision"],
-            allow_software=config.options["allow_software"],
-            units=config.options["compute_units"],
+            threads=config.options.cpu_threads,
+            precision=config.options.precision,
+            allow_software=config.options.allow_software,
+            units=config.options.compute_units,
             throttle_ms=config.throttle_ms,
             top_k=config.top_k,
             threshold=self.video.score_threshold,
@@ -386,7 +386,7 @@ class MainWindow(QMainWindow):
         for widget in (c.compare, c.b_model, c.b_delegate):
             widget.blockSignals(False)
 
-    def _options_changed(self, options: dict) -> None:
+    def _options_changed(self, options: BackendOptions) -> None:
         self.live.reconfigure(options=options)
         self._apply_availability()
 
@@ -704,10 +704,10 @@ class MainWindow(QMainWindow):
             source=self.live.source,
             model=str(config.model),
             delegate=config.delegate,
-            threads=config.options.get("threads"),
-            precision=config.options.get("precision", "fp16"),
-            allow_software=bool(config.options.get("allow_software")),
-            units=config.options.get("compute_units", "all"),
+            threads=config.options.threads,
+            precision=config.options.precision,
+            allow_software=config.options.allow_software,
+            units=config.options.compute_units,
             throttle_ms=config.throttle_ms,
             top_k=config.top_k,
             threshold=self.video.score_threshold,
