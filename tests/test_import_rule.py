@@ -1,8 +1,10 @@
-"""The core never imports Qt or TensorFlow: checked statically (ruff TID251 in CI) and here at run time."""
+"""The core never imports Qt or TensorFlow: checked statically (ruff TID251 in CI) and here at run time;
+and imports go one way (import-linter's contracts in pyproject.toml, docs/architecture.md)."""
 
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import app
 from tests.conftest import ROOT
@@ -40,3 +42,27 @@ def test_classify_end_to_end_never_imports_tensorflow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def lint_imports(*config: str) -> subprocess.CompletedProcess:
+    tool = Path(sys.executable).parent / "lint-imports"
+    return subprocess.run([str(tool), *config], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_imports_go_one_way():
+    run = lint_imports()
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "0 broken" in run.stdout
+
+
+def test_the_contract_check_catches_an_import_that_goes_up(tmp_path):
+    """The pipeline does import the backends: a contract forbidding it must fail, or the check
+    above would pass without looking."""
+    config = tmp_path / "contracts.toml"
+    config.write_text(
+        '[tool.importlinter]\nroot_package = "app"\n\n[[tool.importlinter.contracts]]\n'
+        'name = "upside down"\ntype = "layers"\nlayers = ["app.backends", "app.pipeline"]\n',
+        encoding="utf-8",
+    )
+    run = lint_imports("--config", str(config))
+    assert run.returncode != 0 and "app.pipeline" in run.stdout and "BROKEN" in run.stdout

@@ -5,15 +5,12 @@ from __future__ import annotations
 import queue
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from app.pipeline.active import ActiveSession
 from app.sources import Frame
 from app.thread_cpu import InferenceCpu
-
-if TYPE_CHECKING:
-    from app.pipeline.worker import ActiveSession
 
 _POLL_S = 0.05  # how often a blocked put looks at the stop flag
 _MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it

@@ -16,39 +16,23 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app import cpu_affinity
-from app.backends import Session, SessionReport, open_session
+from app.backends import SessionReport, open_session
 from app.errors import DelegateScopeError, InternalError, ModelError
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import ModelSpec, load_model_spec
+from app.pipeline.active import ActiveSession
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff, RawOutput
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import Event, EventKind, InferenceConfig, Result, State, Status
-from app.postprocess import Postprocessor
 from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
-from app.thread_cpu import CpuMeter, started_by
+from app.thread_cpu import started_by
 
 _POLL_S = 0.05  # how often blocked threads look at the stop flag
 _BAD_RESULT_EVERY_S = 1.0
-
-
-class ActiveSession:
-    """What the inference thread holds: the spec, its backend session and processors."""
-
-    def __init__(
-        self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int, runtime_threads: set[int]
-    ) -> None:
-        self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
-        self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
-        # CPU per inference: this thread + the threads the runtime started when it opened.
-        self.cpu = CpuMeter(runtime_threads)
-
-    def close(self) -> None:
-        self.session.close()
-        self.cpu.close()
 
 
 class InferenceWorker:

@@ -1,0 +1,26 @@
+"""What an inference thread holds while a session is open."""
+
+from __future__ import annotations
+
+from app.backends import Session
+from app.model import ModelSpec
+from app.pipeline.types import InferenceConfig
+from app.postprocess import Postprocessor
+from app.preprocess import Preprocessor
+from app.thread_cpu import CpuMeter
+
+
+class ActiveSession:
+    """What the inference thread holds: the spec, its backend session and processors."""
+
+    def __init__(
+        self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int, runtime_threads: set[int]
+    ) -> None:
+        self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
+        self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
+        # CPU per inference: this thread + the threads the runtime started when it opened.
+        self.cpu = CpuMeter(runtime_threads)
+
+    def close(self) -> None:
+        self.session.close()
+        self.cpu.close()
