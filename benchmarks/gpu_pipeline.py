@@ -61,9 +61,12 @@ print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
 
 BENCH = """
 import json, sys
+import cv2
 from app.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
+if a.get("cv2_threads"):
+    cv2.setNumThreads(a["cv2_threads"])
 s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
                           inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads", 1)),
               InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
@@ -90,11 +93,14 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         f"bench gpu synthetic (inference on {cores - 1} CPUs: the old split)": {
             **gpu, "source": "synthetic", "inference_cpus": max(1, cores - 1)},
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
+        "bench gpu synthetic (pinned, OpenCV on 1 thread)": {**gpu, "source": "synthetic", "cv2_threads": 1},
+        "bench gpu synthetic (pinned, OpenCV on 2 threads)": {**gpu, "source": "synthetic", "cv2_threads": 2},
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
         "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
         "bench gpu demo (pinned, 4 decoding threads)": {**gpu, "source": "demo", "decode_threads": 4},
         "bench gpu demo (pinned, FFmpeg's decoding threads)": {**gpu, "source": "demo", "decode_threads": 0},
+        "bench gpu demo (pinned, OpenCV on 1 thread)": {**gpu, "source": "demo", "cv2_threads": 1},
         "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
         "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
     }  # fmt: skip

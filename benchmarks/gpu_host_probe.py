@@ -1,0 +1,87 @@
+"""Why a GPU pipeline's capture thread is slow on a many-core host: preprocessing alone (with
+OpenCV's default thread pool and with one thread), and whether the GPU run leaves the GIL
+free for other threads (a Python counter thread's rate while the raw GPU loop runs, against
+its rate alone). One process per question; prints one JSON line each.
+
+    python benchmarks/gpu_host_probe.py [--model models/efficientnet_lite0.tflite]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PREPROCESS = """
+import json, sys, time
+import cv2, numpy as np
+from app.model import load_model_spec
+from app.preprocess import Preprocessor
+from app.sources import open_source
+threads = int(sys.argv[2])
+if threads:
+    cv2.setNumThreads(threads)
+pre = Preprocessor(load_model_spec(sys.argv[1]))
+out = {"cv2_threads": cv2.getNumThreads()}
+for spec in ("synthetic", "demo"):
+    image = open_source(spec, pace=False).read().image
+    for _ in range(20):
+        pre.from_rgb(pre.rgb(image), out=np.empty_like(pre.output_buffer))
+    t = time.perf_counter()
+    for _ in range(500):
+        pre.from_rgb(pre.rgb(image), out=np.empty_like(pre.output_buffer))
+    out[spec + "_ms"] = (time.perf_counter() - t) / 500 * 1e3
+print(json.dumps(out))
+"""
+
+GIL = """
+import json, sys, threading, time
+import numpy as np
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
+accelerators = HardwareAccelerator.GPU | HardwareAccelerator.CPU
+m = CompiledModel.from_file(sys.argv[1], options=Options(hardware_accelerators=accelerators))
+ins, outs = m.create_input_buffers(0), m.create_output_buffers(0)
+x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+def once():
+    ins[0].write(x); m.run_by_index(0, ins, outs); outs[0].read(1000, np.float32)
+for _ in range(20):
+    once()
+count, stop = [0], [False]
+def spin():
+    while not stop[0]:
+        count[0] += 1
+t = threading.Thread(target=spin); t.start()
+time.sleep(0.5); c0 = count[0]; time.sleep(0.5); alone = (count[0] - c0) / 0.5
+c0, t0 = count[0], time.perf_counter()
+for _ in range(900):
+    once()
+wall = time.perf_counter() - t0
+during = (count[0] - c0) / wall
+stop[0] = True; t.join()
+print(json.dumps({"counter_alone_per_s": alone, "counter_during_gpu_runs_per_s": during,
+                  "share_of_alone": during / alone, "run_ms": wall / 900 * 1e3}))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(ROOT / "models" / "efficientnet_lite0.tflite"))
+    args = parser.parse_args()
+    runs = [("preprocess, OpenCV's default threads", PREPROCESS, ["0"]),
+            ("preprocess, OpenCV on 1 thread", PREPROCESS, ["1"]),
+            ("GIL while the raw GPU loop runs", GIL, [])]  # fmt: skip
+    for name, code, extra in runs:
+        command = [sys.executable, "-c", code, args.model, *extra]
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+        line = (proc.stdout.strip().splitlines() or [proc.stderr.strip().splitlines()[-1]])[-1]
+        print(f"{name}: {line}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
