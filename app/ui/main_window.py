@@ -248,24 +248,9 @@ class MainWindow(QMainWindow):
         return config, source
 
     def _fill_controls(self, config: InferenceConfig, source: str) -> None:
-        self._fill_sources(source, [])
+        self.controls.show_sources([], source)
         self._cameras = self._background(list_cameras, "delegate-scope-cameras")
-        self.controls.set_models(str(config.model), Path(str(config.model)).name)
-        self.controls.show_delegate(config.delegate)
-        self.controls.set_values(
-            threads=config.options["threads"],
-            precision=config.options["precision"],
-            allow_software=config.options["allow_software"],
-            units=config.options["compute_units"],
-            throttle_ms=config.throttle_ms,
-            top_k=config.top_k,
-            threshold=self.video.score_threshold,
-        )
-
-    def _fill_sources(self, current: str, cameras: list) -> None:
-        entries = [(f"Camera {c.index}" + (f": {c.name}" if c.name else ""), c.spec) for c in cameras]
-        entries += [("Demo clip", "demo"), ("Synthetic pattern", "synthetic")]
-        self.controls.set_sources(entries, current)
+        self.controls.show_config(config, self.video.score_threshold)
 
     # ---- commands from the user ------------------------------------------------------------
 
@@ -273,7 +258,7 @@ class MainWindow(QMainWindow):
         if spec.startswith(f"{OPEN_FILE}:"):
             chosen = self._ask_source(spec.partition(":")[2])
             if chosen is None:  # cancelled or refused: the box goes back to the running source
-                self._fill_sources(self.live.source, self._camera_list())
+                self.controls.show_sources(self._camera_list(), self.live.source)
                 return
             spec = chosen
         self.switch_source(spec)
@@ -305,7 +290,7 @@ class MainWindow(QMainWindow):
         self.live.switch_source(spec)
         self._last_frame_index = -1
         self.video.set_message(f"Opening {spec}…")
-        self._fill_sources(spec, self._camera_list())
+        self.controls.show_sources(self._camera_list(), spec)
         self.plots.add_marker(f"source: {Path(spec).name if ':' not in spec else spec.split(':', 1)[0]}")
         self.statusBar().showMessage(f"Source: {redact_credentials(spec)}", 5000)
 
@@ -374,25 +359,14 @@ class MainWindow(QMainWindow):
         self.plots.add_marker(f"A/B with {b[1].upper()} · {b[0]}" if b else "A/B off")
         if not on:
             self.video.titles = ("", "")
-        c = self.controls
-        for widget in (c.compare, c.b_model, c.b_delegate):
-            widget.blockSignals(True)
-        c.compare.setChecked(on)
-        if b is not None:
-            if c.b_model.findData(b[0]) < 0:
-                c.b_model.addItem(Path(b[0]).name, b[0])
-            c.b_model.setCurrentIndex(c.b_model.findData(b[0]))
-            c.b_delegate.setCurrentIndex(c.b_delegate.findData(b[1]))
-        for widget in (c.compare, c.b_model, c.b_delegate):
-            widget.blockSignals(False)
+        self.controls.show_compare(b)
 
     def _options_changed(self, options: dict) -> None:
         self.live.reconfigure(options=options)
         self._apply_availability()
 
     def _threshold_changed(self, value: float) -> None:
-        self.video.score_threshold = value
-        self.video.update()
+        self.video.set_score_threshold(value)
 
     def toggle_recording(self) -> None:
         if self.live.recording:
@@ -594,7 +568,7 @@ class MainWindow(QMainWindow):
         if self._cameras is not None and self._cameras.done():
             self._camera_found = self._cameras.result() if self._cameras.exception() is None else []
             self._cameras = None
-            self._fill_sources(self.live.source, self._camera_found)
+            self.controls.show_sources(self._camera_found, self.live.source)
 
     def _camera_list(self) -> list:
         return getattr(self, "_camera_found", [])
@@ -605,7 +579,7 @@ class MainWindow(QMainWindow):
             return
         reasons = {name: s.get("reason") for name, s in statuses.items()}
         gpu = statuses.get("gpu", {})
-        if reasons.get("gpu") and gpu.get("software") and self.controls.allow_software.isChecked():
+        if reasons.get("gpu") and gpu.get("software") and self.controls.allows_software_gpu():
             reasons["gpu"] = None  # the user asked for the software renderer; it will be flagged
         self.controls.set_delegate_availability(reasons)
 
