@@ -37,7 +37,8 @@ import psutil
 from PySide6.QtCore import QSettings, QTimer
 
 from app.heap import heap_stats
-from app.ui.main_window import GuiOptions, MainWindow, application
+from app.ui.app import application
+from app.ui.main_window import GuiOptions, MainWindow
 
 FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
 
