@@ -37,7 +37,8 @@ import psutil
 from PySide6.QtCore import QSettings, QTimer
 
 from app.heap import heap_stats
-from app.ui.main_window import GuiOptions, MainWindow, application
+from app.ui.app import application
+from app.ui.main_window import GuiOptions, MainWindow
 
 FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
 
@@ -86,8 +87,8 @@ def main() -> int:
     switch_ms: list[float] = []
 
     def sample() -> None:
-        status = window.session.recording_status()
-        snap = window.session.metrics.snapshot()
+        status = window.live.recording_status()
+        snap = window.live.snapshot()
         heap = heap_stats() or {}
         samples.append(
             {
@@ -96,12 +97,12 @@ def main() -> int:
                 "os_threads": proc.num_threads(),
                 "py_threads": threading.active_count(),
                 "fds": proc.num_fds(),
-                "inferences_since_switch": snap.inferences_total,  # the metrics reset at each switch
+                "inferences_since_switch": snap.inferences_total,  # reset at each source switch and A/B on or off
                 "inference_fps": round(snap.inference_fps, 1),
                 "rows": status.rows if status else 0,
                 "lost_rows": status.lost_rows if status else 0,
                 "switches": len(done),
-                "state": window.session.pipeline.status().state,
+                "state": window.live.status().state,
                 "heap_in_use_mib": round(heap.get("in_use", float("nan")), 2),
                 "heap_free_mib": round(heap.get("free", float("nan")), 2),
                 "heap_mmapped_mib": round(heap.get("mmapped", float("nan")), 2),
@@ -145,7 +146,7 @@ def main() -> int:
     final_status: list[str] = []
 
     def finish() -> None:
-        status = window.session.pipeline.status()
+        status = window.live.status()
         final_status.append(f"{status.state}: {status.message}")
         sampler.stop()
         switcher.stop()
@@ -200,7 +201,7 @@ def main() -> int:
         "threads_left": leftover,
         "not_running_samples": sum(1 for s in samples if s["state"] in ("error", "stopped", "ended")),
         "final_status": final_status[0] if final_status else None,
-        "last_events": [f"{e.kind}: {e.message}" for e in window.session.pipeline.events()[-5:]],
+        "last_events": [f"{e.kind}: {e.message}" for e in window.live.events()[-5:]],
     }
     (args.out / "window_soak.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary, indent=2))

@@ -9,12 +9,25 @@ import tempfile
 import traceback
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from app.errors import UsageError
+from app.heap import limit_arenas
 from app.model import load_model_spec
 from app.sources import parse_source_spec
 
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QApplication
+
 ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
+# When the GUI thread runs Python (plots, overlay) at the moment an inference ends, the
+# inference thread waits up to CPython's switch interval for the GIL: 5 ms by default, a whole
+# int8 inference here. benchmarks/switch_interval.py --spinner: 22 inferences/s at 5 ms,
+# 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
+GUI_SWITCH_INTERVAL_S = 0.0005
+# Every switch in the window replaces worker threads; capped, they share arenas instead of each
+# keeping its own free memory (app.heap.limit_arenas; the 30-minute soak in docs/reliability.md).
+GUI_MALLOC_ARENAS = 2
 
 
 def check_display() -> None:
@@ -29,8 +42,9 @@ def check_display() -> None:
 
 
 def run_gui(options: object) -> int:
-    from app.ui.main_window import GuiOptions, MainWindow, application
+    from app.ui.main_window import MainWindow
     from app.ui.settings import window_state
+    from app.ui.window_config import GuiOptions
 
     assert isinstance(options, GuiOptions)
     check_display()
@@ -66,6 +80,20 @@ def run_gui(options: object) -> int:
         print(f"delegate-scope: error: {window.exit_message}", file=sys.stderr)
         return window.exit_code
     return code
+
+
+def application() -> QApplication:
+    """The QApplication, with the process-wide settings the window wants, set before any
+    worker thread starts."""
+    from PySide6.QtWidgets import QApplication  # here, as in run_gui: bad inputs fail before Qt loads
+
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL_S)
+    limit_arenas(GUI_MALLOC_ARENAS)
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication([])
+    assert isinstance(app, QApplication)
+    return app
 
 
 def _install_excepthook(window: object) -> None:

@@ -7,6 +7,7 @@ the panel shows back what is really running (the delegation panel), never its ow
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import (
@@ -27,6 +28,8 @@ from app.backends.coreml import COMPUTE_UNITS
 from app.backends.gpu import PRECISIONS
 from app.backends.options import BackendOptions
 from app.model import bundled_models
+from app.pipeline import InferenceConfig
+from app.sources import CameraInfo
 
 OPEN_FILE = "__open__"
 _THREADS_TIP = "CPU threads for XNNPACK (and the CPU fallback)"
@@ -51,6 +54,7 @@ class ControlPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
+        self._unavailable: dict[str, str] = {}  # delegate -> why it cannot run here
 
         box = QGroupBox("Input and model")
         form = QFormLayout(box)
@@ -174,8 +178,11 @@ class ControlPanel(QWidget):
 
     # ---- filling -------------------------------------------------------------------------
 
-    def set_sources(self, entries: list[tuple[str, str]], current: str) -> None:
-        """`entries`: (label, spec) pairs; "Video file…", "Image folder…" and "Network stream…" are appended."""
+    def show_sources(self, cameras: list[CameraInfo], current: str) -> None:
+        """The cameras found, the built-in sources and `current`; then "Video file…", "Image folder…"
+        and "Network stream…"."""
+        entries = [(f"Camera {c.index}" + (f": {c.name}" if c.name else ""), c.spec) for c in cameras]
+        entries += [("Demo clip", "demo"), ("Synthetic pattern", "synthetic")]
         self.source.blockSignals(True)
         self.source.clear()
         for label, spec in entries:
@@ -220,7 +227,7 @@ class ControlPanel(QWidget):
                 combo.setItemData(row, tip, Qt.ItemDataRole.ToolTipRole)
 
     def delegate_available(self, name: str) -> bool:
-        return name not in getattr(self, "_unavailable", {})
+        return name not in self._unavailable
 
     def show_delegate(self, name: str) -> None:
         self.delegate.blockSignals(True)
@@ -228,21 +235,41 @@ class ControlPanel(QWidget):
         self.delegate.blockSignals(False)
         self._show_relevant_options()
 
-    def set_values(self, *, threads: int, precision: str, allow_software: bool, units: str, throttle_ms: float,
-                   top_k: int, threshold: float) -> None:  # fmt: skip
+    def show_config(self, config: InferenceConfig, threshold: float) -> None:
+        """Show what side A runs (and the overlay's threshold, 0..1) without emitting a change."""
+        self.set_models(str(config.model), Path(str(config.model)).name)
+        self.show_delegate(config.delegate)
         widgets = (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
                    self.threshold)  # fmt: skip
         for widget in widgets:
             widget.blockSignals(True)
-        self.threads.setValue(threads)
-        self.precision.setCurrentText(precision)
-        self.allow_software.setChecked(allow_software)
-        self.units.setCurrentText(units)
-        self.throttle.setValue(int(throttle_ms))
-        self.top_k.setValue(top_k)
+        self.threads.setValue(config.options.cpu_threads)
+        self.precision.setCurrentText(config.options.precision)
+        self.allow_software.setChecked(config.options.allow_software)
+        self.units.setCurrentText(config.options.compute_units)
+        self.throttle.setValue(int(config.throttle_ms))
+        self.top_k.setValue(config.top_k)
         self.threshold.setValue(threshold * 100)
         for widget in widgets:
             widget.blockSignals(False)
+
+    def show_compare(self, b: tuple[str, str] | None) -> None:
+        """Show the A/B comparison that runs: B = (model, delegate), or None; emits nothing."""
+        widgets = (self.compare, self.b_model, self.b_delegate)
+        for widget in widgets:
+            widget.blockSignals(True)
+        self.compare.setChecked(b is not None)
+        if b is not None:
+            model, delegate = b
+            if self.b_model.findData(model) < 0:
+                self.b_model.addItem(Path(model).name, model)
+            self.b_model.setCurrentIndex(self.b_model.findData(model))
+            self.b_delegate.setCurrentIndex(self.b_delegate.findData(delegate))
+        for widget in widgets:
+            widget.blockSignals(False)
+
+    def allows_software_gpu(self) -> bool:
+        return self.allow_software.isChecked()
 
     def options(self) -> BackendOptions:
         return BackendOptions(

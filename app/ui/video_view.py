@@ -71,6 +71,21 @@ class VideoView(QWidget):
         self._result_b = result_b
         self.update()
 
+    @property
+    def shown_frame(self) -> Frame | None:
+        """The frame painted now (tests check the view keeps up)."""
+        return self._frame
+
+    @property
+    def shown_result(self) -> Result | None:
+        """Side A's result drawn over it."""
+        return self._result
+
+    def set_score_threshold(self, value: float) -> None:
+        """Hide labels scoring below `value` (0..1) in the overlay."""
+        self.score_threshold = value
+        self.update()
+
     def set_message(self, message: str) -> None:
         self.message = message
         self.update()

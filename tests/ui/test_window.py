@@ -21,7 +21,7 @@ def wait_for_results(qtbot, window, n: int = 5, timeout_ms: int = 30_000) -> Non
 def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)
-    qtbot.waitUntil(lambda: window.plots.updates >= 5 and len(window._display_times) >= 10, timeout=10_000)
+    qtbot.waitUntil(lambda: window.plots.updates >= 5 and window.probes.frames_displayed >= 10, timeout=10_000)
     result = window.live.latest_result()
     assert result is not None and result.backend == "cpu" and result.top
     # The delegation panel shows what really runs, as the runtime reported it.
@@ -41,7 +41,7 @@ def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
 def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)
-    qtbot.waitUntil(lambda: getattr(window, "_delegate_statuses", None) is not None, timeout=60_000)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=60_000)
     from PySide6.QtCore import Qt
 
     combo = window.controls.delegate

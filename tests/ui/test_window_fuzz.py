@@ -90,7 +90,7 @@ class User:
 
 
 def frames_shown(window) -> int:
-    frame = window.video._frame  # what the view paints
+    frame = window.video.shown_frame
     return -1 if frame is None else frame.index
 
 
@@ -106,13 +106,13 @@ def wait_live(qtbot, window, model_id: str, gives_results: bool, what: str, time
             return False
         if not gives_results:
             return "non-finite" in window.statusBar().currentMessage()
-        shown = window.video._result
+        shown = window.video.shown_result
         return shown is not None and shown.model_id == model_id and shown.frame_index >= first_result + 2
 
     try:
         qtbot.waitUntil(live, timeout=timeout_ms)
     except qtbot.TimeoutError:
-        shown = window.video._result
+        shown = window.video.shown_result
         events = [f"{e.kind}: {e.message}" for e in pipeline.events()[-3:]]
         pytest.fail(
             f"{what}: window not live for {model_id} (frames {first_frame}->{frames_shown(window)}, "

@@ -1,0 +1,81 @@
+"""What the window runs with: the command line's options over the saved settings over the
+defaults; and what it remembers at exit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.backends.options import BackendOptions, default_threads
+from app.pipeline import InferenceConfig
+from app.sources import list_cameras
+from app.ui.settings import SavedSettings
+
+
+@dataclass
+class GuiOptions:
+    source: str | None = None
+    model: str | None = None
+    delegate: str | None = None
+    threads: int | None = None
+    throttle_ms: float | None = None
+    settings_file: Path | None = None
+    record: Path | None = None
+    exit_after: float | None = None
+    screenshot: Path | None = None
+    stats_file: Path | None = None
+    save_settings: bool | None = None  # None: yes for an interactive run, no for a scripted one (--exit-after)
+    dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
+
+    @property
+    def scripted(self) -> bool:
+        return self.exit_after is not None
+
+    @property
+    def saves_settings(self) -> bool:
+        # A scripted demo or benchmark leaves the user's own settings alone unless asked.
+        return self.save_settings if self.save_settings is not None else not self.scripted
+
+
+@dataclass(frozen=True)
+class StartConfig:
+    config: InferenceConfig
+    source: str
+    threshold: float  # the overlay's score threshold, 0..1
+
+
+def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
+    s, o = saved, options
+    source = o.source or s.source
+    if source is None:
+        source = "camera:0" if list_cameras(max_index=1) else "demo"
+    inference_options = BackendOptions(
+        threads=o.threads or s.threads or default_threads(),
+        precision=s.precision,
+        allow_software=s.allow_software,
+        compute_units=s.units,
+    )
+    config = InferenceConfig(
+        model=o.model or s.model or InferenceConfig.model,
+        delegate=o.delegate or s.delegate,
+        options=inference_options,
+        throttle_ms=o.throttle_ms if o.throttle_ms is not None else s.throttle_ms,
+        top_k=s.top_k,
+    )
+    return StartConfig(config, source, s.threshold)
+
+
+def remember(saved: SavedSettings, config: InferenceConfig, source: str, threshold: float) -> None:
+    """Put what runs now into `saved` (recordings_dir, chosen in a dialog, is already there)."""
+    saved.update(
+        source=source,
+        model=str(config.model),
+        delegate=config.delegate,
+        threads=config.options.threads,
+        precision=config.options.precision,
+        allow_software=config.options.allow_software,
+        units=config.options.compute_units,
+        throttle_ms=config.throttle_ms,
+        top_k=config.top_k,
+        threshold=threshold,
+    )
