@@ -47,24 +47,38 @@ accelerators = HardwareAccelerator.GPU | HardwareAccelerator.CPU
 m = CompiledModel.from_file(sys.argv[1], options=Options(hardware_accelerators=accelerators))
 ins, outs = m.create_input_buffers(0), m.create_output_buffers(0)
 x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
-def once():
-    ins[0].write(x); m.run_by_index(0, ins, outs); outs[0].read(1000, np.float32)
-for _ in range(20):
-    once()
+sleep_s = float(sys.argv[2]) / 1e3
 count, stop = [0], [False]
 def spin():
     while not stop[0]:
         count[0] += 1
+spans = {"write": [0.0, 0], "run": [0.0, 0], "sleep": [0.0, 0], "read": [0.0, 0]}
+def timed(name, fn):
+    c, t = count[0], time.perf_counter()
+    fn()
+    spans[name][0] += time.perf_counter() - t
+    spans[name][1] += count[0] - c
+def once():
+    timed("write", lambda: ins[0].write(x))
+    timed("run", lambda: m.run_by_index(0, ins, outs))
+    if sleep_s:
+        timed("sleep", lambda: time.sleep(sleep_s))
+    timed("read", lambda: outs[0].read(1000, np.float32))
+for _ in range(20):
+    once()
 t = threading.Thread(target=spin); t.start()
 time.sleep(0.5); c0 = count[0]; time.sleep(0.5); alone = (count[0] - c0) / 0.5
+for v in spans.values():
+    v[0] = v[1] = 0
 c0, t0 = count[0], time.perf_counter()
 for _ in range(900):
     once()
 wall = time.perf_counter() - t0
 during = (count[0] - c0) / wall
 stop[0] = True; t.join()
-print(json.dumps({"counter_alone_per_s": alone, "counter_during_gpu_runs_per_s": during,
-                  "share_of_alone": during / alone, "run_ms": wall / 900 * 1e3}))
+print(json.dumps({"sleep_ms": sleep_s * 1e3, "rate": 900 / wall, "share_of_alone": during / alone,
+                  "per_call": {k: {"ms": v[0] / 900 * 1e3, "gil_free_share": v[1] / alone / v[0] if v[0] else None}
+                               for k, v in spans.items()}}))
 """
 
 
@@ -74,7 +88,9 @@ def main() -> int:
     args = parser.parse_args()
     runs = [("preprocess, OpenCV's default threads", PREPROCESS, ["0"]),
             ("preprocess, OpenCV on 1 thread", PREPROCESS, ["1"]),
-            ("GIL while the raw GPU loop runs", GIL, [])]  # fmt: skip
+            ("GIL while the raw GPU loop runs", GIL, ["0"]),
+            ("GIL, sleeping 0.3 ms before the read", GIL, ["0.3"]),
+            ("GIL, sleeping 0.6 ms before the read", GIL, ["0.6"])]  # fmt: skip
     for name, code, extra in runs:
         command = [sys.executable, "-c", code, args.model, *extra]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)

@@ -7,10 +7,8 @@ For `--rounds` rounds, each variant in its own process, alternated:
   `hint_waiting_for_completion`; its median ms, rate, and CPU time of the calling thread
   and of the process per run (does the wait spin or sleep?).
 - bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
-  with the inference thread pinned by backend (the default), not pinned, pinned to the CPU
-  count of an all-cores CPU session (the old behaviour), and with the wait hint; and the
-  CPU backend with 8 threads for comparison; the demo clip decoded by 1, 2, 4 or FFmpeg's own
-  number of threads.
+  with the inference thread pinned by backend (the default) or not, with the wait hint, and
+  sleeping through the GPU wait (`sleep_wait`); and the CPU backend with 8 threads.
 
 Prints one line per run and a table of medians over rounds (pipeline rate / raw rate per
 round, medians), and writes every figure to --json.
@@ -22,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -80,7 +77,6 @@ print(json.dumps({"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"
 
 
 def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
-    cores = os.cpu_count() or 1
     gpu = {"model": model, "delegate": "gpu", "options": {}, "frames": frames, "pin": True}
     cpu8 = {"model": model, "delegate": "cpu", "options": {"threads": 8}, "frames": frames, "pin": True}
     out: dict[str, tuple[str, list[str]]] = {
@@ -90,17 +86,15 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     bench = {
         "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
         "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
-        f"bench gpu synthetic (inference on {cores - 1} CPUs: the old split)": {
-            **gpu, "source": "synthetic", "inference_cpus": max(1, cores - 1)},
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
-        "bench gpu synthetic (pinned, OpenCV on 1 thread)": {**gpu, "source": "synthetic", "cv2_threads": 1},
-        "bench gpu synthetic (pinned, OpenCV on 2 threads)": {**gpu, "source": "synthetic", "cv2_threads": 2},
+        "bench gpu synthetic (pinned, sleep wait)": {**gpu, "source": "synthetic", "options": {"sleep_wait": True}},
+        "bench gpu synthetic (not pinned, sleep wait)": {
+            **gpu, "source": "synthetic", "pin": False, "options": {"sleep_wait": True}},
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
-        "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
-        "bench gpu demo (pinned, 4 decoding threads)": {**gpu, "source": "demo", "decode_threads": 4},
-        "bench gpu demo (pinned, FFmpeg's decoding threads)": {**gpu, "source": "demo", "decode_threads": 0},
-        "bench gpu demo (pinned, OpenCV on 1 thread)": {**gpu, "source": "demo", "cv2_threads": 1},
+        "bench gpu demo (pinned, sleep wait)": {**gpu, "source": "demo", "options": {"sleep_wait": True}},
+        "bench gpu demo (pinned, 2 decoding threads, sleep wait)": {
+            **gpu, "source": "demo", "decode_threads": 2, "options": {"sleep_wait": True}},
         "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
         "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
     }  # fmt: skip
