@@ -7,8 +7,8 @@ For `--rounds` rounds, each variant in its own process, alternated:
   `hint_waiting_for_completion`; its median ms, rate, and CPU time of the calling thread
   and of the process per run (does the wait spin or sleep?).
 - bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
-  with the inference thread pinned by backend (the default) or not, with the wait hint, and
-  sleeping through the GPU wait (`sleep_wait`); and the CPU backend with 8 threads.
+  with the inference thread pinned by backend (the default) or not, with the wait hint, the
+  demo clip decoded by two threads; and the CPU backend with 8 threads.
 
 Prints one line per run and a table of medians over rounds (pipeline rate / raw rate per
 round, medians), and writes every figure to --json.
@@ -87,14 +87,9 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
         "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
-        "bench gpu synthetic (pinned, sleep wait)": {**gpu, "source": "synthetic", "options": {"sleep_wait": True}},
-        "bench gpu synthetic (not pinned, sleep wait)": {
-            **gpu, "source": "synthetic", "pin": False, "options": {"sleep_wait": True}},
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
-        "bench gpu demo (pinned, sleep wait)": {**gpu, "source": "demo", "options": {"sleep_wait": True}},
-        "bench gpu demo (pinned, 2 decoding threads, sleep wait)": {
-            **gpu, "source": "demo", "decode_threads": 2, "options": {"sleep_wait": True}},
+        "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
         "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
         "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
     }  # fmt: skip

@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 import time
-from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -108,7 +107,6 @@ class GpuSession:
         threads: int,
         allow_software: bool,
         wait_hint: bool = False,
-        sleep_wait: bool = False,
     ) -> None:
         devices, vulkan_problem = list_devices()
         options = Options(
@@ -139,7 +137,7 @@ class GpuSession:
             self.close()
             raise BackendUnavailable(f"the GPU accelerator could not allocate the model's buffers ({exc})") from None
         self._out_count = spec.classes
-        self._napper = _Napper() if sleep_wait else None
+
         self._out_dtype = np.dtype(spec.output.dtype)
         init_ms = (time.perf_counter() - started) * 1000
         nodes_total = facts.nodes_total or len(spec.op_types)
@@ -181,17 +179,11 @@ class GpuSession:
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         try:
             self._inputs[0].write(input_tensor)  # a failing device fails here too: fall back, not crash
-            submitted = time.perf_counter()
             self._model.run_by_index(0, self._inputs, self._outputs)
-            nap = self._napper.nap() if self._napper else 0.0
-            if nap > 0:
-                time.sleep(nap)
-            out = self._outputs[0].read(self._out_count, self._out_dtype)
-            if self._napper:
-                note = self._napper.done(time.perf_counter() - submitted, napped=nap > 0)
-                if note:
-                    self.report.warnings.append(note)
-            return out
+            # On an H200 run_by_index takes 1.1-1.5 ms and the read 0.3-0.4 ms (float32, with a
+            # Python thread competing); LiteRT's wrapper holds the GIL for ~60% of both, which
+            # is what bounds a pipeline's other threads (benchmarks/gpu_host_probe.py).
+            return self._outputs[0].read(self._out_count, self._out_dtype)
         except (RuntimeError, ValueError) as exc:
             raise ModelError(f"the GPU run failed: {first_line(exc)}") from None
 
@@ -204,43 +196,6 @@ class GpuSession:
                 self._model._environment = None  # the Environment owns the accelerators
             self._model = None
             gc.collect()
-
-
-class _Napper:
-    """`sleep_wait`: how long to sleep between submitting a run and reading its output.
-
-    run_by_index only submits work; reading the output waits for the GPU, and LiteRT's Python
-    wrapper waits holding the GIL, so the capture and results threads stall meanwhile (a Python
-    counter thread ran at 2.5% of its speed during reads under SwiftShader). Sleeping through
-    most of the wait first leaves them the GIL. The nap is the shortest recent wait of runs
-    without one (every PROBE_EVERY-th run goes without, to keep measuring), less a margin for
-    sleep's overshoot. Where the runtime does its work in the read itself rather than after the
-    submit (SwiftShader does), napping only adds time: measured, and then napping stops.
-    """
-
-    PROBE_EVERY = 16
-    KEPT = 8
-    MARGIN_S = 150e-6
-
-    def __init__(self) -> None:
-        self._plain: deque[float] = deque(maxlen=self.KEPT)  # submit-to-output seconds, no nap
-        self._napped: deque[float] = deque(maxlen=self.KEPT)
-        self._runs = 0
-        self.enabled = True
-
-    def nap(self) -> float:
-        self._runs += 1
-        if not self.enabled or len(self._plain) < self.KEPT or self._runs % self.PROBE_EVERY == 0:
-            return 0.0
-        return max(0.0, min(self._plain) - self.MARGIN_S)
-
-    def done(self, seconds: float, napped: bool) -> str | None:
-        """Record a run; a note when napping stops for good."""
-        (self._napped if napped else self._plain).append(seconds)
-        if self.enabled and len(self._napped) == self.KEPT and min(self._napped) > 1.2 * max(self._plain):
-            self.enabled = False
-            return "sleep_wait stopped: this runtime does the GPU work while the output is read, not after the submit"
-        return None
 
 
 @lru_cache(maxsize=1)
@@ -278,5 +233,4 @@ class GpuBackend:
             options.cpu_threads,
             options.allow_software,
             options.wait_hint,
-            options.sleep_wait,
         )

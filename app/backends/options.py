@@ -20,7 +20,6 @@ class BackendOptions:
     precision: str = "fp16"  # GPU: GPU_PRECISIONS
     allow_software: bool = False  # GPU: accept a software renderer (flagged as one)
     wait_hint: bool = False  # GPU: LiteRT's hint_waiting_for_completion
-    sleep_wait: bool = False  # GPU: sleep through most of the wait, leaving Python's GIL to other threads
     compute_units: str = "all"  # Core ML: app.backends.coreml.COMPUTE_UNITS
 
     @classmethod
