@@ -4,6 +4,10 @@ that turns the runtime's log into nodes, on lines as LiteRT prints them."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,6 +70,33 @@ def test_an_answer_that_does_not_add_up_to_the_runtimes_count_is_not_given():
     assert isinstance(said, str) and "adds up" in said
     said = resolve(graph, chain(MIXED), GpuSplit((), 8, 0, None), False, never)
     assert isinstance(said, str) and "is_fully_accelerated" in said
+    said = resolve(graph, chain(MIXED), GpuSplit((), 3, 4, None), False, never)
+    assert isinstance(said, str) and "the model has 8" in said
+
+
+_CONTRADICTED = """
+import json
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
+from app.backends.gpu import _compile_alone
+from app.coverage.gpu_nodes import GpuSplit, resolve
+from app.tflite_graph import read_graph
+from tests.gpu_models import MIXED, chain
+content = chain(MIXED)
+options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU)
+split = GpuSplit((("MUL", "made up for this test"),), 7, 1, None)
+print(json.dumps(resolve(read_graph(content), content, split, False, _compile_alone(options, None))))
+"""
+
+
+def test_a_refused_kind_whose_every_node_passes_alone_is_a_disagreement(swiftshader: dict):
+    """MUL is taken alone (on the real runtime, in a child process); a log that refused it would
+    contradict the one-node answers, so the nodes are not given."""
+    proc = subprocess.run([sys.executable, "-c", _CONTRADICTED], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **swiftshader}, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    said = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert said == "the GPU log refuses MUL, but each MUL node compiled alone was taken"
 
 
 def inspect_gpu(model: Path, env: dict) -> dict:

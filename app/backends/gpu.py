@@ -30,7 +30,7 @@ from ai_edge_litert.options import Options
 from app.backends.base import SessionReport, first_line, time_first_inference
 from app.backends.cpu import requested_threads
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
-from app.coverage.gpu_nodes import GpuNodes, parse_split, resolve
+from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
@@ -111,7 +111,7 @@ def _compile_alone(options: Options, environment: object) -> Callable[[bytes], t
                 model = CompiledModel.from_buffer(data, options=options, environment=environment)
                 taken = bool(model.is_fully_accelerated())
                 model.close()
-            except RuntimeError:
+            except (RuntimeError, ValueError):  # a node the runtime cannot even compile alone: not taken
                 taken = False
         return taken, log.lines()
 
@@ -119,11 +119,10 @@ def _compile_alone(options: Options, environment: object) -> Callable[[bytes], t
 
 
 def _nodes_taken(
-    spec: ModelSpec, lines: list[str], fully: bool, options: Options, env: object
+    spec: ModelSpec, split: GpuSplit | None, fully: bool, options: Options, env: object
 ) -> GpuNodes | str | None:
     """Which nodes the GPU took of a model it did not take whole (app.coverage.gpu_nodes); None when the
     log has no refused-ops block to start from, a sentence when the answer does not add up."""
-    split = parse_split(lines)
     if fully or split is None:
         return None
     try:
@@ -162,7 +161,7 @@ class GpuSession:
             self.close()
             raise BackendUnavailable(f"the GPU accelerator could not allocate the model's buffers ({exc})") from None
         split = parse_split(log.lines())
-        taken = _nodes_taken(spec, log.lines(), fully, options, self._model.environment)
+        taken = _nodes_taken(spec, split, fully, options, self._model.environment)
         self._out_count = spec.classes
         self._out_dtype = np.dtype(spec.output.dtype)
         init_ms = (time.perf_counter() - started) * 1000

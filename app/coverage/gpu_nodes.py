@@ -87,8 +87,13 @@ def parse_split(lines: list[str]) -> GpuSplit | None:
     return GpuSplit(tuple(refused), gpu, cpu, said) if found else None
 
 
-def _kind(node: GraphNode) -> str:
-    return node.op.split(":", 1)[1] if node.op.startswith("CUSTOM:") else node.op
+def _kinds(node: GraphNode) -> set[str]:
+    """The names the log may give the node's op: the builtin name, or for a custom op its name with and
+    without the "CUSTOM" prefix (an unmatched name only makes the count check fail: not reported)."""
+    if node.op.startswith("CUSTOM:"):
+        name = node.op.split(":", 1)[1]
+        return {node.op, name, f"CUSTOM {name}"}
+    return {node.op}
 
 
 def one_node_model(model: fb.ModelT, content: bytes, index: int) -> bytes:
@@ -158,9 +163,9 @@ class GpuNodes:
 
 def _alone_reason(node: GraphNode, lines: list[str], split: GpuSplit) -> str:
     said = parse_split(lines)
-    mine = [r for op, r in (said.refused if said else ()) if op == _kind(node)]
+    mine = [r for op, r in (said.refused if said else ()) if op in _kinds(node)]
     if not mine:  # the one-node log did not say: the whole model's reason, when its kind had only one
-        mine = list({r for op, r in split.refused if op == _kind(node)})
+        mine = list({r for op, r in split.refused if op in _kinds(node)})
     if len(mine) == 1:
         return f"the GPU accelerator refuses it: {mine[0]} (this node compiled alone)"
     return f"the GPU accelerator refuses it (this node compiled alone); why is {NOT_REPORTED}"
@@ -175,16 +180,17 @@ def resolve(
     n = len(graph.nodes)
     if split.gpu_nodes is None:
         return "LiteRT's GPU log lists refused ops but not how many nodes run on the GPU"
+    if split.cpu_nodes is not None and split.gpu_nodes + split.cpu_nodes != n:
+        return f"the GPU log counts {split.gpu_nodes} + {split.cpu_nodes} nodes, the model has {n}"
     if fully_accelerated != (split.gpu_nodes == n):
         return f"the GPU log's count ({split.gpu_nodes} of {n}) disagrees with is_fully_accelerated"
     refused_kinds = {op for op, _ in split.refused}
-    model = fb.ModelT.InitFromPackedBuf(content, 0) if any(_kind(x) in refused_kinds for x in graph.nodes) else None
+    listed = [node for node in graph.nodes if _kinds(node) & refused_kinds]
+    model = fb.ModelT.InitFromPackedBuf(content, 0) if listed else None
     supported = [True] * n
     reasons: list[str | None] = [None] * n
     alone: list[int] = []
-    for node in graph.nodes:
-        if _kind(node) not in refused_kinds:
-            continue
+    for node in listed:
         if time.perf_counter() - started > ALONE_BUDGET_S:
             return f"compiling the refused kinds' nodes alone took over {ALONE_BUDGET_S:.0f} s; stopped"
         assert model is not None
@@ -193,6 +199,12 @@ def resolve(
         supported[node.index] = taken
         if not taken:
             reasons[node.index] = _alone_reason(node, lines, split)
+    # Every kind the log refuses must be refused for some node compiled alone; a kind taken alone everywhere
+    # means the whole-graph decision differed from the one-node ones.
+    for kind in sorted(refused_kinds):
+        of_kind = [node.index for node in listed if kind in _kinds(node)]
+        if of_kind and all(supported[i] for i in of_kind):
+            return f"the GPU log refuses {kind}, but each {kind} node compiled alone was taken"
     found = partition(graph, supported)
     ordered = sorted(found, key=len, reverse=True)  # stable: ties keep TFLite's order
     sizes = [len(p) for p in ordered]
