@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -29,10 +30,12 @@ from ai_edge_litert.options import Options
 from app.backends.base import SessionReport, first_line, time_first_inference
 from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
+from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
+from app.tflite_graph import read_graph
 
 PRECISIONS = GPU_PRECISIONS
 PROBE_TIMEOUT_S = 90
@@ -99,6 +102,36 @@ def _adapter(facts: LogFacts, devices: list[VulkanDevice]) -> tuple[str | None, 
     return (device.describe(), device.software) if device else (None, False)
 
 
+def _compile_alone(options: Options, environment: object) -> Callable[[bytes], tuple[bool, list[str]]]:
+    """Compile a (one-node) model with the session's options in its environment: (fully accelerated, log)."""
+
+    def compile_one(data: bytes) -> tuple[bool, list[str]]:
+        with capture_stderr() as log:
+            try:
+                model = CompiledModel.from_buffer(data, options=options, environment=environment)
+                taken = bool(model.is_fully_accelerated())
+                model.close()
+            except (RuntimeError, ValueError):  # a node the runtime cannot even compile alone: not taken
+                taken = False
+        return taken, log.lines()
+
+    return compile_one
+
+
+def _nodes_taken(
+    spec: ModelSpec, split: GpuSplit | None, fully: bool, options: Options, env: object
+) -> GpuNodes | str | None:
+    """Which nodes the GPU took of a model it did not take whole (app.coverage.gpu_nodes); None when the
+    log has no refused-ops block to start from, a sentence when the answer does not add up."""
+    if fully or split is None:
+        return None
+    try:
+        graph = read_graph(spec.content)
+    except ModelError as exc:
+        return f"the model's graph could not be read ({exc})"
+    return resolve(graph, spec.content, split, fully, _compile_alone(options, env))
+
+
 class GpuSession:
     def __init__(
         self,
@@ -136,6 +169,8 @@ class GpuSession:
         except (RuntimeError, ValueError) as exc:
             self.close()
             raise BackendUnavailable(f"the GPU accelerator could not allocate the model's buffers ({exc})") from None
+        split = parse_split(log.lines())
+        taken = _nodes_taken(spec, split, fully, options, self._model.environment)
         self._out_count = spec.classes
 
         self._out_dtype = np.dtype(spec.output.dtype)
@@ -143,13 +178,22 @@ class GpuSession:
         nodes_total = facts.nodes_total or len(spec.op_types)
         # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
         delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (nodes_total if fully else None)
+        if delegated is None and split is not None and split.gpu_nodes is not None:
+            delegated = split.gpu_nodes  # "N operations will run on the GPU": the runtime's own count
         # TFLite's "yielding P partitions" counts every node subset, the ones left on the CPU too
         # (subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels: node_subsets.size()), so it is not the
         # number of GPU partitions. A fully accelerated graph is one subset: the partitioner's first
         # epoch takes every node when all are of one kind.
-        partitions = 1 if fully else None
+        partitions = 1 if fully else (taken.partitions_delegated if isinstance(taken, GpuNodes) else None)
         coverage = gpu_coverage(
-            spec.op_types, spec.op_versions, fully, delegated, partitions, facts.line, facts.subsets
+            spec.op_types,
+            spec.op_versions,
+            fully,
+            delegated,
+            partitions,
+            facts.line or (split.line if split else None),
+            facts.subsets,
+            taken,
         )
         self.report = SessionReport(
             requested="gpu",
@@ -171,8 +215,12 @@ class GpuSession:
                 f"the GPU adapter is a software renderer ({adapter}): 'GPU' inference runs on the CPU"
             )
         if not fully:
+            left = sorted({n.op for n in coverage.left_on_cpu})
+            self.report.cpu_ops = left
             self.report.warnings.append(
-                "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
+                f"not fully accelerated: {', '.join(left)} run on LiteRT's CPU kernels"
+                if left
+                else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
             )
         self.report.first_inference_ms = time_first_inference(self, spec)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
+from app.coverage.gpu_nodes import GpuNodes
 
 # XNNPACK does not log why it refuses a node; the runtime's own kernel then runs it.
 _XNNPACK_LEFT = "XNNPACK did not take it (the runtime does not say why); LiteRT's built-in CPU kernel runs it"
@@ -65,26 +66,38 @@ def gpu_coverage(
     partitions: int | None,
     log: str | None,
     subsets: int | None = None,
+    taken: GpuNodes | str | None = None,
 ) -> Coverage:
-    """GPU coverage from what LiteRT's CompiledModel says: whether every node is accelerated, and the
-    node count when its log prints it. It never names the nodes it left on the CPU, so a partly
-    accelerated model's nodes are NOT_REPORTED rather than guessed from an op list."""
-    nodes = tuple(
-        NodeCoverage(
-            index=i,
-            op=op,
-            version=versions[i] if i < len(versions) else 0,
-            delegated=True if fully_accelerated else None,
-            partition=0 if fully_accelerated else None,
-            reason=None if fully_accelerated else NOT_REPORTED,
-        )
-        for i, op in enumerate(ops)
-    )
+    """GPU coverage from what LiteRT's CompiledModel says: whether every node is accelerated, the node
+    count its log prints, and, for a partly accelerated model, which nodes it took as worked out by
+    `gpu_nodes.resolve` from its log (`taken`); when that is absent or does not add up (a sentence),
+    the nodes are NOT_REPORTED rather than guessed from an op list."""
+
+    def node(i: int, op: str) -> NodeCoverage:
+        version = versions[i] if i < len(versions) else 0
+        if fully_accelerated:
+            return NodeCoverage(i, op, version, True, 0, None)
+        if isinstance(taken, GpuNodes) and i < len(taken.delegated):
+            return NodeCoverage(i, op, version, taken.delegated[i], taken.partition[i], taken.reasons[i])
+        return NodeCoverage(i, op, version, None, None, NOT_REPORTED)
+
+    nodes = tuple(node(i, op) for i, op in enumerate(ops))
+    found = partitions
     if fully_accelerated:
         basis = "LiteRT's GPU accelerator reports the whole model accelerated"
+    elif isinstance(taken, GpuNodes):
+        basis = (
+            "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes it took: the op kinds its "
+            f"log refuses, {len(taken.compiled_alone)} node(s) of those kinds each compiled alone "
+            f"({taken.seconds:.1f} s), and TFLite's partitioning of the supported nodes, whose largest partitions "
+            "add up to the count the runtime logs"
+        )
+        found = taken.partitions_found
     else:
         basis = "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes stay on the CPU is "
         basis += NOT_REPORTED
+        if isinstance(taken, str):
+            basis += f" ({taken})"
     if subsets is not None:
         basis += f"; its log splits the graph into {subsets} node subsets, delegated and not"
     return Coverage(
@@ -93,7 +106,7 @@ def gpu_coverage(
         reason=basis,
         nodes_total=len(ops),
         nodes_delegated=nodes_delegated,
-        partitions=partitions,
+        partitions=found,
         delegated_partitions=partitions,
         log=log,
         nodes=nodes,

@@ -54,8 +54,16 @@ def reasons(c: Coverage) -> list[str]:
     """Why each node the delegate leaves stays on the CPU (identical reasons folded); one line for unreported ones."""
     lines = left_on_cpu_lines(c, limit=40)
     unknown = [n for n in c.nodes if n.delegated is None]
-    if unknown:
-        lines.append(f"{len(unknown)} nodes: whether each is delegated is {NOT_REPORTED}")
+    plain = [n for n in unknown if n.reason in (None, NOT_REPORTED)]
+    if plain:
+        lines.append(f"{len(plain)} nodes: whether each is delegated is {NOT_REPORTED}")
+    said: dict[str, list[int]] = {}  # unknown with a stated cause (GPU: equal partitions, one of them taken)
+    for n in unknown:
+        if n.reason not in (None, NOT_REPORTED):
+            said.setdefault(n.reason, []).append(n.index)
+    for reason, indices in said.items():
+        shown = ", ".join(map(str, indices[:6])) + (", …" if len(indices) > 6 else "")
+        lines.append(f"node{'s' if len(indices) > 1 else ''} {shown}: whether delegated is open: {reason}")
     return lines
 
 
