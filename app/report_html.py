@@ -9,6 +9,7 @@ from datetime import datetime
 
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
+from app.describe import nodes_delegated_text
 from app.report_compare import MINUS
 from app.report_data import SessionData
 from app.report_tables import comparison_rows, summary_rows
@@ -91,10 +92,7 @@ def _facts_html(s: SessionData) -> str:
             if f.get("adapter"):
                 parts.append(f"adapter {f['adapter']}" + (" [SOFTWARE RENDERER]" if f.get("software") else ""))
             if f.get("nodes_total") is not None:
-                parts.append(
-                    f"{f.get('nodes_delegated', '?')} of {f['nodes_total']} nodes delegated"
-                    + (f" in {f['partitions']} partition(s)" if f.get("partitions") is not None else "")
-                )
+                parts.append(nodes_delegated_text(f.get("nodes_delegated"), f["nodes_total"], f.get("partitions")))
             if f.get("cpu_ops"):
                 parts.append("left on CPU kernels: " + ", ".join(map(str, f["cpu_ops"])))
             for key, name in (("init_ms", "init"), ("first_inference_ms", "first inference")):
