@@ -9,7 +9,7 @@ from app.errors import UsageError
 
 def cmd_gui(args: argparse.Namespace) -> int:
     from app.ui.app import run_gui  # Qt is imported only for the window
-    from app.ui.main_window import GuiOptions
+    from app.ui.window_config import GuiOptions
 
     if args.screenshot is not None and args.exit_after is None:
         raise UsageError("--screenshot is taken just before --exit-after closes the window: give both")
