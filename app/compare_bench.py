@@ -10,6 +10,7 @@ from pathlib import Path
 
 from app.bench import BenchConfig
 from app.compare import ComparePipeline, FrameComparison
+from app.describe import speed_sentence
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, Pipeline
 from app.pipeline.worker import InferenceWorker
@@ -67,22 +68,6 @@ def _side(
             "cpu_ms_per_inference": alone.cpu_ms_per_inference,
         },
     }
-
-
-SAME_SPEED = 0.02  # medians within 2% of each other are a tie at the noise of a shared machine
-
-
-def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float) -> str:
-    if not a_ms or not b_ms:
-        return "speed not measured"
-    ratio = a_ms / b_ms
-    if abs(ratio - 1) < SAME_SPEED:  # "1.0× slower" said nothing: name the tie and how close it is
-        speed = f"same speed (B within {abs(1 - b_ms / a_ms) * 100:.1f}% of A)"
-    else:
-        speed = f"B is {ratio:.2f}× faster than A" if ratio > 1 else f"B is {1 / ratio:.2f}× slower than A"
-    if a_cpu > 0:
-        speed += f"; CPU time per inference {(b_cpu / a_cpu - 1) * 100:+.0f}%"
-    return speed + " (median inference time, both running together)"
 
 
 def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.backends.base import SessionReport
+from app.coverage import NOT_REPORTED
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,48 @@ def offload_sentence(cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: 
     return f"{head}: {cpu_per_wall:.1f} cores are busy on average; the work runs on the CPU, multi-threaded."
 
 
-def delegation_facts(report: SessionReport) -> list[Fact]:
+SAME_SPEED = 0.02  # medians within 2% of each other are a tie at the noise of a shared machine
+
+
+def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float) -> str:
+    """A/B in one sentence: B's median inference time against A's, and its CPU time per inference."""
+    if not a_ms or not b_ms:
+        return "speed not measured"
+    ratio = a_ms / b_ms
+    if abs(ratio - 1) < SAME_SPEED:  # "1.0× slower" said nothing: name the tie and how close it is
+        speed = f"same speed (B within {abs(1 - b_ms / a_ms) * 100:.1f}% of A)"
+    else:
+        speed = f"B is {ratio:.2f}× faster than A" if ratio > 1 else f"B is {1 / ratio:.2f}× slower than A"
+    if a_cpu > 0:
+        speed += f"; CPU time per inference {(b_cpu / a_cpu - 1) * 100:+.0f}%"
+    return speed + " (median inference time, both running together)"
+
+
+def nodes_delegated_text(delegated: object, total: object, partitions: object) -> str:
+    """'29 of 31 nodes delegated in 2 partitions', in the runtime's counts; one it did not report is said so."""
+    if partitions is None:
+        return f"{'?' if delegated is None else delegated} of {total} nodes delegated (partitions {NOT_REPORTED})"
+    plural = "s" if partitions != 1 else ""
+    return f"{'?' if delegated is None else delegated} of {total} nodes delegated in {partitions} partition{plural}"
+
+
+def delegation_line(report: SessionReport) -> str:
+    """What ran where, in one line (classify's and bench's `delegate` line)."""
+    parts = [f"{report.requested} -> {report.used}", report.accelerator]
+    if report.adapter:
+        parts.append(f"adapter {report.adapter}" + (" [SOFTWARE RENDERER]" if report.software else ""))
+    if report.nodes_total is not None:
+        parts.append(nodes_delegated_text(report.nodes_delegated, report.nodes_total, report.partitions))
+    elif report.fully_accelerated is not None:
+        parts.append("fully accelerated" if report.fully_accelerated else "NOT fully accelerated")
+    if report.cpu_ops:
+        parts.append("left on CPU kernels: " + ", ".join(report.cpu_ops))
+    if report.fallback_reason:
+        parts.append(f"FALLBACK: {report.fallback_reason}")
+    return ", ".join(parts)
+
+
+def delegation_panel_facts(report: SessionReport) -> list[Fact]:
     """The delegation panel's rows: requested vs used, fallback, adapter, nodes, partitions, timings."""
     fell_back = report.requested != report.used
     facts = [
@@ -69,7 +111,7 @@ def delegation_facts(report: SessionReport) -> list[Fact]:
     facts.append(
         Fact(
             "Partitions",
-            "not reported by the runtime" if report.partitions is None else str(report.partitions),
+            NOT_REPORTED if report.partitions is None else str(report.partitions),
             "info" if report.partitions is None else ("ok" if report.partitions <= 1 else "warn"),
         )
     )

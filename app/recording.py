@@ -16,6 +16,7 @@ import csv
 import errno
 import io
 import json
+import math
 import os
 import platform
 import queue
@@ -73,6 +74,22 @@ QUEUE_ROWS = 10_000  # ~2 s at 5,000 inferences/s; a stalled disk loses rows bey
 def neutralise(text: str) -> str:
     """Stop spreadsheets from executing a cell (OWASP CSV injection): prefix a quote, alter nothing else."""
     return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
+def original_text(cell: str) -> str:
+    """Undo `neutralise` (one `'` before a formula character) when reading a recording back."""
+    if cell.startswith("'") and cell[1:].startswith(_FORMULA_PREFIXES):
+        return cell[1:]
+    return cell
+
+
+def cell_number(text: str | None) -> float:
+    """A CSV cell as a float; empty, malformed or infinite cells are NaN."""
+    try:
+        value = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return math.nan
+    return value if math.isfinite(value) else math.nan
 
 
 def _iso_now(wall: float) -> str:

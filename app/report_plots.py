@@ -19,7 +19,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
-from app.report import STAGE_NAMES, SessionData, number, original_text
+from app.recording import original_text
+from app.report_data import STAGE_NAMES, SessionData
 
 _ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
 _STACKED = ("queue", "preprocess", "inference", "postprocess")
@@ -452,7 +453,7 @@ def _table(ax: Axes, sessions: list[SessionData], rows: list[tuple[str, list[str
     ax.set_title("Summary (measured inferences; see docs/report.md for definitions)", loc="left")
 
 
-__all__ = ["html_figures", "number", "overview_png"]
+__all__ = ["html_figures", "overview_png"]
 
 
 def _latency_side_by_side(axes, sessions, log: bool) -> None:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from app.recording import Session
+from app.recording import Session, cell_number
 
 _STAGES = ("preprocess", "inference", "postprocess", "end_to_end")
 
@@ -16,34 +16,26 @@ _STAGES = ("preprocess", "inference", "postprocess", "end_to_end")
 MAX_SAMPLES = 100_000  # 5.5 hours at the live plots' 0.2 s step; longer recordings are sampled more coarsely
 
 
-def _number(text: str | None) -> float:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return math.nan
-    return value if math.isfinite(value) else math.nan
-
-
 def session_series(
     session: Session, step_s: float = 0.2, window_s: float = 5.0
 ) -> tuple[np.ndarray, dict[str, np.ndarray], list[tuple[float, str]]]:
     """(sample times in s since the recording started, series by plot key, event markers)."""
     # Rows without a readable time cannot be placed on the time axis (a damaged or edited recording).
-    inferences = [r for r in session.rows if not r.get("event") and not math.isnan(_number(r.get("t_s")))]
+    inferences = [r for r in session.rows if not r.get("event") and not math.isnan(cell_number(r.get("t_s")))]
     events = [
-        (_number(r["t_s"]), f"{r['event']}: {r.get('backend_used') or ''} {r.get('model') or ''}".strip())
+        (cell_number(r["t_s"]), f"{r['event']}: {r.get('backend_used') or ''} {r.get('model') or ''}".strip())
         for r in session.rows
         if r.get("event") and r["event"] not in ("start", "stop", "measure")
     ]
     events = [(t, text) for t, text in events if not math.isnan(t)]
     if not inferences:
         return np.zeros(0), {}, events
-    t = np.array([_number(r["t_s"]) for r in inferences])
+    t = np.array([cell_number(r["t_s"]) for r in inferences])
     order = np.argsort(t, kind="stable")  # rows are written in order; sort anyway, then slice windows
     t = t[order]
-    stage = {s: np.array([_number(r[f"{s}_ms"]) for r in inferences])[order] for s in _STAGES}
+    stage = {s: np.array([cell_number(r[f"{s}_ms"]) for r in inferences])[order] for s in _STAGES}
     columns = ("capture_fps", "process_cpu_pct", "system_cpu_pct")
-    column = {c: np.array([_number(r[c]) for r in inferences])[order] for c in columns}
+    column = {c: np.array([cell_number(r[c]) for r in inferences])[order] for c in columns}
     start = float(t[0])
     # A recording claiming a span of years (a damaged time column) must not ask for billions of samples.
     step_s = max(step_s, (float(t[-1]) - start) / MAX_SAMPLES)

@@ -182,7 +182,10 @@ def fuzz_model_sidecar(work: Path, seed: int, cases: int) -> Tally:
 def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
     from app.recording import read_session
-    from app.report import compare, load_session, render_html, summary_rows
+    from app.report_compare import compare
+    from app.report_data import load_session
+    from app.report_html import render_html
+    from app.report_tables import summary_rows
     from app.session_series import session_series
 
     text = base.read_text(encoding="utf-8")

@@ -3,7 +3,7 @@
 import threading
 import time
 
-from app.describe import delegation_facts, offload_sentence
+from app.describe import delegation_panel_facts, offload_sentence
 from app.live import LiveController
 from app.pipeline import InferenceConfig
 from app.recording import read_session
@@ -50,16 +50,16 @@ def test_offload_sentence_reads_the_ratio_honestly():
     assert "cores" in offload_sentence(1.9, "cpu", 19.0, 10.0)
 
 
-def test_delegation_facts_flag_fallback_and_software():
+def test_delegation_panel_facts_flag_fallback_and_software():
     from app.backends.base import SessionReport
 
     report = SessionReport("gpu", "cpu", "XNNPACK (CPU, 1 thread)", fallback_reason="no GPU adapter", nodes_total=64,
                            nodes_delegated=61, partitions=2, cpu_ops=["CUSTOM"],
                            warnings=["fell back to CPU: no GPU adapter"])  # fmt: skip
-    facts = {f.label: f for f in delegation_facts(report)}
+    facts = {f.label: f for f in delegation_panel_facts(report)}
     assert facts["Backend"].level == "warn" and "requested GPU" in facts["Backend"].value
     assert facts["Fallback"].value == "no GPU adapter"
     assert facts["Nodes delegated"].value == "61 of 64" and facts["Nodes delegated"].level == "warn"
     assert facts["Partitions"].value == "2" and "Warning" not in facts  # the fallback is not repeated
     soft = SessionReport("gpu", "gpu", "LiteRT GPU", adapter="SwiftShader Device", software=True)
-    assert "SOFTWARE RENDERER" in {f.label: f for f in delegation_facts(soft)}["Adapter"].value
+    assert "SOFTWARE RENDERER" in {f.label: f for f in delegation_panel_facts(soft)}["Adapter"].value

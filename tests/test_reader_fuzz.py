@@ -45,7 +45,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
 
     from app.model import load_model_spec
     from app.recording import read_session
-    from app.report import load_session
+    from app.report_data import load_session
     from app.session_series import session_series
 
     model = tmp_path / "m.tflite"

@@ -16,7 +16,8 @@ from PIL import Image
 
 from app.errors import UsageError
 from app.recording import SessionRecorder
-from app.report import build_report, dropped_frames
+from app.report import build_report
+from app.report_data import dropped_frames
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 
 HOSTILE = "<script>alert(1)</script>"

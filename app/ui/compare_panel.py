@@ -10,7 +10,7 @@ from PySide6.QtGui import QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
 from app.compare import AgreementSummary, FrameComparison
-from app.compare_bench import speed_sentence
+from app.describe import speed_sentence
 from app.metrics import MetricsSnapshot
 
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.backends.base import SessionReport
 from app.coverage.text import left_on_cpu_lines
-from app.describe import coreml_prediction_sentence, delegation_facts, offload_sentence
+from app.describe import coreml_prediction_sentence, delegation_panel_facts, offload_sentence
 from app.metrics import MetricsSnapshot
 from app.ui.coverage_view import CoverageStrip
 
@@ -59,7 +59,7 @@ class DelegationPanel(QWidget):
             rows.append(
                 f"<tr><td valign='top'><b>Labels</b></td><td style='color:{colour}'>{html.escape(text)}</td></tr>"
             )
-        for fact in delegation_facts(report):
+        for fact in delegation_panel_facts(report):
             colour = _COLOURS[fact.level]
             rows.append(
                 f"<tr><td valign='top'><b>{html.escape(fact.label)}</b>&nbsp;</td>"

@@ -1,0 +1,14 @@
+"""`delegate-scope report`: recordings drawn into one HTML page or PNG (app/report.py)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from app.report import build_report  # matplotlib is imported only when a report is drawn
+
+    written = build_report(args.sessions, args.out)
+    n = written["sessions"]
+    print(f"report    {written['out']} ({n} session{'s' if n != 1 else ''}, {written['bytes'] / 1024:.0f} KiB)")
+    return 0

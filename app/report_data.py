@@ -1,0 +1,234 @@
+"""A recording read for `report`: its rows, events and sidecar as SessionData, and one
+session's summary (median/p95 per stage, rates, CPU, offload ratio, dropped frames, labels).
+The text report, the comparison and the plots all start from here."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.errors import UsageError
+from app.recording import cell_number, original_text, read_session
+
+STAGES = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
+STAGE_NAMES = {
+    "queue": "queue",
+    "preprocess": "preprocess",
+    "inference": "inference",
+    "postprocess": "postprocess",
+    "end_to_end": "end to end",
+}
+# One colour per session (matplotlib's tab10 order, distinguishable for most colour-blind readers).
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
+
+
+def _p95(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.percentile(values, 95)) if values.size else math.nan
+
+
+@dataclass
+class Event:
+    t_s: float
+    kind: str
+    text: str  # short label for the plots ("fallback: Core ML needs macOS")
+
+
+@dataclass
+class SessionData:
+    """One recording, read and summarised."""
+
+    path: Path
+    index: int
+    colour: str
+    meta: dict
+    skipped_lines: int
+    inferences: list[dict]  # every inference row, in time order
+    events: list[Event]
+    measured_from: float | None  # t_s of bench's `measure` event (warm-up done), if any
+    label: str = ""  # legend text: model + backend
+    t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    summary: dict = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def column(self, name: str, rows: list[dict] | None = None) -> np.ndarray:
+        return np.array([cell_number(r.get(name)) for r in (self.inferences if rows is None else rows)], dtype=float)
+
+    @property
+    def measured(self) -> list[dict]:
+        """The rows the figures summarise: after bench's warm-up when there was one, else all."""
+        if self.measured_from is None:
+            return self.inferences
+        rows = [r for r in self.inferences if cell_number(r["t_s"]) >= self.measured_from]
+        return rows or self.inferences
+
+
+def load_session(path: Path, index: int) -> SessionData:
+    """Read one recording; any problem is a UsageError with one plain line."""
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a recording (give the .csv file)")
+    try:
+        session = read_session(path)
+    except ValueError:
+        raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    rows = [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))]
+    inferences = [r for r in rows if not r.get("event")]
+    if not inferences:
+        what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and" if rows else ""
+        raise UsageError(f"{path}: empty recording ({what} no inference rows): nothing to report")
+    inferences.sort(key=lambda r: cell_number(r["t_s"]))
+    events: list[Event] = []
+    measured_from = None
+    for r in rows:
+        kind = original_text(r["event"])
+        if not kind:
+            continue
+        t = cell_number(r["t_s"])
+        if kind == "measure":
+            measured_from = t
+        events.append(Event(t, kind, _event_text(kind, r)))
+    meta = session.metadata if isinstance(session.metadata, dict) else {}
+    data = SessionData(
+        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from
+    )
+    data.t = data.column("t_s")
+    data.summary = summarise(data)
+    return data
+
+
+def _event_text(kind: str, row: dict) -> str:
+    message = original_text(row.get("message", ""))
+    if kind == "measure":
+        return "warm-up done"
+    if kind in ("open", "switch"):
+        used = original_text(row.get("backend_used", ""))
+        model = original_text(row.get("model", ""))
+        text = f"{kind}: {model} on {used}" if model else f"{kind}: {used}"
+    elif kind == "stop":
+        text = "stop"
+    else:
+        text = f"{kind}: {message}" if message else kind
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def dropped_frames(rows: list[dict]) -> int:
+    """Frames captured but never inferred: frame_id gaps between consecutive inferences of one source.
+
+    The capture thread overwrites a frame that inference did not take in time; frame ids count on,
+    so a gap of k ids between two inferred frames is k frames dropped. A new source (or an id that
+    goes backwards) starts counting afresh."""
+    dropped = 0
+    previous: tuple[str, float] | None = None
+    for r in rows:
+        source, frame = r.get("source", ""), cell_number(r.get("frame_id"))
+        if math.isnan(frame):
+            previous = None
+            continue
+        if previous is not None and previous[0] == source and frame > previous[1] + 1:
+            dropped += int(frame - previous[1] - 1)
+        previous = (source, frame)
+    return dropped
+
+
+def _distinct(rows: list[dict], column: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in rows:
+        value = original_text(r.get(column, ""))
+        if value:
+            seen[value] = None
+    return list(seen)
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def summarise(s: SessionData) -> dict:
+    rows = s.measured
+    t = s.column("t_s", rows)
+    span = float(t[-1] - t[0]) if len(t) > 1 else math.nan
+    stages = {}
+    for stage in STAGES:
+        values = s.column(f"{stage}_ms", rows)
+        stages[stage] = {"median": _median(values), "p95": _p95(values)}
+    cpu_ms = _median(s.column("inference_cpu_ms", rows))
+    inf_ms = stages["inference"]["median"]
+    dropped = dropped_frames(rows)
+    pairs = []
+    for r in s.inferences:
+        pair = (original_text(r.get("backend_requested", "")), original_text(r.get("backend_used", "")))
+        if pair not in pairs:
+            pairs.append(pair)
+    fallback_reasons = []
+    for facts in _dict(s.meta.get("sessions")).values():
+        if isinstance(facts, dict) and facts.get("fallback_reason"):
+            fallback_reasons.append(str(facts["fallback_reason"]))
+    fallback_reasons += [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
+    software = any(isinstance(f, dict) and f.get("software") for f in _dict(s.meta.get("sessions")).values())
+    labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
+    labels.pop("", None)
+    lost = s.meta.get("lost_rows")
+    return {
+        "inferences": len(rows),
+        "inferences_total": len(s.inferences),
+        "warmup": len(s.inferences) - len(rows),
+        "duration_s": float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 0.0,
+        "span_s": span,
+        # inferences per second between the first and the last measured inference
+        "inference_fps": (len(rows) - 1) / span if span and span > 0 else math.nan,
+        "capture_fps": _median(s.column("capture_fps", rows)),
+        "stages": stages,
+        "cpu_ms": cpu_ms,
+        "offload_ratio": cpu_ms / inf_ms if inf_ms and inf_ms > 0 and not math.isnan(cpu_ms) else math.nan,
+        "process_cpu_pct": _median(s.column("process_cpu_pct", rows)),
+        "system_cpu_pct": _median(s.column("system_cpu_pct", rows)),
+        "rss_mb": _median(s.column("rss_mb", rows)),
+        "gpu_util_pct": _median(s.column("gpu_util_pct", rows)),
+        "dropped": dropped,
+        "dropped_share": dropped / (dropped + len(rows)) if rows else math.nan,
+        "models": _distinct(s.inferences, "model"),
+        "sources": _distinct(s.inferences, "source"),
+        "threads": _distinct(s.inferences, "threads"),
+        "throttle_ms": _distinct(s.inferences, "throttle_ms"),
+        "backends": pairs,
+        "fallback": any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
+        "fallback_reasons": list(dict.fromkeys(fallback_reasons)),
+        "software_gpu": software,
+        "labels": labels,
+        "lost_rows": lost if isinstance(lost, int) else None,
+        "skipped_lines": s.skipped_lines,
+        "complete": s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,
+        "error": str(s.meta["error"]) if s.meta.get("error") else None,
+    }
+
+
+def backend_text(summary: dict) -> str:
+    parts = []
+    for requested, used in summary["backends"]:
+        if requested and used and requested != used:
+            parts.append(f"{requested}→{used}")
+        else:
+            parts.append(used or requested or "?")
+    return " / ".join(parts) + (" (software GPU)" if summary.get("software_gpu") else "")
+
+
+def session_label(summary: dict) -> str:
+    text = f"{' / '.join(summary['models']) or '?'} on {backend_text(summary)}"
+    return text + (" (fallback)" if summary["fallback"] else "")

@@ -1,0 +1,169 @@
+"""`report`'s HTML page: one self-contained file, plots embedded as PNG data URIs. Everything
+that comes from a user file (labels, messages, paths, model names) is HTML-escaped."""
+
+from __future__ import annotations
+
+import base64
+import html
+from datetime import datetime
+
+from app.coverage import read_coverage
+from app.coverage.text import left_on_cpu_lines
+from app.describe import nodes_delegated_text
+from app.report_compare import MINUS
+from app.report_data import SessionData
+from app.report_tables import comparison_rows, summary_rows
+
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:2em auto;max-width:1250px;
+color:#222;padding:0 1em;line-height:1.4}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
+.sub{color:#666;margin-top:0}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+th,td{border:1px solid #ddd;padding:.35em .7em;text-align:left;vertical-align:top}
+thead th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
+tbody tr:nth-child(even){background:#fafbfc}
+.swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin-right:.4em;vertical-align:-.1em}
+.fallback{color:#b00020;font-weight:600}
+.headline{font-size:1.1em;background:#f4f8fb;border-left:4px solid #1f77b4;padding:.5em 1em;margin:.4em 0}
+img{max-width:100%;height:auto;display:block;margin:.8em 0}
+details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
+.note{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 .2em}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(head: list[str], rows: list[tuple[str, list[str]]], swatches: list[str] | None = None) -> str:
+    cells = []
+    for i, h in enumerate(head):
+        swatch = f'<span class="swatch" style="background:{swatches[i - 1]}"></span>' if swatches and i else ""
+        cells.append(f"<th>{swatch}{_e(h)}</th>")
+    out = ["<table><thead><tr>", *cells, "</tr></thead><tbody>"]
+    for name, values in rows:
+        out.append(f"<tr><th>{_e(name)}</th>")
+        for v in values:
+            cls = ' class="fallback"' if "FALLBACK" in v else (' class="num"' if _numeric(v) else "")
+            out.append(f"<td{cls}>{_e(v)}</td>")
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _numeric(text: str) -> bool:
+    return bool(text) and (text[0].isdigit() or text[0] in "–" + MINUS + "+±") and "%" not in text[:-1]
+
+
+def _facts_html(s: SessionData) -> str:
+    meta = s.meta
+    items: list[tuple[str, str]] = []
+    if not meta:
+        return f"<p class='note'>No sidecar ({_e(s.path.with_suffix('.json').name)} missing or unreadable).</p>"
+    for key in ("started", "complete", "error", "rows", "lost_rows"):
+        if key in meta:
+            items.append((key, str(meta[key])))
+    machine = meta.get("machine")
+    if isinstance(machine, dict):
+        items.append(("machine", ", ".join(f"{k} {v}" for k, v in machine.items())))
+    packages = meta.get("packages")
+    if isinstance(packages, dict):
+        items.append(("packages", ", ".join(f"{k} {v}" for k, v in packages.items())))
+    models = meta.get("models")
+    if isinstance(models, dict):
+        for model_id, m in models.items():
+            if isinstance(m, dict):
+                inp = m.get("input") if isinstance(m.get("input"), dict) else {}
+                shape = "x".join(str(d) for d in inp.get("shape", []) or [])
+                items.append(
+                    (
+                        f"model {model_id}",
+                        f"{m.get('name', '?')}: {shape} {inp.get('dtype', '')}, {m.get('classes', '?')} classes, "
+                        f"sha256 {str(m.get('sha256', '?'))[:16]}…, {m.get('path', '')}",
+                    )
+                )
+    sessions = meta.get("sessions")
+    if isinstance(sessions, dict):
+        for sid, f in sessions.items():
+            if not isinstance(f, dict):
+                continue
+            parts = [f"{f.get('requested', '?')} → {f.get('used', '?')}", str(f.get("accelerator", ""))]
+            if f.get("adapter"):
+                parts.append(f"adapter {f['adapter']}" + (" [SOFTWARE RENDERER]" if f.get("software") else ""))
+            if f.get("nodes_total") is not None:
+                parts.append(nodes_delegated_text(f.get("nodes_delegated"), f["nodes_total"], f.get("partitions")))
+            if f.get("cpu_ops"):
+                parts.append("left on CPU kernels: " + ", ".join(map(str, f["cpu_ops"])))
+            for key, name in (("init_ms", "init"), ("first_inference_ms", "first inference")):
+                if isinstance(f.get(key), int | float):
+                    parts.append(f"{name} {f[key]:.1f} ms")
+            if f.get("fallback_reason"):
+                parts.append(f"FALLBACK: {f['fallback_reason']}")
+            items.append((f"delegate (session {sid})", ", ".join(p for p in parts if p)))
+            for key, title in (("coverage", "coverage"), ("predicted", "Core ML delegate (predicted)")):
+                coverage = read_coverage(f.get(key))
+                if coverage is not None:
+                    left = left_on_cpu_lines(coverage, limit=8)
+                    text = coverage.log or coverage.summary()
+                    if left:
+                        text += " Left on the CPU: " + "; ".join(left)
+                    items.append((f"{title} (session {sid})", text))
+    settings = meta.get("settings")
+    if isinstance(settings, dict) and isinstance(settings.get("bench"), dict):
+        items.append(("bench settings", ", ".join(f"{k} {v}" for k, v in settings["bench"].items())))
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items)
+    events = "".join(
+        f"<tr><td class='num'>{e.t_s:.3f}</td><td>{_e(e.kind)}</td><td>{_e(e.text)}</td></tr>" for e in s.events
+    )
+    return (
+        f"<table><tbody>{rows}</tbody></table>"
+        f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{events}</tbody></table>"
+    )
+
+
+def render_html(sessions: list[SessionData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
+    swatches = [s.colour for s in sessions]
+    head = ["", *[s.label for s in sessions]]
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>",
+        f"<title>Delegate Scope report: {_e(', '.join(s.name for s in sessions))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Delegate Scope report</h1>",
+        f"<p class='sub'>{len(sessions)} session{'s' if len(sessions) > 1 else ''}, "
+        f"generated {_e(datetime.now().astimezone().isoformat(timespec='seconds'))}</p>",
+    ]
+    for c in comparisons:
+        parts.append(f"<p class='headline'>{_e(c['sentence'])}</p>")
+    for s in sessions:
+        if s.summary["fallback"]:
+            reasons = "; ".join(s.summary["fallback_reasons"]) or "requested backend differs from the one used"
+            parts.append(f"<p class='fallback'>{_e(s.label)}: fell back ({_e(reasons)})</p>")
+    parts.append("<h2>Summary</h2>")
+    parts.append(_table(head, summary_rows(sessions, comparisons), swatches))
+    parts.append(
+        "<p class='note'>Figures over the measured inferences (after bench's warm-up, when the recording has one). "
+        "Inference fps: inferences per second between the first and last measured inference. Dropped frames: "
+        "frame-id gaps between consecutive inferences of one source (frames captured but never inferred). "
+        "Offload ratio: median process CPU time during an inference over its median wall time (≈ threads "
+        "busy when the CPU does the work; far below 1 when an accelerator does).</p>"
+    )
+    if comparisons:
+        parts.append(f"<h2>Compared with #1 ({_e(sessions[0].label)})</h2>")
+        parts.append(
+            _table(["", *[c["session"].label for c in comparisons]], comparison_rows(comparisons), swatches[1:])
+        )
+    for title, png, caption in figures:
+        uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+        parts.append(f"<h2>{_e(title)}</h2><img src='{uri}' alt='{_e(title)}'>")
+        if caption:
+            parts.append(f"<p class='note'>{_e(caption)}</p>")
+    parts.append("<h2>Sessions</h2>")
+    for s in sessions:
+        parts.append(
+            f"<details><summary><span class='swatch' style='background:{s.colour}'></span>"
+            f"{_e(s.label)}: {_e(s.path)}</summary>{_facts_html(s)}</details>"
+        )
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
