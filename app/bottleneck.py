@@ -70,8 +70,8 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
 def _sentence(stage: Stage, rate: float, share: float, alone: float | None, throttle_ms: float, busy: dict) -> str:
     model = f"; the model alone: {alone:,.0f} /s" if alone else ""
     if stage in ("inference", "preprocess") and share >= SATURATED and busy["inference_thread"] == share:
-        what = "preprocessing and inference" if stage == "preprocess" else "inference"
-        return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time ({what})"
+        what = " (preprocessing and inference)" if stage == "preprocess" else ""
+        return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time{what}"
     if stage == "throttle":
         return f"throttled at {rate:,.0f} /s ({throttle_ms:g} ms between inference starts){model}"
     if stage == "results":

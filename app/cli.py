@@ -101,6 +101,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="let every thread run on any CPU (default on Linux: the inference thread gets CPUs of its own, "
         "the capture and other threads the rest, when there are more CPUs than --threads; A/B runs never pin)",
     )
+    b.add_argument(
+        "--inference-cpus",
+        type=positive_int,
+        help="CPUs pinned for the inference thread (default by backend: --threads on the CPU, 1 for an accelerator)",
+    )
+    b.add_argument(
+        "--decode-threads",
+        type=non_negative_int,
+        default=1,
+        help="FFmpeg threads decoding a video file (default 1; 0: one per core)",
+    )
+    b.add_argument(
+        "--gpu-wait-hint",
+        action="store_true",
+        help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
+    )
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
     b.add_argument(

@@ -37,7 +37,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
     load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
     frames = args.frames if args.frames or args.seconds else 300
-    bench = BenchConfig(args.source, frames, args.seconds, args.warmup, not args.no_pace, args.csv, not args.no_pin)
+    bench = BenchConfig(
+        args.source,
+        frames,
+        args.seconds,
+        args.warmup,
+        not args.no_pace,
+        args.csv,
+        not args.no_pin,
+        inference_cpus=args.inference_cpus,
+        decode_threads=args.decode_threads,
+    )
     if args.compare_with or args.compare_model:
         return _compare_bench(args, bench, config)
     summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)
@@ -86,6 +96,8 @@ def _print_bench(summary: dict) -> None:
         f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"
     )
     print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
+    if summary.get("bottleneck"):
+        print(f"bound     {summary['bottleneck']['evidence']['sentence']}")
     split = summary.get("cpu_affinity")
     print("cpus      " + (CpuSplit(**split).describe() if split else "not pinned (every thread on any CPU)"))
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
@@ -102,6 +114,8 @@ def _print_bench(summary: dict) -> None:
         print(
             f"memory    RSS {m['rss_mb']:.0f} MB" + (f", GPU {m['gpu_util_pct']:.0f}%" if m.get("gpu_util_pct") else "")
         )
+    if m.get("gpu_busy_ms_per_inference"):  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
+        print(f"gpu       busy {m['gpu_busy_ms_per_inference']:.2f} ms per inference (NVML utilisation x interval)")
     if summary.get("first_result_s") is not None:
         print(f"start-up  first result {summary['first_result_s']:.2f} s after the process started")
     if "csv" in summary:

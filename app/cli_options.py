@@ -9,7 +9,7 @@ from pathlib import Path
 from app.backends import BACKENDS
 from app.backends.coreml import COMPUTE_UNITS
 from app.backends.gpu import PRECISIONS
-from app.backends.options import default_threads
+from app.backends.options import BackendOptions, default_threads
 from app.model import DEFAULT_MODEL
 
 
@@ -77,10 +77,11 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def backend_options(args: argparse.Namespace) -> dict:
-    return {
-        "threads": args.threads,
-        "precision": args.gpu_precision,
-        "allow_software": args.allow_software_gpu,
-        "compute_units": args.coreml_units,
-    }
+def backend_options(args: argparse.Namespace) -> BackendOptions:
+    return BackendOptions(
+        threads=args.threads,
+        precision=args.gpu_precision,
+        allow_software=args.allow_software_gpu,
+        wait_hint=getattr(args, "gpu_wait_hint", False),
+        compute_units=args.coreml_units,
+    )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from app.redact import redact_credentials
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 COLUMNS = [
     "timestamp",  # ISO 8601 with UTC offset, ms precision
     "t_s",  # seconds since the recording started (monotonic clock)
@@ -48,7 +48,10 @@ COLUMNS = [
     "inference_ms",
     "postprocess_ms",
     "end_to_end_ms",
-    "inference_cpu_ms",
+    "inference_cpu_ms",  # version 2: the inference's thread + its runtime's threads; version 1: the process
+    "inference_thread_cpu_ms",  # version 2 on: the split of the above, read per thread ...
+    "runtime_threads_cpu_ms",  # ... (empty where per-thread times cannot be read)
+    "rest_of_process_cpu_ms",  # every other thread of the process meanwhile
     "capture_fps",
     "inference_fps",
     "process_cpu_pct",
@@ -63,6 +66,9 @@ COLUMNS = [
     "top_scores",
     "message",
 ]
+# Version 1 had no per-thread split; its files are read with those cells empty.
+_ADDED_IN_2 = ("inference_thread_cpu_ms", "runtime_threads_cpu_ms", "rest_of_process_cpu_ms")
+COLUMNS_V1 = [c for c in COLUMNS if c not in _ADDED_IN_2]
 TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message"}
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MAY_HOLD_URLS = {"source", "message"}  # a stream:URL source, and events that name it
@@ -300,14 +306,18 @@ def read_session(path: Path) -> Session:
     skipped = 0 if text.endswith("\n") else 1
     reader = csv.reader(io.StringIO(complete_text))
     header = next(reader, None)
-    if header != COLUMNS:
+    if header == COLUMNS:
+        columns, missing = COLUMNS, {}
+    elif header == COLUMNS_V1:
+        columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2, "")
+    else:
         raise ValueError(f"{path}: not a Delegate Scope recording (unexpected header)")
     rows = []
     for cells in reader:
-        if len(cells) != len(COLUMNS):
+        if len(cells) != len(columns):
             skipped += 1
             continue
-        rows.append(dict(zip(COLUMNS, cells, strict=True)))
+        rows.append({**dict(zip(columns, cells, strict=True)), **missing})
     sidecar = Path(path).with_suffix(".json")
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))

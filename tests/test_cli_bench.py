@@ -47,6 +47,17 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert len(inferences) >= 40 + 3
     assert all(r["top1_label"] for r in inferences)
     assert list(session.rows[0]) == COLUMNS
+    # CPU per inference read per thread: with one thread, the inference's own ~= its wall time,
+    # and the split adds up (format version 2).
+    for r in inferences[3:]:
+        own, runtime, total = (float(r[k] or 0) for k in ("inference_thread_cpu_ms", "runtime_threads_cpu_ms",
+                                                          "inference_cpu_ms"))  # fmt: skip
+        assert abs(own + runtime - total) < 0.01 and r["rest_of_process_cpu_ms"] != ""
+    ratio = m["cpu_ms_per_inference"] / m["latency"]["inference"]["mean"]
+    assert 0.8 < ratio < 1.15, ratio
+    assert session.metadata["format_version"] == 2
+    assert summary["bottleneck"]["stage"] in ("source", "preprocess", "inference", "results", "throttle")
+    assert "bound     " in run.stdout
     meta = session.metadata
     assert meta["complete"] is True and meta["rows"] == len(session.rows) and meta["lost_rows"] == 0
     model_id = inferences[0]["model_id"]

@@ -154,3 +154,19 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     assert rec.state.error and "removed" in rec.state.error
     assert rec.add_row({"frame_id": -1}) is False  # later rows are refused, not silently lost
     rec.stop()
+
+
+def test_a_version_1_recording_is_read_with_the_per_thread_cpu_cells_empty(tmp_path):
+    import csv
+
+    from app.recording import COLUMNS, COLUMNS_V1, read_session
+
+    path = tmp_path / "v1.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS_V1)
+        writer.writerow(["2026-12-01T10:00:00.000+00:00", "0.5", "", "7"] + ["1"] * (len(COLUMNS_V1) - 4))
+    rows = read_session(path).rows
+    assert len(rows) == 1 and list(rows[0]) != COLUMNS and set(rows[0]) == set(COLUMNS)
+    assert rows[0]["frame_id"] == "7" and rows[0]["inference_cpu_ms"] == "1"
+    assert rows[0]["inference_thread_cpu_ms"] == rows[0]["runtime_threads_cpu_ms"] == ""
