@@ -14,7 +14,7 @@ import psutil
 from app.bottleneck import find_bottleneck
 from app.metrics import CpuMark, Metrics, MetricsSnapshot, ResourceSampler, cpu_mark, cpu_percentages
 from app.pipeline import InferenceConfig, Pipeline, Result, State
-from app.recording import SessionRecorder
+from app.recording import RecordingWriter
 from app.recording_rows import RowSink
 
 
@@ -46,7 +46,7 @@ def run_bench(
     sampler = ResourceSampler()
     sampler.start()
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
-    recorder = SessionRecorder(bench.csv) if bench.csv else None
+    recorder = RecordingWriter(bench.csv) if bench.csv else None
     pipeline: Pipeline | None = None
     sink = RowSink(recorder, lambda: pipeline.worker, lambda: bench.source, metrics) if recorder else None  # type: ignore[union-attr]
     pipeline = Pipeline(
@@ -105,7 +105,7 @@ def run_bench(
         status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
         pipeline.stop()
         sampler.stop()
-        report = pipeline.session_report()
+        report = pipeline.delegation_report()
         if recorder:
             recorder.add_row({"event": "stop", "message": status.message})
             recorder.update_metadata(settings={"bench": bench.__dict__, "config": config.to_dict()}, summary=snap_dict)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.backends import Session
+from app.backends import ModelRunner
 from app.errors import ImageError
 from app.images import read_image
 from app.model import ModelSpec
@@ -57,7 +57,7 @@ class ImageFailure:
 
 
 def classify_images(
-    spec: ModelSpec, session: Session, images: Iterable[Path], top_k: int, runtime_threads: set[int] | None = None
+    spec: ModelSpec, session: ModelRunner, images: Iterable[Path], top_k: int, runtime_threads: set[int] | None = None
 ) -> Iterator[ImageResult | ImageFailure]:
     """`runtime_threads`: the threads the session's runtime started when it opened (thread_cpu.started_by)."""
     preprocess, postprocess = Preprocessor(spec), Postprocessor(spec)

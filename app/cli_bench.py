@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.backends import SessionReport
+from app.backends import DelegationReport
 from app.bench import BenchConfig, run_bench
 from app.cli_options import backend_options
 from app.cli_output import print_prediction, warn
@@ -88,7 +88,7 @@ def _print_bench(summary: dict) -> None:
         print(f"model     {opened[-1]['name']}  ({opened[-1]['path']})")
     print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
     if d:
-        report = SessionReport.from_dict(d)
+        report = DelegationReport.from_dict(d)
         print(f"delegate  {delegation_line(report)}")
         print_prediction(report)
     print(

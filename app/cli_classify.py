@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from app.backends import SessionReport, open_session
+from app.backends import DelegationReport, open_session
 from app.classify import ImageFailure, ImageResult, classify_images
 from app.cli_options import backend_options
 from app.cli_output import PROG, print_prediction, warn
@@ -51,7 +51,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
     return failures[0].error.exit_code if failures else 0
 
 
-def _print_table(spec: ModelSpec, report: SessionReport, results: list[ImageResult]) -> None:
+def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageResult]) -> None:
     inp = spec.input
     print(f"model     {spec.display_name}  ({spec.path})")
     print(
@@ -76,7 +76,7 @@ def _print_table(spec: ModelSpec, report: SessionReport, results: list[ImageResu
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
 
 
-def _delegate_json(report: SessionReport, results: list[ImageResult]) -> dict:
+def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict:
     out = {k: v for k, v in report.to_dict().items() if k != "native_log"}
     for key in ("init_ms", "first_inference_ms"):
         out[key] = round(out[key], 3)

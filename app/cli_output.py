@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from app.backends import SessionReport
+from app.backends import DelegationReport
 from app.coverage.text import left_on_cpu_lines
 from app.describe import coreml_prediction_sentence
 
@@ -16,7 +16,7 @@ def warn(message: str) -> None:
     print(f"{PROG}: warning: {message}", file=sys.stderr)
 
 
-def print_prediction(report: SessionReport) -> None:
+def print_prediction(report: DelegationReport) -> None:
     """Core ML requested: what the TFLite Core ML delegate would take (predicted on any OS)."""
     sentence = coreml_prediction_sentence(report)
     if sentence and report.predicted is not None:

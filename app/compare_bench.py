@@ -14,7 +14,7 @@ from app.describe import speed_sentence
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, Pipeline
 from app.pipeline.worker import InferenceWorker
-from app.recording import SessionRecorder, neutralise
+from app.recording import RecordingWriter, neutralise
 from app.recording_rows import RowSink
 
 COMPARISON_COLUMNS = [
@@ -53,7 +53,7 @@ def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> Metri
 def _side(
     snap: MetricsSnapshot, alone: MetricsSnapshot | None, worker: InferenceWorker, config: InferenceConfig
 ) -> dict:
-    report = worker.session_report()
+    report = worker.delegation_report()
     inference = snap.latency.get("inference")
     return {
         "config": config.to_dict(),
@@ -86,7 +86,7 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     )
     if bench.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
-            recorder = SessionRecorder(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
+            recorder = RecordingWriter(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
             sinks[side] = RowSink(recorder, lambda side=side: cp.workers[side], lambda: bench.source, cp.metrics[side])
     cp.start()
     started = time.monotonic()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.backends.base import SessionReport
+from app.backends.base import DelegationReport
 from app.coverage import NOT_REPORTED
 
 
@@ -64,7 +64,7 @@ def nodes_delegated_text(delegated: object, total: object, partitions: object) -
     return f"{'?' if delegated is None else delegated} of {total} nodes delegated in {partitions} partition{plural}"
 
 
-def delegation_line(report: SessionReport) -> str:
+def delegation_line(report: DelegationReport) -> str:
     """What ran where, in one line (classify's and bench's `delegate` line)."""
     parts = [f"{report.requested} -> {report.used}", report.accelerator]
     if report.adapter:
@@ -80,7 +80,7 @@ def delegation_line(report: SessionReport) -> str:
     return ", ".join(parts)
 
 
-def delegation_panel_facts(report: SessionReport) -> list[Fact]:
+def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
     """The delegation panel's rows: requested vs used, fallback, adapter, nodes, partitions, timings."""
     fell_back = report.requested != report.used
     facts = [
@@ -126,7 +126,7 @@ def delegation_panel_facts(report: SessionReport) -> list[Fact]:
     return facts
 
 
-def coreml_prediction_sentence(report: SessionReport) -> str | None:
+def coreml_prediction_sentence(report: DelegationReport) -> str | None:
     """What the TFLite Core ML delegate would do with the model, when Core ML was asked for.
 
     Off macOS the Core ML backend cannot run, but the delegate's node selection is known

@@ -19,13 +19,13 @@ from typing import Literal
 import numpy as np
 
 from app import cpu_affinity
-from app.backends import SessionReport
+from app.backends import DelegationReport
 from app.compare import AgreementSummary, ComparePipeline, FrameComparison
 from app.heap import release_free_memory
 from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
 from app.pipeline.worker import InferenceWorker
-from app.recording import RecorderState, SessionRecorder
+from app.recording import RecorderState, RecordingWriter
 from app.recording_rows import RowSink
 from app.sources import Frame, SourceInfo
 
@@ -162,9 +162,9 @@ class LiveController:
     def latest_result(self, side: Side = "a") -> Result | None:
         return self._worker(side).latest_result() if side == "a" or self.comparing else None
 
-    def report(self, side: Side = "a") -> SessionReport | None:
+    def report(self, side: Side = "a") -> DelegationReport | None:
         """What really runs on that side: requested and used backend, coverage, fallback."""
-        return self._worker(side).session_report() if side == "a" or self.comparing else None
+        return self._worker(side).delegation_report() if side == "a" or self.comparing else None
 
     def snapshot(self, side: Side = "a") -> MetricsSnapshot:
         return self._metrics[side].snapshot()
@@ -215,7 +215,7 @@ class LiveController:
         """Start writing the bench CSV format to `path`; raises OSError if it cannot be created."""
         if self._sink is not None:
             raise RuntimeError("already recording")
-        recorder = SessionRecorder(Path(path), {"settings": {"source": self._source, "app": "window"}})
+        recorder = RecordingWriter(Path(path), {"settings": {"source": self._source, "app": "window"}})
         sink = RowSink(recorder, lambda: self._worker("a"), lambda: self._source, self._metrics["a"])
         recorder.add_row({"event": "start", "message": f"recording from the window ({self.config().describe()})"})
         for event in reversed(self.events()):  # the session already open goes into the sidecar now

@@ -151,7 +151,7 @@ class RecorderState:
     extra: dict = field(default_factory=dict)
 
 
-class SessionRecorder:
+class RecordingWriter:
     """Thread-safe producer side (`add_row` from any thread), one writer thread."""
 
     def __init__(self, path: Path, metadata_: dict | None = None) -> None:
@@ -293,13 +293,13 @@ def _format(value: object) -> str:
 
 
 @dataclass
-class Session:
+class Recording:
     rows: list[dict]
     metadata: dict
     skipped_lines: int  # incomplete or malformed lines ignored (at most the last one after a crash)
 
 
-def read_session(path: Path) -> Session:
+def read_recording(path: Path) -> Recording:
     """Read a recording; a torn last line (killed writer) is skipped, not an error."""
     text = Path(path).read_bytes().decode("utf-8", errors="replace")
     complete_text = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
@@ -323,4 +323,4 @@ def read_session(path: Path) -> Session:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         meta = {}
-    return Session(rows, meta if isinstance(meta, dict) else {}, skipped)
+    return Recording(rows, meta if isinstance(meta, dict) else {}, skipped)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Event, Result
 from app.pipeline.worker import InferenceWorker
-from app.recording import SessionRecorder
+from app.recording import RecordingWriter
 
 _SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
 
@@ -18,7 +18,7 @@ class RowSink:
 
     def __init__(
         self,
-        recorder: SessionRecorder,
+        recorder: RecordingWriter,
         worker: Callable[[], InferenceWorker],
         source: Callable[[], str],
         metrics: Metrics,
@@ -38,7 +38,7 @@ class RowSink:
 
     def _context(self) -> dict:
         worker = self._worker()
-        config, report = worker.config, worker.session_report()
+        config, report = worker.config, worker.delegation_report()
         return {
             "source": self._source(),
             "backend_requested": report.requested if report else config.delegate,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from app.recording import cell_number, original_text
-from app.report_data import SessionData, session_label
+from app.report_data import RecordingData, session_label
 
 MINUS = "\u2212"
 
@@ -37,10 +37,10 @@ def _replayable(source: str) -> bool:
     return bool(source) and not source.startswith("camera")
 
 
-def label_agreement(a: SessionData, b: SessionData) -> dict:
+def label_agreement(a: RecordingData, b: RecordingData) -> dict:
     """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
 
-    def by_frame(s: SessionData) -> dict[tuple[str, int], str]:
+    def by_frame(s: RecordingData) -> dict[tuple[str, int], str]:
         out = {}
         for r in s.inferences:
             frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
@@ -63,7 +63,7 @@ def label_agreement(a: SessionData, b: SessionData) -> dict:
     return {"frames": len(common), "agree": agree, "text": text, "distribution_overlap": overlap}
 
 
-def compare(sessions: list[SessionData]) -> list[dict]:
+def compare(sessions: list[RecordingData]) -> list[dict]:
     """Each session after the first against the first (the baseline)."""
     base = sessions[0]
     b = base.summary

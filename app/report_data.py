@@ -1,4 +1,4 @@
-"""A recording read for `report`: its rows, events and sidecar as SessionData, and one
+"""A recording read for `report`: its rows, events and sidecar as RecordingData, and one
 session's summary (median/p95 per stage, rates, CPU, offload ratio, dropped frames, labels).
 The text report, the comparison and the plots all start from here."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from app.errors import UsageError
-from app.recording import cell_number, original_text, read_session
+from app.recording import cell_number, original_text, read_recording
 
 STAGES = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
 STAGE_NAMES = {
@@ -37,14 +37,14 @@ def _p95(values: np.ndarray) -> float:
 
 
 @dataclass
-class Event:
+class RecordedEvent:
     t_s: float
     kind: str
     text: str  # short label for the plots ("fallback: Core ML needs macOS")
 
 
 @dataclass
-class SessionData:
+class RecordingData:
     """One recording, read and summarised."""
 
     path: Path
@@ -53,7 +53,7 @@ class SessionData:
     meta: dict
     skipped_lines: int
     inferences: list[dict]  # every inference row, in time order
-    events: list[Event]
+    events: list[RecordedEvent]
     measured_from: float | None  # t_s of bench's `measure` event (warm-up done), if any
     label: str = ""  # legend text: model + backend
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -75,7 +75,7 @@ class SessionData:
         return rows or self.inferences
 
 
-def load_session(path: Path, index: int) -> SessionData:
+def load_session(path: Path, index: int) -> RecordingData:
     """Read one recording; any problem is a UsageError with one plain line."""
     path = Path(path)
     if not path.exists():
@@ -83,7 +83,7 @@ def load_session(path: Path, index: int) -> SessionData:
     if path.is_dir():
         raise UsageError(f"{path}: is a folder, not a recording (give the .csv file)")
     try:
-        session = read_session(path)
+        session = read_recording(path)
     except ValueError:
         raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
     except OSError as exc:
@@ -94,7 +94,7 @@ def load_session(path: Path, index: int) -> SessionData:
         what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and" if rows else ""
         raise UsageError(f"{path}: empty recording ({what} no inference rows): nothing to report")
     inferences.sort(key=lambda r: cell_number(r["t_s"]))
-    events: list[Event] = []
+    events: list[RecordedEvent] = []
     measured_from = None
     for r in rows:
         kind = original_text(r["event"])
@@ -103,9 +103,9 @@ def load_session(path: Path, index: int) -> SessionData:
         t = cell_number(r["t_s"])
         if kind == "measure":
             measured_from = t
-        events.append(Event(t, kind, _event_text(kind, r)))
+        events.append(RecordedEvent(t, kind, _event_text(kind, r)))
     meta = session.metadata if isinstance(session.metadata, dict) else {}
-    data = SessionData(
+    data = RecordingData(
         path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from
     )
     data.t = data.column("t_s")
@@ -160,7 +160,7 @@ def _dict(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def summarise(s: SessionData) -> dict:
+def summarise(s: RecordingData) -> dict:
     rows = s.measured
     t = s.column("t_s", rows)
     span = float(t[-1] - t[0]) if len(t) > 1 else math.nan

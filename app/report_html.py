@@ -11,7 +11,7 @@ from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.describe import nodes_delegated_text
 from app.report_compare import MINUS
-from app.report_data import SessionData
+from app.report_data import RecordingData
 from app.report_tables import comparison_rows, summary_rows
 
 _CSS = """
@@ -56,7 +56,7 @@ def _numeric(text: str) -> bool:
     return bool(text) and (text[0].isdigit() or text[0] in "–" + MINUS + "+±") and "%" not in text[:-1]
 
 
-def _facts_html(s: SessionData) -> str:
+def _facts_html(s: RecordingData) -> str:
     meta = s.meta
     items: list[tuple[str, str]] = []
     if not meta:
@@ -122,7 +122,7 @@ def _facts_html(s: SessionData) -> str:
     )
 
 
-def render_html(sessions: list[SessionData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
+def render_html(sessions: list[RecordingData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
     swatches = [s.colour for s in sessions]
     head = ["", *[s.label for s in sessions]]
     parts = [

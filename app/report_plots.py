@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from app.recording import original_text
-from app.report_data import STAGE_NAMES, SessionData
+from app.report_data import STAGE_NAMES, RecordingData
 
 _ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
 _STACKED = ("queue", "preprocess", "inference", "postprocess")
@@ -65,7 +65,7 @@ def _short(text: str, n: int = 34) -> str:
 # ---- series --------------------------------------------------------------------------------
 
 
-def _latency(s: SessionData, stage: str = "inference") -> tuple[np.ndarray, np.ndarray]:
+def _latency(s: RecordingData, stage: str = "inference") -> tuple[np.ndarray, np.ndarray]:
     y = s.column(f"{stage}_ms")
     keep = ~np.isnan(y) & ~np.isnan(s.t)
     return s.t[keep], y[keep]
@@ -91,7 +91,7 @@ def _rate(t: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray, float]:
     return grid, counts / w, w
 
 
-def _log_scale(sessions: list[SessionData]) -> bool:
+def _log_scale(sessions: list[RecordingData]) -> bool:
     medians = [s.summary["stages"]["inference"]["median"] for s in sessions]
     medians = [m for m in medians if m > 0 and not math.isnan(m)]
     return len(medians) > 1 and max(medians) / min(medians) > 4
@@ -109,7 +109,7 @@ def _ms_axis(ax: Axes, log: bool, axis: str = "y") -> None:
 # ---- events --------------------------------------------------------------------------------
 
 
-def _events(ax: Axes, s: SessionData, *, labelled: bool, span: float) -> None:
+def _events(ax: Axes, s: RecordingData, *, labelled: bool, span: float) -> None:
     """Vertical markers; events closer than 2% of the span share one label."""
     groups: list[tuple[float, list[str], bool]] = []
     for e in s.events:
@@ -145,7 +145,7 @@ def _events(ax: Axes, s: SessionData, *, labelled: bool, span: float) -> None:
 # ---- one plot each, drawn onto given axes ----------------------------------------------------
 
 
-def latency_top(sessions: list[SessionData]) -> float:
+def latency_top(sessions: list[RecordingData]) -> float:
     """Top of the latency scale: outliers (first inference after a switch, a stall) would flatten
     everything else, so they are drawn as triangles on the top edge instead."""
     p95 = [float(np.percentile(y, 95)) for _, y in map(_latency, sessions) if y.size]
@@ -153,7 +153,7 @@ def latency_top(sessions: list[SessionData]) -> float:
 
 
 def latency_over_time(
-    ax: Axes, sessions: list[SessionData], *, log: bool, title: str | None = None, top: float | None = None
+    ax: Axes, sessions: list[RecordingData], *, log: bool, title: str | None = None, top: float | None = None
 ) -> None:
     span = max(float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 1.0 for s in sessions) or 1.0
     alone = len(sessions) == 1
@@ -179,7 +179,7 @@ def latency_over_time(
     ax.legend(loc="upper right", frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
-def latency_histogram(ax: Axes, sessions: list[SessionData], *, log: bool) -> None:
+def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> None:
     values = [_latency(s)[1] for s in sessions]
     every = np.concatenate(values)
     every = every[every > 0]
@@ -210,7 +210,7 @@ def latency_histogram(ax: Axes, sessions: list[SessionData], *, log: bool) -> No
     ax.legend(loc="upper right", frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
-def stage_breakdown(ax: Axes, sessions: list[SessionData]) -> None:
+def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
     """Median of each stage, stacked: where the time from capture to result goes."""
     ys = np.arange(len(sessions))[::-1]
     left = np.zeros(len(sessions))
@@ -241,7 +241,7 @@ def stage_breakdown(ax: Axes, sessions: list[SessionData]) -> None:
     ax.legend(loc="center right", fontsize=8.5, title="stage", title_fontsize=8.5)
 
 
-def fps_over_time(ax: Axes, sessions: list[SessionData]) -> None:
+def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     windows = set()
     highest = 0.0
     for s in sessions:
@@ -267,7 +267,7 @@ def fps_over_time(ax: Axes, sessions: list[SessionData]) -> None:
     ax.legend(loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
-def cpu_over_time(ax: Axes, sessions: list[SessionData]) -> None:
+def cpu_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     for s in sessions:
         cpu = s.column("process_cpu_pct")
         keep = ~np.isnan(cpu)
@@ -286,7 +286,7 @@ def cpu_over_time(ax: Axes, sessions: list[SessionData]) -> None:
     ax.legend(loc="center right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
-def offload(ax: Axes, sessions: list[SessionData]) -> None:
+def offload(ax: Axes, sessions: list[RecordingData]) -> None:
     """Wall time vs CPU time per inference: the evidence of where the work runs."""
     x = np.arange(len(sessions))
     wall = np.array([s.summary["stages"]["inference"]["median"] for s in sessions])
@@ -311,7 +311,7 @@ def offload(ax: Axes, sessions: list[SessionData]) -> None:
     ax.legend(loc="lower right", bbox_to_anchor=(1, 1), fontsize=8, ncols=2, borderaxespad=1.6)
 
 
-def label_distribution(ax: Axes, sessions: list[SessionData], n: int = 8) -> None:
+def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> None:
     total: Counter = Counter()
     shares = []
     for s in sessions:
@@ -337,7 +337,7 @@ def label_distribution(ax: Axes, sessions: list[SessionData], n: int = 8) -> Non
 # ---- figures -------------------------------------------------------------------------------
 
 
-def _time_figure(sessions: list[SessionData]) -> Figure:
+def _time_figure(sessions: list[RecordingData]) -> Figure:
     log = _log_scale(sessions)
     n = len(sessions)
     if n == 1:
@@ -351,7 +351,7 @@ def _time_figure(sessions: list[SessionData]) -> Figure:
     return fig
 
 
-def html_figures(sessions: list[SessionData]) -> list[tuple[str, bytes, str]]:
+def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
     log = _log_scale(sessions)
     out = []
     with _style():
@@ -384,14 +384,14 @@ def html_figures(sessions: list[SessionData]) -> list[tuple[str, bytes, str]]:
     return out
 
 
-def _label_count(sessions: list[SessionData]) -> int:
+def _label_count(sessions: list[RecordingData]) -> int:
     labels: set[str] = set()
     for s in sessions:
         labels.update(s.summary["labels"])
     return max(1, len(labels))
 
 
-def overview_png(sessions: list[SessionData], rows: list[tuple[str, list[str]]], comparisons: list[dict]) -> bytes:
+def overview_png(sessions: list[RecordingData], rows: list[tuple[str, list[str]]], comparisons: list[dict]) -> bytes:
     """One figure: the plots and a compact summary table."""
     n = len(sessions)
     log = _log_scale(sessions)
@@ -427,7 +427,7 @@ def overview_png(sessions: list[SessionData], rows: list[tuple[str, list[str]]],
         return _png(fig, dpi=100)
 
 
-def _table(ax: Axes, sessions: list[SessionData], rows: list[tuple[str, list[str]]]) -> None:
+def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[str]]]) -> None:
     ax.axis("off")
     cell_text = [[_short(original_text(v), 46) for v in values] for _, values in rows]
     table = ax.table(

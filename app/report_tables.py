@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from app.report_data import STAGE_NAMES, STAGES, SessionData, backend_text
+from app.report_data import STAGE_NAMES, STAGES, RecordingData, backend_text
 
 
 def fmt(value: float | None, digits: int = 2, unit: str = "") -> str:
@@ -20,7 +20,7 @@ def top_labels_text(labels: Counter, n: int = 3) -> str:
     return ", ".join(f"{label} {count / total:.0%}" for label, count in labels.most_common(n)) if total else "–"
 
 
-def summary_rows(sessions: list[SessionData], comparisons: list[dict]) -> list[tuple[str, list[str]]]:
+def summary_rows(sessions: list[RecordingData], comparisons: list[dict]) -> list[tuple[str, list[str]]]:
     """The summary table as (row name, one cell per session); plain text, escaped by the caller."""
     agreement = {c["session"].index: c["agreement"]["text"] for c in comparisons}
     rows: list[tuple[str, list[str]]] = []

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from app.recording import Session, cell_number
+from app.recording import Recording, cell_number
 
 _STAGES = ("preprocess", "inference", "postprocess", "end_to_end")
 
@@ -17,7 +17,7 @@ MAX_SAMPLES = 100_000  # 5.5 hours at the live plots' 0.2 s step; longer recordi
 
 
 def session_series(
-    session: Session, step_s: float = 0.2, window_s: float = 5.0
+    session: Recording, step_s: float = 0.2, window_s: float = 5.0
 ) -> tuple[np.ndarray, dict[str, np.ndarray], list[tuple[float, str]]]:
     """(sample times in s since the recording started, series by plot key, event markers)."""
     # Rows without a readable time cannot be placed on the time axis (a damaged or edited recording).

@@ -19,11 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.recording import read_session  # noqa: E402
+from app.recording import read_recording  # noqa: E402
 
 
 def analyse(csv_path: Path, summary_path: Path) -> None:
-    session = read_session(csv_path)
+    session = read_recording(csv_path)
     rows = [r for r in session.rows if r["event"] == ""]
     summary = json.loads(summary_path.read_text())
     start = float(rows[0]["t_s"])

@@ -1,6 +1,6 @@
 """RSS across live switches, headless: which switches hold on to memory, and whether it stays.
 
-A LiveSession (the window's engine, recording on) on a 1280x720 synthetic source; every
+A LiveController (the window's engine, recording on) on a 1280x720 synthetic source; every
 `--every` seconds the next change of a cycle (threads, model, delegate with fallbacks, A/B
 on and off, source), printing RSS, threads and fds after each. `--only` keeps some of the
 cycle's steps; `--no-trim` turns off the heap trim after switches (app/heap.py), `--pin`
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 
 from app import heap, live, pipeline
-from app.live import LiveSession
+from app.live import LiveController
 from app.pipeline import InferenceConfig
 
 FAST = "synthetic:1280x720@100"
@@ -43,7 +43,7 @@ def main() -> int:
         heap.release_free_memory = lambda: False  # type: ignore[assignment]
         live.release_free_memory = pipeline.release_free_memory = heap.release_free_memory  # type: ignore[attr-defined]
     pinned = bool(args.pin and ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024))  # M_MMAP_THRESHOLD
-    s = LiveSession(FAST, InferenceConfig(model="efficientnet_lite0", options={"threads": 1}))
+    s = LiveController(FAST, InferenceConfig(model="efficientnet_lite0", options={"threads": 1}))
     s.start()
     with tempfile.TemporaryDirectory() as tmp:
         s.start_recording(Path(tmp) / "r.csv")
@@ -53,7 +53,7 @@ def main() -> int:
             ("coreml", lambda: s.reconfigure(delegate="coreml")),
             ("gpu", lambda: s.reconfigure(delegate="gpu")),
             ("cpu", lambda: s.reconfigure(delegate="cpu")),
-            ("abon", lambda: s.set_compare(replace(s.pipeline.config, model="efficientnet_lite0", delegate="cpu"))),
+            ("abon", lambda: s.set_compare(replace(s.config(), model="efficientnet_lite0", delegate="cpu"))),
             ("aboff", lambda: s.set_compare(None)),
             ("demo", lambda: s.switch_source("demo")),
             ("synth", lambda: s.switch_source(FAST)),

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.recording import read_session  # noqa: E402
+from app.recording import read_recording  # noqa: E402
 
 
 def bench(args: list[str]) -> dict:
@@ -56,7 +56,7 @@ def long_run(seconds: float, common: list[str], keep: Path | None) -> None:
     tmp = tempfile.mkdtemp()
     csv_path = keep or Path(tmp, "long.csv")
     summary = bench([*common, "--seconds", str(seconds), "--csv", str(csv_path)])
-    session = read_session(csv_path)
+    session = read_recording(csv_path)
     rows = [r for r in session.rows if not r["event"]]
     t0 = float(rows[0]["t_s"])
     blocks: dict[int, list[dict]] = {}

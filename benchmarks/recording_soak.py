@@ -1,4 +1,4 @@
-"""An hour of recording through the window's own path (app.live.LiveSession, 5 s metrics
+"""An hour of recording through the window's own path (app.live.LiveController, 5 s metrics
 window, the Record button's writer) at full inference speed: the demo clip read as fast as
 inference takes it. Prints one line a minute: rows written and lost, RSS, threads, open
 files, inference fps; memory must not grow with the recording.
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from app.live import LiveSession  # noqa: E402
+from app.live import LiveController  # noqa: E402
 from app.pipeline import InferenceConfig  # noqa: E402
 
 
@@ -32,9 +32,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp()))
     args = parser.parse_args()
     proc = psutil.Process()
-    session = LiveSession("demo", InferenceConfig(options={"threads": args.threads}), pace=False)
+    session = LiveController("demo", InferenceConfig(options={"threads": args.threads}), pace=False)
     session.start()
-    while session.metrics.snapshot().inferences_total < 20:
+    while session.snapshot().inferences_total < 20:
         time.sleep(0.1)
     path = args.out / "soak.csv"
     session.start_recording(path)
@@ -45,7 +45,7 @@ def main() -> None:
     for minute in range(1, int(args.minutes) + 1):
         time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
         status = session.recording_status()
-        snap = session.metrics.snapshot()
+        snap = session.snapshot()
         assert status is not None
         print(
             f"| {minute} | {status.rows} | {status.lost_rows} | {proc.memory_info().rss / 2**20:.1f} | "

@@ -181,7 +181,7 @@ def fuzz_model_sidecar(work: Path, seed: int, cases: int) -> Tally:
 
 def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
-    from app.recording import read_session
+    from app.recording import read_recording
     from app.report_compare import compare
     from app.report_data import load_session
     from app.report_html import render_html
@@ -202,7 +202,7 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
             figures = report_plots.html_figures([session])
         render_html([session], compare([session]), figures)
         summary_rows([session], [])
-        session_series(read_session(csv_path))
+        session_series(read_recording(csv_path))
 
     for case in range(cases):
         mutate_both = rng.random() < 0.3

@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from app.cpu_affinity import split_for
-from app.recording import COLUMNS, read_session
+from app.recording import COLUMNS, read_recording
 from tests.conftest import NO_VULKAN, assert_one_line_error, run_cli
 
 
@@ -39,7 +39,7 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert 0 < m["latency"]["inference"]["p50"] <= m["latency"]["end_to_end"]["p50"]
     # fps is frames in the window over the time it covers: the clip is paced at 30 fps
     assert 20 < m["capture_fps"] < 35
-    session = read_session(csv_path)
+    session = read_recording(csv_path)
     assert session.skipped_lines == 0
     inferences = [r for r in session.rows if r["event"] == ""]
     events = [r["event"] for r in session.rows if r["event"]]

@@ -60,7 +60,7 @@ def test_fp32_against_int8_agrees_mostly_and_says_where_not():
 
 def test_an_unavailable_side_falls_back_visibly():
     cp = run_compare(cpu(), cpu(delegate="coreml"), 20)
-    report = cp.workers["b"].session_report()
+    report = cp.workers["b"].delegation_report()
     assert report is not None and report.requested == "coreml" and report.used == "cpu"
     assert "macOS" in (report.fallback_reason or "")
     assert any(e.kind == "fallback" for e in cp.workers["b"].events())

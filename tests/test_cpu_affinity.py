@@ -53,7 +53,7 @@ def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipel
     p = start(pipelines, "synthetic:320x240@200", pace=False, pin_cpus=True)
     assert wait_until(lambda: p.cpu_split() is not None)
     p.reconfigure(options={"threads": len(ALLOWED)})
-    assert wait_until(lambda: p.cpu_split() is None and p.session_report().options["threads"] == len(ALLOWED))
+    assert wait_until(lambda: p.cpu_split() is None and p.delegation_report().options["threads"] == len(ALLOWED))
     assert os.sched_getaffinity(os.getpid()) == ALLOWED
     assert os.sched_getaffinity(p.worker.inference_thread.native_id) == ALLOWED
 

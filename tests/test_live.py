@@ -6,7 +6,7 @@ import time
 from app.describe import delegation_panel_facts, offload_sentence
 from app.live import LiveController
 from app.pipeline import InferenceConfig
-from app.recording import read_session
+from app.recording import read_recording
 
 
 def wait(condition, timeout: float = 30.0) -> None:
@@ -32,12 +32,12 @@ def test_record_switch_source_and_stop(tmp_path):
     assert ended and recording is not None and recording.error is None
     assert not any(t.is_alive() for t in session.threads())
     assert not [t for t in threading.enumerate() if t.name == "delegate-scope-recorder"]
-    rows = read_session(path).rows
+    rows = read_recording(path).rows
     events = [r["event"] for r in rows if r["event"]]
     assert events[0] == "start" and "source" in events and events[-1] == "stop"
     sources = {r["source"] for r in rows if not r["event"]}
     assert sources == {"synthetic:320x240@30", "demo"}  # rows say which source they came from
-    assert read_session(path).metadata["models"]  # the session open before recording is described
+    assert read_recording(path).metadata["models"]  # the session open before recording is described
 
 
 def test_offload_sentence_reads_the_ratio_honestly():
@@ -51,9 +51,9 @@ def test_offload_sentence_reads_the_ratio_honestly():
 
 
 def test_delegation_panel_facts_flag_fallback_and_software():
-    from app.backends.base import SessionReport
+    from app.backends.base import DelegationReport
 
-    report = SessionReport("gpu", "cpu", "XNNPACK (CPU, 1 thread)", fallback_reason="no GPU adapter", nodes_total=64,
+    report = DelegationReport("gpu", "cpu", "XNNPACK (CPU, 1 thread)", fallback_reason="no GPU adapter", nodes_total=64,
                            nodes_delegated=61, partitions=2, cpu_ops=["CUSTOM"],
                            warnings=["fell back to CPU: no GPU adapter"])  # fmt: skip
     facts = {f.label: f for f in delegation_panel_facts(report)}
@@ -61,5 +61,5 @@ def test_delegation_panel_facts_flag_fallback_and_software():
     assert facts["Fallback"].value == "no GPU adapter"
     assert facts["Nodes delegated"].value == "61 of 64" and facts["Nodes delegated"].level == "warn"
     assert facts["Partitions"].value == "2" and "Warning" not in facts  # the fallback is not repeated
-    soft = SessionReport("gpu", "gpu", "LiteRT GPU", adapter="SwiftShader Device", software=True)
+    soft = DelegationReport("gpu", "gpu", "LiteRT GPU", adapter="SwiftShader Device", software=True)
     assert "SOFTWARE RENDERER" in {f.label: f for f in delegation_panel_facts(soft)}["Adapter"].value

@@ -123,7 +123,7 @@ def test_switching_backend_and_model_while_capture_keeps_running(pipelines):
     switches = [e for e in p.events() if e.kind == "switch"]
     assert len(switches) == 2
     assert all(e.close_ms is not None and e.open_ms > 0 and e.first_inference_ms > 0 for e in switches)
-    report = p.session_report()
+    report = p.delegation_report()
     assert (report.requested, report.used) == ("gpu", "cpu") and report.fallback_reason
     assert p.metrics.snapshot().frames_total > frames_before  # capture never stopped
 
@@ -153,7 +153,7 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     nan_model = tmp_path / "nan.tflite"
     nan_model.write_bytes(mutate(seed, "size_field", random.Random(856850765)))
     p = start(pipelines, "synthetic:160x120@100", InferenceConfig(model=nan_model, options={"threads": 1}))
-    assert wait_until(lambda: p.session_report() is not None)
+    assert wait_until(lambda: p.delegation_report() is not None)
     time.sleep(2.5)
     reports = [e for e in p.events() if e.kind == "bad_result"]
     assert p.latest_result() is None  # never a NaN shown as a score
@@ -226,7 +226,7 @@ def test_a_backend_that_dies_mid_run_falls_back_to_cpu_visibly(pipelines):
     assert len(workers) == 1
     workers[0].kill()
     assert wait_until(lambda: p.latest_result().backend == "cpu", 30), p.status()
-    report = p.session_report()
+    report = p.delegation_report()
     assert report.requested == "reference" and report.used == "cpu"
     assert "reference failed mid-run" in report.fallback_reason
     assert "ended unexpectedly" in report.fallback_reason

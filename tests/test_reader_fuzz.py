@@ -44,7 +44,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     import shutil
 
     from app.model import load_model_spec
-    from app.recording import read_session
+    from app.recording import read_recording
     from app.report_data import load_session
     from app.session_series import session_series
 
@@ -75,8 +75,8 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
         damaged = tmp_path / f"damaged-{value}.csv"
         with damaged.open("w", encoding="utf-8", newline="") as f:
             csv.writer(f, lineterminator="\n").writerows(rows)
-        times, series, _ = session_series(read_session(damaged))
+        times, series, _ = session_series(read_recording(damaged))
         assert 0 < len(times) <= 100_001 and series
         load_session(damaged, 0)
     seed.with_suffix(".json").write_text("[" * 200_000)  # the recording's sidecar, nested too deep
-    assert read_session(seed).metadata == {}
+    assert read_recording(seed).metadata == {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.recording import COLUMNS, SessionRecorder, neutralise, read_session
+from app.recording import COLUMNS, RecordingWriter, neutralise, read_recording
 from tests.conftest import ROOT
 
 
@@ -23,10 +23,10 @@ def test_ordinary_text_is_not_altered():
 
 
 def test_text_cells_are_neutralised_numeric_cells_never(tmp_path: Path):
-    rec = SessionRecorder(tmp_path / "r.csv")
+    rec = RecordingWriter(tmp_path / "r.csv")
     rec.add_row({"top1_label": '=HYPERLINK("x")', "top1_score": -0.5, "message": "-dash"})
     rec.stop()
-    (row,) = read_session(tmp_path / "r.csv").rows
+    (row,) = read_recording(tmp_path / "r.csv").rows
     assert row["top1_label"] == '\'=HYPERLINK("x")'
     assert row["message"] == "'-dash"
     assert row["top1_score"] == "-0.5"
@@ -35,7 +35,7 @@ def test_text_cells_are_neutralised_numeric_cells_never(tmp_path: Path):
 def test_an_existing_recording_is_never_overwritten(tmp_path: Path):
     (tmp_path / "r.csv").write_text("keep me")
     with pytest.raises(OSError, match="will not overwrite"):
-        SessionRecorder(tmp_path / "r.csv")
+        RecordingWriter(tmp_path / "r.csv")
     assert (tmp_path / "r.csv").read_text() == "keep me"
 
 
@@ -43,8 +43,8 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
     path = tmp_path / "killed.csv"
     code = (
         "import time, sys\n"
-        "from app.recording import SessionRecorder\n"
-        f"rec = SessionRecorder(__import__('pathlib').Path({str(path)!r}))\n"
+        "from app.recording import RecordingWriter\n"
+        f"rec = RecordingWriter(__import__('pathlib').Path({str(path)!r}))\n"
         "i = 0\n"
         "while True:\n"
         "    rec.add_row({'frame_id': i, 'top1_label': 'label ' + 'x' * 200, 'inference_ms': 1.5})\n"
@@ -57,7 +57,7 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    session = read_session(path)
+    session = read_recording(path)
     assert session.skipped_lines <= 1
     assert len(session.rows) > 1000
     ids = [int(r["frame_id"]) for r in session.rows]
@@ -71,11 +71,11 @@ def test_every_field_round_trips(tmp_path: Path):
     row = {c: f"{c} value" if c in TEXT_COLUMNS else 1.25 + i for i, c in enumerate(COLUMNS)}
     row.update(frame_id=41, threads=2, top1_index=652, top_indices="652|400", top_scores="0.5|0.25")
     row.pop("timestamp"), row.pop("t_s")
-    rec = SessionRecorder(tmp_path / "all.csv", {"settings": {"x": 1}})
+    rec = RecordingWriter(tmp_path / "all.csv", {"settings": {"x": 1}})
     rec.add_row(row, wall_time=1_800_000_000.123, monotonic=rec._t0 + 2.5)
     state = rec.stop()
     assert state.rows == 1 and state.error is None
-    session = read_session(tmp_path / "all.csv")
+    session = read_recording(tmp_path / "all.csv")
     (back,) = session.rows
     assert back["timestamp"] == "2027-01-15T08:00:00.123+00:00"
     assert back["t_s"] == "2.500000"
@@ -101,11 +101,11 @@ HOSTILE = [
 
 
 def test_hostile_labels_survive_and_cannot_execute(tmp_path: Path):
-    rec = SessionRecorder(tmp_path / "labels.csv")
+    rec = RecordingWriter(tmp_path / "labels.csv")
     for i, label in enumerate(HOSTILE):
         rec.add_row({"frame_id": i, "top1_label": label, "top_labels": f"{label}|b", "top1_score": -0.25})
     rec.stop()
-    session = read_session(tmp_path / "labels.csv")
+    session = read_recording(tmp_path / "labels.csv")
     assert session.skipped_lines == 0 and len(session.rows) == len(HOSTILE)
     for label, row in zip(HOSTILE, session.rows, strict=True):
         cell = row["top1_label"]
@@ -132,14 +132,14 @@ def test_a_full_disk_stops_the_recording_not_the_bench(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr
     assert "recording stopped: File too large" in proc.stdout
     assert "inference" in proc.stdout  # the summary was printed: the bench ran to the end
-    session = read_session(csv_path)
+    session = read_recording(csv_path)
     assert 20 < len(session.rows) < 400 and session.skipped_lines <= 1
     assert csv_path.stat().st_size <= limit
 
 
 def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     folder = tmp_path / "gone"
-    rec = SessionRecorder(folder / "r.csv")
+    rec = RecordingWriter(folder / "r.csv")
     rec.add_row({"frame_id": 0})
     time.sleep(0.7)
     (folder / "r.csv").unlink()
@@ -159,14 +159,14 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
 def test_a_version_1_recording_is_read_with_the_per_thread_cpu_cells_empty(tmp_path):
     import csv
 
-    from app.recording import COLUMNS, COLUMNS_V1, read_session
+    from app.recording import COLUMNS, COLUMNS_V1, read_recording
 
     path = tmp_path / "v1.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS_V1)
         writer.writerow(["2026-12-01T10:00:00.000+00:00", "0.5", "", "7"] + ["1"] * (len(COLUMNS_V1) - 4))
-    rows = read_session(path).rows
+    rows = read_recording(path).rows
     assert len(rows) == 1 and list(rows[0]) != COLUMNS and set(rows[0]) == set(COLUMNS)
     assert rows[0]["frame_id"] == "7" and rows[0]["inference_cpu_ms"] == "1"
     assert rows[0]["inference_thread_cpu_ms"] == rows[0]["runtime_threads_cpu_ms"] == ""

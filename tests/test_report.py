@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from app.errors import UsageError
-from app.recording import SessionRecorder
+from app.recording import RecordingWriter
 from app.report import build_report
 from app.report_data import dropped_frames
 from tests.conftest import ROOT, assert_one_line_error, run_cli
@@ -128,7 +128,7 @@ def test_comparison_ratios_match_the_medians(sessions, tmp_path):
 
 
 def recording(path: Path, rows: list[dict]) -> Path:
-    recorder = SessionRecorder(path, {"machine_note": HOSTILE})
+    recorder = RecordingWriter(path, {"machine_note": HOSTILE})
     for row in rows:
         recorder.add_row(row)
     recorder.stop()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.backends.base import Backend, Session, SessionReport
+from app.backends.base import Backend, DelegationReport, ModelRunner
 from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
@@ -23,7 +23,7 @@ from app.tflite_graph import read_graph
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
-__all__ = ["BACKENDS", "Backend", "BackendOptions", "Session", "SessionReport", "get_backend", "open_session"]
+__all__ = ["BACKENDS", "Backend", "BackendOptions", "DelegationReport", "ModelRunner", "get_backend", "open_session"]
 
 
 def get_backend(name: str) -> Backend:
@@ -43,7 +43,7 @@ def predicted_coreml(spec: ModelSpec) -> Coverage | None:
 
 def open_session(
     spec: ModelSpec, requested: str, options: BackendOptions | Mapping[str, object] | None, fallback: bool = True
-) -> Session:
+) -> ModelRunner:
     """Open `spec` on `requested`; on failure fall back to CPU (reported) unless `fallback` is False.
 
     A Core ML request carries the TFLite Core ML delegate's predicted coverage either way, so

@@ -20,7 +20,7 @@ from app.model import ModelSpec
 
 
 @dataclass
-class SessionReport:
+class DelegationReport:
     """What a backend really did when it opened a model."""
 
     requested: str
@@ -46,7 +46,7 @@ class SessionReport:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> SessionReport:
+    def from_dict(cls, d: dict) -> DelegationReport:
         """Back from to_dict() (summaries, recording sidecars)."""
         def typed(value: object) -> Coverage | None:
             return Coverage.from_dict(value) if isinstance(value, dict) else None
@@ -54,8 +54,8 @@ class SessionReport:
         return cls(**{**d, "coverage": typed(d.get("coverage")), "predicted": typed(d.get("predicted"))})
 
 
-class Session(Protocol):
-    report: SessionReport
+class ModelRunner(Protocol):
+    report: DelegationReport
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         """Run one preprocessed input (the ModelSpec's dtype); return the output, flattened.
@@ -76,7 +76,7 @@ class Backend(Protocol):
         """None when the backend can be tried here, else the reason it cannot."""
         ...
 
-    def open(self, spec: ModelSpec, options: BackendOptions) -> Session: ...
+    def open(self, spec: ModelSpec, options: BackendOptions) -> ModelRunner: ...
 
 
 def first_line(exc: BaseException | str) -> str:
@@ -85,7 +85,7 @@ def first_line(exc: BaseException | str) -> str:
     return text.splitlines()[0] if text and text.splitlines() else type(exc).__name__
 
 
-def time_first_inference(session: Session, spec: ModelSpec) -> float:
+def time_first_inference(session: ModelRunner, spec: ModelSpec) -> float:
     """Milliseconds of one run on a zero input: the first run pays one-off costs (weight
     packing, shader or device preparation), so it is measured apart from the steady state."""
     started = time.perf_counter()

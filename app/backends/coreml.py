@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from app.backends.base import SessionReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec, read_sidecar
@@ -182,7 +182,7 @@ class CoreMLSession:
                 f"Core ML runs {package.name}: int8 weights with fp16 activations; the .tflite model "
                 "quantizes activations too, so scores differ slightly"
             )
-        self.report = SessionReport(
+        self.report = DelegationReport(
             requested="coreml",
             used="coreml",
             accelerator=f"Core ML (compute units: {units})",

@@ -7,7 +7,7 @@ import time
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from app.backends.base import SessionReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.backends.options import BackendOptions
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
@@ -42,7 +42,7 @@ class CpuSession:
                 f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"
             ) from None
         partitions = coverage.partitions
-        self.report = SessionReport(
+        self.report = DelegationReport(
             requested="cpu",
             used="cpu",
             accelerator=f"XNNPACK (CPU, {threads} thread{'s' if threads != 1 else ''})"

@@ -27,7 +27,7 @@ from ai_edge_litert.gpu_options import GpuOptions
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
-from app.backends.base import SessionReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
@@ -195,7 +195,7 @@ class GpuSession:
             facts.subsets,
             taken,
         )
-        self.report = SessionReport(
+        self.report = DelegationReport(
             requested="gpu",
             used="gpu",
             accelerator=f"LiteRT GPU ({_BACKEND_NAME}, {precision})",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.backends.base import SessionReport, time_first_inference
+from app.backends.base import DelegationReport, time_first_inference
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
@@ -47,7 +47,7 @@ class ReferenceSession:
         if classes != spec.classes:
             self.close()
             raise BackendUnavailable(f"the reference model has {classes} classes, {spec.name} has {spec.classes}")
-        self.report = SessionReport(
+        self.report = DelegationReport(
             requested="reference",
             used="reference",
             accelerator="TensorFlow (original float32 Keras model, CPU, separate process)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.backends import Session
+from app.backends import ModelRunner
 from app.model import ModelSpec
 from app.pipeline.types import InferenceConfig
 from app.postprocess import Postprocessor
@@ -14,7 +14,7 @@ class ActiveSession:
     """What the inference thread holds: the spec, its backend session and processors."""
 
     def __init__(
-        self, config: InferenceConfig, spec: ModelSpec, session: Session, session_id: int, runtime_threads: set[int]
+        self, config: InferenceConfig, spec: ModelSpec, session: ModelRunner, session_id: int, runtime_threads: set[int]
     ) -> None:
         self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
         self.pre, self.post = Preprocessor(spec), Postprocessor(spec)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from app import cpu_affinity
-from app.backends import SessionReport
+from app.backends import DelegationReport
 from app.metrics import Metrics
 from app.pipeline.capture import Capture
 from app.pipeline.rgb_cache import RgbCache
@@ -169,8 +169,8 @@ class Pipeline(Feed):
     def latest_result(self) -> Result | None:
         return self.workers["a"].latest_result()
 
-    def session_report(self) -> SessionReport | None:
-        return self.workers["a"].session_report()
+    def delegation_report(self) -> DelegationReport | None:
+        return self.workers["a"].delegation_report()
 
     def cpu_split(self) -> cpu_affinity.CpuSplit | None:
         return self.workers["a"].cpu_split()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from app.backends import BackendOptions, SessionReport
+from app.backends import BackendOptions, DelegationReport
 from app.errors import DelegateScopeError, InternalError, error_for
 from app.metrics import InferenceTiming
 from app.model import DEFAULT_MODEL
@@ -99,7 +99,7 @@ class Event:
     wall_time: float
     message: str
     session_id: int | None = None
-    report: SessionReport | None = None
+    report: DelegationReport | None = None
     close_ms: float | None = None  # switch cost: closing the old session
     open_ms: float | None = None  # ... opening the new one (LiteRT init)
     first_inference_ms: float | None = None  # ... and its first inference

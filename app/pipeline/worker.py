@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app import cpu_affinity
-from app.backends import SessionReport, open_session
+from app.backends import DelegationReport, open_session
 from app.errors import DelegateScopeError, InternalError, ModelError
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
@@ -65,7 +65,7 @@ class InferenceWorker:
         self._config = config
         self._pending: InferenceConfig | None = None
         self._result: Result | None = None
-        self._report: SessionReport | None = None
+        self._report: DelegationReport | None = None
         self._cpu_split: cpu_affinity.CpuSplit | None = None
         self._capture_pre: Preprocessor | None = None
         self._idle = threading.Event()  # nothing in flight
@@ -110,7 +110,7 @@ class InferenceWorker:
         with self._lock:
             return self._result
 
-    def session_report(self) -> SessionReport | None:
+    def delegation_report(self) -> DelegationReport | None:
         with self._lock:
             return self._report
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.backends.base import SessionReport
+from app.backends.base import DelegationReport
 from app.coverage.text import left_on_cpu_lines
 from app.describe import coreml_prediction_sentence, delegation_panel_facts, offload_sentence
 from app.metrics import MetricsSnapshot
@@ -39,11 +39,11 @@ class DelegationPanel(QWidget):
             layout.addWidget(label)
         self.strip.setVisible(False)
         layout.addStretch(1)
-        self.report: SessionReport | None = None
+        self.report: DelegationReport | None = None
 
     def set_report(
         self,
-        report: SessionReport | None,
+        report: DelegationReport | None,
         model_label: str = "",
         labels: str = "",
         label_warnings: Sequence[str] = (),
@@ -68,7 +68,7 @@ class DelegationPanel(QWidget):
         self.facts.setText("<table cellspacing='2'>" + "".join(rows) + "</table>")
         self._show_coverage(report)
 
-    def _show_coverage(self, report: SessionReport) -> None:
+    def _show_coverage(self, report: DelegationReport) -> None:
         """The node strip (what runs where, node by node) and, when Core ML was asked for, what the
         TFLite Core ML delegate would take, with the nodes it would leave on the CPU and why."""
         rows = []

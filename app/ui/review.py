@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import QLabel, QMainWindow, QVBoxLayout, QWidget
 
-from app.recording import read_session
+from app.recording import read_recording
 from app.session_series import session_series
 from app.ui.plots import LivePlots
 
@@ -17,7 +17,7 @@ from app.ui.plots import LivePlots
 class ReviewWindow(QMainWindow):
     def __init__(self, path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        session = read_session(path)  # OSError/ValueError: the caller shows the message
+        session = read_recording(path)  # OSError/ValueError: the caller shows the message
         self.setWindowTitle(f"Recording: {path.name} — Delegate Scope")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         t, values, markers = session_series(session)

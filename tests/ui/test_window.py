@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from app.recording import read_session
+from app.recording import read_recording
 from tests.conftest import TEST_MODELS, assert_one_line_error, run_cli
 
 pytest.importorskip("pytestqt")
@@ -109,7 +109,7 @@ def test_record_button_writes_the_bench_csv(qtbot, make_window, tmp_path):
     qtbot.waitUntil(lambda: "REC" in window.record_label.text(), timeout=5_000)
     status = window.stop_recording()
     assert status is not None and status.error is None and not window.record_action.isChecked()
-    session = read_session(path)
+    session = read_recording(path)
     inferences = [r for r in session.rows if not r["event"]]
     assert len(inferences) >= 19 and session.skipped_lines == 0
     assert session.rows[0]["event"] == "start" and session.rows[-1]["event"] == "stop"
@@ -130,7 +130,7 @@ def test_closing_stops_threads_and_finishes_the_recording(qtbot, make_window, tm
     window.close()
     assert not any(t.is_alive() for t in window.live.threads())
     assert not [t for t in threading.enumerate() if t.name == "delegate-scope-recorder"]
-    session = read_session(path)
+    session = read_recording(path)
     assert session.rows[-1]["event"] == "stop" and session.metadata["complete"]
 
 
