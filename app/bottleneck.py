@@ -28,6 +28,16 @@ class Bottleneck:
     saturated: bool  # False: no thread was busy SATURATED of the time (the largest share is named)
     sentence: str
 
+    @property
+    def short(self) -> str:
+        """For a status bar: '<stage>-bound at N /s', with what the model alone could do when it is not inference."""
+        where = "capture" if self.stage == "source" else self.stage
+        text = f"{where}-bound at {self.rate_per_s:,.0f} /s" if self.stage != "throttle" else (
+            f"throttled at {self.rate_per_s:,.0f} /s")  # fmt: skip
+        if self.stage != "inference" and self.model_alone_per_s:
+            text += f" (model alone {self.model_alone_per_s:,.0f} /s)"
+        return text
+
     def to_dict(self) -> dict:
         return {
             "stage": self.stage,

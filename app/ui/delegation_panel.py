@@ -10,6 +10,7 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.backends.base import DelegationReport
+from app.bottleneck import Bottleneck
 from app.coverage.text import left_on_cpu_lines
 from app.describe import coreml_prediction_sentence, delegation_panel_facts, offload_sentence
 from app.metrics import MetricsSnapshot
@@ -28,8 +29,10 @@ class DelegationPanel(QWidget):
         self.legend = QLabel("")
         self.left_on_cpu = QLabel("")
         self.offload = QLabel("")
+        self.bound = QLabel("")  # which stage sets the rate (app/bottleneck.py)
         self.switch = QLabel("")
-        for label in (self.coverage, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload, self.switch):
+        labels = (self.coverage, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload, self.bound)
+        for label in (*labels, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
                 # Wrap to the dock's width instead of widening the panel past it (the strip must stay in view).
@@ -102,19 +105,25 @@ class DelegationPanel(QWidget):
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
 
-    def set_metrics(self, snap: MetricsSnapshot, backend: str, shared: bool = False) -> None:
+    def set_metrics(
+        self, snap: MetricsSnapshot, backend: str, shared: bool = False, bottleneck: Bottleneck | None = None
+    ) -> None:
         stats = snap.latency.get("inference")
         if not stats or not stats.count:
             self.offload.setText("")
+            self.bound.setText("")
             return
         sentence = offload_sentence(snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean)
-        if shared:  # A/B: the CPU figure is this side's thread, and the two sides queue for cores
+        if snap.gpu_busy_ms_per_inference:  # the GPU's own evidence: a waiting thread may spin
+            sentence += f" NVML: the GPU itself was busy {snap.gpu_busy_ms_per_inference:.2f} ms per inference."
+        if shared:  # A/B: the CPU figure is this side's threads, and the two sides queue for cores
             sentence += " (A/B running: two sides share the CPU, so wall time includes waiting for a core.)"
         self.offload.setText(f"<b>Offload</b>: {html.escape(sentence)}")
+        self.bound.setText(f"<b>Rate</b>: {html.escape(bottleneck.sentence)}" if bottleneck else "")
 
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
-        widgets = (self.coverage, self.left_on_cpu, self.facts, self.offload, self.switch)
+        widgets = (self.coverage, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
         doc.setHtml("<br>".join(w.text() for w in widgets))
         return doc.toPlainText()

@@ -17,6 +17,7 @@ from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QWidget
 
 from app.backends.options import BackendOptions
+from app.bottleneck import find_bottleneck
 from app.delegates import delegate_statuses
 from app.errors import DelegateScopeError, SourceError
 from app.live import LiveController, RecordingStatus
@@ -338,10 +339,13 @@ class MainWindow(QMainWindow):
             " (fallback)" if report and report.requested != report.used else ""
         )
         self.video.inference_fps = snap.inference_fps
-        self.delegation.set_metrics(snap, backend, shared=comparing)
+        bottleneck = find_bottleneck(snap, live.config().throttle_ms)
+        self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
         self.event_view.poll()
         status = live.status()
         text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
+        if bottleneck is not None and status.state == State.RUNNING:
+            text += f"  ·  {bottleneck.short}"
         if snap.dropped_total:
             text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} dropped"
         self.status_label.setText(text)

@@ -27,6 +27,8 @@ def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
     # The delegation panel shows what really runs, as the runtime reported it.
     text = window.delegation.text()
     assert "Backend" in text and "CPU" in text and "Nodes delegated" in text and "Offload" in text
+    # The clip is paced at 30 fps and the model is faster: the source sets the rate, and the panel says so.
+    assert "Rate: capture-bound at" in text and "the model alone:" in text, text
     # Plots hold real numbers, not an empty frame.
     fps = window.plots.series("capture_fps")
     assert np.nanmax(fps) > 5
