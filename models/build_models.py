@@ -47,6 +47,7 @@ else:  # run as a script: this folder is sys.path[0], the project root is its pa
 # The models are checked with the app's own loader, preprocessing and CPU backend, so the
 # build verifies exactly what users will run.
 from app.backends.cpu import CpuBackend
+from app.backends.options import BackendOptions
 from app.backends.tf_reference import efficientnet_lite, torch_legacy  # shared with the TensorFlow reference
 from app.classify import ImageResult, classify_images
 from app.model import ModelSpec, load_model_spec
@@ -171,7 +172,7 @@ def convert_int8(model: keras.Model, images: dict[str, np.ndarray], float_spec: 
 
 def top1_on_test_photos(path: Path) -> dict[str, dict]:
     spec = load_model_spec(path)
-    session = CpuBackend().open(spec, {"threads": 2})
+    session = CpuBackend().open(spec, BackendOptions(threads=2))
     try:
         results = classify_images(spec, session, sorted(TEST_PHOTOS.glob("*.jpg")), 1)
         return {
@@ -185,7 +186,7 @@ def top1_on_test_photos(path: Path) -> dict[str, dict]:
 
 def raw_output(path: Path) -> np.ndarray:
     spec = load_model_spec(path, mean=(MEAN,), std=(STD,))  # the raw converter output has no metadata yet
-    session = CpuBackend().open(spec, {"threads": 1})
+    session = CpuBackend().open(spec, BackendOptions(threads=1))
     try:
         frame = decode_image((TEST_PHOTOS / "coffee.jpg").read_bytes())
         return session.run(Preprocessor(spec)(frame)).copy()
