@@ -121,6 +121,9 @@ def _event_text(kind: str, row: dict) -> str:
         used = original_text(row.get("backend_used", ""))
         model = original_text(row.get("model", ""))
         text = f"{kind}: {model} on {used}" if model else f"{kind}: {used}"
+        changes, _, rest = message.partition(": ")
+        if kind == "switch" and "→" in changes and rest:  # "threads 2→1: efficientnet_lite0 on cpu"
+            text = f"switch: {changes}"
     elif kind == "stop":
         text = "stop"
     else:

@@ -123,6 +123,13 @@ def test_switching_backend_and_model_while_capture_keeps_running(pipelines):
     switches = [e for e in p.events() if e.kind == "switch"]
     assert len(switches) == 2
     assert all(e.close_ms is not None and e.open_ms > 0 and e.first_inference_ms > 0 for e in switches)
+    # Each switch says what changed, not only what runs now (recordings and plot markers use it).
+    assert switches[0].changes == "model efficientnet_lite0→efficientnet_lite0_int8"
+    assert switches[0].message.startswith(f"{switches[0].changes}: efficientnet_lite0_int8 on")
+    assert switches[1].changes == "delegate cpu→gpu", switches[1].changes  # threads were 1 already
+    p.reconfigure(options={"threads": 2})
+    assert wait_until(lambda: len([e for e in p.events() if e.kind == "switch"]) == 3)
+    assert [e for e in p.events() if e.kind == "switch"][-1].changes == "threads 1→2"
     report = p.delegation_report()
     assert (report.requested, report.used) == ("gpu", "cpu") and report.fallback_reason
     assert p.metrics.snapshot().frames_total > frames_before  # capture never stopped

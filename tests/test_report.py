@@ -219,3 +219,15 @@ def test_other_commands_never_import_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
     assert re.search(r"^\s+report\s", run_cli("--help").stdout, re.MULTILINE)
+
+
+def test_a_switch_is_labelled_with_what_changed(tmp_path):
+    from app.report_data import load_session
+
+    rows = [{"event": "open", "model": "m", "backend_used": "cpu", "message": "m on cpu"}]
+    rows += [inference_row(i, "cat") for i in range(3)]
+    rows += [{"event": "switch", "model": "m", "backend_used": "cpu", "message": "threads 2→1: m on cpu"}]
+    rows += [inference_row(i, "cat") for i in range(3, 6)]
+    data = load_session(recording(tmp_path / "r.csv", rows), 0)
+    texts = [e.text for e in data.events]
+    assert "switch: threads 2→1" in texts and "open: m on cpu" in texts, texts

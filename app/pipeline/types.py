@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 
@@ -59,6 +59,23 @@ class InferenceConfig:
     def describe(self) -> str:
         return f"{Path(str(self.model)).stem} on {self.delegate}"
 
+    def changes_from(self, old: InferenceConfig) -> str:
+        """What a switch from `old` changes, in words: 'threads 2→1', 'model a→b, delegate cpu→gpu'."""
+        parts = []
+        if old.model != self.model:
+            parts.append(f"model {Path(str(old.model)).stem}→{Path(str(self.model)).stem}")
+        if old.labels != self.labels:
+            parts.append(f"labels {_name(old.labels)}→{_name(self.labels)}")
+        if old.delegate != self.delegate:
+            parts.append(f"delegate {old.delegate}→{self.delegate}")
+        for f in fields(BackendOptions):
+            before, after = getattr(old.options, f.name), getattr(self.options, f.name)
+            if before != after:
+                parts.append(f"{f.name.replace('_', ' ')} {_shown(before)}→{_shown(after)}")
+        if old.fallback != self.fallback:
+            parts.append("fallback " + ("on" if self.fallback else "off"))
+        return ", ".join(parts)
+
     def to_dict(self) -> dict:
         """For JSON: paths as text, options as a mapping."""
         return {**asdict(self), "model": str(self.model), "labels": str(self.labels or "")}
@@ -72,6 +89,14 @@ class InferenceConfig:
             other.options,
             other.fallback,
         )
+
+
+def _name(path: Path | None) -> str:
+    return path.name if path else "the model's own"
+
+
+def _shown(value: object) -> str:
+    return "default" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
@@ -104,6 +129,7 @@ class Event:
     open_ms: float | None = None  # ... opening the new one (LiteRT init)
     first_inference_ms: float | None = None  # ... and its first inference
     model: dict | None = None  # name, id, sha256, path, input of the model opened
+    changes: str | None = None  # a switch: what changed ("threads 2→1"), InferenceConfig.changes_from
     seq: int = 0  # position in its pipeline's event log, from 1: `events_since(seq)`
 
 

@@ -192,12 +192,16 @@ class InferenceWorker:
         with self._lock:
             self._cpu_split = split
 
-    def _publish_open(self, active: ActiveSession, kind: EventKind, close_ms: float | None) -> None:
+    def _publish_open(
+        self, active: ActiveSession, kind: EventKind, close_ms: float | None, changes: str | None = None
+    ) -> None:
         report = active.session.report
         with self._lock:
             self._capture_pre = Preprocessor(active.spec)
             self._report = report
         message = f"{active.spec.name} on {report.used}"
+        if changes:  # a recording and the plots must say what changed, not only what runs now
+            message = f"{changes}: {message}"
         if report.fallback_reason:
             message += f" (requested {report.requested}; fell back: {report.fallback_reason})"
         spec = active.spec
@@ -219,6 +223,7 @@ class InferenceWorker:
             session_id=active.session_id,
             report=report,
             close_ms=close_ms,
+            changes=changes or None,
             open_ms=report.init_ms,
             first_inference_ms=report.first_inference_ms,
         )
@@ -254,7 +259,8 @@ class InferenceWorker:
                 return None
             # From memory: the running model's file may have been moved or deleted since.
             return self._open(active.config, active.spec)
-        self._publish_open(new, EventKind.OPEN if active is None else EventKind.SWITCH, close_ms)
+        changes = config.changes_from(active.config) if active is not None else None
+        self._publish_open(new, EventKind.OPEN if active is None else EventKind.SWITCH, close_ms, changes)
         return new
 
     def _still_running(self, active: ActiveSession, refused: InferenceConfig) -> None:

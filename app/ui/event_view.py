@@ -80,5 +80,5 @@ def marker_text(event: Event) -> str:
         model = event.model["name"] if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             return f"{event.report.requested.upper()}→{used} fallback"
-        return f"{used} · {model}"
+        return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"
     return event.kind.replace("_", " ")

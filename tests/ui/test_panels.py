@@ -71,3 +71,18 @@ def test_fps_and_latency_axes_start_at_zero_so_noise_looks_like_noise(qtbot):
     qtbot.addWidget(empty)
     empty.add_point({k: float("nan") for k in KEYS}, t=0)
     assert empty.plots["fps"].viewRange()[1] == [0, 1.0]
+
+
+def test_a_switch_marker_says_what_changed():
+    import time
+
+    from app.backends import DelegationReport
+    from app.pipeline import Event, EventKind
+    from app.ui.event_view import marker_text
+
+    report = DelegationReport(requested="cpu", used="cpu", accelerator="XNNPACK")
+    switch = Event(EventKind.SWITCH, time.monotonic(), time.time(), "threads 2→1: m on cpu", report=report,
+                   model={"name": "m"}, changes="threads 2→1")  # fmt: skip
+    assert marker_text(switch) == "CPU · threads 2→1"
+    opened = Event(EventKind.OPEN, time.monotonic(), time.time(), "m on cpu", report=report, model={"name": "m"})
+    assert marker_text(opened) == "CPU · m"
