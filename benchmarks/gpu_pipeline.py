@@ -64,6 +64,8 @@ from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 if a.get("cv2_threads"):
     cv2.setNumThreads(a["cv2_threads"])
+if a.get("switch_interval"):
+    sys.setswitchinterval(a["switch_interval"])
 s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
                           inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads", 1)),
               InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
@@ -87,6 +89,11 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
         "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
+        "bench gpu synthetic (pinned, GIL switch interval 0.5 ms)": {
+            **gpu, "source": "synthetic", "switch_interval": 0.0005},
+        "bench gpu synthetic (pinned, GIL switch interval 0.1 ms)": {
+            **gpu, "source": "synthetic", "switch_interval": 0.0001},
+        "bench gpu demo (pinned, GIL switch interval 0.5 ms)": {**gpu, "source": "demo", "switch_interval": 0.0005},
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
         "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
@@ -112,8 +119,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=900)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", nargs="*", help="run only the variants whose name contains one of these")
     args = parser.parse_args()
     runs = variants(args.model, args.frames)
+    if args.only:
+        runs = {k: v for k, v in runs.items() if k == "raw gpu" or any(word in k for word in args.only)}
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for r in range(args.rounds):
         for name, (kind, argv) in runs.items():
