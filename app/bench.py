@@ -59,7 +59,7 @@ def run_bench(
         on_event=sink.on_event if sink else None,
         pin_cpus=bench.pin_cpus,
         inference_cpus=bench.inference_cpus,
-        source_options={"decode_threads": bench.decode_threads} if bench.decode_threads != 1 else None,
+        source_options={"decode_threads": bench.decode_threads},
     )
     started = time.monotonic()
     pipeline.start()

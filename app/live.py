@@ -18,7 +18,6 @@ from typing import Literal
 
 import numpy as np
 
-from app import cpu_affinity
 from app.backends import DelegationReport
 from app.compare import AgreementSummary, ComparePipeline, FrameComparison
 from app.heap import release_free_memory
@@ -169,18 +168,11 @@ class LiveController:
     def snapshot(self, side: Side = "a") -> MetricsSnapshot:
         return self._metrics[side].snapshot()
 
-    def inferences_total(self, side: Side = "a") -> int:
-        """A counter, cheaper than a snapshot, for pollers waiting on progress."""
-        return self._metrics[side].inferences_total
-
     def status(self) -> Status:
         return self._running().status()
 
     def source_info(self) -> SourceInfo | None:
         return self._running().source_info()
-
-    def cpu_split(self) -> cpu_affinity.CpuSplit | None:
-        return self._worker("a").cpu_split()
 
     def events(self) -> list[Event]:
         """Side A's retained events (the source's included), oldest first."""

@@ -16,12 +16,11 @@ import time
 from app.errors import SourceError, SourceLost
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
-from app.pipeline.types import EventKind, State, Status
+from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.redact import redact_credentials
 from app.sources import LIVE_KINDS, Frame, FrameSource, SourceInfo, open_source
 
-_POLL_S = 0.05  # how often a blocked wait looks at the stop flag
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 
 
@@ -139,6 +138,6 @@ class Capture:
 
     def _wait_taken(self) -> None:
         for worker in self._workers:
-            while not worker.slot.wait_taken(_POLL_S):
+            while not worker.slot.wait_taken(POLL_S):
                 if self._stop.is_set() or worker.inference_done():
                     break

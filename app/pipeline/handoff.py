@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.pipeline.active import ActiveSession
+from app.pipeline.types import POLL_S
 from app.sources import Frame
 from app.thread_cpu import InferenceCpu
 
-_POLL_S = 0.05  # how often a blocked put looks at the stop flag
 _MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it
 
 
@@ -42,7 +42,7 @@ class Handoff:
         self._unpublished = 0  # put and not yet done: queued or being published
 
     def put(self, item: RawOutput, stop: threading.Event) -> None:
-        while not self._room.acquire(timeout=_POLL_S):
+        while not self._room.acquire(timeout=POLL_S):
             if stop.is_set():
                 break  # shutting down: the results thread drains whatever is queued
         with self._lock:

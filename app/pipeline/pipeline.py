@@ -73,10 +73,6 @@ class Feed:
             source_options={"pace": pace, "loop": loop, **(source_options or {})},
         )
 
-    @property
-    def source_spec(self) -> str:
-        return self.capture.spec
-
     def start(self) -> None:
         for worker in self.workers.values():
             worker.start()
@@ -160,17 +156,17 @@ class Pipeline(Feed):
         self.metrics = self.worker.metrics
 
     def reconfigure(self, **changes: object) -> None:
-        self.workers["a"].reconfigure(**changes)
+        self.worker.reconfigure(**changes)
 
     @property
     def config(self) -> InferenceConfig:
-        return self.workers["a"].config
+        return self.worker.config
 
     def latest_result(self) -> Result | None:
-        return self.workers["a"].latest_result()
+        return self.worker.latest_result()
 
     def delegation_report(self) -> DelegationReport | None:
-        return self.workers["a"].delegation_report()
+        return self.worker.delegation_report()
 
     def cpu_split(self) -> cpu_affinity.CpuSplit | None:
-        return self.workers["a"].cpu_split()
+        return self.worker.cpu_split()

@@ -8,6 +8,7 @@ from collections import deque
 from collections.abc import Callable
 
 from app.pipeline.types import Event, EventKind, State, Status
+from app.sources import SourceInfo
 
 _MAX_EVENTS = 1000
 
@@ -28,10 +29,10 @@ class RunLog:
         with self._lock:
             self._status = status
 
-    def fail(self, exc_message: str, exit_code: int, source=None) -> None:
+    def fail(self, message: str, exit_code: int, source: SourceInfo | None = None) -> None:
         """End the run on a typed error: the status says so and an error event records why."""
-        self.set_status(Status(State.ERROR, exc_message, source, exit_code))
-        self.emit(EventKind.ERROR, exc_message)
+        self.set_status(Status(State.ERROR, message, source, exit_code))
+        self.emit(EventKind.ERROR, message)
 
     def emit(self, kind: EventKind, message: str, **fields: object) -> Event:
         with self._lock:

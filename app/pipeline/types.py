@@ -16,6 +16,8 @@ from app.postprocess import Prediction
 from app.preprocess import CropBox
 from app.sources import SourceInfo
 
+POLL_S = 0.05  # how often a pipeline thread blocked in a wait looks at its stop flag
+
 
 class EventKind(StrEnum):
     """Kinds of pipeline events; their values are the CSV's `event` column (docs/csv-format.md)."""

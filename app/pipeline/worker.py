@@ -26,12 +26,11 @@ from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff, RawOutput
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
-from app.pipeline.types import Event, EventKind, InferenceConfig, Result, State, Status
+from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result, State, Status
 from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
 from app.thread_cpu import started_by
 
-_POLL_S = 0.05  # how often blocked threads look at the stop flag
 _BAD_RESULT_EVERY_S = 1.0
 
 
@@ -130,10 +129,6 @@ class InferenceWorker:
         not shared with the inference thread's)."""
         with self._lock:
             return self._capture_pre
-
-    @property
-    def stopped(self) -> bool:
-        return self._stop.is_set()
 
     def inference_done(self) -> bool:
         return not self._inference.is_alive()
@@ -300,12 +295,12 @@ class InferenceWorker:
                     if active is None:
                         return
                 wait = last_start + active.config.throttle_ms / 1e3 - time.monotonic()
-                if wait > 0 and self._stop.wait(min(wait, _POLL_S)):
+                if wait > 0 and self._stop.wait(min(wait, POLL_S)):
                     return
-                if wait > _POLL_S:
+                if wait > POLL_S:
                     continue
                 self._idle.set()
-                frame = self.slot.take(_POLL_S)
+                frame = self.slot.take(POLL_S)
                 if frame is None:
                     continue
                 self._idle.clear()
