@@ -53,8 +53,10 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
         own, runtime, total = (float(r[k] or 0) for k in ("inference_thread_cpu_ms", "runtime_threads_cpu_ms",
                                                           "inference_cpu_ms"))  # fmt: skip
         assert abs(own + runtime - total) < 0.01 and r["rest_of_process_cpu_ms"] != ""
+    # One thread: never more than its wall time (the process clock read 2.0x here, counting other
+    # threads). Less is real on a loaded machine: the thread waits for a CPU (0.76 seen in CI-like load).
     ratio = m["cpu_ms_per_inference"] / m["latency"]["inference"]["mean"]
-    assert 0.8 < ratio < 1.15, ratio
+    assert 0.3 < ratio < 1.15, ratio
     assert session.metadata["format_version"] == 2
     assert summary["bottleneck"]["stage"] in ("source", "preprocess", "inference", "results", "throttle")
     assert "bound     " in run.stdout
