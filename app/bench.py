@@ -119,6 +119,9 @@ def run_bench(
         "metrics": snap_dict,
         # Which stage set the rate: a delegate comparison by throughput means nothing unless inference.
         "bottleneck": b.to_dict() if (b := find_bottleneck(snap, pipeline.config.throttle_ms)) else None,
+        # Frames that repeat an image (the synthetic cycle) reuse its tensor: the rate then shows
+        # the delegate, and each frame's preprocess figure is what computing that image cost.
+        "preprocessing": {"repeated_images_reused": pipeline.rgb_cache.repeats_reused},
         "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
         "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
         "wall_s": time.monotonic() - started,

@@ -98,6 +98,12 @@ def _print_bench(summary: dict) -> None:
     print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
     if summary.get("bottleneck"):
         print(f"bound     {summary['bottleneck']['evidence']['sentence']}")
+    reused = (summary.get("preprocessing") or {}).get("repeated_images_reused")
+    if reused:
+        print(
+            f"preproc   {reused} frames repeated an image already preprocessed (the synthetic cycle): "
+            "not preprocessed again (their preprocess figure is the lookup)"
+        )
     split = summary.get("cpu_affinity")
     print("cpus      " + (CpuSplit(**split).describe() if split else "not pinned (every thread on any CPU)"))
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")

@@ -60,6 +60,45 @@ def test_a_prepared_tensor_is_handed_over_once_and_writeable():
     assert not ahead and np.array_equal(again, tensor)
 
 
+def test_a_repeated_image_is_preprocessed_once_per_model_and_gives_the_same_tensor():
+    from app.sources import open_source
+
+    pre = Preprocessor(load_model_spec("efficientnet_lite0"))
+    with open_source("synthetic:320x240@30", pace=False) as source:
+        frames = [source.read() for _ in range(70)]
+    cycle = len({f.content_id for f in frames})
+    assert 2 <= cycle < 70 and all(f.content_id == f.index % cycle for f in frames)
+    cache = RgbCache()
+    costs = []
+    for f in frames:
+        cache.prepare(f, pre)
+        tensor, ms, ahead = cache.tensor(f, pre)
+        assert ahead, f.index
+        costs.append(ms)
+        assert np.array_equal(tensor, pre(f.image)), f.index
+    # A reused frame reports the lookup as its preprocessing (µs), not the first computation's ms.
+    assert np.median(costs[cycle:]) < np.median(costs[:cycle]) / 5
+    assert cache.repeats_reused == 70 - cycle
+    assert cache.peek(frames[-1].index) is not None  # A/B thumbnails still find the pixels
+    # A frame with its own pixels (a video, a camera) is never taken for another.
+    own = Frame(frames[0].index + 1000, frames[1].image, time.monotonic(), time.time())
+    cache.prepare(own, pre)
+    assert cache.tensor(own, pre)[0] is not cache.tensor(frames[1], pre)[0]
+    assert cache.repeats_reused == 70 - cycle + 1  # frames[1] again, not `own`
+
+
+def test_repeated_images_stay_within_their_memory_budget():
+    pre = Preprocessor(load_model_spec("efficientnet_lite0"))
+    one = 224 * 224 * 3 * (1 + 4)  # RGB stage + float32 tensor
+    cache = RgbCache(repeat_bytes=3 * one)
+    image = np.zeros((240, 320, 3), np.uint8)
+    for i in range(10):
+        cache.tensor(Frame(i, image, time.monotonic(), time.time(), content_id=i), pre)
+    assert cache._repeated_bytes() <= 3 * one
+    assert cache.tensor(Frame(10, image, time.monotonic(), time.time(), content_id=0), pre)[2] is True
+    assert cache.repeats_reused == 1
+
+
 def test_latest_frame_slot_keeps_only_the_newest_and_counts_overwrites():
     slot = LatestFrameSlot()
     assert slot.put(frame(0)) is False

@@ -18,6 +18,9 @@ class Frame:
     image: np.ndarray  # BGR uint8 HxWx3, owned by the frame (never a buffer the source reuses)
     captured_at: float  # time.monotonic() when the frame became available
     wall_time: float  # time.time() at the same moment
+    # Frames with the same content_id have identical pixels (a source that hands out the same
+    # images again: the synthetic cycle), so their preprocessed tensors can be reused.
+    content_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class _Source:
             return None
         with self._lock:
             try:
+                content_id = self._content_id(self._index)
                 image = None if self._closed.is_set() else self._next_image()
             finally:
                 if self._closed.is_set():
@@ -104,7 +108,7 @@ class _Source:
             return None
         if self._pacer is not None and not self._pacer.wait():
             return None
-        frame = Frame(self._index, image, time.monotonic(), time.time())
+        frame = Frame(self._index, image, time.monotonic(), time.time(), content_id)
         self._index += 1
         return frame
 
@@ -126,6 +130,10 @@ class _Source:
         """The next image (a fresh array, or a read-only one the source hands out again), None at
         the end; may raise SourceLost."""
         raise NotImplementedError
+
+    def _content_id(self, index: int) -> int | None:
+        """Which of the source's repeated images frame `index` is; None: its own pixels."""
+        return None
 
     def _release(self) -> None:
         """Free native resources; called under the lock, possibly more than once."""

@@ -45,6 +45,9 @@ class SyntheticSource(_Source):
             description=f"synthetic {width}x{height} @ {fps:g} fps" + ("" if pace else ", unpaced"),
         )
 
+    def _content_id(self, index: int) -> int:
+        return index % len(self._cycle)
+
     def _next_image(self) -> np.ndarray:
         return self._cycle[self._index % len(self._cycle)]
 
