@@ -8,16 +8,22 @@ of delegate or model are vertical labelled markers, so before/after reads at a g
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
 from app.metrics import MetricsSnapshot, Ring
 
 HISTORY_S = 60.0
 _MAX_POINTS = 4096  # > HISTORY_S x any sensible refresh rate
+LEGEND_TEXT_SIZE, LEGEND_TEXT_COLOUR = "8pt", "#222222"
+MARKER_ROWS = 4  # switch labels close together stack up to this many rows up the line
+_MARKER_BOTTOM = 0.1  # a new label's place along its line (0 = bottom, 1 = top) until it is placed
+_LABEL_PAD = 12.0  # pixels: the label's own margins (4 a side) and a gap to its neighbour
 
 # (plot, key, legend, colour, dashed)
 SERIES = (
@@ -82,7 +88,8 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self._ring = Ring(1 + len(KEYS), _MAX_POINTS)
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, pg.PlotDataItem] = {}
-        self._markers: list[tuple[float, list[pg.InfiniteLine]]] = []
+        self._markers: list[Marker] = []
+        self.legends: dict[str, pg.LegendItem] = {}
         self.updates = 0  # setData rounds done (the soak benchmark counts these)
         for col, name in enumerate(("fps", "latency", "cpu")):
             plot = self.addPlot(row=0, col=col, title=_TITLES[name])
@@ -90,9 +97,14 @@ class LivePlots(pg.GraphicsLayoutWidget):
             plot.setMouseEnabled(x=False, y=False)
             plot.hideButtons()
             plot.setMenuEnabled(False)
-            legend = plot.addLegend(offset=(2, 2), labelTextSize="7pt", brush=pg.mkBrush(255, 255, 255, 190))
-            legend.setColumnCount(2)
-            legend.layout.setVerticalSpacing(-4)
+            # The legend sits under its plot, outside the data, in dark text (it was small grey text over the lines).
+            legend = pg.LegendItem(labelTextSize=LEGEND_TEXT_SIZE, labelTextColor=LEGEND_TEXT_COLOUR, frame=False)
+            legend.layout.setVerticalSpacing(0)
+            legend.layout.setHorizontalSpacing(2)
+            legend.layout.setContentsMargins(0, 0, 0, 0)
+            self.addItem(legend, row=1, col=col)
+            self.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            self.legends[name] = legend
             plot.setLabel("bottom", "seconds ago")
             plot.disableAutoRange(axis="y")  # set in redraw: from 0, so noise around 30 fps looks like noise
             self.plots[name] = plot
@@ -103,8 +115,13 @@ class LivePlots(pg.GraphicsLayoutWidget):
         for plot_name, key, legend, colour, dashed in SERIES:
             pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
             b_side = key.startswith("b_")  # in the legend only while an A/B comparison runs
-            self.curves[key] = self.plots[plot_name].plot(name=None if b_side else legend, pen=pen, connect="finite")
+            self.curves[key] = self.plots[plot_name].plot(pen=pen, connect="finite")
+            if not b_side:
+                self.legends[plot_name].addItem(self.curves[key], legend)
             self._legend_names[key] = legend
+        for legend in self.legends.values():
+            legend.setColumnCount(3)
+        self._fit_legends()
         self._b_shown = False
 
     def show_b(self, on: bool) -> None:
@@ -115,11 +132,19 @@ class LivePlots(pg.GraphicsLayoutWidget):
         for plot_name, key, *_ in SERIES:
             if not key.startswith("b_"):
                 continue
-            legend = self.plots[plot_name].legend
+            legend = self.legends[plot_name]
             if on:
                 legend.addItem(self.curves[key], self._legend_names[key])
             else:
                 legend.removeItem(self.curves[key])
+        self._fit_legends()
+
+    def _fit_legends(self) -> None:
+        """Legends take the height their rows need, no more (the plots get the rest)."""
+        for legend in self.legends.values():
+            legend.updateSize()
+            legend.setMaximumHeight(legend.layout.preferredHeight())
+            legend.setMinimumHeight(legend.layout.preferredHeight())
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -137,10 +162,11 @@ class LivePlots(pg.GraphicsLayoutWidget):
             self.curves[key].setData(x, rows[:, i])
         self.plots["fps"].setXRange(-self.history_s, 0, padding=0)
         self._fit_from_zero(rows)
-        for at, lines in self._markers:
-            for line in lines:
-                line.setValue(at - t)
+        for marker in self._markers:
+            for line in marker.lines:
+                line.setValue(marker.at - t)
         self._drop_old_markers(t)
+        self.place_marker_labels()
         self.updates += 1
 
     def _fit_from_zero(self, rows: np.ndarray) -> None:
@@ -163,35 +189,91 @@ class LivePlots(pg.GraphicsLayoutWidget):
             self.plots["fps"].setXRange(float(t[0]), float(t[-1]), padding=0.01)
         self._fit_from_zero(np.column_stack([t, *(values.get(k, np.full(len(t), np.nan)) for k in KEYS)]))
         for at, text in markers:
-            for name, plot in self.plots.items():
-                plot.addItem(_marker_line(text if name == "fps" else None, at), ignoreBounds=True)
+            self._add_marker_lines(text, at, at)
+        self.place_marker_labels()
         self.updates += 1
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.place_marker_labels()  # the labels' room changed with the plot's width
 
     def add_marker(self, text: str, at: float | None = None) -> None:
         """A labelled vertical line on every plot at time `at` (plot clock; default now)."""
         at = self.now() if at is None else at
+        self._add_marker_lines(text, at, at - self.now())
+
+    def _add_marker_lines(self, text: str, at: float, x: float) -> None:
         lines = []
         for name, plot in self.plots.items():
-            line = _marker_line(text if name == "fps" else None, 0.0)
+            line = _marker_line(text if name == "fps" else None, x)
             plot.addItem(line, ignoreBounds=True)
             lines.append(line)
-        self._markers.append((at, lines))
+        self._markers.append(Marker(at, text, lines))
+        self._markers.sort(key=lambda m: m.at)
+
+    def place_marker_labels(self) -> None:
+        """Put each switch label where it neither covers another nor runs off the plot.
+
+        A label hangs left of its line (it ends at the switch) and flips to the right when that
+        would cross the plot's left edge; labels that would touch are stacked in rows up the line,
+        the newest lowest; a label with no free row, or wider than the plot, is elided (the full
+        text stays in its tooltip)."""
+        if not self.__dict__.get("plots"):  # a resize while the base class is being built
+            return
+        view = self.plots["fps"].getViewBox()
+        (x_lo, x_hi), width, height = view.viewRange()[0], view.width(), view.height()
+        if width <= 0 or height <= 0 or x_hi <= x_lo or not self._markers:
+            return
+        per_unit = width / (x_hi - x_lo)
+        row_h = self._markers[0].lines[0].label.boundingRect().height() + 2
+        n_rows = max(1, min(MARKER_ROWS, int((height * 0.8 - 2) // row_h)))  # the upper part is the data's
+        rows: list[list[tuple[float, float]]] = [[] for _ in range(n_rows)]
+        for marker in reversed(self._markers):  # newest first: it gets the lowest row
+            label = marker.lines[0].label
+            x = (marker.at_x() - x_lo) * per_unit
+            if not 0 <= x <= width:
+                label.setVisible(False)
+                continue
+            if not label.isVisible():
+                label.setVisible(True)
+            text = marker.text
+            full = _text_width(label, text) + _LABEL_PAD
+            right = full > x and width - x > x  # hangs left of its line unless only the right has room
+            room = width - x if right else x
+            if full > room:  # no room on either side: shortened to fit
+                text = _elide(label, text, int(room - _LABEL_PAD))
+                full = _text_width(label, text) + _LABEL_PAD
+            span = (x, x + full) if right else (x - full, x)
+            row = next((i for i, used in enumerate(rows) if all(span[1] <= a or span[0] >= b for a, b in used)), None)
+            if row is None:  # no free row: shortened into the row with the most room beside its line, or hidden
+                rooms = [_free_room(used, x, right, width) for used in rows]
+                row = max(range(n_rows), key=rooms.__getitem__)
+                if rooms[row] < 3 * _LABEL_PAD:
+                    label.setVisible(False)
+                    continue
+                text = _elide(label, text, int(rooms[row] - _LABEL_PAD))
+                span = (x, x + rooms[row]) if right else (x - rooms[row], x)
+            rows[row].append(span)
+            label.setFormat(text.replace("{", "{{").replace("}", "}}"))  # the line re-applies it as it moves
+            label.setToolTip(marker.text)
+            label.anchors = [(0, 1), (0, 1)] if right else [(1, 1), (1, 1)]  # the text's bottom at the point
+            label.setPosition(min(1.0, (2 + row * row_h) / height))
 
     def marker_count(self) -> int:
         return len(self._markers)
 
     def clear_series(self) -> None:
         self._ring.clear()
-        for _, lines in self._markers:
-            for plot, line in zip(self.plots.values(), lines, strict=True):
+        for marker in self._markers:
+            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
                 plot.removeItem(line)
         self._markers.clear()
 
     def _drop_old_markers(self, t: float) -> None:
         # Markers that scrolled off are removed, so a long run does not accumulate items.
-        while self._markers and self._markers[0][0] < t - self.history_s:
-            _, lines = self._markers.pop(0)
-            for plot, line in zip(self.plots.values(), lines, strict=True):
+        while self._markers and self._markers[0].at < t - self.history_s:
+            marker = self._markers.pop(0)
+            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
                 plot.removeItem(line)
 
     def series(self, key: str) -> np.ndarray:
@@ -199,11 +281,45 @@ class LivePlots(pg.GraphicsLayoutWidget):
         return self._ring.rows()[:, 1 + KEYS.index(key)]
 
 
+@dataclass
+class Marker:
+    """A switch marker: when (plot clock, or a recording's seconds), its text, its line on each plot."""
+
+    at: float
+    text: str
+    lines: list[pg.InfiniteLine]
+
+    def at_x(self) -> float:
+        return self.lines[0].value()
+
+
 def _marker_line(label: str | None, at: float) -> pg.InfiniteLine:
     return pg.InfiniteLine(
         pos=at,
         angle=90,
         pen=pg.mkPen("#444444", width=1, style=Qt.PenStyle.DotLine),
-        label=label,
-        labelOpts={"position": 0.12, "color": "#222222", "fill": (255, 255, 255, 200), "anchors": [(1, 0), (1, 0)]},
+        label=None if label is None else label.replace("{", "{{").replace("}", "}}"),  # a format string
+        labelOpts={
+            "position": _MARKER_BOTTOM,
+            "color": "#222222",
+            "fill": (255, 255, 255, 220),
+            "anchors": [(1, 0), (1, 0)],
+        },
     )
+
+
+def _free_room(used: list[tuple[float, float]], x: float, right: bool, width: float) -> float:
+    """Pixels free in a row of label spans from x rightwards (right) or leftwards."""
+    if any(a < x < b for a, b in used):
+        return 0.0
+    if right:
+        return min((a for a, _ in used if a >= x), default=width) - x
+    return x - max((b for _, b in used if b <= x), default=0.0)
+
+
+def _text_width(label: pg.TextItem, text: str) -> float:
+    return QFontMetricsF(label.textItem.font()).horizontalAdvance(text)
+
+
+def _elide(label: pg.TextItem, text: str, width: int) -> str:
+    return QFontMetricsF(label.textItem.font()).elidedText(text, Qt.TextElideMode.ElideRight, max(0, width))
