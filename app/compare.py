@@ -10,6 +10,7 @@ runtime started when it opened (app/thread_cpu.py), never the other side's.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import OrderedDict, deque
@@ -22,6 +23,20 @@ from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Result
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
+SPEED_FRAMES = 300  # the A/B speed ratio: medians over the last this many frames both sides inferred
+
+
+@dataclass(frozen=True)
+class SpeedWindow:
+    """Both sides' median inference and CPU milliseconds over the same recent frames (paired, so
+    the ratio compares like with like), and the span those frames cover."""
+
+    frames: int
+    seconds: float
+    a_ms: float
+    b_ms: float
+    a_cpu_ms: float
+    b_cpu_ms: float
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,16 @@ class Comparator:
         with self._lock:
             self.comparisons.clear()
             self._disagreements.clear()
+
+    def speed(self, frames: int = SPEED_FRAMES) -> SpeedWindow | None:
+        """Medians over the last `frames` frames both sides inferred: one slow frame or a few seconds of
+        contention move it little (the 5 s metrics window's p50 swung 1.5x-1.9x within seconds)."""
+        with self._lock:
+            rows = list(itertools.islice(reversed(self.comparisons), frames))
+        if not rows:
+            return None
+        medians = np.median([(c.a_inference_ms, c.b_inference_ms, c.a_cpu_ms, c.b_cpu_ms) for c in rows], axis=0)
+        return SpeedWindow(len(rows), rows[0].at - rows[-1].at, *(float(m) for m in medians))
 
     def summary(self, since: float | None = None) -> AgreementSummary:
         with self._lock:

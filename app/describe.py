@@ -42,8 +42,9 @@ def offload_sentence(cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: 
 SAME_SPEED = 0.02  # medians within 2% of each other are a tie at the noise of a shared machine
 
 
-def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float) -> str:
-    """A/B in one sentence: B's median inference time against A's, and its CPU time per inference."""
+def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float, over: str = "") -> str:
+    """A/B in one sentence: B's median inference time against A's, and its CPU time per inference;
+    `over` says what the medians cover ('the last 300 frames both inferred')."""
     if not a_ms or not b_ms:
         return "speed not measured"
     ratio = a_ms / b_ms
@@ -53,7 +54,7 @@ def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: 
         speed = f"B is {ratio:.2f}× faster than A" if ratio > 1 else f"B is {1 / ratio:.2f}× slower than A"
     if a_cpu > 0:
         speed += f"; CPU time per inference {(b_cpu / a_cpu - 1) * 100:+.0f}%"
-    return speed + " (median inference time, both running together)"
+    return speed + f" (median inference time{' over ' + over if over else ''}, both running together)"
 
 
 def nodes_delegated_text(delegated: object, total: object, partitions: object) -> str:
@@ -80,13 +81,23 @@ def delegation_line(report: DelegationReport) -> str:
     return ", ".join(parts)
 
 
+_BACKEND_NAMES = {"coreml": "Core ML", "reference": "TF reference"}
+
+
+def backend_name(name: str) -> str:
+    """A backend as users read it: 'CPU', 'GPU', 'Core ML' (never 'COREML')."""
+    return _BACKEND_NAMES.get(name, name.upper())
+
+
 def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
     """The delegation panel's rows: requested vs used, fallback, adapter, nodes, partitions, timings."""
     fell_back = report.requested != report.used
     facts = [
         Fact(
             "Backend",
-            f"{report.used.upper()} (requested {report.requested.upper()})" if fell_back else report.used.upper(),
+            f"{backend_name(report.used)} (requested {backend_name(report.requested)})"
+            if fell_back
+            else backend_name(report.used),
             "warn" if fell_back else "ok",
         ),
         Fact("Accelerator", report.accelerator),
@@ -115,7 +126,12 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
             "info" if report.partitions is None else ("ok" if report.partitions <= 1 else "warn"),
         )
     )
-    facts.append(Fact("Ops left on CPU", ", ".join(report.cpu_ops) if report.cpu_ops else "none"))
+    if report.cpu_ops:
+        facts.append(Fact("Ops left on CPU", ", ".join(report.cpu_ops), "warn"))
+    elif report.fully_accelerated is False:  # some ops stay on the CPU, but the runtime did not say which
+        facts.append(Fact("Ops left on CPU", NOT_REPORTED, "info"))
+    else:
+        facts.append(Fact("Ops left on CPU", "none"))
     facts.append(Fact("Init", f"{report.init_ms:.0f} ms"))
     facts.append(Fact("First inference", f"{report.first_inference_ms:.0f} ms"))
     facts.extend(
@@ -143,4 +159,3 @@ def coreml_prediction_sentence(report: DelegationReport) -> str | None:
     if report.used == "coreml":
         return f"The TFLite Core ML delegate would take {take} (predicted from its rules)."
     return f"Core ML can't run here; on a Mac the TFLite Core ML delegate would take {take}."
-

@@ -19,7 +19,7 @@ from typing import Literal
 import numpy as np
 
 from app.backends import DelegationReport
-from app.compare import AgreementSummary, ComparePipeline, FrameComparison
+from app.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
 from app.heap import release_free_memory
 from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
@@ -48,6 +48,7 @@ class Comparison:
 
     summary: AgreementSummary
     thumbnails: list[tuple[FrameComparison, np.ndarray]]  # frames the sides disagree on
+    speed: SpeedWindow | None = None  # medians over the last frames both sides inferred
 
 
 class LiveController:
@@ -58,9 +59,7 @@ class LiveController:
     ) -> None:
         self._pace = pace  # False: files are read as fast as inference takes them (benchmarks)
         self.sampler = ResourceSampler(interval_s=0.5)
-        self._metrics = {
-            side: Metrics(window_s=metrics_window_s, sampler=self.sampler) for side in ("a", "b")
-        }
+        self._metrics = {side: Metrics(window_s=metrics_window_s, sampler=self.sampler) for side in ("a", "b")}
         self._config = config
         self._source = source
         self._feed: Feed | None = None
@@ -192,7 +191,7 @@ class LiveController:
         feed = self._feed
         if not isinstance(feed, ComparePipeline):
             return None
-        return Comparison(feed.comparator.summary(), list(feed.thumbnails))
+        return Comparison(feed.comparator.summary(), list(feed.thumbnails), feed.comparator.speed())
 
     def threads(self) -> list[threading.Thread]:
         return self._feed.threads() if self._feed else []

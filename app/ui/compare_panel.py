@@ -9,7 +9,7 @@ from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QIcon, QImage, QPixmap
 from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
 
-from app.compare import AgreementSummary, FrameComparison
+from app.compare import SPEED_FRAMES, AgreementSummary, FrameComparison, SpeedWindow
 from app.describe import speed_sentence
 from app.metrics import MetricsSnapshot
 
@@ -35,7 +35,14 @@ class ComparePanel(QWidget):
         self._shown: tuple[int, int | None] = (0, None)
         self._pixels: list[np.ndarray] = []  # keeps the arrays the thumbnails' QImages were made from
 
-    def set_summary(self, g: AgreementSummary, a: MetricsSnapshot, b: MetricsSnapshot, names: tuple[str, str]) -> None:
+    def set_summary(
+        self,
+        g: AgreementSummary,
+        a: MetricsSnapshot,
+        b: MetricsSnapshot,
+        names: tuple[str, str],
+        speed: SpeedWindow | None = None,
+    ) -> None:
         rows = [f"<b>A</b> {html.escape(names[0])} · <b>B</b> {html.escape(names[1])}"]
         if g.frames:
             text = f"top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames; top-5 overlap {g.top5_overlap:.0%}"
@@ -44,9 +51,15 @@ class ComparePanel(QWidget):
             rows.append(html.escape(text))
         else:
             rows.append("no frame inferred by both sides yet")
-        ia, ib = a.latency.get("inference"), b.latency.get("inference")
-        if ia and ib and ia.count and ib.count:
-            rows.append(html.escape(speed_sentence(ia.p50, ib.p50, a.cpu_ms_per_inference, b.cpu_ms_per_inference)))
+        if speed is not None:
+            # Medians over the same recent frames (paired), with how many and how long, not the 5 s metrics
+            # window's p50 of each side apart, which swung 1.5x-1.9x within seconds.
+            over = f"the last {speed.frames:,} frames both inferred, {speed.seconds:.0f} s"
+            sentence = speed_sentence(speed.a_ms, speed.b_ms, speed.a_cpu_ms, speed.b_cpu_ms, over)
+            rows.append(f"<b>{html.escape(sentence)}</b>")
+            if speed.frames < SPEED_FRAMES:
+                rows.append(html.escape(f"(the window grows to the last {SPEED_FRAMES} frames)"))
+        if a.latency.get("inference") and b.latency.get("inference"):
             rows.append(
                 html.escape(
                     f"A {a.inference_fps:.1f} inf/s, B {b.inference_fps:.1f} inf/s, sharing one machine "

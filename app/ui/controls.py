@@ -7,6 +7,7 @@ the panel shows back what is really running (the delegation panel), never its ow
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
@@ -19,6 +20,7 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
+    QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -27,18 +29,37 @@ from PySide6.QtWidgets import (
 from app.backends.coreml import COMPUTE_UNITS
 from app.backends.gpu import PRECISIONS
 from app.backends.options import BackendOptions
-from app.model import bundled_models
+from app.model import DEFAULT_MODEL, bundled_models
 from app.pipeline import InferenceConfig
 from app.sources import CameraInfo
 
 OPEN_FILE = "__open__"
+_COMBO_MIN_CHARS = 10  # combos shrink to this many characters, so the panel fits its dock without a scrollbar
 _THREADS_TIP = "CPU threads for XNNPACK (and the CPU fallback)"
+DEFAULT_B_MODEL = DEFAULT_MODEL
 DELEGATE_LABELS = {
     "cpu": "CPU (XNNPACK)",
     "gpu": "GPU (LiteRT)",
     "coreml": "Core ML",
     "reference": "TensorFlow reference",
 }
+
+
+@dataclass(frozen=True)
+class BSide:
+    """What side B of an A/B comparison runs: a bundled name or a .tflite path, a delegate, labels."""
+
+    model: str
+    delegate: str
+    labels: Path | None = None
+
+
+def _form(box: QGroupBox) -> QFormLayout:
+    form = QFormLayout(box)
+    # A narrow dock puts a field under its label instead of cutting it off or scrolling sideways.
+    form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+    return form
 
 
 class ControlPanel(QWidget):
@@ -49,24 +70,30 @@ class ControlPanel(QWidget):
     throttle_changed = Signal(float)
     top_k_changed = Signal(int)
     threshold_changed = Signal(float)  # 0..1
-    compare_changed = Signal(object)  # None (off) or (model, delegate) for side B
+    compare_changed = Signal(object)  # None (off) or the BSide to run
+    b_file_requested = Signal(str)  # "model" (Open .tflite… for B) or "labels" (a labels file for B)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
         self._unavailable: dict[str, str] = {}  # delegate -> why it cannot run here
+        # Third-party models opened this session, path -> label: they stay in the Model lists after a switch.
+        self._opened: dict[str, str] = {}
+        self._b_labels: Path | None = None
+        self._b_model = DEFAULT_B_MODEL
 
         box = QGroupBox("Input and model")
-        form = QFormLayout(box)
+        form = _form(box)
         self.source = QComboBox()
         self.source.setToolTip("Where frames come from")
         form.addRow("Source", self.source)
         self.model = QComboBox()
         form.addRow("Model", self.model)
+        self.forms = [form]
         layout.addWidget(box)
 
         box = QGroupBox("Delegate")
-        form = QFormLayout(box)
+        form = _form(box)
         self.delegate = QComboBox()
         for name, label in DELEGATE_LABELS.items():
             self.delegate.addItem(label, name)
@@ -87,25 +114,32 @@ class ControlPanel(QWidget):
         self.units.addItems(list(COMPUTE_UNITS))
         self.units.setToolTip("Core ML compute units")
         form.addRow("Core ML units", self.units)
+        self._delegate_form = form
+        self.forms.append(form)
         layout.addWidget(box)
 
         box = QGroupBox("Compare A/B")
-        form = QFormLayout(box)
+        form = _form(box)
         self.compare = QCheckBox("Run B on the same frames")
         self.compare.setToolTip("A is the model and delegate above; B runs next to it on every frame it can")
         form.addRow("", self.compare)
         self.b_model = QComboBox()
-        for name in bundled_models():
-            self.b_model.addItem(name, name)
+        self.b_model.setToolTip("B's model: a bundled one, or Open .tflite… for any classifier")
+        self._fill_models(self.b_model, DEFAULT_B_MODEL)
         form.addRow("B model", self.b_model)
+        self.b_labels = QPushButton("the model's own")
+        self.b_labels.setToolTip("Labels for B's model: click to open a labels file")
+        form.addRow("B labels", self.b_labels)
         self.b_delegate = QComboBox()
         for name, label in DELEGATE_LABELS.items():
             self.b_delegate.addItem(label, name)
         form.addRow("B runs on", self.b_delegate)
+        self._compare_form = form
+        self.forms.append(form)
         layout.addWidget(box)
 
         box = QGroupBox("Pipeline")
-        form = QFormLayout(box)
+        form = _form(box)
         self.throttle = QSpinBox()
         self.throttle.setRange(0, 10_000)
         self.throttle.setSuffix(" ms")
@@ -122,6 +156,7 @@ class ControlPanel(QWidget):
         self.threshold.setSuffix(" %")
         self.threshold.setToolTip("Hide labels below this score in the overlay")
         form.addRow("Score threshold", self.threshold)
+        self.forms.append(form)
         layout.addWidget(box)
         layout.addStretch(1)
 
@@ -138,9 +173,14 @@ class ControlPanel(QWidget):
         self.top_k.valueChanged.connect(self.top_k_changed.emit)
         self.threshold.valueChanged.connect(lambda v: self.threshold_changed.emit(v / 100.0))
         self.compare.toggled.connect(lambda _: self._compare_changed())
-        self.b_model.activated.connect(lambda _: self._compare_changed())
+        self.b_model.activated.connect(self._b_model_activated)
+        self.b_labels.clicked.connect(lambda: self.b_file_requested.emit("labels"))
         self.b_delegate.activated.connect(lambda _: self._compare_changed())
         self._show_relevant_options()
+        for combo in self.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(_COMBO_MIN_CHARS)
+        self.model.currentIndexChanged.connect(lambda _: self.model.setToolTip(self.model.currentText()))
         # Scrolling the panel must not change what runs: a wheel over an unfocused spin box or combo
         # (threads 2 -> 1 rebuilt the model mid-run) scrolls the panel instead.
         for widget in self.findChildren(QAbstractSpinBox) + self.findChildren(QComboBox):
@@ -174,7 +214,36 @@ class ControlPanel(QWidget):
 
     def _compare_changed(self) -> None:
         on = self.compare.isChecked()
-        self.compare_changed.emit((self.b_model.currentData(), self.b_delegate.currentData()) if on else None)
+        self._show_relevant_options()
+        self.compare_changed.emit(self.b_side() if on else None)
+
+    def b_side(self) -> BSide:
+        """What B would run, as chosen in the panel."""
+        return BSide(self.b_model.currentData(), self.b_delegate.currentData(), self._b_labels)
+
+    def _b_model_activated(self, index: int) -> None:
+        if self.b_model.itemData(index) == OPEN_FILE:
+            # The box shows B's model until the dialog picks another (cancelling changes nothing).
+            self._fill_models(self.b_model, self._b_model)
+            self.b_file_requested.emit("model")
+            return
+        self._b_model = self.b_model.itemData(index)
+        self.set_b_labels(None)  # a labels file belongs to the model it was chosen for
+        self._compare_changed()
+
+    def add_b_model(self, path: str, label: str) -> None:
+        """A third-party model opened for B: listed (in both Model lists) and chosen; emits nothing."""
+        self._opened[path] = label
+        current_a = self.model.currentData()
+        self._fill_models(self.model, current_a)
+        self._fill_models(self.b_model, path)
+        self._b_model = path
+        self.set_b_labels(None)
+
+    def set_b_labels(self, path: Path | None) -> None:
+        self._b_labels = path
+        self.b_labels.setText(path.name if path else "the model's own")
+        self.b_labels.setToolTip(str(path) if path else "Labels for B's model: click to open a labels file")
 
     # ---- filling -------------------------------------------------------------------------
 
@@ -197,16 +266,27 @@ class ControlPanel(QWidget):
         self.source.blockSignals(False)
 
     def set_models(self, current: str, label: str | None = None) -> None:
-        self.model.blockSignals(True)
-        self.model.clear()
+        """Side A's Model list, `current` chosen; a third-party model stays listed for the session."""
+        if current not in bundled_models():
+            self._opened[current] = label or self._opened.get(current) or Path(current).name
+        self._fill_models(self.model, current)
+        self._fill_models(self.b_model, self._b_model)
+
+    def _fill_models(self, combo: QComboBox, current: str) -> None:
+        combo.blockSignals(True)
+        combo.clear()
         for name in bundled_models():
-            self.model.addItem(name, name)
-        if self.model.findData(current) < 0:
-            self.model.addItem(label or current, current)
-        self.model.insertSeparator(self.model.count())
-        self.model.addItem("Open .tflite…", OPEN_FILE)
-        self.model.setCurrentIndex(self.model.findData(current))
-        self.model.blockSignals(False)
+            combo.addItem(name, name)
+        for path, label in self._opened.items():
+            combo.addItem(label, path)
+            combo.setItemData(combo.count() - 1, path, Qt.ItemDataRole.ToolTipRole)
+        if combo.findData(current) < 0 and current != OPEN_FILE:
+            combo.addItem(Path(current).name, current)
+        combo.insertSeparator(combo.count())
+        combo.addItem("Open .tflite…", OPEN_FILE)
+        combo.setCurrentIndex(max(0, combo.findData(current)))
+        combo.setToolTip(combo.currentText())
+        combo.blockSignals(False)
 
     def set_delegate_availability(self, reasons: dict[str, str | None]) -> None:
         """Mark the delegates that cannot run here "(not here)", with the reason as tooltip.
@@ -253,20 +333,22 @@ class ControlPanel(QWidget):
         for widget in widgets:
             widget.blockSignals(False)
 
-    def show_compare(self, b: tuple[str, str] | None) -> None:
-        """Show the A/B comparison that runs: B = (model, delegate), or None; emits nothing."""
+    def show_compare(self, b: BSide | None) -> None:
+        """Show the A/B comparison that runs (B's side, or None); emits nothing."""
         widgets = (self.compare, self.b_model, self.b_delegate)
         for widget in widgets:
             widget.blockSignals(True)
         self.compare.setChecked(b is not None)
         if b is not None:
-            model, delegate = b
-            if self.b_model.findData(model) < 0:
-                self.b_model.addItem(Path(model).name, model)
-            self.b_model.setCurrentIndex(self.b_model.findData(model))
-            self.b_delegate.setCurrentIndex(self.b_delegate.findData(delegate))
+            if b.model not in bundled_models() and b.model not in self._opened:
+                self._opened[b.model] = Path(b.model).name
+            self._fill_models(self.b_model, b.model)
+            self._b_model = b.model
+            self.b_delegate.setCurrentIndex(self.b_delegate.findData(b.delegate))
+            self.set_b_labels(b.labels)
         for widget in widgets:
             widget.blockSignals(False)
+        self._show_relevant_options()
 
     def allows_software_gpu(self) -> bool:
         return self.allow_software.isChecked()
@@ -282,9 +364,16 @@ class ControlPanel(QWidget):
     # ---- internals -----------------------------------------------------------------------
 
     def _show_relevant_options(self) -> None:
+        """Only the options that apply are shown, so the panel fits its dock at the default size."""
         name = self.delegate.currentData()
         self.precision.setEnabled(name == "gpu")
         self.units.setEnabled(name == "coreml")
+        for widget, shown in ((self.precision, name == "gpu"), (self.allow_software, name == "gpu"),
+                              (self.units, name == "coreml")):  # fmt: skip
+            self._delegate_form.setRowVisible(widget, shown)
+        on = self.compare.isChecked()
+        for widget in (self.b_model, self.b_labels, self.b_delegate):
+            self._compare_form.setRowVisible(widget, on)
 
     def _source_activated(self, index: int) -> None:
         self.source_requested.emit(self.source.itemData(index))

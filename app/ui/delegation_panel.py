@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 from app.backends.base import DelegationReport
 from app.bottleneck import Bottleneck
 from app.coverage.text import left_on_cpu_lines
-from app.describe import coreml_prediction_sentence, delegation_panel_facts, offload_sentence
+from app.describe import backend_name, coreml_prediction_sentence, delegation_panel_facts, offload_sentence
 from app.metrics import MetricsSnapshot
 from app.ui.coverage_view import CoverageStrip
 
@@ -43,6 +43,9 @@ class DelegationPanel(QWidget):
         self.strip.setVisible(False)
         layout.addStretch(1)
         self.report: DelegationReport | None = None
+        self.report_b: DelegationReport | None = None  # side B's, while A/B runs
+        self._a: tuple[str, str, tuple[str, ...]] = ("", "", ())  # A's model label, labels, label warnings
+        self._b: tuple[str, str] = ("", "")  # B's model label, labels
 
     def set_report(
         self,
@@ -52,31 +55,51 @@ class DelegationPanel(QWidget):
         label_warnings: Sequence[str] = (),
     ) -> None:
         self.report = report
+        self._a = (model_label, labels, tuple(label_warnings))
         if report is None:
             self.facts.setText("No model open yet.")
             return
-        rows = [f"<tr><td><b>Model</b></td><td>{html.escape(model_label)}</td></tr>"] if model_label else []
-        if labels:  # which labels are in use, and in red when they do not fit the model's outputs
-            text = labels + ("; " + "; ".join(label_warnings) if label_warnings else "")
-            colour = _COLOURS["warn" if label_warnings else "ok"]
-            rows.append(
-                f"<tr><td valign='top'><b>Labels</b></td><td style='color:{colour}'>{html.escape(text)}</td></tr>"
-            )
-        for fact in delegation_panel_facts(report):
-            colour = _COLOURS[fact.level]
-            rows.append(
-                f"<tr><td valign='top'><b>{html.escape(fact.label)}</b>&nbsp;</td>"
-                f"<td style='color:{colour}'>{html.escape(fact.value)}</td></tr>"
-            )
-        self.facts.setText("<table cellspacing='2'>" + "".join(rows) + "</table>")
+        self._show_facts()
         self._show_coverage(report)
+
+    def set_report_b(self, report: DelegationReport | None, model_label: str = "", labels: str = "") -> None:
+        """Side B's facts beside A's while A/B runs (None: A alone again)."""
+        if (report, model_label, labels) == (self.report_b, *self._b):
+            return
+        self.report_b, self._b = report, (model_label, labels)
+        if self.report is not None:
+            self._show_facts()
+
+    def _show_facts(self) -> None:
+        """A's facts, and B's in a second column while comparing (rows matched by name)."""
+        assert self.report is not None
+        model_label, labels, label_warnings = self._a
+        columns = [_facts(self.report, model_label, labels, label_warnings)]
+        if self.report_b is not None:
+            columns.append(_facts(self.report_b, *self._b, ()))
+        names = list(dict.fromkeys(name for column in columns for name in column))
+        rows = []
+        if len(columns) > 1:
+            rows.append("<tr><td></td><td><b>A</b></td><td><b>B</b></td></tr>")
+        for name in names:
+            # &nbsp;: a name never wraps ("Nodes / delegated" read as two rows); the value column wraps instead.
+            cells = [
+                f"<td valign='top' style='padding-right:6px'><b>{html.escape(name).replace(' ', '&nbsp;')}</b></td>"
+            ]
+            for column in columns:
+                value, level = column.get(name, ("", "info"))
+                style = f"color:{_COLOURS[level]}; padding-right:6px"
+                cells.append(f"<td valign='top' style='{style}'>{_breakable(value)}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        width = " width='100%'" if len(columns) > 1 else ""  # two sides share the dock's width
+        self.facts.setText(f"<table cellspacing='2'{width}>" + "".join(rows) + "</table>")
 
     def _show_coverage(self, report: DelegationReport) -> None:
         """The node strip (what runs where, node by node) and, when Core ML was asked for, what the
         TFLite Core ML delegate would take, with the nodes it would leave on the CPU and why."""
         rows = []
         if report.coverage is not None:
-            rows.append((f"Runs now: {report.used.upper() if report.used != 'coreml' else 'Core ML'}", report.coverage))
+            rows.append((f"Runs now: {backend_name(report.used)}", report.coverage))
         parts, left_parts = [], []
         sentence = coreml_prediction_sentence(report)
         if sentence and report.predicted is not None:
@@ -126,4 +149,32 @@ class DelegationPanel(QWidget):
         doc = QTextDocument()
         widgets = (self.coverage, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
         doc.setHtml("<br>".join(w.text() for w in widgets))
-        return doc.toPlainText()
+        # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
+        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "")
+
+
+def _facts(
+    report: DelegationReport, model_label: str, labels: str, warnings: Sequence[str]
+) -> dict[str, tuple[str, str]]:
+    """One side's rows: name -> (value, level); labels in red when they do not fit the model's outputs."""
+    rows = {"Model": (model_label, "info")} if model_label else {}
+    if labels:
+        rows["Labels"] = (labels + ("; " + "; ".join(warnings) if warnings else ""), "warn" if warnings else "ok")
+    for fact in delegation_panel_facts(report):
+        name = fact.label
+        while name in rows:  # several warnings: each keeps its row
+            name += " "
+        rows[name] = (fact.value, fact.level)
+    return rows
+
+
+_BREAK = "\u200b"  # a zero-width space: where a long name may wrap
+
+
+def _breakable(value: str) -> str:
+    """HTML for a value that may wrap after '_', '/' and '.' too: a model name like
+    efficientnet_lite0_int8 fits a narrow column instead of running out of the dock."""
+    text = html.escape(value)
+    for mark in ("_", "/", "."):
+        text = text.replace(mark, mark + _BREAK)
+    return text

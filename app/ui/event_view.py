@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QStatusBar
 
+from app.describe import backend_name
 from app.live import LiveController
 from app.pipeline import Event, EventKind
 from app.ui.controls import ControlPanel
@@ -76,9 +77,9 @@ class EventView:
 
 def marker_text(event: Event) -> str:
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
-        used = event.report.used.upper()
+        used = backend_name(event.report.used)
         model = event.model["name"] if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
-            return f"{event.report.requested.upper()}→{used} fallback"
+            return f"{backend_name(event.report.requested)}→{used} fallback"
         return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"
     return event.kind.replace("_", " ")

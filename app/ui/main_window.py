@@ -19,17 +19,18 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QSc
 from app.backends.options import BackendOptions
 from app.bottleneck import find_bottleneck
 from app.delegates import delegate_statuses
+from app.describe import backend_name
 from app.errors import DelegateScopeError, SourceError
 from app.live import LiveController, RecordingStatus
 from app.metrics import MetricsSnapshot
-from app.model import ModelSpec, load_model_spec
+from app.model import ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
 from app.redact import redact_credentials
 from app.sources import CameraInfo, list_cameras
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.compare_panel import ComparePanel
-from app.ui.controls import OPEN_FILE, ControlPanel
+from app.ui.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
 from app.ui.event_view import EventView
 from app.ui.menus import build_menus
@@ -44,6 +45,7 @@ from app.ui.window_probes import WindowProbes
 DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows every frame
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
+DOCK_WIDTH = 320
 # The video's banner when the pipeline is not running (the status message goes below it).
 _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
@@ -108,6 +110,7 @@ class MainWindow(QMainWindow):
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([560, 260])
+        splitter.setChildrenCollapsible(False)  # a small window shrinks the plots; it must not drop them
         self.setCentralWidget(splitter)
 
         self.controls = ControlPanel()
@@ -115,11 +118,13 @@ class MainWindow(QMainWindow):
         self.compare_panel = ComparePanel()
         # Text wraps to the dock's width in the delegation panel: the node strip must stay whole in view.
         self.delegation_dock = self._dock("What really runs", self.delegation, "delegation", wrap=True)
-        self.controls_dock = self._dock("Controls", self.controls, "controls")
+        self.controls_dock = self._dock("Controls", self.controls, "controls", wrap=True)  # fits its width
         self.compare_dock = self._dock("A/B comparison", self.compare_panel, "compare")
         self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
         self.compare_dock.hide()  # shown while comparing
-        self.resizeDocks([self.delegation_dock, self.controls_dock], [380, 420], Qt.Orientation.Vertical)
+        self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
+        # 320 wide by default (a small window may squeeze them to their 220 minimum).
+        self.resizeDocks([self.delegation_dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
 
         self.status_label = QLabel("starting")
         self.record_label = QLabel("")
@@ -135,6 +140,7 @@ class MainWindow(QMainWindow):
         c.top_k_changed.connect(lambda k: self.live.reconfigure(top_k=k))
         c.threshold_changed.connect(lambda value: self.video.set_score_threshold(value))
         c.compare_changed.connect(self.set_compare)
+        c.b_file_requested.connect(self.request_b_file)
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()
@@ -145,7 +151,7 @@ class MainWindow(QMainWindow):
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock-{name}")
         dock.setWidget(scroll)
-        dock.setMinimumWidth(300)
+        dock.setMinimumWidth(220)
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         return dock
 
@@ -219,12 +225,14 @@ class MainWindow(QMainWindow):
     def request_delegate(self, name: str) -> None:
         self.live.reconfigure(delegate=name, options=self.controls.options())
         self.controls.show_delegate(name)
-        self.statusBar().showMessage(f"Switching to {name.upper()}…", 3000)
+        self.statusBar().showMessage(f"Switching to {backend_name(name)}…", 3000)
 
-    def set_compare(self, b: tuple[str, str] | None) -> None:
-        """Start the A/B comparison with B = (model, delegate), or end it (None)."""
+    def set_compare(self, b: BSide | tuple[str, str] | None) -> None:
+        """Start the A/B comparison with B's side (or a (model, delegate) pair), or end it (None)."""
+        if isinstance(b, tuple):
+            b = BSide(*b)
         config = self.live.config()
-        b_config = None if b is None else replace(config, model=b[0], delegate=b[1], labels=None)
+        b_config = None if b is None else replace(config, model=b.model, delegate=b.delegate, labels=b.labels)
         self.live.set_compare(b_config)
         self._last_frame_index = -1
         on = b_config is not None
@@ -232,10 +240,45 @@ class MainWindow(QMainWindow):
         if on:
             self.compare_dock.raise_()
         self.plots.show_b(on)
-        self.plots.add_marker(f"A/B with {b[1].upper()} · {b[0]}" if b else "A/B off")
+        self.plots.add_marker(f"A/B with {backend_name(b.delegate)} · {Path(b.model).stem}" if b else "A/B off")
         if not on:
             self.video.titles = ("", "")
+        self.delegation.set_report_b(None)
         self.controls.show_compare(b)
+
+    def request_b_file(self, kind: str) -> None:
+        """Open .tflite… or a labels file for side B: checked here first, as side A's are."""
+        b = self.controls.b_side()
+        model, labels = b.model, b.labels
+        if kind == "model":
+            path = dialogs.ask_model(self)
+            model, labels = (path, None) if path else (None, None)
+        else:
+            chosen = dialogs.ask_labels(self)
+            labels = chosen if chosen else None
+            if chosen is None:
+                return
+        if model is None:  # cancelled: nothing changes
+            return
+        self.use_b_model(model, labels)
+
+    def use_b_model(self, model: str, labels: Path | None = None) -> bool:
+        """Make `model` (with `labels`) side B's choice, and run it if A/B is on; a bad file changes nothing."""
+        try:
+            spec = load_model_spec(model, labels)
+        except DelegateScopeError as exc:
+            name = Path(model).name
+            self.show_error("Cannot open this model for B", str(exc) if name in str(exc) else f"{name}: {exc}")
+            return False
+        if model not in bundled_models():
+            self.controls.add_b_model(model, spec.display_name)
+        self.controls.set_b_labels(labels)
+        warnings = [*spec.warnings, *spec.labels.warnings]
+        if warnings:
+            self.statusBar().showMessage(f"B: {spec.display_name}: {warnings[0]}", 15_000)
+        if self.live.comparing:
+            self.set_compare(self.controls.b_side())
+        return True
 
     def _options_changed(self, options: BackendOptions) -> None:
         self.live.reconfigure(options=options)
@@ -335,7 +378,7 @@ class MainWindow(QMainWindow):
             self._update_compare(snap, snap_b)
         self.probes.plots_refreshed(snap.inferences_total)
         backend = report.used if report else live.config().delegate
-        self.video.backend_label = backend.upper() + (
+        self.video.backend_label = backend_name(backend) + (
             " (fallback)" if report and report.requested != report.used else ""
         )
         self.video.inference_fps = snap.inference_fps
@@ -363,12 +406,15 @@ class MainWindow(QMainWindow):
         names = []
         for side in ("a", "b"):
             report, config = self.live.report(side), self.live.config(side)
-            used = report.used.upper() if report else config.delegate.upper()
+            used = backend_name(report.used if report else config.delegate)
             if report and report.requested != report.used:
-                used += f" (fallback from {report.requested.upper()})"
+                used += f" (fallback from {backend_name(report.requested)})"
             names.append(f"{used} · {Path(str(config.model)).stem}")
         self.video.titles = (f"A · {names[0]}", f"B · {names[1]}")
-        self.compare_panel.set_summary(comparison.summary, snap, snap_b, (names[0], names[1]))
+        self.compare_panel.set_summary(comparison.summary, snap, snap_b, (names[0], names[1]), comparison.speed)
+        b_config = self.live.config("b")
+        b_labels = b_config.labels.name if b_config.labels else ""
+        self.delegation.set_report_b(self.live.report("b"), Path(str(b_config.model)).stem, b_labels)
         self.compare_panel.set_thumbnails(comparison.thumbnails)
 
     def _poll_background(self) -> None:

@@ -21,6 +21,8 @@ from app.metrics import MetricsSnapshot, Ring
 HISTORY_S = 60.0
 _MAX_POINTS = 4096  # > HISTORY_S x any sensible refresh rate
 LEGEND_TEXT_SIZE, LEGEND_TEXT_COLOUR = "8pt", "#222222"
+COMPACT_HEIGHT = 200  # pixels: a shorter plot area shows no legends or x axis label
+MIN_PLOT_WIDTH = 150  # pixels: a narrower area shows fewer plots
 MARKER_ROWS = 4  # switch labels close together stack up to this many rows up the line
 _MARKER_BOTTOM = 0.1  # a new label's place along its line (0 = bottom, 1 = top) until it is placed
 _LABEL_PAD = 12.0  # pixels: the label's own margins (4 a side) and a gap to its neighbour
@@ -81,6 +83,8 @@ _PLOT_OF = {key: plot_name for plot_name, key, *_ in SERIES}
 class LivePlots(pg.GraphicsLayoutWidget):
     def __init__(self, parent: QWidget | None = None, history_s: float = HISTORY_S) -> None:
         super().__init__(parent)
+        self.setMinimumHeight(120)  # the plots stay in a small window (compact there: see resizeEvent)
+        self._compact: tuple[bool, int] | None = None  # (compact, plots shown) as last fitted
         pg.setConfigOptions(antialias=False)
         self.setBackground("w")
         self.history_s = history_s
@@ -143,8 +147,9 @@ class LivePlots(pg.GraphicsLayoutWidget):
         """Legends take the height their rows need, no more (the plots get the rest)."""
         for legend in self.legends.values():
             legend.updateSize()
-            legend.setMaximumHeight(legend.layout.preferredHeight())
-            legend.setMinimumHeight(legend.layout.preferredHeight())
+            height = legend.layout.preferredHeight() if legend.isVisible() else 0
+            legend.setMaximumHeight(height)
+            legend.setMinimumHeight(height)
 
     def now(self) -> float:
         return time.monotonic() - self.t0
@@ -195,7 +200,27 @@ class LivePlots(pg.GraphicsLayoutWidget):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self._fit_to_height()
         self.place_marker_labels()  # the labels' room changed with the plot's width
+
+    def _fit_to_height(self) -> None:
+        """A small window keeps readable plots: below COMPACT_HEIGHT the legends and the x axis' label
+        give their room to the data, and a narrow one shows fewer plots (fps first, then latency)."""
+        if not self.__dict__.get("legends"):
+            return
+        compact = self.height() < COMPACT_HEIGHT
+        shown = max(1, min(len(self.plots), self.width() // MIN_PLOT_WIDTH))
+        if (compact, shown) == self._compact:
+            return
+        self._compact = (compact, shown)
+        for col, (name, plot) in enumerate(self.plots.items()):
+            visible = col < shown
+            plot.getAxis("bottom").showLabel(not compact)
+            plot.setVisible(visible)
+            self.legends[name].setVisible(visible and not compact)
+            self.ci.layout.setColumnMaximumWidth(col, 1e6 if visible else 0)
+            self.ci.layout.setColumnMinimumWidth(col, 0)
+        self._fit_legends()
 
     def add_marker(self, text: str, at: float | None = None) -> None:
         """A labelled vertical line on every plot at time `at` (plot clock; default now)."""

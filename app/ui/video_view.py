@@ -18,6 +18,7 @@ _PANEL_BG = QColor(0, 0, 0, 165)
 _BAR = QColor(70, 170, 255)
 _STALE = QColor(255, 190, 60)
 _WARN = QColor(255, 110, 90)
+_PANEL_MIN_W = 200.0  # narrower than this beside the badge, the label panels go under it
 
 
 def frame_to_qimage(image: np.ndarray) -> QImage:
@@ -39,7 +40,7 @@ class VideoView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
-        self.setMinimumSize(320, 180)
+        self.setMinimumSize(160, 90)  # a small window keeps the video (and the plots under it)
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # we paint every pixel
         self._frame: Frame | None = None
         self._image: QImage | None = None  # views self._frame.image; replaced together
@@ -54,6 +55,8 @@ class VideoView(QWidget):
         # Over the last frame when the source stopped (lost, reconnecting, ended): a frozen
         # picture with live-looking labels must not pass for a running camera.
         self.banner = ""
+        self.badge_rect = QRectF()  # where the backend badge and the label panels were last painted (tests)
+        self.panel_rects: list[QRectF] = []
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
         self._font = QFont(self.font())
@@ -152,19 +155,24 @@ class VideoView(QWidget):
             p.drawRect(crop)
             p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
 
-        # Top right: the backend that really runs and its rate.
+        # Top right: the backend that really runs and its rate. The label panels keep left of it, or go
+        # under it when the view is too narrow for both side by side (they used to paint over it).
         badge = f"{self.backend_label}  {self.inference_fps:.1f} inf/s" if self.backend_label else ""
+        self.badge_rect = QRectF()
+        top, panel_w = target.top() + 8, target.width() - 16
         if badge:
             p.setFont(self._bold)
-            w = p.fontMetrics().horizontalAdvance(badge) + 16
-            box = QRectF(target.right() - w - 8, target.top() + 8, w, line_h + 4)
-            p.fillRect(box, _PANEL_BG)
-            p.setPen(QColor(255, 255, 255))
-            p.drawText(box, Qt.AlignmentFlag.AlignCenter, badge)
+            w = min(target.width() - 16, p.fontMetrics().horizontalAdvance(badge) + 16)
+            self.badge_rect = QRectF(target.right() - w - 8, target.top() + 8, w, line_h + 4)
             p.setFont(self._font)
+            beside = self.badge_rect.left() - target.left() - 16
+            if beside >= _PANEL_MIN_W:
+                panel_w = beside
+            else:
+                top = self.badge_rect.bottom() + 6
+        self.panel_rects = []
 
         comparing = bool(self.titles[1])
-        top = target.top() + 8
         for index, res in enumerate((result, self._result_b) if comparing else (result,)):
             title = self.titles[index] if comparing else None
             if res is None:
@@ -179,7 +187,14 @@ class VideoView(QWidget):
                 footer = None
                 if age_ms > STALE_MS:
                     footer = f"result is {age_ms:.0f} ms older than the frame (frame {res.frame_index})"
-            top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, title, top) + 6
+            top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, title, top, panel_w) + 6
+        if badge:
+            p.setFont(self._bold)
+            p.fillRect(self.badge_rect, _PANEL_BG)
+            p.setPen(QColor(255, 255, 255))
+            text = p.fontMetrics().elidedText(badge, Qt.TextElideMode.ElideRight, int(self.badge_rect.width() - 8))
+            p.drawText(self.badge_rect, Qt.AlignmentFlag.AlignCenter, text)
+            p.setFont(self._font)
 
     def _panel(
         self,
@@ -191,6 +206,7 @@ class VideoView(QWidget):
         footer: str | None,
         title: str | None = None,
         top: float | None = None,
+        max_width: float | None = None,
     ) -> float:
         """Draw one label panel at `top`; return its bottom edge."""
         if title:
@@ -198,12 +214,14 @@ class VideoView(QWidget):
         metrics = p.fontMetrics()
         text_w = max(metrics.horizontalAdvance(text) for text, _ in lines)
         bar_w, pct_w = 90, metrics.horizontalAdvance("100.0%")
-        width = min(target.width() - 16, text_w + bar_w + pct_w + 30)
+        room = target.width() - 16 if max_width is None else max_width
+        width = min(room, text_w + bar_w + pct_w + 30)
         if footer:
-            width = max(width, min(target.width() - 16, metrics.horizontalAdvance(footer) + 16))
+            width = max(width, min(room, metrics.horizontalAdvance(footer) + 16))
         height = line_h * (len(lines) + (1 if footer else 0)) + 8
         box = QRectF(target.left() + 8, target.top() + 8 if top is None else top, width, height)
         p.fillRect(box, _PANEL_BG)
+        self.panel_rects.append(box)
         y = box.top() + 4
         for text, score in lines:
             x = box.left() + 8

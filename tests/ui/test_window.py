@@ -61,7 +61,7 @@ def test_unavailable_delegate_keeps_running_and_shows_why(qtbot, make_window):
     qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.live.events()), timeout=30_000)
     qtbot.waitUntil(lambda: "Fallback" in window.delegation.text(), timeout=5_000)
     text = window.delegation.text()
-    assert "requested COREML" in text and "macOS" in text
+    assert "requested Core ML" in text and "macOS" in text
     # What a Mac would do with the bundled float32 model: its Mean drops keep_dims, so the delegate
     # refuses it and the fully connected + softmax tail is a second partition.
     assert "on a Mac the TFLite Core ML delegate would take 60 of 61 nodes in 2 partitions" in text
