@@ -1,0 +1,111 @@
+"""The window's layout at the default and at a small size, and its naming (issue 24, item 13)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QPushButton, QStyle, QStyleOptionComboBox
+
+pytest.importorskip("pytestqt")
+
+
+def _fits_across(widget, viewport) -> bool:
+    left = widget.mapTo(viewport, QPoint(0, 0)).x()
+    return left >= 0 and left + widget.width() <= viewport.width()
+
+
+def _shown_text_width(combo: QComboBox) -> int:
+    """Pixels the closed combo has for its text (the box less its arrow and frame)."""
+    option = QStyleOptionComboBox()
+    combo.initStyleOption(option)
+    field = combo.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                         QStyle.SubControl.SC_ComboBoxEditField, combo)  # fmt: skip
+    return field.width()
+
+
+def _lines_of(label, name: str) -> int:
+    """How many lines `name` takes in the rich-text label at the label's width."""
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setHtml(label.text())
+    doc.setTextWidth(label.contentsRect().width())
+    doc.documentLayout()  # lays the document out
+    block = doc.begin()
+    while block.isValid():
+        if block.text().replace("\xa0", " ").strip() == name:
+            return block.layout().lineCount()
+        block = block.next()
+    raise AssertionError(f"{name!r} not in the panel")
+
+
+def test_at_the_default_size_controls_and_facts_fit(qtbot, make_window):
+    window = make_window()
+    window.resize(1280, 860)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=30_000)  # "(not here)" labels in
+    qtbot.waitUntil(lambda: "Nodes delegated" in window.delegation.text(), timeout=30_000)
+    qtbot.wait(300)
+    area = window.controls_dock.widget()
+    viewport = area.viewport()
+    assert area.horizontalScrollBar().maximum() == 0, "the Controls scroll sideways"
+    assert area.verticalScrollBar().maximum() == 0, "the Controls need a vertical scrollbar"
+    controls = window.controls
+    fields = controls.findChildren(QComboBox) + controls.findChildren(QAbstractSpinBox)
+    for widget in [w for w in fields if w.isVisible()]:
+        assert _fits_across(widget, viewport), f"{widget.objectName() or type(widget).__name__} is cut off"
+    # A/B on: B's rows appear, "B runs on" whole.
+    controls.compare.setChecked(True)
+    qtbot.wait(300)
+    for widget in (controls.b_model, controls.b_delegate, *controls.findChildren(QPushButton)):
+        assert widget.isVisible() and _fits_across(widget, viewport), widget.toolTip()
+    assert area.horizontalScrollBar().maximum() == 0
+    controls.compare.setChecked(False)
+    # The model box shows the whole name of the longest bundled model.
+    assert window.switch_model("efficientnet_lite0_int8")
+    combo = controls.model
+    assert combo.fontMetrics().horizontalAdvance(combo.currentText()) <= _shown_text_width(combo)
+    # Fact names are one line each ("Nodes / delegated" read as two rows).
+    qtbot.waitUntil(lambda: "efficientnet_lite0_int8" in window.delegation.text(), timeout=30_000)
+    for name in ("Nodes delegated", "Fully accelerated", "Ops left on CPU", "First inference"):
+        assert _lines_of(window.delegation.facts, name) == 1, name
+
+
+def test_a_small_window_keeps_the_badge_and_the_plots(qtbot, make_window):
+    window = make_window()
+    window.resize(360, 260)
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 5, timeout=30_000)
+    qtbot.waitUntil(lambda: window.video.backend_label != "", timeout=10_000)
+    qtbot.wait(500)
+    fps = window.plots.plots["fps"]
+    assert window.plots.isVisible() and window.plots.height() >= 100
+    assert fps.isVisible() and fps.getViewBox().height() >= 40, fps.getViewBox().height()
+    video = window.video
+    video.repaint()
+    assert video.rect().toRectF().contains(video.badge_rect)
+    assert video.panel_rects and not any(panel.intersects(video.badge_rect) for panel in video.panel_rects)
+
+
+def test_core_ml_is_named_one_way_and_unknown_cpu_ops_are_not_green(qtbot, make_window):
+    from app.backends.base import DelegationReport
+
+    window = make_window()
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
+    combo = window.controls.delegate
+    combo.setCurrentIndex(combo.findData("coreml"))
+    combo.activated.emit(combo.currentIndex())
+    qtbot.waitUntil(lambda: "requested" in window.delegation.text(), timeout=30_000)
+    qtbot.waitUntil(lambda: window.plots.marker_count() >= 2, timeout=10_000)
+    qtbot.wait(400)  # a stats tick: badge and markers follow the report
+    markers = [item.label.textItem.toPlainText() for item in window.plots.plots["fps"].items
+               if getattr(item, "label", None) is not None]  # fmt: skip
+    shown = [window.delegation.text(), window.video.backend_label, window.statusBar().currentMessage(),
+             combo.currentText(), *markers]  # fmt: skip
+    assert not [text for text in shown if "COREML" in text], shown
+    assert "requested Core ML" in window.delegation.text()
+    assert any("Core ML→CPU" in text for text in markers), markers
+    # A partly accelerated model whose runtime does not name the ops left on the CPU (LiteRT's GPU):
+    # "Ops left on CPU" must not read as a green "none" under a red "Fully accelerated: no".
+    partly = DelegationReport("gpu", "gpu", "LiteRT GPU", fully_accelerated=False, nodes_total=64)
+    window.delegation.set_report(partly, "m")
+    row = next(r for r in window.delegation.facts.text().split("<tr>") if "Ops&nbsp;left" in r or "Ops left" in r)
+    assert "#1b5e20" not in row and "none" not in row, row
