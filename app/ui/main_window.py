@@ -74,6 +74,7 @@ class MainWindow(QMainWindow):
         self._closing = False
         self.last_error: str | None = None
         self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
+        self._source_trial: tuple[str, str | None] | None = None  # (chosen source, the one to go back to)
 
         self._build_widgets()
         self.record_action = build_menus(self)
@@ -171,6 +172,11 @@ class MainWindow(QMainWindow):
         self.switch_source(spec)
 
     def switch_source(self, spec: str) -> None:
+        # Until the new source delivers, the one that ran stays the way back (as a bad model keeps the
+        # previous one running): a stream that never opens no longer stops everything behind a banner.
+        running = self.live.status().state == State.RUNNING or self.live.latest_frame() is not None
+        previous = self.live.source if running else (self._source_trial or (None, None))[1]
+        self._source_trial = (spec, previous) if previous and previous != spec else None
         self.live.switch_source(spec)
         self._last_frame_index = -1
         self.video.set_message(f"Opening {spec}…")
@@ -386,6 +392,8 @@ class MainWindow(QMainWindow):
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
         self.event_view.poll()
         status = live.status()
+        if self._source_trial is not None and self._check_source_trial(status.state, status.message):
+            return
         text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
         if bottleneck is not None and status.state == State.RUNNING:
             text += f"  ·  {bottleneck.short}"
@@ -398,6 +406,23 @@ class MainWindow(QMainWindow):
         self.video.set_banner(f"{title}\n{status.message}" if title else "")
         self._poll_background()
         self._update_recording()
+
+    def _check_source_trial(self, state: State, message: str) -> bool:
+        """A newly chosen source that delivers is kept; one that never opened gives way to the source
+        that ran before, and the status bar says so. True when it went back."""
+        assert self._source_trial is not None
+        previous = self._source_trial[1]
+        if state == State.RUNNING or self.live.latest_frame() is not None:
+            self._source_trial = None
+            return False
+        if state != State.ERROR or previous is None:
+            return False
+        self._source_trial = None
+        self.switch_source(previous)
+        self.show_error(
+            "Cannot open this source", f"{redact_credentials(message)}; back on {redact_credentials(previous)}"
+        )
+        return True
 
     def _update_compare(self, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
         comparison = self.live.comparison()
