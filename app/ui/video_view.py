@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
+import cv2
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
+from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -44,6 +45,14 @@ class VideoView(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # we paint every pixel
         self._frame: Frame | None = None
         self._image: QImage | None = None  # views self._frame.image; replaced together
+        # The frame scaled to where it is drawn, once per frame and size (see _scaled): the array and the
+        # QImage over it, and which frame and size they are.
+        self._scaled: tuple[Frame | None, tuple[int, int], np.ndarray | None, QImage | None] = (
+            None,
+            (0, 0),
+            None,
+            None,
+        )
         self._result: Result | None = None
         self._result_b: Result | None = None  # side B of an A/B comparison
         self.titles = ("", "")  # panel titles while comparing ("A · CPU · lite0", "B · ...")
@@ -57,6 +66,7 @@ class VideoView(QWidget):
         self.banner = ""
         self.badge_rect = QRectF()  # where the backend badge and the label panels were last painted (tests)
         self.panel_rects: list[QRectF] = []
+        self.frames_scaled = 0  # frames scaled to the view (once per frame and size, however often it paints)
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
         self._font = QFont(self.font())
@@ -118,13 +128,34 @@ class VideoView(QWidget):
             painter.end()
             return
         target = self.image_rect()
-        painter.drawImage(target, self._image)  # fast (non-smooth) scaling: this runs at capture rate
+        # Scaled once by OpenCV (outside the GIL, so the pipeline's threads run on) into the backing store's
+        # own format, then copied unscaled: Qt's cheapest path. Qt scaling and converting a BGR frame on
+        # every paint cost the pipeline the most at large window sizes (issue 24, item 5).
+        painter.drawImage(target.topLeft().toPoint(), self._scaled_image(target.toAlignedRect()))
         self._draw_overlay(painter, target)
         if self.banner:
             self._draw_banner(painter, target)
         painter.end()
         self.paint_ms = (time.perf_counter() - started) * 1000
         self.paint_times.append(self.paint_ms)
+
+    def _scaled_image(self, rect: QRect) -> QImage:
+        frame, size = self._frame, (rect.width(), rect.height())
+        cached_frame, cached_size, _, image = self._scaled
+        if image is not None and cached_frame is frame and cached_size == size:
+            return image
+        assert frame is not None
+        bgra = cv2.cvtColor(frame.image, cv2.COLOR_BGR2BGRA)  # at the frame's size: cheap
+        h, w = bgra.shape[:2]
+        if size != (w, h) and size[0] > 0 and size[1] > 0:
+            # Nearest when enlarging (what Qt's fast path drew, at a fraction of the cost), area when shrinking.
+            smaller = size[0] < w
+            bgra = cv2.resize(bgra, size, interpolation=cv2.INTER_AREA if smaller else cv2.INTER_NEAREST)
+        h, w = bgra.shape[:2]
+        image = QImage(bgra.data, w, h, bgra.strides[0], QImage.Format.Format_RGB32)  # BGRA bytes = RGB32
+        self._scaled = (frame, size, bgra, image)
+        self.frames_scaled += 1
+        return image
 
     # ---- overlay ---------------------------------------------------------------------------
 
