@@ -148,9 +148,9 @@ class VideoView(QWidget):
         bgra = cv2.cvtColor(frame.image, cv2.COLOR_BGR2BGRA)  # at the frame's size: cheap
         h, w = bgra.shape[:2]
         if size != (w, h) and size[0] > 0 and size[1] > 0:
-            # Nearest when enlarging (what Qt's fast path drew, at a fraction of the cost), area when shrinking.
-            smaller = size[0] < w
-            bgra = cv2.resize(bgra, size, interpolation=cv2.INTER_AREA if smaller else cv2.INTER_NEAREST)
+            # Nearest, as Qt's fast path drew it: INTER_AREA cost 19 ms a frame at 1280x860 on this machine,
+            # on OpenCV's threads, taking cores from inference (benchmarks/observer_effect.py).
+            bgra = cv2.resize(bgra, size, interpolation=cv2.INTER_NEAREST)
         h, w = bgra.shape[:2]
         image = QImage(bgra.data, w, h, bgra.strides[0], QImage.Format.Format_RGB32)  # BGRA bytes = RGB32
         self._scaled = (frame, size, bgra, image)
@@ -182,7 +182,8 @@ class VideoView(QWidget):
         if result is not None and self.show_crop and result.frame_size == (frame.image.shape[1], frame.image.shape[0]):
             c = result.crop
             crop = QRectF(target.x() + c.x * scale, target.y() + c.y * scale, c.width * scale, c.height * scale)
-            p.setPen(QPen(QColor(255, 255, 255, 150), 1, Qt.PenStyle.DashLine))
+            # A solid line: a dashed one cost ~1 ms a frame to stroke (the most of any overlay item).
+            p.setPen(QPen(QColor(255, 255, 255, 120), 1))
             p.drawRect(crop)
             p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
 
