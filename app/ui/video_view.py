@@ -7,7 +7,7 @@ from collections import deque
 
 import cv2
 import numpy as np
-from PySide6.QtCore import QPointF, QRect, QRectF, QSize, Qt
+from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
@@ -45,14 +45,8 @@ class VideoView(QWidget):
         self.setAttribute(Qt.WidgetAttribute.WA_OpaquePaintEvent)  # we paint every pixel
         self._frame: Frame | None = None
         self._image: QImage | None = None  # views self._frame.image; replaced together
-        # The frame scaled to where it is drawn, once per frame and size (see _scaled): the array and the
-        # QImage over it, and which frame and size they are.
-        self._scaled: tuple[Frame | None, tuple[int, int], np.ndarray | None, QImage | None] = (
-            None,
-            (0, 0),
-            None,
-            None,
-        )
+        # The frame in 32-bit form, once per frame (see _display_image): which frame, the array, the QImage over it.
+        self._converted: tuple[Frame | None, np.ndarray | None, QImage | None] = (None, None, None)
         self._result: Result | None = None
         self._result_b: Result | None = None  # side B of an A/B comparison
         self.titles = ("", "")  # panel titles while comparing ("A · CPU · lite0", "B · ...")
@@ -66,7 +60,7 @@ class VideoView(QWidget):
         self.banner = ""
         self.badge_rect = QRectF()  # where the backend badge and the label panels were last painted (tests)
         self.panel_rects: list[QRectF] = []
-        self.frames_scaled = 0  # frames scaled to the view (once per frame and size, however often it paints)
+        self.frames_converted = 0  # frames converted for display (once each, however often it paints)
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
         self._font = QFont(self.font())
@@ -128,10 +122,9 @@ class VideoView(QWidget):
             painter.end()
             return
         target = self.image_rect()
-        # Scaled once by OpenCV (outside the GIL, so the pipeline's threads run on) into the backing store's
-        # own format, then copied unscaled: Qt's cheapest path. Qt scaling and converting a BGR frame on
-        # every paint cost the pipeline the most at large window sizes (issue 24, item 5).
-        painter.drawImage(target.topLeft().toPoint(), self._scaled_image(target.toAlignedRect()))
+        # Fast (non-smooth) scaling from the backing store's own format (issue 24, item 5: the window's
+        # own cost at large sizes): see _display_image.
+        painter.drawImage(target, self._display_image())
         self._draw_overlay(painter, target)
         if self.banner:
             self._draw_banner(painter, target)
@@ -139,22 +132,21 @@ class VideoView(QWidget):
         self.paint_ms = (time.perf_counter() - started) * 1000
         self.paint_times.append(self.paint_ms)
 
-    def _scaled_image(self, rect: QRect) -> QImage:
-        frame, size = self._frame, (rect.width(), rect.height())
-        cached_frame, cached_size, _, image = self._scaled
-        if image is not None and cached_frame is frame and cached_size == size:
+    def _display_image(self) -> QImage:
+        """The frame in the backing store's own 32-bit format, converted once per frame (OpenCV, outside
+        the GIL). Qt then scales it with its fast 32-bit path: 3-5 ms a paint at 3400x1900 here, against
+        13-16 ms for scaling the BGR frame (a format conversion each paint) or for resizing with OpenCV
+        and copying unscaled (docs/benchmarks.md, "The window's observer effect")."""
+        frame = self._frame
+        cached_frame, _, image = self._converted
+        if image is not None and cached_frame is frame:
             return image
         assert frame is not None
-        bgra = cv2.cvtColor(frame.image, cv2.COLOR_BGR2BGRA)  # at the frame's size: cheap
-        h, w = bgra.shape[:2]
-        if size != (w, h) and size[0] > 0 and size[1] > 0:
-            # Nearest, as Qt's fast path drew it: INTER_AREA cost 19 ms a frame at 1280x860 on this machine,
-            # on OpenCV's threads, taking cores from inference (benchmarks/observer_effect.py).
-            bgra = cv2.resize(bgra, size, interpolation=cv2.INTER_NEAREST)
+        bgra = cv2.cvtColor(frame.image, cv2.COLOR_BGR2BGRA)
         h, w = bgra.shape[:2]
         image = QImage(bgra.data, w, h, bgra.strides[0], QImage.Format.Format_RGB32)  # BGRA bytes = RGB32
-        self._scaled = (frame, size, bgra, image)
-        self.frames_scaled += 1
+        self._converted = (frame, bgra, image)
+        self.frames_converted += 1
         return image
 
     # ---- overlay ---------------------------------------------------------------------------
