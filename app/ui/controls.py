@@ -56,6 +56,8 @@ class BSide:
 
 def _form(box: QGroupBox) -> QFormLayout:
     form = QFormLayout(box)
+    form.setVerticalSpacing(4)  # with the panel's own spacing, the Controls fit the default window
+    form.setContentsMargins(8, 4, 8, 4)
     # A narrow dock puts a field under its label instead of cutting it off or scrolling sideways.
     form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
     form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
@@ -76,6 +78,8 @@ class ControlPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
+        layout.setSpacing(4)
+        layout.setContentsMargins(6, 4, 6, 4)
         self._unavailable: dict[str, str] = {}  # delegate -> why it cannot run here
         # Third-party models opened this session, path -> label: they stay in the Model lists after a switch.
         self._opened: dict[str, str] = {}

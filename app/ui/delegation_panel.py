@@ -89,7 +89,8 @@ class DelegationPanel(QWidget):
             for column in columns:
                 value, level = column.get(name, ("", "info"))
                 style = f"color:{_COLOURS[level]}; padding-right:6px"
-                cells.append(f"<td valign='top' style='{style}'>{_breakable(value)}</td>")
+                text = _breakable(value) if len(columns) > 1 else html.escape(value)  # two columns are narrow
+                cells.append(f"<td valign='top' style='{style}'>{text}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         width = " width='100%'" if len(columns) > 1 else ""  # two sides share the dock's width
         self.facts.setText(f"<table cellspacing='2'{width}>" + "".join(rows) + "</table>")
