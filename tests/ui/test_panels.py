@@ -12,16 +12,8 @@ from app.ui.controls import ControlPanel
 def _wheel(widget, steps: int) -> None:
     """A real wheel event over the middle of `widget`, `steps` notches down."""
     centre = QPointF(widget.width() / 2, widget.height() / 2)
-    event = QWheelEvent(
-        centre,
-        QPointF(widget.mapToGlobal(centre.toPoint())),
-        QPoint(0, 0),
-        QPoint(0, -120 * steps),
-        Qt.MouseButton.NoButton,
-        Qt.KeyboardModifier.NoModifier,
-        Qt.ScrollPhase.NoScrollPhase,
-        False,
-    )
+    event = QWheelEvent(centre, QPointF(widget.mapToGlobal(centre.toPoint())), QPoint(0, 0), QPoint(0, -120 * steps),
+                        Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
     QApplication.sendEvent(widget, event)
 
 
