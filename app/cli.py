@@ -23,6 +23,7 @@ from app.cli_options import (
     positive_int,
 )
 from app.cli_output import PROG
+from app.cli_profile import cmd_profile
 from app.cli_report import cmd_report
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION
 from app.errors import DelegateScopeError
@@ -79,6 +80,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--json", action="store_true", help="print JSON on stdout")
     d.set_defaults(handler=cmd_delegates)
+
+    pr = sub.add_parser(
+        "profile",
+        parents=[common],
+        help="which ops of a model cost what on a delegate",
+        description="Profile a model op by op on a delegate: run order, top ops by time, totals by op type, the ops "
+        "off the accelerator with their share of the time, and the partition boundaries. CPU times are LiteRT's own "
+        "profiler events; on the GPU the runtime has no per-op profile, so the whole run is measured, the ops left "
+        "on the CPU come from the CPU profile and the GPU partitions get the rest (docs/profile.md).",
+    )
+    add_model_options(pr)
+    pr.add_argument("--runs", type=positive_int, default=20, help="profiled runs after a warm-up (default 20)")
+    pr.add_argument("--top", type=positive_int, default=10, help="rows in the top-by-time table (default 10)")
+    pr.add_argument(
+        "--model-explorer",
+        type=Path,
+        metavar="OUT.json",
+        help="also write the per-op times as Google AI Edge Model Explorer node data",
+    )
+    pr.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    pr.set_defaults(handler=cmd_profile)
 
     b = sub.add_parser(
         "bench",

@@ -22,6 +22,7 @@ from enum import IntEnum
 import numpy as np
 
 from app.errors import BackendUnavailable, ModelError
+from app.native_log import capture_stderr
 
 _P = C.c_void_p
 
@@ -144,8 +145,11 @@ class ProfiledModel:
         self._handles: list[tuple[str, _P]] = []  # destroyed in reverse order
         self._keep: list[object] = []
         self.profiling = profiling
+        self.log: list[str] = []
         try:
-            self._open(content, accelerators, threads, gpu_precision)
+            with capture_stderr() as log:  # the runtime's INFO lines (accelerators it looked for) stay off the terminal
+                self._open(content, accelerators, threads, gpu_precision)
+            self.log = log.lines()
         except BaseException:
             self.close()
             raise
