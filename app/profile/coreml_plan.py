@@ -63,7 +63,7 @@ def profile_coreml(spec: ModelSpec, session: ModelRunner, units: str, runs: int)
             kernel=f"Core ML on {device}",
             placement=Placement.CPU if device == "cpu" else Placement.ACCELERATOR,
             partition=None,
-            mean_ms=(weight or 0.0) * wall_ms if known else 0.0,
+            ms=(weight or 0.0) * wall_ms if known else 0.0,
             source=TimeSource.ESTIMATE,
         )
         for i, (name, device, weight) in enumerate(plan)

@@ -51,7 +51,7 @@ def invoke_spans_us(events: list[RawEvent]) -> list[int]:
     return [e.elapsed_us for e in events if e.type == EventType.DEFAULT and e.tag == "Invoke"]
 
 
-def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray) -> list[OpTime]:
+def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians_ms: np.ndarray) -> list[OpTime]:
     """Rows in run order: built-in kernel events carry their node index; XNNPACK's operators are aligned
     to the nodes of their partition (the nodes between two built-in ones, in execution order)."""
     graph = read_graph(spec.content)
@@ -100,8 +100,9 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray) -> list
                 kernel=op.tag,
                 placement=placement,
                 partition=partition,
-                mean_ms=float(times_ms[position]),
+                ms=float(times_ms[position]),
                 source=TimeSource.RUNTIME,
+                median_ms=float(medians_ms[position]),
             )
         )
     return rows
@@ -134,7 +135,8 @@ def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel |
     complete = [r for r in per_run if [(_Op(e.tag, e.type, e.index)) for e in r] == layout]
     times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
     invokes = invoke_spans_us(events)
-    rows = build_rows(spec, layout, times.mean(axis=0))
+    # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
+    rows = build_rows(spec, layout, times.mean(axis=0), np.median(times, axis=0))
     xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
     plural = "s" if threads != 1 else ""
     return Profile(

@@ -72,7 +72,7 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
         cpu = profile_cpu(spec, threads, runs)
         for op in cpu.ops:
             if op.node is not None:
-                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.mean_ms
+                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.ms
                 cpu_kernel.setdefault(op.node, op.kernel)
         notes.append(
             f"the {len(left)} node(s) left on the CPU are timed by the runtime's CPU profile of the same model "

@@ -167,11 +167,16 @@ class ProfiledModel:
 
     def _open(self, content: bytes, accelerators: int, threads: int, gpu_precision: str) -> None:
         lib = self._lib
-        library_dir = C.create_string_buffer(runtime_dir().encode())
-        self._keep.append(library_dir)
-        option = _EnvOption(_ENV_RUNTIME_LIBRARY_DIR, _Any(_ANY_STRING, C.cast(library_dir, _P)))
+        # The GPU accelerator's library is found through the runtime directory; a CPU model does without
+        # it (and without the Vulkan devices it opens when loaded).
+        options_count, option = 0, None
+        if accelerators & HW_GPU:
+            library_dir = C.create_string_buffer(runtime_dir().encode())
+            self._keep.append(library_dir)
+            options_count = 1
+            option = C.byref(_EnvOption(_ENV_RUNTIME_LIBRARY_DIR, _Any(_ANY_STRING, C.cast(library_dir, _P))))
         env = _P()
-        status = lib.LiteRtCreateEnvironment(1, C.byref(option), C.byref(env))
+        status = lib.LiteRtCreateEnvironment(options_count, option, C.byref(env))
         _check(status, "create an environment", BackendUnavailable)
         self._env = self._own("LiteRtDestroyEnvironment", env)
         data = C.create_string_buffer(content, len(content))  # the model reads from it for its lifetime
@@ -297,7 +302,8 @@ class ProfiledModel:
         return bool(flag.value)
 
     def close(self) -> None:
-        while self._handles:
-            destroy, handle = self._handles.pop()
-            getattr(self._lib, destroy)(handle)
+        with capture_stderr():  # the runtime logs each accelerator it destroys
+            while self._handles:
+                destroy, handle = self._handles.pop()
+                getattr(self._lib, destroy)(handle)
         self._keep.clear()

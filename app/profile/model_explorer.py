@@ -36,10 +36,10 @@ def node_data(profile: Profile) -> NodeData:
     for op in profile.ops:
         if op.node is None:
             skipped_rows += 1
-            skipped_ms += op.mean_ms
+            skipped_ms += op.ms
             continue
         key = str(op.node)
-        values[key] = values.get(key, 0.0) + op.mean_ms
+        values[key] = values.get(key, 0.0) + op.ms
     data = {
         "name": f"{profile.model} on {profile.used}: ms per op (delegate-scope profile)",
         "results": {key: {"value": round(ms, 6)} for key, ms in values.items()},

@@ -17,7 +17,7 @@ def _row(profile: Profile, op: OpTime) -> str:
     part = "" if op.partition is None else str(op.partition)
     return (
         f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
-        f"{part:>4} {op.mean_ms:>9.3f} {100 * profile.share(op):>6.1f}%"
+        f"{part:>4} {op.ms:>9.3f} {100 * profile.share(op):>6.1f}%"
     )
 
 
@@ -46,7 +46,7 @@ def render(profile: Profile, top: int = 10) -> list[str]:
     lines = headline(profile)
     lines += ["", "Run order", _header()]
     lines += [_row(profile, op) for op in profile.ops]
-    lines += ["", f"Top {min(top, len(profile.ops))} by time", _header()]
+    lines += ["", f"Top {min(top, len(profile.ops))} by time (ranked by median per run)", _header()]
     lines += [_row(profile, op) for op in profile.top(top)]
     lines += ["", "By op type", f"  {'op':<40} {'count':>5} {'ms':>9} {'share':>7}"]
     total = profile.ops_ms or 1.0

@@ -27,9 +27,10 @@ class OpTime:
     kernel: str  # the runtime's own name for what ran ("Fully Connected (NC, F32) GEMM", "SOFTMAX")
     placement: Placement
     partition: int | None  # delegated partition, in execution order from 0; None off the accelerator
-    mean_ms: float
+    ms: float  # per run, the mean over the profiled runs: these add up to the whole run
     source: TimeSource
     nodes: tuple[int, ...] = ()  # for a row that stands for several nodes (a GPU partition)
+    median_ms: float | None = None  # per run, the median: what ranks the top ops (a preempted run moves a mean)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class Profile:
     runs: int
     ops: tuple[OpTime, ...]
     invoke_ms: float | None  # the runtime's own Invoke span per run (mean), when it reports one
-    wall_ms: float  # one run measured around the call, mean
+    wall_ms: float  # one run measured around the call (mean)
     fallback_reason: str | None = None
     not_reported: tuple[str, ...] = ()  # what the runtime does not give, in words
     notes: tuple[str, ...] = ()
@@ -64,20 +65,21 @@ class Profile:
 
     @property
     def ops_ms(self) -> float:
-        return sum(op.mean_ms for op in self.ops)
+        return sum(op.ms for op in self.ops)
 
     def share(self, op: OpTime) -> float:
         total = self.ops_ms
-        return op.mean_ms / total if total > 0 else 0.0
+        return op.ms / total if total > 0 else 0.0
 
     def top(self, n: int = 10) -> list[OpTime]:
-        return sorted(self.ops, key=lambda op: (-op.mean_ms, op.order))[:n]
+        """The n slowest ops, by median where the runtime timed each run (robust on a busy machine), else by mean."""
+        return sorted(self.ops, key=lambda op: (-(op.median_ms if op.median_ms is not None else op.ms), op.order))[:n]
 
     def by_type(self) -> list[tuple[str, int, float]]:
         """(op type, count, total ms), largest first; an op the delegate added counts under its kernel."""
         totals: dict[str, list[float]] = defaultdict(list)
         for op in self.ops:
-            totals[op.op if op.node is not None or not op.kernel else op.kernel].append(op.mean_ms)
+            totals[op.op if op.node is not None or not op.kernel else op.kernel].append(op.ms)
         rows = [(name, len(times), sum(times)) for name, times in totals.items()]
         return sorted(rows, key=lambda r: -r[2])
 
@@ -86,7 +88,7 @@ class Profile:
 
     @property
     def off_accelerator_ms(self) -> float:
-        return sum(op.mean_ms for op in self.off_accelerator())
+        return sum(op.ms for op in self.off_accelerator())
 
     def segments(self) -> list[Segment]:
         """Consecutive ops grouped by where they ran: the partition boundaries in run order."""
@@ -102,11 +104,11 @@ class Profile:
                     last.first_node if last.first_node is not None else (min(nodes) if nodes else None),
                     max(nodes) if nodes else last.last_node,
                     last.ops + 1,
-                    last.ms + op.mean_ms,
+                    last.ms + op.ms,
                 )
             else:
                 first, last = (min(nodes), max(nodes)) if nodes else (None, None)
-                out.append(Segment(op.placement, op.partition, first, last, 1, op.mean_ms))
+                out.append(Segment(op.placement, op.partition, first, last, 1, op.ms))
         return out
 
     # --- JSON ----------------------------------------------------------------------------------
@@ -133,9 +135,10 @@ class Profile:
                 kernel=str(o["kernel"]),
                 placement=Placement(o["placement"]),
                 partition=None if o["partition"] is None else int(o["partition"]),
-                mean_ms=float(o["mean_ms"]),
+                ms=float(o["ms"]),
                 source=TimeSource(o["source"]),
                 nodes=tuple(int(n) for n in o.get("nodes") or ()),
+                median_ms=None if o.get("median_ms") is None else float(o["median_ms"]),
             )
             for o in d["ops"]
         )
