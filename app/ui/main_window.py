@@ -33,6 +33,7 @@ from app.ui.controls import OPEN_FILE, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
 from app.ui.event_view import EventView
 from app.ui.menus import build_menus
+from app.ui.ops_view import OpsView
 from app.ui.plots import LivePlots, snapshot_values
 from app.ui.review import ReviewWindow
 from app.ui.scripted import scripted_outcome, window_stats, write_stats
@@ -78,6 +79,7 @@ class MainWindow(QMainWindow):
 
         start = start_config(options, self.saved)
         self.live = LiveController(start.source, start.config)
+        self.ops_view.attach(self.live)
         self.event_view = EventView(self.live, self.plots, self.delegation, self.controls, self.statusBar())
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
@@ -119,6 +121,10 @@ class MainWindow(QMainWindow):
         self.compare_dock = self._dock("A/B comparison", self.compare_panel, "compare")
         self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
         self.compare_dock.hide()  # shown while comparing
+        self.ops_view = OpsView()
+        self.ops_dock = self._dock("Ops", self.ops_view, "ops")
+        self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
+        self.delegation_dock.raise_()
         self.resizeDocks([self.delegation_dock, self.controls_dock], [380, 420], Qt.Orientation.Vertical)
 
         self.status_label = QLabel("starting")
@@ -429,6 +435,7 @@ class MainWindow(QMainWindow):
         self._display_timer.stop()
         self._stats_timer.stop()
         self.stop_recording()
+        self.ops_view.stop()
         self.live.stop()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:

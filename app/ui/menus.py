@@ -46,6 +46,7 @@ def build_menus(window: MainWindow) -> QAction:
     view = window.menuBar().addMenu("&View")
     view.addAction(window.controls_dock.toggleViewAction())
     view.addAction(window.delegation_dock.toggleViewAction())
+    view.addAction(window.ops_dock.toggleViewAction())
     view.addAction(action("&Clear plots", window.plots.clear_series))
     help_menu = window.menuBar().addMenu("&Help")
     help_menu.addAction(action("&About Delegate Scope", window.show_about))
