@@ -66,7 +66,9 @@ def build_report(paths: list[Path], out: Path) -> dict:
     if suffix == ".png":
         data = report_plots.overview_png(sessions, summary_rows(sessions, comparisons), comparisons)
     else:
-        figures = report_plots.html_figures(sessions)
+        from app import report_ops
+
+        figures = report_plots.html_figures(sessions) + report_ops.html_figures(sessions)
         data = render_html(sessions, comparisons, figures).encode("utf-8")
     _write_atomic(Path(out), data)
     return {"out": str(out), "sessions": len(sessions), "bytes": len(data)}

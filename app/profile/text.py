@@ -13,17 +13,21 @@ def _node(op: OpTime) -> str:
     return "-" if op.node is None else str(op.node)
 
 
+def _median(op: OpTime) -> str:
+    return "-" if op.median_ms is None else f"{op.median_ms:.3f}"
+
+
 def _row(profile: Profile, op: OpTime) -> str:
     part = "" if op.partition is None else str(op.partition)
     return (
         f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
-        f"{part:>4} {op.ms:>9.3f} {100 * profile.share(op):>6.1f}%"
+        f"{part:>4} {_median(op):>9} {op.ms:>9.3f} {100 * profile.share(op):>6.1f}%"
     )
 
 
 def _header() -> str:
     columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<5} {'part':>4}"
-    return f"  {'#':>4} {'node':>7}  {columns} {'ms':>9} {'share':>7}"
+    return f"  {'#':>4} {'node':>7}  {columns} {'median ms':>9} {'mean ms':>9} {'share':>7}"
 
 
 def headline(profile: Profile) -> list[str]:

@@ -271,6 +271,7 @@ class MainWindow(QMainWindow):
         self.record_label.setText("")
         if status is not None:
             self.last_recording = status
+            self.ops_view.save_beside(status.path)  # the report's per-op chart (app/report_ops.py)
             if status.error:
                 self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
             else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
@@ -27,13 +28,15 @@ from PySide6.QtWidgets import (
 )
 
 from app.profile.live import INTERVAL_S, LiveProfile, LiveProfiler, Target
+from app.profile.recording import write_profile
 from app.profile.types import OpTime, Placement, Profile
 
 if TYPE_CHECKING:
     from app.live import LiveController
 
 REFRESH_MS = 500
-COLUMNS = ("#", "node", "op", "kernel", "where", "ms", "share %")
+COLUMNS = ("#", "node", "op", "kernel", "where", "median ms", "mean ms", "share %")
+COLUMN_WIDTHS = (34, 44, 128, 180, 52, 70, 62, 60)
 PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")  # as coverage_view.py's node strip
 CPU_COLOUR = "#c62828"
 
@@ -66,8 +69,12 @@ class SideTable(QWidget):
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().setVisible(False)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        header = self.table.horizontalHeader()
+        for column, width in enumerate(COLUMN_WIDTHS):
+            header.resizeSection(column, width)
+        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the runtime's kernel name
         layout.addWidget(self.title)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
@@ -90,13 +97,14 @@ class SideTable(QWidget):
             node = (
                 f"{min(op.nodes)}-{max(op.nodes)}" if len(op.nodes) > 1 else ("-" if op.node is None else str(op.node))
             )
-            where = "CPU" if op.placement is Placement.CPU else f"partition {op.partition}"
+            where = "CPU" if op.placement is Placement.CPU else f"part {op.partition}"
             cells = (
                 _item(op.order),
                 _item(node),
                 _item(op.op),
                 _item(op.kernel),
                 _item(where),
+                _item(round(op.median_ms, 3) if op.median_ms is not None else "-"),
                 _item(round(op.ms, 3)),
                 _item(round(100 * p.share(op), 1)),
             )
@@ -197,6 +205,16 @@ class OpsView(QWidget):
             table.show_profile(entry, now)
         if self.profiler.running:
             self.status.setText(f"profiling every {INTERVAL_S:.0f} s on a separate runner")
+
+    def save_beside(self, recording: Path) -> Path | None:
+        """Write side A's last profile beside a recording that stopped while profiling was on."""
+        entry = self.profiler.latest().get("a") if self.profiler is not None and self.profiler.running else None
+        if entry is None or entry.profile is None:
+            return None
+        try:
+            return write_profile(recording, entry.profile)
+        except OSError:
+            return None  # the recording is what matters
 
     def stop(self) -> None:
         self._timer.stop()
