@@ -54,6 +54,7 @@ def main() -> None:
         spec = load_model_spec(name)
         profiles = [profile_cpu(spec, args.threads, args.runs) for _ in range(args.profiles)]
         invoke = [p.ops_ms / p.invoke_ms for p in profiles if p.invoke_ms]
+        by_run = [p.ops_over_invoke for p in profiles if p.ops_over_invoke is not None]
         wall = [p.ops_ms / p.wall_ms for p in profiles]
         tops = [{op.order for op in p.top(5)} for p in profiles]
         same = sum(t == tops[0] for t in tops[1:])
@@ -65,6 +66,7 @@ def main() -> None:
             f"Invoke {statistics.median(p.invoke_ms for p in profiles):.3f} ms, "
             f"run {statistics.median(p.wall_ms for p in profiles):.3f} ms"
         )
+        print(f"  ops/Invoke run by run (median per profile): {min(by_run):.3f}-{max(by_run):.3f}")
         print(f"  top-5 set equal to the first profile's in {same} of {len(tops) - 1}; smallest overlap {overlap}/5")
         tensor = sample_input(spec)
         session = open_session(spec, "cpu", BackendOptions(threads=args.threads))

@@ -27,8 +27,8 @@ CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quan
 def _check_json(out: dict, model_path: str | Path) -> dict:
     profile = out["profile"]
     assert set(profile) >= {"model", "requested", "used", "accelerator", "threads", "runs", "ops", "invoke_ms",
-                            "wall_ms", "ops_ms", "off_accelerator_ms", "off_accelerator_share", "top", "by_type",
-                            "segments", "not_reported", "notes"}  # fmt: skip
+                            "wall_ms", "ops_ms", "ops_over_invoke", "off_accelerator_ms", "off_accelerator_share",
+                            "top", "by_type", "segments", "not_reported", "notes"}  # fmt: skip
     ops = profile["ops"]
     assert [op["order"] for op in ops] == list(range(len(ops)))  # run order
     for op in ops:
@@ -49,7 +49,7 @@ def _check_json(out: dict, model_path: str | Path) -> dict:
 
 
 def _sum_of_parts(profile: dict) -> float:
-    return profile["ops_ms"] / profile["invoke_ms"]
+    return profile["ops_over_invoke"]  # run by run, median: one run preempted between two ops does not move it
 
 
 @pytest.mark.parametrize("name", sorted(bundled_models()))
@@ -68,7 +68,7 @@ def test_profile_every_fixture_model_on_the_cpu(coral: Path, name: str):
     run = run_cli("profile", "--model", coral / name, "--threads", "1", "--runs", "10", "--json", timeout=300)
     assert run.returncode == 0, run.stderr
     profile = _check_json(run.json(), coral / name)
-    assert 0.80 <= _sum_of_parts(profile) <= 1.02, profile["ops_ms"]
+    assert 0.85 <= _sum_of_parts(profile) <= 1.02, profile["ops_ms"]
     # XNNPACK leaves the uint8 AVERAGE_POOL_2D and the SOFTMAX to the built-in kernels: two CPU ops, two
     # partitions; exactly what the app's CPU session (the Interpreter's node list) says.
     off = [op for op in profile["ops"] if op["placement"] == "cpu"]
@@ -157,7 +157,10 @@ def test_a_recording_carries_its_profile_to_the_report(tmp_path: Path):
     recording = tmp_path / "s.csv"
     write_profile(recording, profile)
     back = read_profile(recording)
-    assert back is not None and back.ops == profile.ops and back.to_dict() == profile.to_dict()
+    assert back is not None and back.ops == profile.ops
+    assert {k: v for k, v in back.to_dict().items() if k != "ops_over_invoke"} == {
+        k: v for k, v in profile.to_dict().items() if k != "ops_over_invoke"
+    }
     (tmp_path / "bad.profile.json").write_text('{"profile": {"ops": [{"order": "x"}]}}')
     assert read_profile(tmp_path / "bad.csv") is None  # malformed: skipped, never a crash
     assert isinstance(Profile.from_dict(profile.to_dict()), Profile)

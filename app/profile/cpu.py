@@ -132,9 +132,10 @@ def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel |
     if not per_run or not per_run[0]:
         raise RuntimeError("LiteRT's profiler recorded no operator events")
     layout = [_Op(e.tag, e.type, e.index) for e in per_run[0]]
-    complete = [r for r in per_run if [(_Op(e.tag, e.type, e.index)) for e in r] == layout]
-    times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
     invokes = invoke_spans_us(events)
+    kept = [i for i, r in enumerate(per_run) if [_Op(e.tag, e.type, e.index) for e in r] == layout]
+    complete = [per_run[i] for i in kept]
+    times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
     # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
     rows = build_rows(spec, layout, times.mean(axis=0), np.median(times, axis=0))
     xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
@@ -154,4 +155,5 @@ def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel |
             "its C API): XNNPACK's operators inside a partition, the built-in kernels' nodes outside",
         ),
         per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
+        per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
     )

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError
 from app.model import ModelSpec, load_model_spec
+from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.litert_c import HW_CPU, ProfiledModel
 from app.profile.run import profile_model
 from app.profile.types import Profile
 
@@ -67,6 +69,7 @@ class LiveProfiler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
+        self._models: dict[str, tuple[Target, ProfiledModel]] = {}  # CPU sides: compiled once, profiled again
 
     @property
     def running(self) -> bool:
@@ -101,15 +104,41 @@ class LiveProfiler:
                 return
             profile, error = None, None
             try:
-                profile = profile_model(self._spec(target), target.delegate, target.options, runs=self.runs)
+                profile = self._profile(side, target)
             except (DelegateScopeError, RuntimeError, ValueError) as exc:
                 error = str(exc)
             with self._lock:
                 self._seq += 1
                 self._latest[side] = LiveProfile(target, profile, error, time.monotonic(), self._seq)
 
+    def _profile(self, side: str, target: Target) -> Profile:
+        spec = self._spec(target)
+        cached = self._models.get(side)
+        if cached is not None and (cached[0] != target or target.delegate != "cpu"):
+            self._close(side)
+            cached = None
+        if target.delegate != "cpu":  # GPU / Core ML: a session of their own each time (app.profile.run)
+            return profile_model(spec, target.delegate, target.options, runs=self.runs)
+        if cached is None:
+            # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
+            model = ProfiledModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True)
+            model.write_input(sample_input(spec))
+            for _ in range(WARMUP_RUNS):
+                model.run()
+            self._models[side] = cached = (target, model)
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=cached[1])
+
+    def _close(self, side: str) -> None:
+        entry = self._models.pop(side, None)
+        if entry is not None:
+            entry[1].close()
+
     def _loop(self) -> None:
         _lower_priority()
-        while not self._stop.is_set():
-            self.profile_once()
-            self._stop.wait(self.interval_s)
+        try:
+            while not self._stop.is_set():
+                self.profile_once()
+                self._stop.wait(self.interval_s)
+        finally:
+            for side in list(self._models):  # closed by the thread that made them
+                self._close(side)

@@ -40,6 +40,8 @@ def headline(profile: Profile) -> list[str]:
     if profile.invoke_ms is not None:
         whole = f"runtime's Invoke {profile.invoke_ms:.3f} ms, " + whole
         ratio = f" = {100 * profile.ops_ms / profile.invoke_ms:.1f}% of Invoke" if profile.invoke_ms > 0 else ""
+        if profile.ops_over_invoke is not None:
+            ratio += f" (run by run, median {100 * profile.ops_over_invoke:.1f}%)"
     else:
         ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
     lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} (means per run)")

@@ -60,6 +60,16 @@ class Profile:
     not_reported: tuple[str, ...] = ()  # what the runtime does not give, in words
     notes: tuple[str, ...] = ()
     per_run_ms: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # op times per run (profiler runs)
+    per_run_invoke_ms: tuple[float, ...] = field(default=(), repr=False)  # the runtime's Invoke span of each run
+
+    @property
+    def ops_over_invoke(self) -> float | None:
+        """The ops' sum over the runtime's Invoke span, run by run, median: how much of each run the ops
+        account for, unmoved by a run preempted between two ops (which a ratio of means is not)."""
+        if not self.per_run_invoke_ms or len(self.per_run_invoke_ms) != len(self.per_run_ms):
+            return None
+        ratios = sorted(sum(ops) / inv for ops, inv in zip(self.per_run_ms, self.per_run_invoke_ms, strict=True) if inv)
+        return ratios[len(ratios) // 2] if ratios else None
 
     # --- derived tables -------------------------------------------------------------------------
 
@@ -116,6 +126,8 @@ class Profile:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("per_run_ms")
+        d.pop("per_run_invoke_ms")
+        d["ops_over_invoke"] = self.ops_over_invoke
         d["ops_ms"] = self.ops_ms
         d["off_accelerator_ms"] = self.off_accelerator_ms
         d["off_accelerator_share"] = self.off_accelerator_ms / self.ops_ms if self.ops_ms > 0 else 0.0
