@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 REFRESH_MS = 500
 COLUMNS = ("#", "node", "op", "kernel", "where", "median ms", "mean ms", "share %")
-COLUMN_WIDTHS = (34, 44, 128, 180, 52, 70, 62, 60)
+COLUMN_WIDTHS = (30, 38, 118, 180, 48, 74, 64, 58)
+KERNEL = 3
 PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")  # as coverage_view.py's node strip
 CPU_COLOUR = "#c62828"
 
@@ -74,7 +75,9 @@ class SideTable(QWidget):
         header = self.table.horizontalHeader()
         for column, width in enumerate(COLUMN_WIDTHS):
             header.resizeSection(column, width)
-        header.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)  # the runtime's kernel name
+        header.setSectionResizeMode(KERNEL, QHeaderView.ResizeMode.Stretch)  # the runtime's kernel name
+        header.setStretchLastSection(True)  # when the kernel column is hidden (A/B)
+        self.table.horizontalHeaderItem(7).setToolTip("share of the ops' time, by median per run")
         layout.addWidget(self.title)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
@@ -91,6 +94,8 @@ class SideTable(QWidget):
             return
         p = live.profile
         self.summary.setText(_summary(p, now - live.taken_at))
+        medians = [op.median_ms if op.median_ms is not None else op.ms for op in p.ops]
+        total = sum(medians) or 1.0  # shares by median: a few runs on a busy machine make means jumpy
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(p.ops))
         for row, op in enumerate(p.ops):
@@ -106,7 +111,7 @@ class SideTable(QWidget):
                 _item(where),
                 _item(round(op.median_ms, 3) if op.median_ms is not None else "-"),
                 _item(round(op.ms, 3)),
-                _item(round(100 * p.share(op), 1)),
+                _item(round(100 * medians[row] / total, 1)),
             )
             colour = op_colour(op)
             tint = QColor(colour)
@@ -124,10 +129,11 @@ def _summary(p: Profile, age_s: float) -> str:
     whole = f"run {p.wall_ms:.2f} ms" if p.invoke_ms is None else f"Invoke {p.invoke_ms:.2f} ms"
     off = p.off_accelerator()
     share = 100 * p.off_accelerator_ms / p.ops_ms if p.ops_ms > 0 else 0.0
+    colour = CPU_COLOUR if off else PARTITION_COLOURS[0]
     text = (
         f"{html.escape(p.model)} on <b>{html.escape(p.used)}</b> ({html.escape(p.accelerator)}) · "
         f"ops {p.ops_ms:.2f} ms of {whole}, {p.runs} runs, {age_s:.0f} s ago · "
-        f"<span style='color:{CPU_COLOUR}'>off the accelerator: {len(off)} op(s), {share:.1f}%</span>"
+        f"<span style='color:{colour}'>off the accelerator: {len(off)} op(s), {share:.1f}%</span>"
     )
     if p.fallback_reason:
         text += f"<br>fell back to CPU: {html.escape(p.fallback_reason)}"
@@ -197,6 +203,8 @@ class OpsView(QWidget):
         now = time.monotonic()
         comparing = self.live.comparing
         self.side_b.setVisible(comparing)
+        for table in (self.side_a, self.side_b):  # two tables share the width: the kernel name goes to the tooltip
+            table.table.setColumnHidden(KERNEL, comparing)
         self.side_a.title.setText("<b>A</b>" if comparing else "")
         for side, table in (("a", self.side_a), ("b", self.side_b)):
             if side == "b" and not comparing:
