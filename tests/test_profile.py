@@ -19,7 +19,7 @@ from app.profile.recording import read_profile, write_profile
 from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.tflite_graph import read_graph
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 
 CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quant.tflite")
 
@@ -178,6 +178,25 @@ def test_gpu_profile_on_the_software_vulkan_driver(swiftshader: dict):
     assert row["op"] == "GPU partition 0" and row["source"] == TimeSource.DIFFERENCE and row["node"] is None
     assert len(row["nodes"]) == len(load_model_spec("efficientnet_lite0_int8").op_types)
     assert row["ms"] == pytest.approx(profile["wall_ms"]) and profile["invoke_ms"] is None
+
+
+def test_gpu_profile_of_a_partly_accelerated_model(swiftshader: dict, tmp_path: Path):
+    """EfficientNet-Lite0 whose SOFTMAX has beta 2: the GPU takes nodes 0-59 and leaves the SOFTMAX to the CPU
+    (tests/test_gpu_coverage.py); the profile times the SOFTMAX from the CPU profile, the partition by difference."""
+    from tests.gpu_models import with_softmax_beta
+
+    model = tmp_path / "beta2.tflite"
+    model.write_bytes(with_softmax_beta(ROOT / "models/efficientnet_lite0.tflite", 2.0))
+    args = ["--allow-software-gpu", "--no-fallback", "--model", model, "--threads", "1", "--runs", "2", "--json"]
+    run = run_cli("profile", "--delegate", "gpu", *args, env=swiftshader, timeout=600)
+    assert run.returncode == 0, run.stderr
+    profile = run.json()["profile"]
+    gpu, softmax = profile["ops"]
+    assert gpu["nodes"] == list(range(60)) and gpu["source"] == TimeSource.DIFFERENCE
+    assert (softmax["node"], softmax["op"], softmax["placement"]) == (60, "SOFTMAX", "cpu")
+    assert softmax["source"] == TimeSource.CPU_PROFILE and softmax["ms"] > 0
+    assert gpu["ms"] + softmax["ms"] == pytest.approx(profile["wall_ms"])
+    assert [s["placement"] for s in profile["segments"]] == ["accelerator", "cpu"]
 
 
 def test_gpu_on_a_software_driver_falls_back_to_the_cpu_profile_unless_allowed(swiftshader: dict):

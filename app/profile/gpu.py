@@ -67,12 +67,14 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
     left = [n for n in coverage.nodes if not n.delegated]
     cpu_ms: dict[int, float] = {}
     cpu_kernel: dict[int, str] = {}
+    cpu_median: dict[int, float] = {}
     notes = []
     if left:
         cpu = profile_cpu(spec, threads, runs)
         for op in cpu.ops:
             if op.node is not None:
                 cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.ms
+                cpu_median[op.node] = cpu_median.get(op.node, 0.0) + (op.median_ms or 0.0)
                 cpu_kernel.setdefault(op.node, op.kernel)
         notes.append(
             f"the {len(left)} node(s) left on the CPU are timed by the runtime's CPU profile of the same model "
@@ -118,6 +120,7 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
                 None,
                 cpu_ms.get(n.index, 0.0),
                 TimeSource.CPU_PROFILE,
+                median_ms=cpu_median.get(n.index),
             )
         )
     not_reported = [NO_GPU_OP_PROFILE]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.profile.types import OpTime, Placement, Profile
+from app.profile.types import OpTime, Placement, Profile, TimeSource
 
 WHERE = {Placement.ACCELERATOR: "accel", Placement.CPU: "CPU"}
 
@@ -45,6 +45,10 @@ def headline(profile: Profile) -> list[str]:
     else:
         ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
     lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} (means per run)")
+    if any(op.source is TimeSource.DIFFERENCE for op in profile.ops):
+        lines.append(
+            "          (the GPU rows are the measured run minus the CPU ops: the sum is the run by construction)"
+        )
     return lines
 
 
