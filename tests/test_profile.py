@@ -215,3 +215,17 @@ def test_coreml_profile_off_macos_says_why():
     assert run.returncode == 0, run.stderr
     profile = run.json()["profile"]
     assert profile["requested"] == "coreml" and profile["used"] == "cpu" and "macOS" in profile["fallback_reason"]
+
+
+def test_the_report_draws_the_per_op_chart_only_when_the_recording_carried_a_profile(tmp_path: Path):
+    recording = tmp_path / "s.csv"
+    run = run_cli("bench", "--frames", "15", "--threads", "1", "--csv", recording, timeout=300)
+    assert run.returncode == 0, run.stderr
+    plain = tmp_path / "plain.html"
+    assert run_cli("report", recording, "--out", plain).returncode == 0
+    assert "Per-op profile" not in plain.read_text()
+    profiled = run_cli("profile", "--threads", "1", "--runs", "3", "--json", timeout=300)
+    (tmp_path / "s.profile.json").write_text(profiled.stdout)  # as docs/profile.md says to make one by hand
+    with_chart = tmp_path / "chart.html"
+    assert run_cli("report", recording, "--out", with_chart).returncode == 0
+    assert "<h2>Per-op profile</h2>" in with_chart.read_text()

@@ -40,3 +40,24 @@ def test_ab_shows_both_sides(make_window, qtbot):
     kernels_b = {view.side_b.table.item(r, 3).text() for r in range(view.side_b.table.rowCount())}
     assert any("QC8" in k or "QS8" in k for k in kernels_b), kernels_b  # B really ran the int8 model
     view.set_profiling(False)
+
+
+def test_a_recording_stopped_while_profiling_carries_the_profile(make_window, qtbot, tmp_path):
+    from app.profile.recording import read_profile
+
+    window = make_window()
+    view = window.ops_view
+    view.set_profiling(True)
+    qtbot.waitUntil(lambda: "a" in view.latest and view.latest["a"].profile is not None, timeout=60_000)
+    path = tmp_path / "session.csv"
+    assert window.start_recording(path)
+    qtbot.wait(500)
+    window.stop_recording()
+    profile = read_profile(path)
+    assert profile is not None and profile.used == "cpu" and len(profile.ops) > 50
+    view.set_profiling(False)
+    other = tmp_path / "off.csv"
+    assert window.start_recording(other)
+    qtbot.wait(300)
+    window.stop_recording()
+    assert read_profile(other) is None  # profiling off: nothing beside the recording
