@@ -229,3 +229,32 @@ def test_the_report_draws_the_per_op_chart_only_when_the_recording_carried_a_pro
     with_chart = tmp_path / "chart.html"
     assert run_cli("report", recording, "--out", with_chart).returncode == 0
     assert "<h2>Per-op profile</h2>" in with_chart.read_text()
+
+
+def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, tmp_path: Path):
+    """The Ops view's runner on a GPU side (in a child process: the Vulkan driver is chosen per process)."""
+    script = tmp_path / "live_gpu.py"
+    script.write_text(
+        "import json\n"
+        "from app.backends.options import BackendOptions\n"
+        "from app.profile.live import LiveProfiler, Target\n"
+        "options = BackendOptions(threads=1, allow_software=True)\n"
+        "target = Target('efficientnet_lite0_int8', 'gpu', options)\n"
+        "profiler = LiveProfiler(lambda: {'a': target}, runs=2)\n"
+        "profiler.profile_once()\n"
+        "first = profiler._models['a'][1]\n"
+        "profiler.profile_once()\n"
+        "entry = profiler.latest()['a']\n"
+        "same = profiler._models['a'][1] is first\n"
+        "profiler._close('a')\n"
+        "print(json.dumps({'same': same, 'error': entry.error, 'profile': entry.profile.to_dict()}))\n"
+    )
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, **swiftshader, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["error"] is None and out["same"] is True
+    assert out["profile"]["used"] == "gpu" and out["profile"]["ops"][0]["op"] == "GPU partition 0"

@@ -1,11 +1,13 @@
 """Profiles of the running session, taken in the background at a low rate (the window's Ops view).
 
 The live inference thread runs LiteRT's Interpreter, whose Python wrapper has no profiler, and a
-GPU session cannot be profiled at all (app.profile.gpu). So profiles come from a runner of their
-own: one thread that, while switched on, profiles each side's model/delegate/options with a few
-runs, then sleeps. It runs at nice +10 (Linux: a thread's own priority), so on a busy machine the
-live inference thread wins the CPU; what it still costs the live session is measured in
-docs/benchmarks.md. Switched off, the thread is not running and nothing is profiled.
+GPU session cannot be profiled per op at all (app.profile.gpu). So profiles come from a runner of
+their own: one thread that, while switched on, profiles each side's model/delegate/options with a
+few runs, then sleeps. A CPU side's profiled model is compiled once per target, a GPU side's session
+opened once (by this thread, which then owns it). The thread runs at nice +10 (Linux: a thread's own
+priority), so on a busy machine the live inference thread wins the CPU; what it still costs the
+live session is measured in docs/benchmarks.md. Switched off, the thread is not running and nothing
+is profiled.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from app.backends import open_session
+from app.backends.base import ModelRunner
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError
 from app.model import ModelSpec, load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.gpu import profile_gpu
 from app.profile.litert_c import HW_CPU, ProfiledModel
 from app.profile.run import profile_model
 from app.profile.types import Profile
@@ -69,7 +74,8 @@ class LiveProfiler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
-        self._models: dict[str, tuple[Target, ProfiledModel]] = {}  # CPU sides: compiled once, profiled again
+        # Per side, compiled or opened once per target and profiled again: a ProfiledModel (CPU) or a GPU session.
+        self._models: dict[str, tuple[Target, ProfiledModel | ModelRunner]] = {}
 
     @property
     def running(self) -> bool:
@@ -114,10 +120,12 @@ class LiveProfiler:
     def _profile(self, side: str, target: Target) -> Profile:
         spec = self._spec(target)
         cached = self._models.get(side)
-        if cached is not None and (cached[0] != target or target.delegate != "cpu"):
+        if cached is not None and cached[0] != target:  # the side now runs something else
             self._close(side)
             cached = None
-        if target.delegate != "cpu":  # GPU / Core ML: a session of their own each time (app.profile.run)
+        if target.delegate == "gpu":
+            return self._profile_gpu(side, target, spec, cached)
+        if target.delegate != "cpu":  # Core ML: a session of its own each time (app.profile.run)
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
@@ -126,7 +134,24 @@ class LiveProfiler:
             for _ in range(WARMUP_RUNS):
                 model.run()
             self._models[side] = cached = (target, model)
-        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=cached[1])
+        model = cached[1]
+        assert isinstance(model, ProfiledModel)
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=model)
+
+    def _profile_gpu(
+        self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, ProfiledModel | ModelRunner] | None
+    ) -> Profile:
+        """A GPU session of the profiler's own, opened once per target (GPU sessions belong to the thread that
+        opened them: this one); a GPU that cannot run here gives the CPU profile with the reason, as `profile`."""
+        if cached is None:
+            session = open_session(spec, "gpu", target.options, fallback=True)
+            if session.report.used != "gpu":
+                reason = session.report.fallback_reason
+                session.close()
+                profile = profile_model(spec, "cpu", target.options, runs=self.runs)
+                return replace(profile, requested="gpu", fallback_reason=reason)
+            self._models[side] = cached = (target, session)
+        return profile_gpu(spec, cached[1], target.options.cpu_threads, self.runs)
 
     def _close(self, side: str) -> None:
         entry = self._models.pop(side, None)
