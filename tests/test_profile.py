@@ -258,3 +258,12 @@ def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, t
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["error"] is None and out["same"] is True
     assert out["profile"]["used"] == "gpu" and out["profile"]["ops"][0]["op"] == "GPU partition 0"
+
+
+def test_a_dynamic_batch_is_fixed_to_one_image_as_the_cpu_session_does():
+    from tests.conftest import TEST_MODELS
+
+    model = TEST_MODELS / "dynamic_batch_logits.tflite"
+    run = run_cli("profile", "--model", model, "--threads", "1", "--runs", "3", "--json", timeout=300)
+    assert run.returncode == 0, run.stderr  # failed before: "LiteRT refused to allocate a buffer"
+    _check_json(run.json(), model)

@@ -111,7 +111,8 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
 def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel | None = None) -> Profile:
     """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller)."""
     own = model is None
-    pm = model or ProfiledModel(spec.content, HW_CPU, threads, profiling=True)
+    shape = (1, spec.input_height, spec.input_width, 3)
+    pm = model or ProfiledModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
     try:
         pm.write_input(sample_input(spec))
         if own:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes as C
 import os
+import struct
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -41,6 +42,11 @@ _RUNTIME_OPTIONS_ID = b"runtime_options_string"
 _CPU_OPTIONS_ID = b"xnnpack"
 _GPU_OPTIONS_ID = b"gpu_options"
 _GPU_PRECISION = {"fp16": 1, "fp32": 2}
+# litert/c/litert_model_types.h, litert_layout.h: LiteRtRankedTensorType is 72 bytes: the element type
+# (int32), then LiteRtLayout: a word holding rank:7 and has_strides:1, dimensions[8] (int32), strides[8].
+_RANKED_TYPE_SIZE = 72
+_LAYOUT_WORD = 4
+_DIMS = 8
 
 
 class EventType(IntEnum):
@@ -139,12 +145,14 @@ class ProfiledModel:
         threads: int,
         profiling: bool = True,
         gpu_precision: str = "fp16",
+        input_shape: tuple[int, ...] | None = None,
     ) -> None:
         lib = _lib()
         self._lib = lib
         self._handles: list[tuple[str, _P]] = []  # destroyed in reverse order
         self._keep: list[object] = []
         self.profiling = profiling
+        self._input_shape = input_shape  # fixes a dynamic batch dimension, as the app's CPU session does
         self.log: list[str] = []
         try:
             with capture_stderr() as log:  # the runtime's INFO lines (accelerators it looked for) stay off the terminal
@@ -226,8 +234,9 @@ class ProfiledModel:
         for i in range(count.value):
             tensor = _P()
             _check(getter(signature, i, C.byref(tensor)), "read a tensor")
-            ranked = C.create_string_buffer(512)  # LiteRtRankedTensorType, filled and passed back unread
+            ranked = C.create_string_buffer(_RANKED_TYPE_SIZE)
             _check(lib.LiteRtGetRankedTensorType(tensor, ranked), "read a tensor's type")
+            self._fix_dynamic_dims(ranked, i, outputs)
             req = _P()
             _check(requirements(self._compiled, 0, i, C.byref(req)), "state a buffer's requirements")
             buffer = _P()
@@ -237,6 +246,22 @@ class ProfiledModel:
             )
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
         return (_P * len(handles))(*handles)
+
+    def _fix_dynamic_dims(self, ranked: C.Array, index: int, output: bool) -> None:
+        """A dynamic dimension (-1; a dynamic batch) set to the one image the app runs: the input resized
+        in the compiled model first, then every buffer's type made concrete to match."""
+        rank = ranked.raw[_LAYOUT_WORD] & 0x7F
+        dims = list(struct.unpack_from(f"<{rank}i", ranked.raw, _DIMS))
+        if -1 not in dims:
+            return
+        if not output and index == 0 and self._input_shape is not None and len(self._input_shape) == rank:
+            fixed = [int(d) for d in self._input_shape]
+            array = (C.c_int * rank)(*fixed)
+            status = self._lib.LiteRtCompiledModelResizeInputTensor(self._compiled, 0, 0, array, rank)
+            _check(status, "resize its dynamic input")
+        else:
+            fixed = [1 if d == -1 else d for d in dims]  # the batch of one image
+        C.memmove(C.addressof(ranked) + _DIMS, struct.pack(f"<{rank}i", *fixed), 4 * rank)
 
     def write_input(self, tensor: np.ndarray) -> None:
         """Copy the input (one image, the model's dtype) into the first input buffer."""

@@ -129,7 +129,8 @@ class LiveProfiler:
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
-            model = ProfiledModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True)
+            shape = (1, spec.input_height, spec.input_width, 3)
+            model = ProfiledModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
             model.write_input(sample_input(spec))
             for _ in range(WARMUP_RUNS):
                 model.run()
