@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,6 +32,20 @@ def thread_ids() -> set[int]:
         return {int(p.name) for p in _TASKS.iterdir()}
     except OSError:
         return set()
+
+
+def decoder_threads(tids: set[int]) -> set[int]:
+    """Those of `tids` that are FFmpeg's decoding threads: libavcodec names them "av:<codec>:..."
+    (pthread_frame.c / pthread_slice.c). A video source opening while a session opens starts
+    them in the same moment, and they are not the runtime's."""
+    found = set()
+    for tid in tids:
+        try:
+            if (_TASKS / str(tid) / "comm").read_text().startswith("av:"):
+                found.add(tid)
+        except OSError:
+            pass  # ended
+    return found
 
 
 def started_by(action: Callable[[], T]) -> tuple[T, set[int]]:
@@ -53,6 +68,15 @@ class InferenceCpu:
         """What the inference cost: its own thread plus the runtime's workers."""
         return self.inference_thread_ms + (self.runtime_threads_ms or 0.0)
 
+    def with_runtime(self, runtime_ms: float | None) -> InferenceCpu:
+        """The runtime's share read apart from the invoke (CpuMeter.runtime_since_last): moved out
+        of the rest of the process, which counted it while the invoke ran."""
+        if runtime_ms is None:
+            return self
+        return replace(
+            self, runtime_threads_ms=runtime_ms, rest_of_process_ms=max(0.0, self.rest_of_process_ms - runtime_ms)
+        )
+
     def to_dict(self) -> dict:
         return {
             "inference_thread": round(self.inference_thread_ms, 3),
@@ -64,12 +88,23 @@ class InferenceCpu:
 class CpuMeter:
     """Brackets one call at a time: `start()` on the calling thread, then `stop()` on the same
     thread. The runtime's threads are read through descriptors opened once (`pread` of
-    schedstat: ~2 us a thread here, against ~17 us to open and read it each time), so a GPU
-    driver's handful of threads costs microseconds per inference, not a tenth of a fast one."""
+    schedstat: ~2 us a thread here, against ~17 us to open and read it each time).
 
-    def __init__(self, runtime_threads: set[int]) -> None:
+    `bracket_runtime=False` (the pipeline): start/stop read only the calling thread and the
+    process, and another thread reads the runtime's threads once per inference with
+    `runtime_since_last()`. On an H200 host those reads, around every invoke, took 17% of the
+    GPU inference thread's time (py-spy), a quarter of a millisecond per inference: the meter
+    slowed what it measured. Read once per pipeline cycle instead, by the results thread, each
+    reading covers one inference's invoke (the runtime's threads work while it runs), shifted
+    by less than a cycle; over a run the totals are exact.
+    """
+
+    def __init__(self, runtime_threads: set[int], *, bracket_runtime: bool = True) -> None:
         self.runtime_threads = set(runtime_threads)
         self.readable = sys.platform.startswith("linux") and os.path.isdir(_TASKS)
+        self.bracket_runtime = bracket_runtime
+        self._lock = threading.Lock()  # the fds: read by one thread, closed by another
+        self._closed = False
         self._fds: dict[int, int] = {}
         self._ended_ns = 0  # time of runtime threads that ended, so totals never go backwards
         self._last_ns: dict[int, int] = {}
@@ -80,10 +115,15 @@ class CpuMeter:
                 except OSError:
                     pass  # ended already: it has no more time to add
         self._start: tuple[int, int, int | None] = (0, 0, None)
+        self._runtime_mark = None if bracket_runtime else self._runtime_ns()
 
     def _runtime_ns(self) -> int | None:
         if not self.readable:
             return None
+        with self._lock:
+            return self._read_runtime_ns()
+
+    def _read_runtime_ns(self) -> int:
         total = self._ended_ns
         for tid, fd in list(self._fds.items()):
             try:
@@ -99,17 +139,32 @@ class CpuMeter:
         return total
 
     def start(self) -> None:
-        self._start = (time.thread_time_ns(), time.process_time_ns(), self._runtime_ns())
+        runtime = self._runtime_ns() if self.bracket_runtime else None
+        self._start = (time.thread_time_ns(), time.process_time_ns(), runtime)
 
     def stop(self) -> InferenceCpu:
-        own, process, runtime = time.thread_time_ns(), time.process_time_ns(), self._runtime_ns()
+        """Without `bracket_runtime`, the runtime's share is None here: `with_runtime` adds it."""
+        own, process = time.thread_time_ns(), time.process_time_ns()
+        runtime = self._runtime_ns() if self.bracket_runtime else None
         own_ms = (own - self._start[0]) / 1e6
         process_ms = (process - self._start[1]) / 1e6
         runtime_ms = None if runtime is None or self._start[2] is None else max(0, runtime - self._start[2]) / 1e6
         rest = max(0.0, process_ms - own_ms - (runtime_ms or 0.0))
         return InferenceCpu(own_ms, runtime_ms, rest)
 
+    def runtime_since_last(self) -> float | None:
+        """Milliseconds the runtime's threads ran since the previous call (the first: since the
+        meter was made); None where they cannot be read, or once the meter is closed."""
+        with self._lock:
+            if not self.readable or self._runtime_mark is None or self._closed:
+                return None
+            now = self._read_runtime_ns()
+            delta, self._runtime_mark = max(0, now - self._runtime_mark), now
+        return delta / 1e6
+
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            self._closed = True
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
