@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+READ_EVERY_S = 0.1  # the runtime's threads, read apart from the invoke: see CpuMeter
 _TASKS = Path("/proc/self/task")
 
 
@@ -69,7 +70,7 @@ class InferenceCpu:
         return self.inference_thread_ms + (self.runtime_threads_ms or 0.0)
 
     def with_runtime(self, runtime_ms: float | None) -> InferenceCpu:
-        """The runtime's share read apart from the invoke (CpuMeter.runtime_since_last): moved out
+        """The runtime's share read apart from the invoke (CpuMeter.runtime_per_inference): moved out
         of the rest of the process, which counted it while the invoke ran."""
         if runtime_ms is None:
             return self
@@ -91,12 +92,13 @@ class CpuMeter:
     schedstat: ~2 us a thread here, against ~17 us to open and read it each time).
 
     `bracket_runtime=False` (the pipeline): start/stop read only the calling thread and the
-    process, and another thread reads the runtime's threads once per inference with
-    `runtime_since_last()`. On an H200 host those reads, around every invoke, took 17% of the
-    GPU inference thread's time (py-spy), a quarter of a millisecond per inference: the meter
-    slowed what it measured. Read once per pipeline cycle instead, by the results thread, each
-    reading covers one inference's invoke (the runtime's threads work while it runs), shifted
-    by less than a cycle; over a run the totals are exact.
+    process, and the results thread asks `runtime_per_inference()` once per inference. Reading
+    every runtime thread per inference was too dear on an H200 host (py-spy): around each
+    invoke it took 17% of the GPU inference thread's time, and once per cycle on the results
+    thread, 78% of that thread's, the GPU driver's threads being many. So they are read at most
+    every READ_EVERY_S, and each inference is given the average of the last reading's
+    interval (the runtime's threads only work while invokes run): a figure up to
+    READ_EVERY_S old, never a per-invoke one; over a run the totals agree within a reading.
     """
 
     def __init__(self, runtime_threads: set[int], *, bracket_runtime: bool = True) -> None:
@@ -116,6 +118,9 @@ class CpuMeter:
                     pass  # ended already: it has no more time to add
         self._start: tuple[int, int, int | None] = (0, 0, None)
         self._runtime_mark = None if bracket_runtime else self._runtime_ns()
+        self._read_at = time.monotonic()
+        self._since_read = 0  # inferences since the last reading
+        self._average: float | None = None  # ms per inference over the last reading's interval
 
     def _runtime_ns(self) -> int | None:
         if not self.readable:
@@ -152,15 +157,20 @@ class CpuMeter:
         rest = max(0.0, process_ms - own_ms - (runtime_ms or 0.0))
         return InferenceCpu(own_ms, runtime_ms, rest)
 
-    def runtime_since_last(self) -> float | None:
-        """Milliseconds the runtime's threads ran since the previous call (the first: since the
-        meter was made); None where they cannot be read, or once the meter is closed."""
+    def runtime_per_inference(self) -> float | None:
+        """Milliseconds of the runtime's threads for one more inference: the average over the
+        last reading's interval, read again when READ_EVERY_S has passed (the first call reads
+        at once: since the meter was made). None where they cannot be read, or once closed."""
         with self._lock:
             if not self.readable or self._runtime_mark is None or self._closed:
                 return None
-            now = self._read_runtime_ns()
-            delta, self._runtime_mark = max(0, now - self._runtime_mark), now
-        return delta / 1e6
+            self._since_read += 1
+            now = time.monotonic()
+            if self._average is None or now - self._read_at >= READ_EVERY_S:
+                ns = self._read_runtime_ns()
+                self._average = max(0, ns - self._runtime_mark) / 1e6 / self._since_read
+                self._runtime_mark, self._read_at, self._since_read = ns, now, 0
+            return self._average
 
     def close(self) -> None:
         with self._lock:

@@ -380,7 +380,7 @@ class InferenceWorker:
 
     def _publish(self, item: RawOutput) -> None:
         active, frame = item.active, item.frame
-        cpu = item.cpu.with_runtime(active.cpu.runtime_since_last())  # one inference's worth: see CpuMeter
+        cpu = item.cpu.with_runtime(active.cpu.runtime_per_inference())  # see CpuMeter
         t2 = time.perf_counter()
         try:
             scores = active.post.scores(item.raw)
