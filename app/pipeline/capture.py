@@ -113,17 +113,19 @@ class Capture:
                 self._log.emit(EventKind.SOURCE_RECONNECTED, f"{self._shown} delivers again")
                 self._log.set_status(Status(State.RUNNING, source.info.description, source.info))
                 lost, backoff = False, _BACKOFF_START_S
-            self._deliver(frame, (time.perf_counter() - read_from) * 1e3)
-            if on_demand:  # unpaced file: read the next frame when this one was taken, not before
-                self._wait_taken()
+            self._deliver(frame, (time.perf_counter() - read_from) * 1e3, on_demand)
+            if on_demand:  # unpaced file: one frame read ahead of inference, no more
+                self._wait_room()
 
-    def _deliver(self, frame: Frame, read_ms: float) -> None:
+    def _deliver(self, frame: Frame, read_ms: float, on_demand: bool) -> None:
         started = time.perf_counter()
         self._prepare(frame)
         prepare_ms = (time.perf_counter() - started) * 1e3
         for worker in self._workers:
             worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms)
-            if worker.slot.put(frame):
+            if on_demand:
+                worker.slot.put_behind(frame)
+            elif worker.slot.put(frame):
                 worker.metrics.frames_dropped(1, frame.captured_at)
 
     def _prepare(self, frame: Frame) -> None:
@@ -136,8 +138,8 @@ class Capture:
         except ValueError:
             pass  # a bad frame: the inference thread meets the same error and reports it
 
-    def _wait_taken(self) -> None:
+    def _wait_room(self) -> None:
         for worker in self._workers:
-            while not worker.slot.wait_taken(POLL_S):
+            while not worker.slot.wait_room(POLL_S):
                 if self._stop.is_set() or worker.inference_done():
                     break
