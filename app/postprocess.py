@@ -55,7 +55,26 @@ class Postprocessor:
 
     def top_k(self, scores: np.ndarray, k: int) -> list[Prediction]:
         k = max(1, min(k, scores.size))
-        candidates = np.argpartition(-scores, k - 1)[:k]
-        # Highest score first; equal scores by index so results are reproducible.
-        order = sorted(candidates.tolist(), key=lambda i: (-float(scores[i]), i))
-        return [Prediction(i, self.spec.label(i), float(scores[i])) for i in order]
+        return [Prediction(i, self.spec.label(i), float(scores[i])) for i in top_indices(scores, k)]
+
+
+_ARGMAX_UP_TO = 16  # k at most this: k argmax passes; beyond, one stable sort
+
+
+def top_indices(scores: np.ndarray, k: int) -> list[int]:
+    """The k highest scores' indices, highest first, equal scores by index (reproducible).
+
+    Not np.argpartition: it releases the GIL for 1,000 scores, and getting it back behind a
+    thread that holds it (LiteRT's GPU wrapper holds it through most of a run) cost the results
+    thread ~0.85 ms a call (`benchmarks/gil_release.py`): on an H200 host the results thread,
+    not the GPU, then set the pipeline's rate. argmax and a stable argsort keep the GIL.
+    """
+    if k > _ARGMAX_UP_TO:
+        return np.argsort(-scores, kind="stable")[:k].tolist()
+    rest = np.array(scores, dtype=np.float64)  # a copy to mask; float64 so -inf is below any score
+    picked = []
+    for _ in range(k):
+        i = int(rest.argmax())  # the first of equal maxima: the lowest index
+        picked.append(i)
+        rest[i] = -np.inf
+    return picked
