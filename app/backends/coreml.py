@@ -22,6 +22,7 @@ import numpy as np
 
 from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.backends.options import BackendOptions
+from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec, read_sidecar
 from app.native_log import capture_stderr
@@ -36,31 +37,6 @@ _DEVICE_NAMES = {
     "MLGPUComputeDevice": "gpu",
     "MLNeuralEngineComputeDevice": "neural_engine",
 }
-
-
-# coremltools imports each of these at import time when installed, only to enable converters the
-# app never uses: TensorFlow alone costs seconds and gigabytes, and the app runs on LiteRT alone.
-_CONVERTER_FRAMEWORKS = ("tensorflow", "torch")
-
-
-def import_coremltools() -> Any:
-    """Import coremltools for loading and predicting only, without pulling in TensorFlow or torch.
-
-    A `None` entry in sys.modules makes `import x` raise ImportError, which coremltools
-    takes as "not installed"; the entries are removed again, so later imports work.
-    """
-    if "coremltools" in sys.modules:
-        return sys.modules["coremltools"]
-    blocked = [name for name in _CONVERTER_FRAMEWORKS if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]
-    try:
-        import coremltools
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return coremltools
 
 
 def macos_version() -> tuple[int, ...]:

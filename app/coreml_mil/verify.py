@@ -1,0 +1,146 @@
+"""Check a model's Core ML translation without a Mac: split execution and the programs' numerics.
+
+1. Split execution: the pieces run one after another in LiteRT give the whole model's outputs.
+2. Numerics: every delegated piece is translated, converted to an ML program (coremltools; runs on
+   Linux), read back from the converted model, and evaluated op by op in numpy (mil_numpy); its
+   outputs are compared with LiteRT's outputs of the same piece on the same inputs.
+
+`python -m app.coreml_mil.verify MODEL.tflite [--precision fp32|fp16] [--coreml-version 2|3]` prints
+the figures as JSON (it imports coremltools, hence TensorFlow on Linux: run it in its own process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+
+from app.coreml_mil.execute import LiteRTPiece, run_pieces
+from app.coreml_mil.split import Piece, piece_models, plan_pieces
+from app.coverage.coreml_rules import CoreMLOptions, predict
+from app.tflite_graph import Graph, read_graph
+
+
+@dataclass
+class PieceCheck:
+    piece: int
+    nodes: int
+    ops: dict[str, int]
+    mil_ops: dict[str, int]
+    translate_s: float
+    convert_s: float
+    max_abs_diff: float
+    max_abs_reference: float
+
+
+@dataclass
+class ModelCheck:
+    model: str
+    log: str
+    pieces: list[dict]  # index, where, nodes
+    split_bit_exact: bool
+    split_max_abs_diff: float
+    precision: str
+    partitions: list[PieceCheck]
+
+
+def random_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {t: rng.uniform(-1, 1, graph.tensors[t].shape).astype(np.float32) for t in graph.inputs}
+
+
+def whole_model_outputs(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> list[np.ndarray]:
+    interpreter = Interpreter(model_content=data, num_threads=1)
+    interpreter.allocate_tensors()
+    for detail, t in zip(interpreter.get_input_details(), graph.inputs, strict=True):
+        interpreter.set_tensor(detail["index"], feeds[t])
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
+
+
+def piece_values(pieces: list[Piece], models: list[bytes], feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """Every tensor that crosses a piece boundary, from running the pieces in LiteRT."""
+    values = dict(feeds)
+    for piece, content in zip(pieces, models, strict=True):
+        produced = LiteRTPiece(content).run([values[t] for t in piece.inputs])
+        values.update(zip(piece.outputs, produced, strict=True))
+    return values
+
+
+def converted_function(mlmodel: object) -> object:
+    """The converted model's main function, read back from its spec and weight file (no Core ML runtime)."""
+    from coremltools.converters.mil.frontend.milproto.load import load as load_mil
+
+    spec = mlmodel.get_spec()  # type: ignore[attr-defined]
+    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir or "")  # type: ignore[attr-defined]
+    return program.functions["main"]
+
+
+def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) -> ModelCheck:
+    from app.coreml_mil import mil_numpy
+    from app.coreml_mil.coremltools_import import import_coremltools
+    from app.coreml_mil.translate import convert, translate
+
+    import_coremltools()
+    data = path.read_bytes()
+    graph = read_graph(data)
+    coverage = predict(graph, CoreMLOptions(coreml_version=coreml_version))
+    pieces = plan_pieces(graph, coverage)
+    models = piece_models(data, pieces)
+    feeds = random_inputs(graph)
+    whole = whole_model_outputs(data, feeds, graph)
+    split, _ = run_pieces(pieces, [LiteRTPiece(m) for m in models], feeds, graph.outputs)
+    exact = all(np.array_equal(a, b) for a, b in zip(whole, split, strict=True))
+    split_diff = max(float(np.max(np.abs(a - b))) for a, b in zip(whole, split, strict=True))
+    values = piece_values(pieces, models, feeds)
+    checks = []
+    for piece in pieces:
+        if not piece.delegated:
+            continue
+        started = time.perf_counter()
+        translation = translate(data, graph, piece)
+        translated = time.perf_counter()
+        mlmodel = convert(translation, precision)
+        converted = time.perf_counter()
+        function = converted_function(mlmodel)
+        mil_ops: dict[str, int] = {}
+        for op in function.operations:
+            mil_ops[op.op_type] = mil_ops.get(op.op_type, 0) + 1
+        got = mil_numpy.evaluate(function, {io.name: values[io.tensor] for io in translation.inputs})
+        outs = translation.outputs
+        diff = max(float(np.max(np.abs(got[io.name].astype(np.float32) - values[io.tensor]))) for io in outs)
+        scale = max(float(np.max(np.abs(values[io.tensor]))) for io in translation.outputs)
+        checks.append(
+            PieceCheck(
+                piece.index, len(piece.nodes), translation.ops, dict(sorted(mil_ops.items())),
+                round(translated - started, 4), round(converted - translated, 4), diff, scale,
+            )
+        )  # fmt: skip
+    return ModelCheck(
+        path.name, coverage.log or "", [{"index": p.index, "where": p.where, "nodes": len(p.nodes)} for p in pieces],
+        exact, split_diff, precision, checks,
+    )  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app.coreml_mil.verify", description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("--precision", choices=("fp32", "fp16"), default="fp32")
+    parser.add_argument("--coreml-version", type=int, choices=(2, 3), default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory():
+        result = check_model(args.model, args.precision, args.coreml_version)
+    json.dump(asdict(result), sys.stdout, indent=1)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
