@@ -279,8 +279,9 @@ def _linear(op: Any, x: np.ndarray) -> np.ndarray:
 _X_OPS["linear"] = _linear
 
 
-def evaluate(function: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Run a pymil Function on `feeds` (input name -> array); its outputs by name."""
+def evaluate(function: Any, feeds: dict[str, np.ndarray], every_value: bool = False) -> dict[str, np.ndarray]:
+    """Run a pymil Function on `feeds` (input name -> array); its outputs by name (every op's output
+    by name with `every_value`)."""
     values: dict[str, np.ndarray] = {name: np.asarray(v) for name, v in feeds.items()}
 
     def value(var: Any) -> np.ndarray:
@@ -308,4 +309,6 @@ def evaluate(function: Any, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarra
         else:
             raise UnknownOp(f"MIL op '{kind}' ({op.name}) has no numpy evaluation")
         values[op.outputs[0].name] = np.asarray(result)
+    if every_value:
+        return values
     return {var.name: values[var.name] for var in function.outputs}

@@ -394,7 +394,8 @@ def translate(data: bytes, graph: Graph, piece: Piece) -> Translation:
 
 
 def convert(translation: Translation, precision: str) -> Any:
-    """The ML program as a coremltools MLModel (not compiled or loaded: that needs macOS)."""
+    """The ML program as a coremltools MLModel (not compiled or loaded: that needs macOS). coremltools
+    runs its passes on `translation.program` in place: translate again for another conversion."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
     import coremltools as ct

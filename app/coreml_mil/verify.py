@@ -36,8 +36,11 @@ class PieceCheck:
     mil_ops: dict[str, int]
     translate_s: float
     convert_s: float
-    max_abs_diff: float
-    max_abs_reference: float
+    max_abs_diff: float  # the converted program's outputs vs LiteRT's (XNNPACK) outputs of the piece
+    max_abs_reference: float  # the largest output value, for scale
+    node_max_abs_diff: float  # every node's result in the translated program vs LiteRT's reference kernels
+    node_worst: str  # the node where that maximum is
+    node_max_rel_diff: float  # the same, each node's difference divided by its largest value (at least 1)
 
 
 @dataclass
@@ -74,6 +77,50 @@ def piece_values(pieces: list[Piece], models: list[bytes], feeds: dict[int, np.n
     return values
 
 
+def all_tensors(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> dict[int, np.ndarray]:
+    """Every tensor of the whole model, from LiteRT's built-in (reference) kernels: XNNPACK would keep
+    the intermediate tensors of its partitions to itself."""
+    from ai_edge_litert.interpreter import OpResolverType
+
+    interpreter = Interpreter(
+        model_content=data,
+        num_threads=1,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        experimental_preserve_all_tensors=True,
+    )
+    interpreter.allocate_tensors()
+    for detail, t in zip(interpreter.get_input_details(), graph.inputs, strict=True):
+        interpreter.set_tensor(detail["index"], feeds[t])
+    interpreter.invoke()
+    produced = {t for node in graph.nodes for t in node.outputs}
+    return {t: interpreter.get_tensor(t).copy() for t in produced if t >= 0}
+
+
+def node_diffs(
+    translation: object, graph: Graph, piece: Piece, tensors: dict[int, np.ndarray]
+) -> tuple[float, str, float]:
+    """The largest difference between a node's result in the translated program and LiteRT's, node by node."""
+    from app.coreml_mil import mil_numpy
+
+    function = translation.program.functions["main"]  # type: ignore[attr-defined]
+    feeds = {io.name: tensors.get(io.tensor) for io in translation.inputs}  # type: ignore[attr-defined]
+    values = mil_numpy.evaluate(function, feeds, every_value=True)
+    worst, where, relative = 0.0, "", 0.0
+    for i in piece.nodes:
+        node = graph.nodes[i]
+        value = values.get(f"n{i}_{node.op.lower()}")
+        if value is None:
+            raise ValueError(f"node {i} ({node.op}) has no result named after it in the program")
+        if value.ndim == 4:
+            value = value.transpose(0, 2, 3, 1)
+        reference = tensors[node.outputs[0]]
+        diff = float(np.max(np.abs(value.astype(np.float32) - reference)))
+        relative = max(relative, diff / max(1.0, float(np.max(np.abs(reference)))))
+        if diff >= worst:
+            worst, where = diff, f"{i} {node.op}"
+    return worst, where, relative
+
+
 def converted_function(mlmodel: object) -> object:
     """The converted model's main function, read back from its spec and weight file (no Core ML runtime)."""
     from coremltools.converters.mil.frontend.milproto.load import load as load_mil
@@ -100,6 +147,7 @@ def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) ->
     exact = all(np.array_equal(a, b) for a, b in zip(whole, split, strict=True))
     split_diff = max(float(np.max(np.abs(a - b))) for a, b in zip(whole, split, strict=True))
     values = piece_values(pieces, models, feeds)
+    reference = {**feeds, **all_tensors(data, feeds, graph)}
     checks = []
     for piece in pieces:
         if not piece.delegated:
@@ -107,6 +155,9 @@ def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) ->
         started = time.perf_counter()
         translation = translate(data, graph, piece)
         translated = time.perf_counter()
+        # Before conversion: ct.convert runs its passes on the program in place.
+        node_diff, node_worst, node_rel = node_diffs(translation, graph, piece, reference)
+        translated_checked = time.perf_counter()
         mlmodel = convert(translation, precision)
         converted = time.perf_counter()
         function = converted_function(mlmodel)
@@ -119,10 +170,19 @@ def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) ->
         scale = max(float(np.max(np.abs(values[io.tensor]))) for io in translation.outputs)
         checks.append(
             PieceCheck(
-                piece.index, len(piece.nodes), translation.ops, dict(sorted(mil_ops.items())),
-                round(translated - started, 4), round(converted - translated, 4), diff, scale,
+                piece=piece.index,
+                nodes=len(piece.nodes),
+                ops=translation.ops,
+                mil_ops=dict(sorted(mil_ops.items())),
+                translate_s=round(translated - started, 4),
+                convert_s=round(converted - translated_checked, 4),
+                max_abs_diff=diff,
+                max_abs_reference=scale,
+                node_max_abs_diff=node_diff,
+                node_worst=node_worst,
+                node_max_rel_diff=node_rel,
             )
-        )  # fmt: skip
+        )
     return ModelCheck(
         path.name, coverage.log or "", [{"index": p.index, "where": p.where, "nodes": len(p.nodes)} for p in pieces],
         exact, split_diff, precision, checks,

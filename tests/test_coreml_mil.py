@@ -1,0 +1,195 @@
+"""Core ML for any float model, checked without a Mac (app/coreml_mil/).
+
+- Split execution: the pieces of a model cut at the Core ML delegate's partitions, run one after
+  another in LiteRT, give the whole model's outputs (here, in this process: no coremltools).
+- Translation and numerics: every delegated piece translates to a MIL program, converts to an ML
+  program, and that program evaluated in numpy from the MIL op specifications matches LiteRT
+  (in a child process: coremltools imports TensorFlow).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.coreml_mil.execute import LiteRTPiece, run_pieces
+from app.coreml_mil.split import piece_models, plan_pieces
+from app.coreml_mil.verify import random_inputs, whole_model_outputs
+from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
+from app.model import bundled_models
+from app.tflite_graph import read_graph
+from tests.coreml_models import every_op_model, reshape_model
+
+ROOT = Path(__file__).resolve().parent.parent
+HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
+HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
+
+# MobileNet v1 1.0/224 as in test_coverage.py (Keras' MobileNet, TensorFlow's converter, 31 nodes), with
+# batch-norm statistics taken from a batch of inputs: untrained weights shrink activations layer by layer
+# to ~1e-19, where any numerical comparison would pass; with these they stay O(1).
+_MOBILENET = """
+import os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+tf.keras.utils.set_random_seed(0)
+inp = tf.keras.Input(shape=(224, 224, 3), batch_size=1)
+model = tf.keras.applications.MobileNet(alpha=1.0, weights=None, input_tensor=inp)
+for layer in model.layers:
+    if isinstance(layer, tf.keras.layers.BatchNormalization):
+        layer.momentum = 0.0
+model(np.random.default_rng(0).uniform(-1, 1, (4, 224, 224, 3)).astype(np.float32), training=True)
+open(sys.argv[1], "wb").write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
+"""
+
+
+@pytest.fixture(scope="module")
+def mobilenet_v1(tmp_path_factory) -> Path:
+    if not HAS_TENSORFLOW:  # never imported here: a child process builds it
+        pytest.skip("building MobileNet v1 needs TensorFlow (the convert extra)")
+    path = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v1_1.0_224.tflite"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run([sys.executable, "-c", _MOBILENET, str(path)], check=True, env=env, timeout=300, capture_output=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("coreml_models")
+    files = {}
+    for name, data in (("every_op", every_op_model()), ("reshape", reshape_model())):
+        files[name] = folder / f"{name}.tflite"
+        files[name].write_bytes(data)
+    return files
+
+
+# ---- split execution (no coremltools) ------------------------------------------------------------
+
+
+def _split_and_run(data: bytes, options: CoreMLOptions | None = None) -> tuple[list, list[bytes], list, list]:
+    graph = read_graph(data)
+    pieces = plan_pieces(graph, predict(graph, options))
+    models = piece_models(data, pieces)
+    feeds = random_inputs(graph)
+    whole = whole_model_outputs(data, feeds, graph)
+    split, timings = run_pieces(pieces, [LiteRTPiece(m) for m in models], feeds, graph.outputs)
+    assert [t.where for t in timings] == [p.where for p in pieces]
+    return pieces, models, whole, split
+
+
+def test_split_bundled_float_model_is_bit_exact():
+    """EfficientNet-Lite0: Core ML piece (58 nodes), the MEAN without keep_dims on the CPU, Core ML (FC + softmax)."""
+    data = bundled_models()["efficientnet_lite0"].read_bytes()
+    pieces, models, whole, split = _split_and_run(data)
+    assert [(p.where, len(p.nodes)) for p in pieces] == [("coreml", 58), ("cpu", 1), ("coreml", 2)]
+    assert pieces[1].nodes == (58,)
+    assert np.array_equal(whole[0], split[0]) and whole[0].shape == (1, 1000)
+    # Each piece carries only its own weights: together about the whole file, not three copies of it.
+    assert sum(len(m) for m in models) < 1.05 * len(data)
+
+
+def test_split_with_a_middle_boundary_is_bit_exact():
+    """ABS (refused by the delegate) between two delegated runs: Core ML, CPU, Core ML."""
+    data = every_op_model()
+    pieces, models, whole, split = _split_and_run(data)
+    assert [(p.where, len(p.nodes)) for p in pieces] == [("coreml", 6), ("cpu", 1), ("coreml", 17)]
+    graph = read_graph(data)
+    assert graph.nodes[pieces[1].nodes[0]].op == "ABS"
+    assert pieces[1].inputs == pieces[0].outputs and pieces[2].inputs == pieces[1].outputs
+    assert np.array_equal(whole[0], split[0])
+    # A piece is a stand-alone model: its own inputs and outputs, nothing else.
+    piece_graph = read_graph(models[1])
+    assert [n.op for n in piece_graph.nodes] == ["ABS"] and len(piece_graph.inputs) == len(piece_graph.outputs) == 1
+
+
+def test_split_under_core_ml_2_keeps_reshape_delegated():
+    data = reshape_model()
+    pieces, _, whole, split = _split_and_run(data, CoreMLOptions(coreml_version=2))
+    assert [(p.where, len(p.nodes)) for p in pieces] == [("coreml", 5)]
+    assert np.array_equal(whole[0], split[0])
+    # Under Core ML 3 both Reshapes are refused, leaving runs of one node: too small, all on the CPU.
+    pieces3, _, whole3, split3 = _split_and_run(data, CoreMLOptions(coreml_version=3))
+    assert [(p.where, len(p.nodes)) for p in pieces3] == [("cpu", 5)]
+    assert np.array_equal(whole3[0], split3[0])
+
+
+@pytest.mark.slow
+def test_split_mobilenet_v1_is_bit_exact(mobilenet_v1: Path):
+    pieces, _, whole, split = _split_and_run(mobilenet_v1.read_bytes())
+    assert [(p.where, len(p.nodes)) for p in pieces] == [("coreml", 29), ("cpu", 2)]
+    assert np.array_equal(whole[0], split[0])
+
+
+def test_the_test_models_cover_every_op_the_delegate_takes():
+    """A new op in coreml_rules without a translated and checked use here fails this test."""
+    ops = {n.op for n in read_graph(every_op_model()).nodes} | {n.op for n in read_graph(reshape_model()).nodes}
+    assert set(_CHECKS) <= ops
+
+
+# ---- translation and numerics (child process: coremltools imports TensorFlow) -------------------
+
+
+def _verify(path: Path, *args: str) -> dict:
+    if not HAS_COREMLTOOLS:
+        pytest.skip("translating needs coremltools (the convert extra)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.coreml_mil.verify", str(path), *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _check_fp32(result: dict, coverage_ops: set[str]) -> None:
+    assert result["split_bit_exact"]
+    translated = set().union(*(p["ops"] for p in result["partitions"]))
+    assert translated == coverage_ops
+    for p in result["partitions"]:
+        assert p["max_abs_diff"] <= 1e-4, p  # the issue's bound for fp32 programs
+        assert p["node_max_rel_diff"] <= 1e-4, p  # node by node, relative to each node's scale
+
+
+def _delegated_ops(data: bytes, options: CoreMLOptions | None = None) -> set[str]:
+    return {n.op for n in predict(read_graph(data), options).nodes if n.delegated}
+
+
+def test_every_op_translates_and_matches_litert(model_files: dict[str, Path]):
+    result = _verify(model_files["every_op"])
+    _check_fp32(result, _delegated_ops(every_op_model()))
+    for p in result["partitions"]:
+        assert p["max_abs_diff"] <= 1e-6 and p["node_max_abs_diff"] <= 1e-5, p
+    fp16 = _verify(model_files["every_op"], "--precision", "fp16")
+    assert all("cast" in p["mil_ops"] for p in fp16["partitions"])  # fp16 compute, fp32 at the edges
+    assert all(p["max_abs_diff"] <= 5e-3 for p in fp16["partitions"]), fp16["partitions"]
+
+
+def test_reshape_translates_under_core_ml_2(model_files: dict[str, Path]):
+    result = _verify(model_files["reshape"], "--coreml-version", "2")
+    _check_fp32(result, _delegated_ops(reshape_model(), CoreMLOptions(coreml_version=2)))
+    assert result["partitions"][0]["ops"]["RESHAPE"] == 2
+
+
+@pytest.mark.slow
+def test_bundled_float_model_translates_and_matches_litert():
+    path = bundled_models()["efficientnet_lite0"]
+    result = _verify(path)
+    _check_fp32(result, _delegated_ops(path.read_bytes()))
+    assert [p["piece"] for p in result["partitions"]] == [0, 2]
+    big = result["partitions"][0]
+    # one conv per CONV_2D / DEPTHWISE_CONV_2D; NHWC<->NCHW once each way at the boundary
+    assert big["mil_ops"]["conv"] == 49 and big["mil_ops"]["transpose"] == 2
+
+
+@pytest.mark.slow
+def test_mobilenet_v1_translates_and_matches_litert(mobilenet_v1: Path):
+    result = _verify(mobilenet_v1)
+    _check_fp32(result, _delegated_ops(mobilenet_v1.read_bytes()))
+    assert result["partitions"][0]["max_abs_reference"] > 0.1  # activations that can show an error
