@@ -26,6 +26,7 @@ from app.tflite_file import buffer_view
 from app.tflite_graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
 PRECISIONS = ("fp16", "fp32")
+TRANSLATOR_VERSION = 1  # part of the program cache's key: bump when the programs this writes change
 # ActivationFunctionType -> how it is applied (SIGN_BIT is refused by the delegate's rules)
 _ACT_NONE, _ACT_RELU, _ACT_RELU_N1_TO_1, _ACT_RELU6, _ACT_TANH = 0, 1, 2, 3, 4
 _SAME, _VALID = 0, 1  # Padding
