@@ -193,3 +193,23 @@ def test_mobilenet_v1_translates_and_matches_litert(mobilenet_v1: Path):
     result = _verify(mobilenet_v1)
     _check_fp32(result, _delegated_ops(mobilenet_v1.read_bytes()))
     assert result["partitions"][0]["max_abs_reference"] > 0.1  # activations that can show an error
+
+
+# ---- layout and weights vs coremltools' own TensorFlow converter --------------------------------
+
+
+def test_bundled_float_model_matches_coremltools_tf_export_op_for_op_weight_for_weight():
+    """models/efficientnet_lite0.mlpackage (coremltools' TF converter, fp16) vs the translator's fp16
+    programs of models/efficientnet_lite0.tflite: same compute ops in order but the MEAN the delegate
+    leaves on the CPU, same conv/linear attributes (effective padding included) and fp16 weights."""
+    if not HAS_COREMLTOOLS:
+        pytest.skip("translating needs coremltools (the convert extra)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "app.coreml_mil.compare_export"], capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["translator_ops"] == result["export_ops"] and len(result["export_ops"]) == 93
+    assert result["only_in_export"] == ["reduce_mean"]
+    assert result["layers_compared"] == 50 and result["attribute_mismatches"] == []
+    assert result["max_weight_ulps"] <= 1 and result["max_bias_ulps"] <= 1, result  # measured: 0 (identical)
