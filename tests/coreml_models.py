@@ -87,3 +87,36 @@ def reshape_model(seed: int = 0) -> bytes:
     out = g.tensor((1, 16, 6))
     g.op("SOFTMAX", [r2], [out], options("SoftmaxOptions", beta=1.0))
     return g.build([out])
+
+
+def fp16_weights_model(seed: int = 0) -> bytes:
+    """Conv weights stored as float16 behind a DEQUANTIZE (TFLite's fp16 post-training quantization):
+    every node is taken, so the delegate takes the DEQUANTIZE too (full delegation)."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input((1, 8, 8, 3))
+    w16 = g.const(_w(rng, 4, 3, 3, 3).astype(np.float16), "float16")
+    w = g.tensor((4, 3, 3, 3))
+    g.op("DEQUANTIZE", [w16], [w], version=3)
+    conv = g.tensor((1, 4, 4, 4))
+    conv_options = options("Conv2DOptions", padding=SAME, strideW=2, strideH=2, dilationWFactor=1, dilationHFactor=1)
+    g.op("CONV_2D", [x, w, g.const(_w(rng, 4))], [conv], conv_options)
+    out = g.tensor((1, 4, 4, 4))
+    g.op("RELU", [conv], [out])
+    return g.build([out])
+
+
+def untranslatable_model() -> bytes:
+    """A TRANSPOSE_CONV the delegate takes (constant output shape) whose VALID output size (9) is not
+    what its input, kernel and stride give (7): the translator refuses it. A classifier's shape:
+    RGB in, (1, 162) out through a Reshape (left on the CPU)."""
+    g = GraphBuilder()
+    x = g.input((1, 3, 3, 3))
+    y = g.tensor((1, 9, 9, 2))
+    g.op("TRANSPOSE_CONV", [g.const([1, 9, 9, 2], "int32"), g.const(np.ones((2, 3, 3, 3), np.float32)), x], [y],
+         options("TransposeConvOptions", padding=VALID, strideW=2, strideH=2))  # fmt: skip
+    relu = g.tensor((1, 9, 9, 2))
+    g.op("RELU", [y], [relu])
+    out = g.tensor((1, 162))
+    g.op("RESHAPE", [relu, g.const([1, 162], "int32")], [out], options("ReshapeOptions", newShape=[1, 162]))
+    return g.build([out])

@@ -59,6 +59,36 @@ def test_off_macos_the_programs_are_built_and_cached_then_core_ml_is_missing(tmp
     assert sorted(p.name for p in entry.iterdir()) == ["manifest.json", "piece0.mlpackage", "piece2.mlpackage"]
 
 
+_UNTRANSLATABLE = """
+import sys
+from pathlib import Path
+from app.backends.coreml_partitioned import PartitionedCoreMLSession
+from app.errors import BackendUnavailable
+from app.model import load_model_spec
+from tests.coreml_models import untranslatable_model
+path = Path(sys.argv[1])
+path.write_bytes(untranslatable_model())
+try:
+    PartitionedCoreMLSession(load_model_spec(path), "all", "fp16", 1)
+except BackendUnavailable as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.skipif(not HAS_COREMLTOOLS, reason="needs coremltools (the convert extra)")
+def test_a_delegated_node_without_a_translation_is_backend_unavailable_naming_it(tmp_path: Path):
+    env = {**os.environ, "DELEGATE_SCOPE_CACHE": str(tmp_path / "cache")}
+    proc = subprocess.run(
+        [sys.executable, "-c", _UNTRANSLATABLE, str(tmp_path / "m.tflite")], capture_output=True, text=True,
+        cwd=ROOT, env=env, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == (
+        "a delegated node has no Core ML translation here: node 0 (TRANSPOSE_CONV): output size 9 is not what "
+        "its padding gives"
+    )
+
+
 def test_off_macos_a_core_ml_request_falls_back_with_the_reason():
     if sys.platform == "darwin":
         pytest.skip("checks the fallback off macOS")

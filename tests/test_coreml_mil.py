@@ -25,7 +25,7 @@ from app.coreml_mil.verify import random_inputs, whole_model_outputs
 from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
 from app.model import bundled_models
 from app.tflite_graph import read_graph
-from tests.coreml_models import every_op_model, reshape_model
+from tests.coreml_models import every_op_model, fp16_weights_model, reshape_model
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
@@ -64,7 +64,7 @@ def mobilenet_v1(tmp_path_factory) -> Path:
 def model_files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("coreml_models")
     files = {}
-    for name, data in (("every_op", every_op_model()), ("reshape", reshape_model())):
+    for name, data in (("every_op", every_op_model()), ("reshape", reshape_model()), ("fp16", fp16_weights_model())):
         files[name] = folder / f"{name}.tflite"
         files[name].write_bytes(data)
     return files
@@ -175,6 +175,15 @@ def test_reshape_translates_under_core_ml_2(model_files: dict[str, Path]):
     result = _verify(model_files["reshape"], "--coreml-version", "2")
     _check_fp32(result, _delegated_ops(reshape_model(), CoreMLOptions(coreml_version=2)))
     assert result["partitions"][0]["ops"]["RESHAPE"] == 2
+
+
+def test_fp16_weights_are_delegated_whole_and_translate(model_files: dict[str, Path]):
+    """Full delegation takes the fp16 DEQUANTIZE too (FP16GraphPartitionHelper); its constant feeds the conv."""
+    pieces, _, whole, split = _split_and_run(fp16_weights_model())
+    assert [(p.where, len(p.nodes)) for p in pieces] == [("coreml", 3)] and np.array_equal(whole[0], split[0])
+    result = _verify(model_files["fp16"])
+    _check_fp32(result, {"DEQUANTIZE", "CONV_2D", "RELU"})
+    assert result["partitions"][0]["mil_ops"]["conv"] == 1
 
 
 @pytest.mark.slow

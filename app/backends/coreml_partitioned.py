@@ -23,6 +23,7 @@ from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
 from app.coreml_mil.programs import Prepared, load_or_convert
+from app.coreml_mil.translate import Untranslatable
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
 from app.native_log import capture_stderr
@@ -73,6 +74,8 @@ class PartitionedCoreMLSession:
                 prepare_ms = (time.perf_counter() - started) * 1000
                 self._prepared = prepared
                 runners, core_ml = self._runners(ct, prepared, compute_units, threads)
+        except Untranslatable as exc:  # the delegate would take it, the translator cannot: say so, run on the CPU
+            raise BackendUnavailable(f"a delegated node has no Core ML translation here: {exc}") from None
         except (BackendUnavailable, ModelError):
             raise
         except Exception as exc:  # coremltools' converter and loader raise many kinds

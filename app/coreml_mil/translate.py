@@ -95,6 +95,7 @@ class _Builder:
     def __init__(self, mb: Any, graph: Graph, weights: _Weights) -> None:
         self.mb, self.graph, self.weights = mb, graph, weights
         self.vals: dict[int, Any] = {}
+        self.dequantized: dict[int, int] = {}  # DEQUANTIZE output -> its fp16 constant input
 
     # ---- values
 
@@ -102,6 +103,7 @@ class _Builder:
         return self.graph.tensors[i]
 
     def const(self, i: int) -> np.ndarray:
+        i = self.dequantized.get(i, i)  # fp16 weights behind a DEQUANTIZE: the constant itself
         t = self.tensor(i)
         if not t.constant:
             raise Untranslatable(f"tensor '{t.name}' is not constant")
@@ -349,8 +351,11 @@ class _Builder:
         return self.mb.softmax(x=self.var(node.inputs[0]), axis=axis, name=name)
 
     def op_dequantize(self, node: GraphNode, name: str) -> Any:
-        # Only fp16 weights reach a partition (full delegation): the float32 constant itself.
-        value = self.const(self._input(node, 0)).astype(np.float32)
+        # Only fp16 weights reach a partition (full delegation): the float32 constant itself, which the
+        # ops that need constant weights (conv, linear) read through `dequantized`.
+        source = self._input(node, 0)
+        value = self.const(source).astype(np.float32)
+        self.dequantized[node.outputs[0]] = source
         return self.mb.const(val=value.transpose(_NCHW) if value.ndim == 4 else value, name=name)
 
 
