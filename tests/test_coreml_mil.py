@@ -222,3 +222,42 @@ def test_bundled_float_model_matches_coremltools_tf_export_op_for_op_weight_for_
     assert result["only_in_export"] == ["reduce_mean"]
     assert result["layers_compared"] == 50 and result["attribute_mismatches"] == []
     assert result["max_weight_ulps"] <= 1 and result["max_bias_ulps"] <= 1, result  # measured: 0 (identical)
+
+
+# ---- end to end: the split model with its Core ML pieces evaluated in numpy ---------------------
+
+_END_TO_END = """
+import json, sys
+from pathlib import Path
+import numpy as np
+from app.coreml_mil.verify import end_to_end
+from app.images import read_image
+from app.model import load_model_spec
+from app.postprocess import Postprocessor
+from app.preprocess import Preprocessor
+spec = load_model_spec("efficientnet_lite0")
+pre, post = Preprocessor(spec), Postprocessor(spec)
+photos = sorted(Path("tests/data/photos").glob("*.jpg"))
+inputs = [pre(read_image(p)).copy() for p in photos]  # the preprocessor reuses its buffer
+result = {}
+for precision in ("fp32", "fp16"):
+    whole, split = end_to_end(spec.content, inputs, precision)
+    pairs = [(post.scores(a).copy(), post.scores(b).copy()) for a, b in zip(whole, split)]
+    result[precision] = [[int(np.argmax(a)), int(np.argmax(b)), float(np.max(np.abs(a - b)))] for a, b in pairs]
+print(json.dumps(result))
+"""
+
+
+@pytest.mark.slow
+def test_bundled_float_model_classifies_the_photos_through_its_programs():
+    """The photos through the app's preprocessing, the split model with both Core ML pieces as their
+    converted programs evaluated in numpy and the MEAN in LiteRT: LiteRT's top-1 on every photo."""
+    if not HAS_COREMLTOOLS:
+        pytest.skip("translating needs coremltools (the convert extra)")
+    proc = subprocess.run([sys.executable, "-c", _END_TO_END], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for precision, bound in (("fp32", 1e-5), ("fp16", 1e-2)):
+        assert len(result[precision]) == 5
+        for whole_top1, split_top1, diff in result[precision]:
+            assert whole_top1 == split_top1 and diff < bound, (precision, result[precision])

@@ -189,6 +189,46 @@ def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) ->
     )  # fmt: skip
 
 
+class NumpyProgramPiece:
+    """A delegated piece run as its converted ML program, evaluated in numpy (mil_numpy): a stand-in for
+    Core ML's prediction where there is no Core ML."""
+
+    def __init__(self, function: object, translation: object) -> None:
+        self.function, self.translation = function, translation
+
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        from app.coreml_mil import mil_numpy
+
+        names = [io.name for io in self.translation.inputs]  # type: ignore[attr-defined]
+        out = mil_numpy.evaluate(self.function, dict(zip(names, inputs, strict=True)))
+        return [out[io.name].astype(np.float32) for io in self.translation.outputs]  # type: ignore[attr-defined]
+
+
+def end_to_end(data: bytes, inputs: list[np.ndarray], precision: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(whole model in LiteRT, pieces with the delegated ones as numpy-evaluated converted programs) outputs
+    for each input: what a Mac running the split model would compute, short of Core ML's own kernels."""
+    from app.coreml_mil.coremltools_import import import_coremltools
+    from app.coreml_mil.translate import convert, translate
+
+    import_coremltools()
+    graph = read_graph(data)
+    pieces = plan_pieces(graph, predict(graph))
+    models = piece_models(data, pieces)
+    runners = []
+    for piece, content in zip(pieces, models, strict=True):
+        if piece.delegated:
+            translation = translate(data, graph, piece)
+            runners.append(NumpyProgramPiece(converted_function(convert(translation, precision)), translation))
+        else:
+            runners.append(LiteRTPiece(content))
+    whole, split = [], []
+    for x in inputs:
+        feeds = {graph.inputs[0]: x}
+        whole.append(whole_model_outputs(data, feeds, graph)[0])
+        split.append(run_pieces(pieces, runners, feeds, graph.outputs[:1])[0][0])
+    return whole, split
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.coreml_mil.verify", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
