@@ -137,3 +137,26 @@ def _piece_model(model: fb.ModelT, piece: Piece) -> bytes:
     builder = flatbuffers.Builder(1024)
     builder.Finish(out.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def _span(nodes: tuple[int, ...]) -> str:
+    contiguous = list(nodes) == list(range(nodes[0], nodes[-1] + 1))
+    if len(nodes) == 1:
+        return f"node {nodes[0]}"
+    return f"nodes {nodes[0]}–{nodes[-1]}" if contiguous else f"{len(nodes)} nodes from {nodes[0]} to {nodes[-1]}"
+
+
+def describe_pieces(graph: Graph, pieces: list[Piece]) -> str:
+    """'Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60': the execution plan in one line."""
+    parts = []
+    for p in pieces:
+        text = f"{'Core ML' if p.delegated else 'CPU'} {_span(p.nodes)}"
+        if not p.delegated:
+            ops = sorted({graph.nodes[i].op for i in p.nodes})
+            text += f" ({', '.join(ops[:4])}{', …' if len(ops) > 4 else ''})"
+        parts.append(text)
+    return " → ".join(parts)
+
+
+def pieces_to_dict(pieces: list[Piece]) -> list[dict]:
+    return [{"piece": p.index, "where": p.where, "nodes": list(p.nodes)} for p in pieces]
