@@ -120,3 +120,29 @@ def untranslatable_model() -> bytes:
     out = g.tensor((1, 162))
     g.op("RESHAPE", [relu, g.const([1, 162], "int32")], [out], options("ReshapeOptions", newShape=[1, 162]))
     return g.build([out])
+
+
+def fp16_partial_model(seed: int = 0) -> bytes:
+    """fp16 weights in a partly delegated model (an ABS in the middle): the DEQUANTIZEs stay on the CPU in
+    the delegate's selection, while each delegated partition reads their fp16 constants itself."""
+    rng = np.random.default_rng(seed)
+    g = GraphBuilder()
+    x = g.input((1, 8, 8, 3))
+    weights = []
+    for shape in ((4, 3, 3, 3), (5, 3, 3, 4)):
+        w16 = g.const(_w(rng, *shape).astype(np.float16), "float16")
+        w = g.tensor(shape)
+        g.op("DEQUANTIZE", [w16], [w], version=3)
+        weights.append(w)
+    conv_options = options("Conv2DOptions", padding=SAME, strideW=1, strideH=1, dilationWFactor=1, dilationHFactor=1)
+    t = x
+    for k, w in enumerate(weights):
+        conv = g.tensor((1, 8, 8, 4 + k))
+        g.op("CONV_2D", [t, w, g.const(_w(rng, 4 + k))], [conv], conv_options)
+        relu = g.tensor((1, 8, 8, 4 + k))
+        g.op("RELU", [conv], [relu])
+        t = relu
+        if k == 0:
+            t = g.tensor((1, 8, 8, 4))
+            g.op("ABS", [relu], [t])
+    return g.build([t])

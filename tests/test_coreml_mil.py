@@ -25,7 +25,7 @@ from app.coreml_mil.verify import random_inputs, whole_model_outputs
 from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
 from app.model import bundled_models
 from app.tflite_graph import read_graph
-from tests.coreml_models import every_op_model, fp16_weights_model, reshape_model
+from tests.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
@@ -64,7 +64,9 @@ def mobilenet_v1(tmp_path_factory) -> Path:
 def model_files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("coreml_models")
     files = {}
-    for name, data in (("every_op", every_op_model()), ("reshape", reshape_model()), ("fp16", fp16_weights_model())):
+    models = {"every_op": every_op_model(), "reshape": reshape_model(), "fp16": fp16_weights_model(),
+              "fp16_partial": fp16_partial_model()}  # fmt: skip
+    for name, data in models.items():
         files[name] = folder / f"{name}.tflite"
         files[name].write_bytes(data)
     return files
@@ -184,6 +186,21 @@ def test_fp16_weights_are_delegated_whole_and_translate(model_files: dict[str, P
     result = _verify(model_files["fp16"])
     _check_fp32(result, {"DEQUANTIZE", "CONV_2D", "RELU"})
     assert result["partitions"][0]["mil_ops"]["conv"] == 1
+
+
+def test_fp16_weights_in_a_partly_delegated_model(model_files: dict[str, Path]):
+    """The delegate leaves fp16 DEQUANTIZEs on the CPU when it takes part of a model, but reads their fp16
+    constants in its partitions: each Core ML piece carries the DEQUANTIZE it reads; no CPU piece of
+    DEQUANTIZEs alone is left."""
+    data = fp16_partial_model()
+    graph = read_graph(data)
+    coverage = predict(graph)
+    assert [n.delegated for n in coverage.nodes] == [False, False, True, True, False, True, True]
+    pieces, _, whole, split = _split_and_run(data)
+    assert [(p.where, p.nodes) for p in pieces] == [("coreml", (0, 2, 3)), ("cpu", (4,)), ("coreml", (1, 5, 6))]
+    assert np.array_equal(whole[0], split[0])
+    result = _verify(model_files["fp16_partial"])
+    _check_fp32(result, {"DEQUANTIZE", "CONV_2D", "RELU"})
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ def plan_pieces(graph: Graph, coverage: Coverage) -> list[Piece]:
     if has_side_effects(graph):
         raise ModelError("the model has ops with side effects (variables, control flow); it is not split")
     delegated = [bool(n.delegated) for n in coverage.nodes]
-    groups = [(kind, tuple(sorted(members))) for kind, members in subsets(graph, delegated)]
+    groups = _with_fp16_weights(graph, [(kind, sorted(members)) for kind, members in subsets(graph, delegated)])
     constant = {t.index for t in graph.tensors if t.constant}
     produced_in = {}
     for position, (_, members) in enumerate(groups):
@@ -74,6 +74,45 @@ def plan_pieces(graph: Graph, coverage: Coverage) -> list[Piece]:
                     outputs.append(t)
         pieces.append(Piece(position, kind, members, tuple(inputs), tuple(outputs)))
     return pieces
+
+
+def _fp16_dequantize_outputs(graph: Graph) -> dict[int, int]:
+    """DEQUANTIZE output -> node, for DEQUANTIZEs of constant fp16 tensors (fp16 weights)."""
+    found = {}
+    for node in graph.nodes:
+        if node.op == "DEQUANTIZE" and node.inputs and node.outputs and node.inputs[0] != OPTIONAL_TENSOR:
+            source = graph.tensors[node.inputs[0]]
+            if source.dtype == "float16" and source.constant:
+                found[node.outputs[0]] = node.index
+    return found
+
+
+def _with_fp16_weights(graph: Graph, groups: list[tuple[bool, list[int]]]) -> list[tuple[bool, tuple[int, ...]]]:
+    """A partly delegated model keeps its fp16 DEQUANTIZEs on the CPU, but the delegate reads their fp16
+    constants itself (FP16GraphPartitionHelper::RemapFp16InputTensors, delegates/utils.cc): so each
+    delegated piece takes a copy of the DEQUANTIZEs it reads (their constant becomes its weight), and a
+    CPU DEQUANTIZE that no CPU node and no model output then reads is dropped."""
+    fp16 = _fp16_dequantize_outputs(graph)
+    if not fp16:
+        return [(kind, tuple(members)) for kind, members in groups]
+    out: list[tuple[bool, list[int]]] = []
+    for kind, members in groups:
+        if kind:
+            pulled = {fp16[t] for i in members for t in graph.nodes[i].inputs if t in fp16}
+            members = sorted(set(members) | pulled)
+        out.append((kind, members))
+    read_on_cpu = {t for kind, members in out if not kind for i in members for t in graph.nodes[i].inputs}
+    kept = []
+    for kind, members in out:
+        if not kind:
+            members = [
+                i for i in members
+                if not (graph.nodes[i].outputs and graph.nodes[i].outputs[0] in fp16)
+                or graph.nodes[i].outputs[0] in read_on_cpu or graph.nodes[i].outputs[0] in graph.outputs
+            ]  # fmt: skip
+        if members:
+            kept.append((kind, tuple(members)))
+    return kept
 
 
 def _unpack(data: bytes) -> fb.ModelT:
