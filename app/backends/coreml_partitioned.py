@@ -102,6 +102,7 @@ class PartitionedCoreMLSession:
             "compute_units": units,
             "precision": precision,
             "mode": "partitioned",
+            "threads": threads,  # the LiteRT pieces
             "pieces": [{"piece": p.index, "where": p.where, "nodes": len(p.nodes)} for p in split.pieces],
             "programs": "cache hit" if prepared.entry.hit else "converted now",
             "prepare_ms": round(prepare_ms, 1),
