@@ -25,6 +25,7 @@ from app.coreml_mil.verify import random_inputs, whole_model_outputs
 from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
 from app.model import bundled_models
 from app.tflite_graph import read_graph
+from tests.conftest import TEST_MODELS
 from tests.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,6 +121,27 @@ def test_split_under_core_ml_2_keeps_reshape_delegated():
     pieces3, _, whole3, split3 = _split_and_run(data, CoreMLOptions(coreml_version=3))
     assert [(p.where, len(p.nodes)) for p in pieces3] == [("cpu", 5)]
     assert np.array_equal(whole3[0], split3[0])
+
+
+def test_split_the_repositorys_test_models_is_bit_exact():
+    """tests/data/models: a detector-like graph (4 outputs; its Core ML piece is nodes 2, 4, 5, 6 and a CPU
+    Reshape, node 3, runs after it), a text model (int32 input) and a dynamic-batch model the delegate
+    takes nothing of."""
+    expected = {
+        "detector_like": [("cpu", (0, 1)), ("coreml", (2, 4, 5, 6)), ("cpu", (3,))],
+        "text_input": [("cpu", (0, 1, 2, 3, 4)), ("coreml", (5, 6))],
+        "dynamic_batch_logits": [("cpu", (0, 1, 2))],
+    }
+    for name, layout in expected.items():
+        pieces, _, whole, split = _split_and_run((TEST_MODELS / f"{name}.tflite").read_bytes())
+        assert [(p.where, p.nodes) for p in pieces] == layout, name
+        assert len(whole) == len(split) and all(np.array_equal(a, b) for a, b in zip(whole, split, strict=True)), name
+
+
+def test_the_repositorys_test_models_translate_and_match_litert():
+    for name in ("detector_like", "text_input"):
+        path = TEST_MODELS / f"{name}.tflite"
+        _check_fp32(_verify(path), _delegated_ops(path.read_bytes()))
 
 
 @pytest.mark.slow

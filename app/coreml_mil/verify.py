@@ -55,8 +55,16 @@ class ModelCheck:
 
 
 def random_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
+    """Float inputs uniform in [-1, 1]; integer ones (token ids, say) in [0, 10)."""
     rng = np.random.default_rng(seed)
-    return {t: rng.uniform(-1, 1, graph.tensors[t].shape).astype(np.float32) for t in graph.inputs}
+    feeds = {}
+    for t in graph.inputs:
+        tensor = graph.tensors[t]
+        if tensor.dtype.startswith("float"):
+            feeds[t] = rng.uniform(-1, 1, tensor.shape).astype(tensor.dtype)
+        else:
+            feeds[t] = rng.integers(0, 10, tensor.shape).astype(tensor.dtype)
+    return feeds
 
 
 def whole_model_outputs(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> list[np.ndarray]:
