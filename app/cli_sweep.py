@@ -10,7 +10,7 @@ import sys
 from app.cli_output import warn
 from app.model import load_model_spec
 from app.redact import redact_credentials
-from app.sources import parse_source_spec
+from app.sources import capture_frames
 from app.sweep import SweepProgress, default_models, plan_sweep, run_sweep
 from app.sweep_report import check_html_out, check_json_out, header_lines, text_table, write_html
 
@@ -19,15 +19,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     models = args.models or default_models()
     for model in models:
         load_model_spec(model)  # a bad model is exit 3 before anything runs
-    parse_source_spec(args.source)  # a malformed source is exit 6 before the GPU probe
     if args.json_file:
         check_json_out(args.json_file)
     if args.html:
         check_html_out(args.html)
-    entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
     tty = sys.stderr.isatty()
+    if tty:
+        _progress(SweepProgress(0, 0, args.source, "capturing"))
+    captured = capture_frames(args.source, args.frames)  # a source that fails is exit 6 before the GPU probe
+    entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
     progress = _progress if tty else None
-    result = run_sweep(args.source, entries, frames=args.frames, warmup=args.warmup, progress=progress)
+    result = run_sweep(captured, entries, warmup=args.warmup, progress=progress)
     if tty:
         print(file=sys.stderr)
     if args.json_file:
