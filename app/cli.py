@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="include the GPU even when its adapter is a software renderer (SwiftShader, llvmpipe), flagged as one",
     )
+    s.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
+        "there are more CPUs than threads, which would differ between thread counts)",
+    )
     s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
     s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
     s.set_defaults(handler=cmd_sweep)

@@ -29,7 +29,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     captured = capture_frames(args.source, args.frames)  # a source that fails is exit 6 before the GPU probe
     entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
     progress = _progress if tty else None
-    result = run_sweep(captured, entries, warmup=args.warmup, progress=progress)
+    result = run_sweep(captured, entries, warmup=args.warmup, progress=progress, pin_cpus=args.pin)
     if tty:
         print(file=sys.stderr)
     if args.json_file:

@@ -8,6 +8,10 @@ throughput, latency, CPU per inference (the per-thread attribution of `app/threa
 init and first-inference time are the figures `bench` would give. Each configuration's top-1
 answer on every captured frame is compared with the first configuration's.
 
+The sweep does not pin threads to CPUs unless asked (`pin_cpus`): bench's pinning applies only when
+the machine has more CPUs than the model has threads, so across thread counts it would change two
+things at once (on this 2-core VM it pins 1 thread, never 2).
+
 A configuration that cannot run here is listed with its reason, never dropped or silently run
 somewhere else: sessions open with `fallback=False`. A software GPU renderer (SwiftShader,
 llvmpipe: the CPU pretending) is included only when asked for (`allow_software_gpu`).
@@ -114,6 +118,7 @@ class SweepResult:
     baseline: str | None  # the first configuration measured: agreement is against it
     rows: tuple[SweepRow, ...]
     cancelled: bool = False
+    pinned: bool = False  # the inference thread pinned to CPUs of its own (bench's policy)
 
     def measured(self) -> list[SweepRow]:
         return [r for r in self.rows if r.measured]
@@ -198,6 +203,7 @@ def run_sweep(
     warmup: int = DEFAULT_WARMUP,
     progress: Callable[[SweepProgress], None] | None = None,
     stop: threading.Event | None = None,
+    pin_cpus: bool = False,
 ) -> SweepResult:
     """Capture `frames` frames from `source` (or take the frames given) and run every entry on
     them in turn. SourceError when the source gives no frame; a model that cannot be read raises
@@ -221,7 +227,7 @@ def run_sweep(
             continue
         if progress:
             progress(SweepProgress(index, total, label, "opening", 0, count))
-        row = _measure(entry, names, captured, count, warmup, index, total, progress, stop)
+        row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop)
         if row.measured and baseline is None:
             baseline = row
         rows.append(_agree(row, baseline))
@@ -240,6 +246,7 @@ def run_sweep(
         baseline=baseline.label if baseline else None,
         rows=tuple(rows),
         cancelled=stop is not None and stop.is_set(),
+        pinned=pin_cpus,
     )
 
 
@@ -249,6 +256,7 @@ def _measure(
     captured: CapturedFrames,
     count: int,
     warmup: int,
+    pin_cpus: bool,
     index: int,
     total: int,
     progress: Callable[[SweepProgress], None] | None,
@@ -258,7 +266,7 @@ def _measure(
     config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False)
     # Unpaced replay: each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
-    bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False)
+    bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus)
     top1: dict[int, str] = {}
 
     def on_result(result: Result) -> None:

@@ -66,7 +66,8 @@ def header_lines(result: SweepResult) -> list[str]:
     return [
         f"{result.frames} frames of {result.source} ({w}x{h}), captured once and replayed unpaced to each "
         f"configuration; {result.warmup} warm-up inferences each left out",
-        f"machine: {result.machine}; {result.wall_s:.1f} s; top-1 agreement against {result.baseline or '—'}"
+        f"machine: {result.machine}, threads {'pinned as bench does' if result.pinned else 'not pinned'}; "
+        f"{result.wall_s:.1f} s; top-1 agreement against {result.baseline or '—'}"
         + ("; CANCELLED" if result.cancelled else ""),
     ]
 
