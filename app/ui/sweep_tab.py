@@ -99,6 +99,8 @@ class SweepPanel(QWidget):
         self.table.setHorizontalHeaderLabels([*COLUMNS, "runs on / why not"])
         self.table.verticalHeader().setVisible(False)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.table.setWordWrap(False)  # one line per configuration; a long reason is in its tooltip
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
