@@ -273,10 +273,10 @@ def _measure(
         top1[result.frame_index % count] = result.top[0].label if result.top else ""
 
     def on_progress(done: int, frames: int | None, _snap: MetricsSnapshot) -> None:
-        if stop is not None and stop.is_set():
-            raise SweepCancelled
         if progress:
             progress(SweepProgress(index, total, label, "measuring", done, frames or count))
+        if stop is not None and stop.is_set():
+            raise SweepCancelled
 
     try:
         summary = run_bench(bench, config, progress=on_progress, on_result=on_result)

@@ -115,3 +115,31 @@ def test_a_source_that_gives_nothing_is_a_source_error(bad: str):
 
     with pytest.raises(SourceError):
         capture_frames(bad, 3)
+
+
+def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
+    import threading
+
+    from app.backends.options import BackendOptions
+    from app.sweep import Outcome, SweepEntry, SweepProgress, run_sweep
+
+    captured = capture_frames("demo", 3)
+    cpu = SweepEntry("efficientnet_lite0", "cpu", BackendOptions(threads=1), "1 thread")
+    # Tried although the plan would have said why not: the open is refused, fallback is off.
+    coreml = SweepEntry("efficientnet_lite0", "coreml", BackendOptions(), "all")
+    result = run_sweep(captured, [cpu, coreml], warmup=1)
+    measured, refused = result.rows
+    assert measured.outcome == Outcome.MEASURED and measured.top1_agreement == 1.0
+    if os.uname().sysname != "Darwin":
+        assert refused.outcome == Outcome.REFUSED and "Core ML needs macOS" in refused.reason
+        assert refused.inference_fps is None and refused.accelerator is None  # nothing ran on the CPU in its name
+
+    stop = threading.Event()
+
+    def progress(p: SweepProgress) -> None:
+        if p.phase == "measuring":
+            stop.set()  # cancel while the first configuration runs
+
+    result = run_sweep(captured, [cpu, cpu, cpu], warmup=1, progress=progress, stop=stop)
+    assert result.cancelled and [r.outcome for r in result.rows] == [Outcome.SKIPPED] * 3
+    assert "while this configuration ran" in result.rows[0].reason and result.baseline is None
