@@ -171,31 +171,60 @@ def plot_png(result: SweepResult) -> bytes | None:
         height = 1.6 + 0.34 * len(rows)
         fig, axes = plt.subplots(2, 2, figsize=(13, 2 * height), sharey=True, layout="constrained")
         a, b, c, d = axes.flat
-        _bars(a, y, [r.inference_fps for r in rows], colours, "Throughput (inferences/s, higher is better)", ".1f")
-        _bars(b, y, [r.latency_p50_ms for r in rows], colours, "Inference latency: p50 bar, p95 whisker (ms)", None)
+        _bars(a, y, [r.inference_fps for r in rows], colours, "Throughput (inferences/s)", ".1f")
+        _bars(b, y, [r.latency_p50_ms for r in rows], colours, "Latency p50 (bar), p95 (ms)", None)
         p50 = np.array([r.latency_p50_ms or 0.0 for r in rows])
         p95 = np.maximum(np.array([r.latency_p95_ms or 0.0 for r in rows]), p50)
         b.errorbar(p50, y, xerr=[np.zeros(len(rows)), p95 - p50], fmt="none", ecolor="#333", capsize=3, lw=1)
         for yi, lo, hi in zip(y, p50, p95, strict=True):
             b.annotate(f"{lo:.2f} / {hi:.2f}", (hi, yi), xytext=(5, 0), textcoords="offset points", va="center",
                        fontsize=8.5)  # fmt: skip
-        b.set_xlim(0, max(float(p95.max()), 1e-3) * 1.35)  # room for the p95 figures
-        _bars(c, y, [r.cpu_ms_per_inference for r in rows], colours, "CPU time per inference (ms)", ".2f")
+        _bars(c, y, [r.cpu_ms_per_inference for r in rows], colours, "CPU per inference (ms)", ".2f")
         height_bar = 0.4
-        d.barh(y - height_bar / 2, [r.init_ms or 0 for r in rows], height_bar, color="#9ecae1", label="init")
-        d.barh(y + height_bar / 2, [r.first_inference_ms or 0 for r in rows], height_bar, color="#3182bd",
-               label="first inference")  # fmt: skip
-        d.set_title("Start-up: session open, first inference (ms)")
-        d.legend(loc="lower right")
-        for ax in axes.flat:
+        d.barh(
+            y - height_bar / 2, [r.init_ms or 0 for r in rows], height_bar, color="#9ecae1", label="session open (init)"
+        )
+        d.barh(
+            y + height_bar / 2,
+            [r.first_inference_ms or 0 for r in rows],
+            height_bar,
+            color="#3182bd",
+            label="first inference",
+        )
+        d.set_title("Start-up (ms)")
+        d.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), ncol=2)
+        starts = [r.init_ms for r in rows] + [r.first_inference_ms for r in rows]
+        spans = ([r.inference_fps for r in rows], [*p50, *p95], [r.cpu_ms_per_inference for r in rows], starts)
+        for ax, values, room in zip(axes.flat, spans, (1.2, 1.45, 1.2, 1.1), strict=True):
             ax.set_yticks(y, labels)
-            if ax is not b:
-                ax.set_xlim(left=0)
+            _x_axis(ax, values, room)
         a.invert_yaxis()  # shared by all four: the first configuration on top
         data = io.BytesIO()
         fig.savefig(data, format="png", dpi=100)
         plt.close(fig)
     return data.getvalue()
+
+
+LOG_SPAN = 30.0  # figures spanning more than this factor are drawn on a log scale (a software GPU beside the CPU)
+
+
+def _x_axis(ax, values: list, room: float) -> None:
+    """Linear from 0, or logarithmic when the figures span more than LOG_SPAN: a software GPU's
+    1,500 ms beside the CPU's 5 ms would leave the CPU bars invisible. `room`: for the labels."""
+    positive = [float(v) for v in values if v is not None and v > 0]
+    if not positive:
+        return
+    low, high = min(positive), max(positive)
+    if high / low > LOG_SPAN:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # mathtext is off: no 10^{n}
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlim(low / 2, high * room**3)
+        ax.set_title(ax.get_title(loc="left") + ", log scale", loc="left")
+    else:
+        ax.set_xlim(0, high * room)
 
 
 def _bars(ax, y, values: list[float | None], colours: list[str], title: str, fmt: str | None) -> None:
@@ -204,7 +233,6 @@ def _bars(ax, y, values: list[float | None], colours: list[str], title: str, fmt
     if fmt:
         ax.bar_label(bars, [format(v, fmt) for v in clean], padding=3, fontsize=8.5)
     ax.set_title(title)
-    ax.margins(x=0.15)
 
 
 _STYLE = {
