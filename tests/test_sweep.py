@@ -143,3 +143,42 @@ def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
     result = run_sweep(captured, [cpu, cpu, cpu], warmup=1, progress=progress, stop=stop)
     assert result.cancelled and [r.outcome for r in result.rows] == [Outcome.SKIPPED] * 3
     assert "while this configuration ran" in result.rows[0].reason and result.baseline is None
+
+
+def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwhile():
+    """LiveController.pause/resume (the window's sweep) and set_pace (its unpaced mode), headless."""
+    import time
+
+    from app.live import LiveController
+    from app.pipeline import InferenceConfig, State
+
+    def wait(condition, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    live = LiveController("demo", InferenceConfig(options={"threads": 1}))
+    live.start()
+    try:
+        wait(lambda: live.snapshot().inferences_total >= 3)
+        generation = live.generation
+        live.pause("a sweep is running")
+        assert live.paused and live.status().state == State.STOPPED and live.status().message == "a sweep is running"
+        assert not any(t.is_alive() for t in live.threads())  # the CPU is the sweep's
+        live.reconfigure(model="efficientnet_lite0_int8")  # asked for while paused: applies on resume
+        live.set_pace(False)
+        assert live.generation == generation and live.paused  # nothing started behind the sweep's back
+        live.resume()
+        assert not live.paused and live.generation == generation + 1
+        wait(lambda: (r := live.latest_result()) is not None and r.model == "efficientnet_lite0_int8")
+        wait(lambda: live.source_info() is not None)
+        assert ", unpaced" in live.source_info().description
+        live.resume()  # not paused: nothing happens
+        assert live.generation == generation + 1
+        live.set_pace(True)
+        assert live.pace and live.generation == generation + 2
+        wait(lambda: (info := live.source_info()) is not None and ", paced" in info.description)
+    finally:
+        ended, _ = live.stop()
+    assert ended
