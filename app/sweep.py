@@ -36,6 +36,7 @@ from app.errors import BackendUnavailable
 from app.metrics import MetricsSnapshot
 from app.model import bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result
+from app.redact import redact_credentials
 from app.sources import CapturedFrames, capture_frames
 
 DEFAULT_FRAMES = 100  # replayed to each configuration (720p demo frames: 2.6 MiB each in memory)
@@ -212,7 +213,7 @@ def run_sweep(
     names = {m: load_model_spec(m).display_name for m in dict.fromkeys(e.model for e in entries)}
     total = len(entries)
     if progress:
-        progress(SweepProgress(0, total, str(source), "capturing"))
+        progress(SweepProgress(0, total, redact_credentials(str(source)), "capturing"))
     captured = source if isinstance(source, CapturedFrames) else capture_frames(source, frames)
     count = len(captured.images)
     rows: list[SweepRow] = []
@@ -234,8 +235,8 @@ def run_sweep(
     if progress:
         progress(SweepProgress(total, total, "", "done", count, count))
     return SweepResult(
-        source=captured.spec,
-        source_description=captured.info.description,
+        source=redact_credentials(captured.spec),  # what the result says is shown and saved: no stream password
+        source_description=redact_credentials(captured.info.description),
         frame_size=(captured.images[0].shape[1], captured.images[0].shape[0]),
         frames=count,
         warmup=warmup,
