@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import psutil
 
 from app.errors import SourceError, UsageError
 from app.sources.base import SourceInfo, _Source
@@ -44,16 +45,18 @@ class CapturedFrames:
 def capture_frames(spec: str, count: int, *, decode_threads: int = 1) -> CapturedFrames:
     """Read `count` frames from the source `spec` (unpaced: a file is read as fast as it decodes;
     a camera or stream delivers at its own rate). SourceError when it cannot be opened or ends
-    before giving one frame; UsageError when the frames would not fit in MAX_CAPTURED_BYTES; a
+    before giving one frame; UsageError when the frames would not fit (`capture_limit_bytes`); a
     file shorter than `count` loops."""
     source = open_source(spec, pace=False, loop=True, decode_threads=decode_threads)
     try:
         frame_bytes = source.info.width * source.info.height * 3
-        if frame_bytes * count > MAX_CAPTURED_BYTES:
+        limit = capture_limit_bytes()
+        if frame_bytes * count > limit:
             raise UsageError(
                 f"{count} frames of {source.info.width}x{source.info.height} need "
-                f"{frame_bytes * count / 1024**3:.1f} GiB in memory (at most "
-                f"{MAX_CAPTURED_BYTES / 1024**3:.0f} GiB); ask for fewer frames"
+                f"{frame_bytes * count / 1024**3:.1f} GiB in memory (at most {limit / 1024**3:.1f} GiB here: "
+                f"{MAX_CAPTURED_BYTES / 1024**3:.0f} GiB, and no more than half the memory available); "
+                "ask for fewer frames"
             )
         images = []
         while len(images) < count:
@@ -68,6 +71,11 @@ def capture_frames(spec: str, count: int, *, decode_threads: int = 1) -> Capture
         return CapturedFrames(spec, tuple(images), source.info)
     finally:
         source.close()
+
+
+def capture_limit_bytes() -> int:
+    """What a capture may keep: MAX_CAPTURED_BYTES, and no more than half the memory available now."""
+    return min(MAX_CAPTURED_BYTES, psutil.virtual_memory().available // 2)
 
 
 class ReplaySource(_Source):
