@@ -73,7 +73,7 @@ class SweepPanel(QWidget):
         self.save_button.setEnabled(False)
         self.save_button.setToolTip("The table and plots as one HTML page")
         self.frames = QSpinBox()
-        self.frames.setRange(10, 2000)
+        self.frames.setRange(10, 1000)
         self.frames.setValue(DEFAULT_FRAMES)
         self.frames.setSuffix(" frames")
         self.frames.setToolTip("Frames captured once from the source and replayed to each configuration")
