@@ -22,7 +22,7 @@ from app.backends import DelegationReport
 from app.compare import AgreementSummary, ComparePipeline, FrameComparison
 from app.heap import release_free_memory
 from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
-from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
+from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.recording import RecorderState, RecordingWriter
 from app.recording_rows import RowSink
@@ -69,12 +69,14 @@ class LiveController:
         self._sink_lock = threading.Lock()
         self._recording_started = 0.0
         self._generation = 0
+        self._paused = False
 
     # ---- commands --------------------------------------------------------------------------
 
     def start(self) -> None:
         replacing = self._feed is not None
         self._generation += 1
+        self._paused = False
         if self._b_config is not None:
             self._feed = ComparePipeline(
                 self._source,
@@ -128,6 +130,44 @@ class LiveController:
         self.start()
         return stopped
 
+    def set_pace(self, pace: bool) -> bool:
+        """Pace files at their frame rate (True) or read them as fast as inference takes them (False,
+        a benchmark mode; a camera or stream delivers at its own rate either way): a new pipeline on
+        the same source, model and delegate. Returns whether the old one stopped in time."""
+        if pace == self._pace:
+            return True
+        if self._paused:  # applies when it resumes
+            self._pace = pace
+            return True
+        stopped = self._stop_for_replacement()
+        self._pace = pace
+        self._metrics["a"].reset()
+        self._metrics["b"].reset()
+        self._record_event("pace", "paced at the source's rate" if pace else "unpaced: as fast as possible")
+        self.start()
+        return stopped
+
+    def pause(self, reason: str) -> bool:
+        """Stop the pipeline (source, configs and recording kept) until `resume()`: a delegate sweep
+        needs the CPU to itself. The status says `reason`. Returns whether its threads ended in time."""
+        if self._paused:
+            return True
+        stopped = self._stop_for_replacement()
+        self._paused = True
+        self._running().workers["a"].log.set_status(Status(State.STOPPED, reason))
+        self._record_event("pause", reason)
+        return stopped
+
+    def resume(self) -> None:
+        """Start again after `pause()`; nothing when not paused (a source switch meanwhile restarted it)."""
+        if self._paused:
+            feed = self._running()  # stopped; changes asked for meanwhile are its workers' pending configs
+            self._config = feed.workers["a"].config
+            if "b" in feed.workers:
+                self._b_config = feed.workers["b"].config
+            self._record_event("resume", "live pipeline resumed")
+            self.start()
+
     def reconfigure(self, **changes: object) -> None:
         """Change side A's model/delegate/options/throttle/top-k, live."""
         self._worker("a").reconfigure(**changes)
@@ -144,6 +184,14 @@ class LiveController:
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def pace(self) -> bool:
+        return self._pace
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
 
     @property
     def comparing(self) -> bool:

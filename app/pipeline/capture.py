@@ -19,7 +19,7 @@ from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.redact import redact_credentials
-from app.sources import LIVE_KINDS, Frame, FrameSource, SourceInfo, open_source
+from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 
@@ -27,7 +27,7 @@ _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 class Capture:
     def __init__(
         self,
-        source: str,
+        source: str | CapturedFrames,  # a spec, or frames captured once and replayed (a sweep)
         workers: list[InferenceWorker],
         *,
         log: RunLog,
@@ -36,7 +36,7 @@ class Capture:
         source_options: dict,
     ) -> None:
         self.spec = source
-        self._shown = redact_credentials(source)  # in messages: no stream credentials
+        self._shown = redact_credentials(str(source))  # in messages: no stream credentials
         self._workers = workers
         self._log = log  # the pipeline's (side A's in A/B): source events and status go there
         self._stop = stop
@@ -72,7 +72,10 @@ class Capture:
 
     def _open(self) -> FrameSource | None:
         try:
-            source = open_source(self.spec, **self._source_options)
+            if isinstance(self.spec, CapturedFrames):
+                source: FrameSource = self.spec.open(**self._source_options)
+            else:
+                source = open_source(self.spec, **self._source_options)
         except SourceError as exc:  # a source that never opened is final
             self._log.set_status(Status(State.ERROR, str(exc), exit_code=exc.exit_code))
             return None

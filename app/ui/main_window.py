@@ -28,6 +28,7 @@ from app.redact import redact_credentials
 from app.sources import CameraInfo, list_cameras
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
+from app.ui.benchmark_mode import UnpacedMode
 from app.ui.compare_panel import ComparePanel
 from app.ui.controls import OPEN_FILE, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
@@ -37,6 +38,7 @@ from app.ui.plots import LivePlots, snapshot_values
 from app.ui.review import ReviewWindow
 from app.ui.scripted import scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
+from app.ui.sweep_tab import SweepDock
 from app.ui.video_view import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
@@ -49,6 +51,7 @@ _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
     State.ERROR: "Stopped: source or model failed",
     State.ENDED: "Source ended",
+    State.STOPPED: "Paused",  # a running window stops its pipeline only to pause it (the delegate sweep)
 }
 
 __all__ = ["GuiOptions", "MainWindow"]  # GuiOptions is defined in app.ui.window_config
@@ -74,6 +77,7 @@ class MainWindow(QMainWindow):
         self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
 
         self._build_widgets()
+        self.sweep, self.unpaced = SweepDock(self), UnpacedMode(self)
         self.record_action = build_menus(self)
 
         start = start_config(options, self.saved)
@@ -338,6 +342,7 @@ class MainWindow(QMainWindow):
         self.video.backend_label = backend.upper() + (
             " (fallback)" if report and report.requested != report.used else ""
         )
+        self.video.backend_label += self.unpaced.badge()
         self.video.inference_fps = snap.inference_fps
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
@@ -428,6 +433,7 @@ class MainWindow(QMainWindow):
         self._closing = True
         self._display_timer.stop()
         self._stats_timer.stop()
+        self.sweep.shutdown()
         self.stop_recording()
         self.live.stop()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
