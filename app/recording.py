@@ -1,4 +1,4 @@
-"""Session recording: one CSV row per inference or event, plus a JSON sidecar with the context.
+"""Session recording: one CSV row per inference or event, plus a JSON sidecar (NAME.csv.meta.json) with the context.
 
 The writer never blocks the inference thread: rows go into a bounded queue that a
 writer thread drains. If the disk stalls and the queue fills, rows are counted as
@@ -140,6 +140,30 @@ def machine_info() -> dict:
     }
 
 
+SIDECAR_SUFFIX = ".meta.json"  # NAME.csv -> NAME.csv.meta.json: never the NAME.json a user asks bench to write
+
+
+def sidecar_path(csv_path: Path) -> Path:
+    """Where a recording's sidecar is written: beside it, its full name + `.meta.json`."""
+    return Path(csv_path).with_name(Path(csv_path).name + SIDECAR_SUFFIX)
+
+
+def _read_sidecar(csv_path: Path) -> dict:
+    """The sidecar: NAME.csv.meta.json, or NAME.json as recordings made before 2026-12 named it (read only
+    when it is a session sidecar: a NAME.json beside a newer recording may be bench's --json summary)."""
+    for path, legacy in ((sidecar_path(csv_path), False), (Path(csv_path).with_suffix(".json"), True)):
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
+            return {}
+        if not isinstance(meta, dict) or (legacy and meta.get("format") != "delegate-scope-session"):
+            return {}
+        return meta
+    return {}
+
+
 @dataclass
 class RecorderState:
     path: Path
@@ -156,7 +180,7 @@ class RecordingWriter:
 
     def __init__(self, path: Path, metadata_: dict | None = None) -> None:
         self.path = Path(path)
-        self.sidecar = self.path.with_suffix(".json")
+        self.sidecar = sidecar_path(self.path)
         self.state = RecorderState(self.path, started_wall=time.time())
         self._t0 = time.monotonic()
         self._queue: queue.Queue[list[str] | None] = queue.Queue(maxsize=QUEUE_ROWS)
@@ -278,7 +302,7 @@ class RecordingWriter:
                 "machine": machine_info(),
                 "packages": package_versions(),
             }
-        tmp = self.sidecar.with_suffix(".json.tmp")
+        tmp = self.sidecar.with_name(self.sidecar.name + ".tmp")
         with contextlib.suppress(OSError):  # the CSV is what matters; the sidecar is rewritten at stop
             tmp.write_text(redact_credentials(json.dumps(meta, indent=2, default=str)), encoding="utf-8")
             os.replace(tmp, self.sidecar)
@@ -318,9 +342,4 @@ def read_recording(path: Path) -> Recording:
             skipped += 1
             continue
         rows.append({**dict(zip(columns, cells, strict=True)), **missing})
-    sidecar = Path(path).with_suffix(".json")
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
-        meta = {}
-    return Recording(rows, meta if isinstance(meta, dict) else {}, skipped)
+    return Recording(rows, _read_sidecar(Path(path)), skipped)

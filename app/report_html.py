@@ -10,6 +10,7 @@ from datetime import datetime
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.describe import nodes_delegated_text
+from app.recording import sidecar_path
 from app.report_compare import MINUS
 from app.report_data import RecordingData
 from app.report_tables import comparison_rows, summary_rows
@@ -60,7 +61,7 @@ def _facts_html(s: RecordingData) -> str:
     meta = s.meta
     items: list[tuple[str, str]] = []
     if not meta:
-        return f"<p class='note'>No sidecar ({_e(s.path.with_suffix('.json').name)} missing or unreadable).</p>"
+        return f"<p class='note'>No sidecar ({_e(sidecar_path(s.path).name)} missing or unreadable).</p>"
     for key in ("started", "complete", "error", "rows", "lost_rows"):
         if key in meta:
             items.append((key, str(meta[key])))

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DelegateScopeError
+from app.recording import sidecar_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
@@ -189,7 +190,7 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     from app.session_series import session_series
 
     text = base.read_text(encoding="utf-8")
-    meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+    meta = json.loads(sidecar_path(base).read_text(encoding="utf-8"))
     csv_path = work / "rec.csv"
     rng, tally = random.Random(seed), Tally()
 
@@ -208,7 +209,7 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
         mutate_both = rng.random() < 0.3
         csv_path.write_text(mutate_csv(text, rng) if mutate_both or rng.random() < 0.6 else text, encoding="utf-8")
         sidecar = mutate_json(meta, rng) if mutate_both or rng.random() < 0.6 else json.dumps(meta)
-        csv_path.with_suffix(".json").write_text(sidecar, encoding="utf-8")
+        sidecar_path(csv_path).write_text(sidecar, encoding="utf-8")
         tally.record(case, lambda draw=case % 20 == 0: read_all(draw))
     return tally
 
