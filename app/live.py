@@ -212,9 +212,7 @@ class LiveController:
         recorder.add_row({"event": "start", "message": f"recording from the window ({self.config().describe()})"})
         for event in reversed(self.events()):  # the session already open goes into the sidecar now
             if event.model is not None:
-                sink.models[event.model["id"]] = event.model
-                sink.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
-                recorder.update_metadata(models=sink.models, sessions=sink.sessions)
+                sink.describe_session(event, 0.0)
                 break
         self._recording_started = time.monotonic()
         with self._sink_lock:

@@ -206,6 +206,10 @@ class RecordingWriter:
     def t_s(self) -> float:
         return time.monotonic() - self._t0
 
+    def t_of(self, monotonic: float) -> float:
+        """A monotonic time as the recording's t_s (to the microsecond, as the CSV writes it)."""
+        return round(monotonic - self._t0, 6)
+
     def add_row(self, row: dict, wall_time: float | None = None, monotonic: float | None = None) -> bool:
         """Queue one row (missing columns stay empty). False if it was lost (queue full or stopped)."""
         if self.state.stopped or self.state.error:

@@ -10,6 +10,7 @@ from collections import Counter
 from contextlib import contextmanager
 
 import matplotlib
+import matplotlib.patches
 
 matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
 
@@ -391,23 +392,36 @@ def _label_count(sessions: list[RecordingData]) -> int:
     return max(1, len(labels))
 
 
-def overview_png(sessions: list[RecordingData], rows: list[tuple[str, list[str]]], comparisons: list[dict]) -> bytes:
-    """One figure: the plots and a compact summary table."""
+def overview_png(
+    sessions: list[RecordingData],
+    rows: list[tuple[str, list[str]]],
+    comparisons: list[dict],
+    header: list[list[tuple[str, str]]],
+) -> bytes:
+    """One figure: a header per session or segment (what ran, the delegation facts), the plots and a
+    compact summary table."""
     n = len(sessions)
     log = _log_scale(sessions)
-    table_rows = [r for r in rows if r[0] not in ("recording", "lost rows / skipped lines")]
+    in_header = {name for lines in header for name, _ in lines}
+    table_rows = [r for r in rows if r[0] not in in_header | {"recording", "lost rows / skipped lines"}]
     if comparisons:
         table_rows += [
-            ("inference vs #1", ["baseline"] + [c["inference"] for c in comparisons]),
-            ("CPU time per inference vs #1", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
+            ("compared with", ["–"] + [f"#{c['baseline'].index + 1}" for c in comparisons]),
+            ("inference vs that", ["baseline"] + [c["inference"] for c in comparisons]),
+            ("CPU time per inference vs that", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
         ]
     with _style():
-        heights = [4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
+        header_h = 0.3 + 0.2 * max(len(lines) for lines in header)
+        heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
         fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
         figs = fig.subfigures(len(heights), 1, height_ratios=heights)
-        title = "Delegate Scope report: " + ", ".join(s.name for s in sessions)
+        files = list(dict.fromkeys(s.name for s in sessions))
+        title = "Delegate Scope report: " + ", ".join(files)
+        if any(s.segmented for s in sessions):
+            title += f" ({n} parts, cut at every switch)" if len(files) == 1 else " (cut at every switch)"
         fig.suptitle(_short(title, 140), fontsize=14, fontweight="bold", x=0.01, ha="left")
-        i = 0
+        _header(figs[0].subplots(), sessions, header)
+        i = 1
         overlaid = "Inference latency over time, overlaid (dots: each inference; line: rolling median)"
         latency_over_time(figs[i].subplots(), sessions, log=log, title=None if n == 1 else overlaid)
         i += 1
@@ -425,6 +439,28 @@ def overview_png(sessions: list[RecordingData], rows: list[tuple[str, list[str]]
         i += 1
         _table(figs[i].subplots(), sessions, table_rows)
         return _png(fig, dpi=100)
+
+
+def _header(ax: Axes, sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> None:
+    """One box per session or segment, in its colour: its name, then what ran and the delegation facts."""
+    ax.axis("off")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    n = len(sessions)
+    width = 1 / n
+    chars = int(max(14, 4.2 * n) / n * 13)  # about what fits a column at 8.5 pt
+    for i, (s, lines) in enumerate(zip(sessions, header, strict=True)):
+        x = i * width + 0.004
+        ax.add_patch(
+            matplotlib.patches.FancyBboxPatch((x, 0.02), width - 0.008, 0.96, boxstyle="round,pad=0,rounding_size=0.01",
+                                              fc="#f7f9fb", ec=s.colour, lw=1.6, transform=ax.transAxes)
+        )  # fmt: skip
+        ax.text(x + 0.006, 0.95, _short(s.label, chars - 4), color=s.colour, fontsize=10.5, fontweight="bold",
+                va="top", transform=ax.transAxes)  # fmt: skip
+        body = "\n".join(_short(f"{name}: {value}", chars) for name, value in lines)
+        red = any("FALLBACK" in v for _, v in lines)
+        ax.text(x + 0.006, 0.95 - 0.16 * (5 / max(5, len(lines) + 1)), body, fontsize=8.5, va="top",
+                color="#b00020" if red else "#222", transform=ax.transAxes, linespacing=1.35)  # fmt: skip
 
 
 def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[str]]]) -> None:

@@ -143,7 +143,7 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     rec.add_row({"frame_id": 0})
     time.sleep(0.7)
     (folder / "r.csv").unlink()
-    (folder / "r.json").unlink()
+    (folder / "r.csv.meta.json").unlink()
     folder.rmdir()
     deadline = time.monotonic() + 10
     i = 1
