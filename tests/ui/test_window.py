@@ -282,7 +282,7 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     qtbot.addWidget(review)
     assert review.inferences >= 70
     assert np.nanmax(review.plots.curves["inference_fps"].getData()[1]) > 5
-    assert "efficientnet_lite0_int8" in review.summary.text()
+    assert [r["model"] for r in review.segment_rows()][-1] == "efficientnet_lite0_int8"
     # Bad files: one message, no window, the live window runs on.
     junk = tmp_path / "junk.csv"
     junk.write_bytes(b"\x00\xff not a recording")
