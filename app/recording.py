@@ -178,8 +178,19 @@ class RecorderState:
 class RecordingWriter:
     """Thread-safe producer side (`add_row` from any thread), one writer thread."""
 
-    def __init__(self, path: Path, metadata_: dict | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        metadata_: dict | None = None,
+        *,
+        columns: list[str] | None = None,
+        text_columns: frozenset[str] | set[str] | None = None,
+    ) -> None:
+        """`columns`/`text_columns`: another table written the same way (the A/B per-frame comparison);
+        by default the session format above."""
         self.path = Path(path)
+        self.columns = COLUMNS if columns is None else columns
+        self._text_columns = TEXT_COLUMNS if text_columns is None else text_columns
         self.sidecar = sidecar_path(self.path)
         self.state = RecorderState(self.path, started_wall=time.time())
         self._t0 = time.monotonic()
@@ -194,7 +205,7 @@ class RecordingWriter:
         except FileExistsError:
             raise OSError(f"will not overwrite an existing recording: {self.path}") from None
         self._csv = csv.writer(self._file)
-        self._csv.writerow(COLUMNS)
+        self._csv.writerow(self.columns)
         self._file.flush()
         self._write_sidecar()
         self._thread = threading.Thread(target=self._drain, name="delegate-scope-recorder", daemon=True)
@@ -218,12 +229,12 @@ class RecordingWriter:
         t = (time.monotonic() if monotonic is None else monotonic) - self._t0
         values = {"timestamp": _iso_now(wall), "t_s": f"{t:.6f}", **row}
         cells = []
-        for column in COLUMNS:
+        for column in self.columns:
             value = values.get(column, "")
             text = _format(value)
             if column in _MAY_HOLD_URLS:
                 text = redact_credentials(text)
-            cells.append(neutralise(text) if column in TEXT_COLUMNS else text)
+            cells.append(neutralise(text) if column in self._text_columns else text)
         try:
             self._queue.put_nowait(cells)
             return True
