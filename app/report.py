@@ -73,7 +73,7 @@ def build_report(paths: list[Path], out: Path) -> dict:
     from app import report_plots  # matplotlib: only when a report is drawn
 
     if suffix == ".png":
-        header = [header_lines(s) for s in sessions]
+        header = [header_lines(s, files=len(paths)) for s in sessions]
         data = report_plots.overview_png(sessions, summary_rows(sessions, comparisons), comparisons, header)
     else:
         figures = report_plots.html_figures(sessions)

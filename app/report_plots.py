@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import warnings
 from collections import Counter
 from contextlib import contextmanager
@@ -411,7 +412,7 @@ def overview_png(
             ("CPU time per inference vs that", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
         ]
     with _style():
-        header_h = 0.3 + 0.2 * max(len(lines) for lines in header)
+        header_h = header_height(sessions, header)
         heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
         fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
         figs = fig.subfigures(len(heights), 1, height_ratios=heights)
@@ -441,35 +442,64 @@ def overview_png(
         return _png(fig, dpi=100)
 
 
+_TITLE_PT, _BODY_PT = 10.5, 8.5
+
+
+def _header_titles(sessions: list[RecordingData]) -> list[list[str]]:
+    """Each box's title, wrapped to two lines at most (what fits at 10.5 pt bold)."""
+    chars = int(max(14, 4.2 * len(sessions)) / len(sessions) * 8.2)
+    out = []
+    for s in sessions:
+        lines = [""]
+        for token in re.split(r"(?<=→)|(?= )", s.label):  # break at spaces and after "a→" (model names are long)
+            if lines[-1] and len(lines[-1]) + len(token) > chars:
+                lines.append(token.lstrip())
+            else:
+                lines[-1] += token
+        out.append(lines[:1] + ([_short(" ".join(lines[1:]), chars)] if len(lines) > 1 else []))
+    return out
+
+
+def header_height(sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> float:
+    """Inches: the tallest box's title and lines, and a margin."""
+    title = max(len(t) for t in _header_titles(sessions)) * _TITLE_PT * 1.25
+    body = max(len(lines) for lines in header) * _BODY_PT * 1.4
+    return (title + body + 22) / 72
+
+
 def _header(ax: Axes, sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> None:
-    """One box per session or segment, in its colour: its name, then what ran and the delegation facts."""
+    """One box per session or segment, in its colour: its name (what changed, for a later segment),
+    then what ran and the delegation facts."""
     ax.axis("off")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     n = len(sessions)
     width = 1 / n
-    chars = int(max(14, 4.2 * n) / n * 13)  # about what fits a column at 8.5 pt
-    for i, (s, lines) in enumerate(zip(sessions, header, strict=True)):
+    body_chars = int(max(14, 4.2 * n) / n * 11.5)  # what fits a box at 8.5 pt
+    for i, (s, lines, title) in enumerate(zip(sessions, header, _header_titles(sessions), strict=True)):
         x = i * width + 0.004
         ax.add_patch(
-            matplotlib.patches.FancyBboxPatch((x, 0.02), width - 0.008, 0.96, boxstyle="round,pad=0,rounding_size=0.01",
+            matplotlib.patches.FancyBboxPatch((x, 0.01), width - 0.008, 0.98, boxstyle="round,pad=0,rounding_size=0.01",
                                               fc="#f7f9fb", ec=s.colour, lw=1.6, transform=ax.transAxes)
         )  # fmt: skip
-        ax.text(x + 0.006, 0.95, _short(s.label, chars - 4), color=s.colour, fontsize=10.5, fontweight="bold",
-                va="top", transform=ax.transAxes)  # fmt: skip
-        body = "\n".join(_short(f"{name}: {value}", chars) for name, value in lines)
+        ax.annotate("\n".join(title), (x, 0.99), xytext=(5, -5), textcoords="offset points", xycoords=ax.transAxes,
+                    color=s.colour, fontsize=_TITLE_PT, fontweight="bold", va="top", linespacing=1.2)  # fmt: skip
+        shown = [f"{name}: {value.replace(' nodes delegated', '')}" for name, value in lines]
         red = any("FALLBACK" in v for _, v in lines)
-        ax.text(x + 0.006, 0.95 - 0.16 * (5 / max(5, len(lines) + 1)), body, fontsize=8.5, va="top",
-                color="#b00020" if red else "#222", transform=ax.transAxes, linespacing=1.35)  # fmt: skip
+        below_title = 8 + len(title) * _TITLE_PT * 1.25
+        ax.annotate("\n".join(_short(line, body_chars) for line in shown), (x, 0.99), xytext=(5, -below_title),
+                    textcoords="offset points", xycoords=ax.transAxes, fontsize=_BODY_PT, va="top",
+                    color="#b00020" if red else "#222", linespacing=1.35)  # fmt: skip
 
 
 def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[str]]]) -> None:
     ax.axis("off")
-    cell_text = [[_short(original_text(v), 46) for v in values] for _, values in rows]
+    chars = min(46, int(0.84 * max(14, 4.2 * len(sessions)) / len(sessions) * 12))  # a column's width at 9 pt
+    cell_text = [[_short(original_text(v), chars) for v in values] for _, values in rows]
     table = ax.table(
         cellText=cell_text,
         rowLabels=[name for name, _ in rows],
-        colLabels=[_short(s.label, 46) for s in sessions],
+        colLabels=[_short(s.label, int(chars * 0.9)) for s in sessions],
         loc="upper center",
         cellLoc="left",
         bbox=[0.16, 0, 0.84, 1],
@@ -495,8 +525,9 @@ __all__ = ["html_figures", "overview_png"]
 def _latency_side_by_side(axes, sessions, log: bool) -> None:
     """One latency-over-time panel per session, same scale, each titled in its colour."""
     top = latency_top(sessions)
+    chars = max(20, int(max(14, 4.2 * len(sessions)) / len(sessions) * 8))  # a panel's width at 11.5 pt bold
     for ax, s in zip(axes, sessions, strict=True):
-        latency_over_time(ax, [s], log=log, title=_short(s.label, 50), top=top)
+        latency_over_time(ax, [s], log=log, title=_short(s.label, chars), top=top)
         ax.title.set_color(s.colour)
         ax.get_legend().remove()
         ax.set_xlabel("time (s)")

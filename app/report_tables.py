@@ -18,10 +18,16 @@ def facts_of(s: RecordingData) -> dict[str, str]:
     return dict(delegate_facts(s.facts, s.inferences))
 
 
-def header_lines(s: RecordingData) -> list[tuple[str, str]]:
-    """What heads a column in the PNG: where it comes from, what changed, what ran and its delegation facts."""
+def header_lines(s: RecordingData, files: int = 1) -> list[tuple[str, str]]:
+    """What heads a column in the PNG: where it comes from, what ran and its delegation facts (what
+    changed at a segment's start is the box's title). `files`: recordings in the report."""
     x, facts = s.summary, facts_of(s)
-    lines = [("recording", where_text(s))]  # what changed at its start is the box's title
+    lines = []
+    if files > 1 or not s.segmented:
+        lines.append(("recording", s.name))
+    if s.segmented and s.segment is not None:
+        g = s.segment
+        lines.append(("part", f"{g.number} of {s.segments_in_recording}, {g.start_s:.1f}–{g.end_s:.1f} s"))
     lines.append(("model", " / ".join(x["models"]) or "–"))
     lines.append(("backend", backend_text(x) + (" FALLBACK" if x["fallback"] else "")))
     lines += [(FACT_NAMES.get(name, name), facts[name]) for name in FACT_ROWS if name in facts]
