@@ -76,6 +76,10 @@ class ReviewWindow(QMainWindow):
             parts.append(f"{session.skipped_lines} incomplete line(s) skipped (the recording was cut short)")
         if meta and meta.get("complete") is False:
             parts.append("<span style='color:#b71c1c'>not stopped cleanly</span>")
+        compare = meta.get("compare") if isinstance(meta.get("compare"), dict) else {}
+        if isinstance(compare.get("b"), str):  # side A of an A/B recording: say where the rest is
+            b, c = html.escape(compare["b"]), html.escape(str(compare.get("comparison", "")))
+            parts.append(f"side A of an A/B recording (side B: {b}; per-frame comparison: {c})")
         self.summary = QLabel(" · ".join(parts))
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
