@@ -74,8 +74,9 @@ def split_segments(rows: list[dict], meta: dict | None = None) -> list[Segment]:
                 opened_at.append(None)
             if kind in ("open", "switch"):
                 opened_at[-1] = t
-            # The first segment's own open describes what ran, it changed nothing.
-            if len(segments) > 1 or kind not in ("open",):
+            # An open describes what runs: a change only when nothing else started the segment (after a
+            # source or A/B change the new pipeline opens the same model; the first open changed nothing).
+            if kind != "open" or (len(segments) > 1 and not current.changes):
                 current.changes.append(change_text(kind, r))
         current.rows.append(r)
         current.end_s = t

@@ -300,3 +300,25 @@ def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switch
     assert [x["threads"] for x in lines] == ["2", "1", "1"]
     assert all("nodes delegated" in x["nodes delegated"] and "ops left on CPU" in x for x in lines)
     assert lines[2]["model"] == "efficientnet_lite0_int8"
+
+
+def test_segments_are_labelled_by_the_change_not_by_the_reopen_that_follows(tmp_path):
+    from app.recording import read_recording
+    from app.recording_segments import split_segments
+
+    rows = [{"event": "start", "message": "recording from the window"}]
+    rows += [inference_row(i, "cat") for i in range(3)]
+    rows += [{"event": "compare", "message": "A/B comparison with m8 on cpu"}]
+    rows += [{"event": "open", "model": "m", "backend_used": "cpu", "message": "m on cpu"}]
+    rows += [inference_row(i, "cat") for i in range(3, 6)]
+    rows += [{"event": "switch", "model": "m", "backend_used": "cpu", "message": "delegate cpu→gpu: m on cpu"}]
+    rows += [{"event": "fallback", "backend_requested": "gpu", "backend_used": "cpu", "message": "no GPU adapter"}]
+    rows += [inference_row(i, "cat") for i in range(6, 9)]
+    rows += [{"event": "stop"}]
+    segments = split_segments(read_recording(recording(tmp_path / "r.csv", rows)).rows)
+    assert [g.change for g in segments] == [
+        "",
+        "A/B comparison with m8 on cpu",
+        "delegate cpu→gpu; fell back to cpu: no GPU adapter",
+    ]
+    assert [len(g.inferences) for g in segments] == [3, 3, 3] and segments[-1].rows[-1]["event"] == "stop"
