@@ -10,6 +10,7 @@ from app.pipeline import Event, Result
 from app.pipeline.worker import InferenceWorker
 from app.recording import RecordingWriter
 
+_BULKY = ("coverage", "predicted", "native_log")  # DelegationReport fields kept out of the `opened` list
 _SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
 
 
@@ -102,5 +103,7 @@ class RowSink:
         self.models[event.model["id"]] = event.model
         self.sessions[str(event.session_id)] = facts
         entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model["id"]}
-        self.opened.append({**entry, "changes": event.changes, "delegate": facts})
+        # The node-by-node coverage stays in `sessions` only: a long recording switches many times.
+        brief = {k: v for k, v in facts.items() if k not in _BULKY} if facts else None
+        self.opened.append({**entry, "changes": event.changes, "delegate": brief})
         self.recorder.update_metadata(models=self.models, sessions=self.sessions, opened=self.opened)
