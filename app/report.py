@@ -79,4 +79,4 @@ def build_report(paths: list[Path], out: Path) -> dict:
         figures = report_plots.html_figures(sessions)
         data = render_html(sessions, comparisons, figures).encode("utf-8")
     _write_atomic(Path(out), data)
-    return {"out": str(out), "sessions": len(sessions), "bytes": len(data)}
+    return {"out": str(out), "sessions": len(sessions), "recordings": len(paths), "bytes": len(data)}
