@@ -22,11 +22,6 @@ from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Result
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
-# The per-frame comparison's CSV columns (docs/csv-format.md, "Comparison CSV"): bench and the window.
-COMPARISON_COLUMNS = [
-    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
-    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -65,6 +60,13 @@ class AgreementSummary:
             "scores_comparable": self.scores_comparable,
             "disagreements": [{"frame": d.frame_index, "a": d.a_top1, "b": d.b_top1} for d in self.disagreements[-10:]],
         }
+
+
+# The per-frame comparison's CSV columns (docs/csv-format.md, "Comparison CSV"): bench and the window.
+COMPARISON_COLUMNS = [
+    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
+    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
+]  # fmt: skip
 
 
 def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
