@@ -10,6 +10,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -128,7 +129,7 @@ class ReviewWindow(QMainWindow):
         hold recorded ones: say so in the titles and legends, and leave out what was not recorded."""
         for name, plot in self.plots.plots.items():
             plot.setTitle(_TITLES.get(name, name))
-            legend = getattr(plot, "legend", None)
+            legend = self._legend(name)
             if legend is None:
                 continue
             for key, curve in self.plots.curves.items():
@@ -136,6 +137,22 @@ class ReviewWindow(QMainWindow):
                     legend.removeItem(curve)
                 if key in _LEGEND and curve in plot.listDataItems():
                     legend.addItem(curve, _LEGEND[key])
+            legend.updateSize()
+
+    def _legend(self, name: str) -> pg.LegendItem | None:
+        """A plot's legend: over the plot, or in LivePlots' own row under it."""
+        legends = getattr(self.plots, "legends", None)
+        if isinstance(legends, dict) and legends.get(name) is not None:
+            return legends[name]
+        return getattr(self.plots.plots[name], "legend", None)
+
+    def legend_names(self) -> list[str]:
+        """Every name the legends show (tests read this)."""
+        names = []
+        for name in self.plots.plots:
+            legend = self._legend(name)
+            names += [label.text for _, label in legend.items] if legend is not None else []
+        return names
 
     def _segment_table(self, segments: list[Segment], meta: dict) -> QTableWidget:
         table = QTableWidget(len(segments), len(COLUMNS))

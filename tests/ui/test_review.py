@@ -74,6 +74,6 @@ def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_wi
     assert "as recorded" in review.plots.plots["fps"].titleLabel.text
     assert "each inference" in review.plots.plots["latency"].titleLabel.text
     assert "nothing smoothed" in review.note.text()
-    names = [label.text for plot in review.plots.plots.values() for _, label in plot.legend.items]
+    names = review.legend_names()
     assert "inference (each)" in names and "inference fps (as recorded)" in names
     assert not any("p95" in n or "mean" in n or "displayed" in n for n in names), names
