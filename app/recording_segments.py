@@ -140,11 +140,21 @@ def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]
     out.append(("nodes delegated", nodes))
     cpu_ops = facts.get("cpu_ops") if isinstance(facts.get("cpu_ops"), list) else []
     out.append(("ops left on CPU", ", ".join(map(str, cpu_ops)) if cpu_ops else "none"))
-    timing = [facts.get(key) for key in ("init_ms", "first_inference_ms")]
-    if any(isinstance(v, int | float) and not isinstance(v, bool) for v in timing):
-        shown = [f"{v:.1f}" if isinstance(v, int | float) and not isinstance(v, bool) else "?" for v in timing]
-        out.append(("init / first inference", f"{shown[0]} / {shown[1]} ms"))
+    timing = [_ms(facts.get(key)) for key in ("init_ms", "first_inference_ms")]
+    if any(t != "?" for t in timing):
+        out.append(("init / first inference", f"{timing[0]} / {timing[1]} ms"))
     return out
+
+
+def _ms(value: object) -> str:
+    """A sidecar's milliseconds as text; anything but a finite number (the sidecar is untrusted) is '?'."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "?"
+    try:
+        number = float(value)
+    except OverflowError:  # an integer beyond float
+        return "?"
+    return f"{number:.1f}" if math.isfinite(number) else "?"
 
 
 def _distinct(rows: list[dict], column: str) -> list[str]:

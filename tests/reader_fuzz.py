@@ -184,9 +184,9 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
     from app.recording import read_recording
     from app.report_compare import compare
-    from app.report_data import load_session
+    from app.report_data import load_segments, load_session
     from app.report_html import render_html
-    from app.report_tables import summary_rows
+    from app.report_tables import header_lines, summary_rows
     from app.session_series import session_series
 
     text = base.read_text(encoding="utf-8")
@@ -204,6 +204,12 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
         render_html([session], compare([session]), figures)
         summary_rows([session], [])
         session_series(read_recording(csv_path))
+        parts = load_segments(csv_path, 0)  # a recording cut at its switches, as report and Review take it
+        for i, part in enumerate(parts):
+            part.label = f"#{i + 1}"
+        render_html(parts, compare(parts), [])
+        for part in parts:
+            header_lines(part)
 
     for case in range(cases):
         mutate_both = rng.random() < 0.3
