@@ -82,9 +82,9 @@ def _rolling_median(y: np.ndarray) -> np.ndarray:
     return np.median(np.lib.stride_tricks.sliding_window_view(padded, k), axis=1)
 
 
-def _rate(t: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Inferences per second over a sliding window, sampled on a grid."""
-    w = float(np.clip(span / 15, 0.5, 5.0))
+def _rate(t: np.ndarray, span: float, w: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Inferences per second over a sliding window (`w` s, else a 15th of the span), sampled on a grid."""
+    w = float(np.clip(span / 15, 0.5, 5.0)) if w is None else w
     if len(t) < 2 or span <= w:
         return np.zeros(0), np.zeros(0), w
     step = max(w / 4, span / 20_000)  # a damaged time column claiming years must not ask for billions of points
@@ -246,10 +246,13 @@ def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
 def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     windows = set()
     highest = 0.0
+    spans = [float(np.nanmax(s.t) - np.nanmin(s.t)) for s in sessions if len(s.t) > 1]
+    # One window for every line (the shortest session's), so the lines are drawn alike and the axis names one.
+    common = float(np.clip(min(spans) / 15, 0.5, 5.0)) if spans and all(np.isfinite(spans)) else None
     for s in sessions:
         t = np.sort(s.t)
         span = float(t[-1] - t[0]) if len(t) > 1 else 0.0
-        grid, rate, w = _rate(t, span)
+        grid, rate, w = _rate(t, span, common)
         windows.add(w)
         if grid.size:
             ax.plot(grid, rate, color=s.colour, lw=2)
