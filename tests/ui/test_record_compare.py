@@ -20,6 +20,7 @@ def rows_of(path: Path) -> list[dict]:
 def test_record_during_a_b_records_both_sides_and_the_comparison(qtbot, make_window, tmp_path):
     window = make_window()
     qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=60_000)  # the probe's thread is done
     controls = window.controls
     controls.b_model.setCurrentIndex(controls.b_model.findData("efficientnet_lite0_int8"))
     controls.compare.setChecked(True)  # "Run B on the same frames"
@@ -75,6 +76,7 @@ def test_a_b_started_while_recording_adds_side_b(qtbot, make_window, tmp_path):
     sides' recordings mark where the comparison started and ended."""
     window = make_window()
     qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=60_000)  # the probe's thread is done
     path = tmp_path / "rec.csv"
     assert window.start_recording(path)
     qtbot.waitUntil(lambda: window.live.recording_status().rows >= 10, timeout=30_000)

@@ -20,6 +20,13 @@ def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return record_across_switches(tmp_path_factory.mktemp("review") / "rec.csv")
 
 
+def settled(qtbot, window) -> None:
+    """The window has run and its background probe (a child process) has answered: closing it at the
+    end of the test then joins nothing still starting (a loaded machine left the probe's thread running)."""
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 1, timeout=60_000)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=60_000)
+
+
 def recorded(path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
     rows = [r for r in csv.DictReader(path.open(encoding="utf-8")) if not r["event"]]
     rows.sort(key=lambda r: float(r["t_s"]))
@@ -29,6 +36,7 @@ def recorded(path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
 
 def test_review_lists_the_segments_in_recorded_order_with_their_facts(qtbot, make_window, across_switches):
     window = make_window()
+    settled(qtbot, window)
     review = window.open_review(across_switches)
     assert review is not None
     qtbot.addWidget(review)
@@ -56,6 +64,7 @@ def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_wi
     resampled on a grid drew a steady clip climbing at the start and dipping at the end, and a step as
     a slope."""
     window = make_window()
+    settled(qtbot, window)
     review = window.open_review(across_switches)
     assert review is not None
     qtbot.addWidget(review)
