@@ -103,7 +103,7 @@ def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path
     run = run_cli("bench", "--delegate", "coreml", "--source", "synthetic", "--frames", "15", "--warmup", "2",
                   "--csv", csv, env=NO_VULKAN)  # fmt: skip
     assert run.returncode == 0, run.stderr
-    (session,) = json.loads(csv.with_suffix(".json").read_text())["sessions"].values()
+    (session,) = json.loads(csv.with_name("coreml.csv.meta.json").read_text())["sessions"].values()
     assert session["coverage"]["delegate"] == "cpu" and session["coverage"]["nodes_delegated"] == 61
     assert session["predicted"]["log"] == "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions."
     out = tmp_path / "report.html"

@@ -260,7 +260,12 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot record", f"{exc.strerror or exc}: {path}")
             return False
         self.record_action.setChecked(True)
-        self.statusBar().showMessage(f"Recording to {path}", 5000)
+        status = self.live.recording_status()
+        if status is not None and status.both_sides:
+            files = _files_text(status, counts=False)
+            self.statusBar().showMessage(f"Recording both sides of A/B in {path.parent}: {files}", 15_000)
+        else:
+            self.statusBar().showMessage(f"Recording to {path}", 5000)
         return True
 
     def stop_recording(self) -> RecordingStatus | None:
@@ -273,7 +278,11 @@ class MainWindow(QMainWindow):
                 self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
             else:
                 lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
-                self.statusBar().showMessage(f"Recording saved: {status.path} ({status.rows} rows{lost})", 15_000)
+                if status.both_sides:
+                    saved = f"Recording saved, both sides, in {status.path.parent}: {_files_text(status)}{lost}"
+                else:
+                    saved = f"Recording saved: {status.path} ({status.rows} rows{lost})"
+                self.statusBar().showMessage(saved, 15_000)
         return status
 
     def request_review(self) -> None:
@@ -408,7 +417,11 @@ class MainWindow(QMainWindow):
             self.show_error("Recording stopped", status.error)
             return
         minutes, seconds = divmod(int(status.seconds), 60)
-        self.record_label.setText(f"● REC {status.path.name}  {status.rows} rows  {minutes:02d}:{seconds:02d}")
+        if status.both_sides:  # A/B: both sides and their per-frame comparison are recorded
+            rows = f"A {status.rows} · B {status.b_rows} rows · {status.compared} frames compared"
+            self.record_label.setText(f"● REC A+B {status.path.name}  {rows}  {minutes:02d}:{seconds:02d}")
+        else:
+            self.record_label.setText(f"● REC {status.path.name}  {status.rows} rows  {minutes:02d}:{seconds:02d}")
         self.record_label.setToolTip(str(status.path))
         self.record_label.setStyleSheet("color: #c62828; font-weight: bold")
 
@@ -441,6 +454,14 @@ class MainWindow(QMainWindow):
             remember(self.saved, self.live.config(), self.live.source, self.video.score_threshold)
             save_settings(self.qsettings, self.saved, self.saveGeometry(), self.saveState())
         event.accept()
+
+
+def _files_text(status: RecordingStatus, counts: bool = True) -> str:
+    """A/B recording: which file holds what."""
+    assert status.b_path is not None and status.comparison_path is not None
+    a, b, c = (f" ({n} {unit})" if counts else "" for n, unit in
+               ((status.rows, "rows"), (status.b_rows, "rows"), (status.compared, "frames")))  # fmt: skip
+    return f"A {status.path.name}{a}, B {status.b_path.name}{b}, per-frame comparison {status.comparison_path.name}{c}"
 
 
 def _result_key(result: Result | None) -> tuple[int, int] | None:
