@@ -25,10 +25,13 @@ from app.cli_options import (
 from app.cli_output import PROG
 from app.cli_profile import cmd_profile
 from app.cli_report import cmd_report
+from app.cli_sweep import cmd_sweep
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION
 from app.errors import DelegateScopeError
 from app.model import DEFAULT_MODEL
 from app.native_log import NativeLogFile
+from app.sweep import DEFAULT_FRAMES as SWEEP_FRAMES
+from app.sweep import DEFAULT_WARMUP as SWEEP_WARMUP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -154,6 +157,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
     )
     b.set_defaults(handler=cmd_bench)
+
+    s = sub.add_parser(
+        "sweep",
+        parents=[common],
+        help="the same frames through every delegate configuration, side by side",
+        description="Capture frames once from a source and replay them, unpaced, through every configuration this "
+        "machine offers (CPU at 1, 2 and all-cores threads; GPU fp16 and fp32; Core ML compute units) for each "
+        "model: throughput, latency p50/p95, CPU per inference, init and first-inference time, and top-1 agreement "
+        "with the first configuration. Configurations that cannot run here are listed with the reason.",
+    )
+    s.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="M",
+        help="bundled model name or .tflite path; repeat for several (default: every bundled model)",
+    )
+    s.add_argument("--source", default="demo", help="where the frames come from (default: the demo clip)")
+    s.add_argument(
+        "--frames", type=positive_int, default=SWEEP_FRAMES, help=f"frames replayed to each (default {SWEEP_FRAMES})"
+    )
+    s.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=SWEEP_WARMUP,
+        help=f"inferences of each configuration left out of its figures (default {SWEEP_WARMUP})",
+    )
+    s.add_argument(
+        "--allow-software-gpu",
+        action="store_true",
+        help="include the GPU even when its adapter is a software renderer (SwiftShader, llvmpipe), flagged as one",
+    )
+    s.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
+        "there are more CPUs than threads, which would differ between thread counts)",
+    )
+    s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
+    s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
+    s.set_defaults(handler=cmd_sweep)
 
     g = sub.add_parser(
         "gui",

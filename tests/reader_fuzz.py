@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DelegateScopeError
+from app.recording import sidecar_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
@@ -183,13 +184,13 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
     from app.recording import read_recording
     from app.report_compare import compare
-    from app.report_data import load_session
+    from app.report_data import load_segments, load_session
     from app.report_html import render_html
-    from app.report_tables import summary_rows
+    from app.report_tables import header_lines, summary_rows
     from app.session_series import session_series
 
     text = base.read_text(encoding="utf-8")
-    meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+    meta = json.loads(sidecar_path(base).read_text(encoding="utf-8"))
     csv_path = work / "rec.csv"
     rng, tally = random.Random(seed), Tally()
 
@@ -203,12 +204,18 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
         render_html([session], compare([session]), figures)
         summary_rows([session], [])
         session_series(read_recording(csv_path))
+        parts = load_segments(csv_path, 0)  # a recording cut at its switches, as report and Review take it
+        for i, part in enumerate(parts):
+            part.label = f"#{i + 1}"
+        render_html(parts, compare(parts), [])
+        for part in parts:
+            header_lines(part)
 
     for case in range(cases):
         mutate_both = rng.random() < 0.3
         csv_path.write_text(mutate_csv(text, rng) if mutate_both or rng.random() < 0.6 else text, encoding="utf-8")
         sidecar = mutate_json(meta, rng) if mutate_both or rng.random() < 0.6 else json.dumps(meta)
-        csv_path.with_suffix(".json").write_text(sidecar, encoding="utf-8")
+        sidecar_path(csv_path).write_text(sidecar, encoding="utf-8")
         tally.record(case, lambda draw=case % 20 == 0: read_all(draw))
     return tally
 

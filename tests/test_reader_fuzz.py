@@ -44,7 +44,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     import shutil
 
     from app.model import load_model_spec
-    from app.recording import read_recording
+    from app.recording import read_recording, sidecar_path
     from app.report_data import load_session
     from app.session_series import session_series
 
@@ -78,5 +78,5 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
         times, series, _ = session_series(read_recording(damaged))
         assert 0 < len(times) <= 100_001 and series
         load_session(damaged, 0)
-    seed.with_suffix(".json").write_text("[" * 200_000)  # the recording's sidecar, nested too deep
+    sidecar_path(seed).write_text("[" * 200_000)  # the recording's sidecar, nested too deep
     assert read_recording(seed).metadata == {}

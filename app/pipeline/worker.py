@@ -29,7 +29,7 @@ from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result, State, Status
 from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
-from app.thread_cpu import started_by
+from app.thread_cpu import decoder_threads, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
 
@@ -169,6 +169,7 @@ class InferenceWorker:
         # Threads of this process that appeared meanwhile but are not the runtime's: the other
         # pipeline threads (known), and the capture thread's are started before this opens.
         runtime = started - {t.native_id for t in threading.enumerate() if t.native_id is not None}
+        runtime -= decoder_threads(runtime)  # a video source opened meanwhile: its decoders
         return ActiveSession(config, spec, session, self._session_counter, runtime)
 
     def _pin(self, config: InferenceConfig) -> None:
@@ -379,6 +380,7 @@ class InferenceWorker:
 
     def _publish(self, item: RawOutput) -> None:
         active, frame = item.active, item.frame
+        cpu = item.cpu.with_runtime(active.cpu.runtime_per_inference())  # see CpuMeter
         t2 = time.perf_counter()
         try:
             scores = active.post.scores(item.raw)
@@ -395,10 +397,10 @@ class InferenceWorker:
             preprocess_ms=item.preprocess_ms,
             inference_ms=item.inference_ms,
             postprocess_ms=(t3 - t2) * 1e3,
-            inference_cpu_ms=item.cpu.inference_ms,
-            inference_thread_cpu_ms=item.cpu.inference_thread_ms,
-            runtime_threads_cpu_ms=item.cpu.runtime_threads_ms,
-            rest_of_process_cpu_ms=item.cpu.rest_of_process_ms,
+            inference_cpu_ms=cpu.inference_ms,
+            inference_thread_cpu_ms=cpu.inference_thread_ms,
+            runtime_threads_cpu_ms=cpu.runtime_threads_ms,
+            rest_of_process_cpu_ms=cpu.rest_of_process_ms,
             preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
