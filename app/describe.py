@@ -143,3 +143,4 @@ def coreml_prediction_sentence(report: DelegationReport) -> str | None:
     if report.used == "coreml":
         return f"The TFLite Core ML delegate would take {take} (predicted from its rules)."
     return f"Core ML can't run here; on a Mac the TFLite Core ML delegate would take {take}."
+

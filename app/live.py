@@ -67,7 +67,9 @@ class LiveController:
     ) -> None:
         self._pace = pace  # False: files are read as fast as inference takes them (benchmarks)
         self.sampler = ResourceSampler(interval_s=0.5)
-        self._metrics = {side: Metrics(window_s=metrics_window_s, sampler=self.sampler) for side in ("a", "b")}
+        self._metrics = {
+            side: Metrics(window_s=metrics_window_s, sampler=self.sampler) for side in ("a", "b")
+        }
         self._config = config
         self._source = source
         self._feed: Feed | None = None

@@ -1,8 +1,8 @@
 """500 delegate/model switches on a live pipeline: RSS, threads, file descriptors before/after.
 
-python benchmarks/switch_soak.py [--switches 500] [--sample-every 100]
-VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu
-    (the GPU path on a software Vulkan driver: GPU sessions, the software-renderer refusal, both precisions)
+    python benchmarks/switch_soak.py [--switches 500] [--sample-every 100]
+    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu
+        (the GPU path on a software Vulkan driver: GPU sessions, the software-renderer refusal, both precisions)
 """
 
 from __future__ import annotations

@@ -48,7 +48,6 @@ class DelegationReport:
     @classmethod
     def from_dict(cls, d: dict) -> DelegationReport:
         """Back from to_dict() (summaries, recording sidecars)."""
-
         def typed(value: object) -> Coverage | None:
             return Coverage.from_dict(value) if isinstance(value, dict) else None
 

@@ -99,7 +99,9 @@ class Feed:
         """The source ended and its last frame has been inferred everywhere (or side A stopped)."""
         if self._stops["a"].is_set():
             return True
-        return self.capture.done.is_set() and all(not w.slot.has_fresh() and w.idle() for w in self.workers.values())
+        return self.capture.done.is_set() and all(
+            not w.slot.has_fresh() and w.idle() for w in self.workers.values()
+        )
 
     def threads(self) -> list[threading.Thread]:
         return [self.capture.thread] + [t for w in self.workers.values() for t in w.threads()]
