@@ -132,6 +132,12 @@ def _nodes_taken(
     return resolve(graph, spec.content, split, fully, _compile_alone(options, env))
 
 
+class GpuRunFailed(ModelError):
+    """A run of an open GPU session failed (a lost device, a driver error): the pipeline falls back to
+    the CPU on it (app/pipeline/worker.py), and in the session's own first run it is a GPU that cannot
+    be used here, so opening falls back too."""
+
+
 class GpuSession:
     def __init__(
         self,
@@ -222,7 +228,11 @@ class GpuSession:
                 if left
                 else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
             )
-        self.report.first_inference_ms = time_first_inference(self, spec)
+        try:
+            self.report.first_inference_ms = time_first_inference(self, spec)
+        except GpuRunFailed as exc:  # e.g. the device lost at once: as unusable as no adapter
+            self.close()
+            raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         try:
@@ -233,7 +243,7 @@ class GpuSession:
             # is what bounds a pipeline's other threads (benchmarks/gpu_host_probe.py).
             return self._outputs[0].read(self._out_count, self._out_dtype)
         except (RuntimeError, ValueError) as exc:
-            raise ModelError(f"the GPU run failed: {first_line(exc)}") from None
+            raise GpuRunFailed(f"the GPU run failed: {first_line(exc)}") from None
 
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
