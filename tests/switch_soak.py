@@ -164,13 +164,16 @@ def run_device_losses(
 
     try:
         samples = []
+        # Counted in one state, every time: on the CPU after a fallback, before the GPU is asked for again.
+        before, started = (_counts(proc), time.monotonic()) if warmup == 0 else (None, 0.0)
         for i in range(warmup + cycles):
-            if i == warmup:
-                before, started = _counts(proc), time.monotonic()
             losses.append(next_loss())
+            if i + 1 == warmup:
+                before, started = _counts(proc), time.monotonic()
             if sample_every and i >= warmup and (i + 1 - warmup) % sample_every == 0:
                 samples.append({"losses": i + 1 - warmup, **_counts(proc)})
-            pipeline.reconfigure(**GPU_LOST_STEP)  # after a fail-over this reopens the GPU: a new device
+            if i + 1 < warmup + cycles:
+                pipeline.reconfigure(**GPU_LOST_STEP)  # after a fail-over this reopens the GPU: a new device
         seconds = time.monotonic() - started
         after = _counts(proc)
         kinds = Counter(e.kind.value for e in pipeline.events())

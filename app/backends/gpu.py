@@ -27,7 +27,7 @@ from ai_edge_litert.gpu_options import GpuOptions
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
-from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, time_first_inference
 from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
@@ -130,6 +130,22 @@ def _nodes_taken(
     except ModelError as exc:
         return f"the model's graph could not be read ({exc})"
     return resolve(graph, spec.content, split, fully, _compile_alone(options, env))
+
+
+_SOURCE_LOCATION = re.compile(r"ERROR: \[[^\]]*\]\s*")
+
+
+def runtime_message(exc: BaseException) -> str:
+    """LiteRT's multi-line error as one line without its source locations: 'TensorBufferWrapper error:
+    code=9, message=ERROR: [./litert/cc/litert_tensor_buffer.h:699]\n└ ERROR: [...]\n└ Failed to lock
+    custom tensor buffer.' -> 'TensorBufferWrapper error: code=9: Failed to lock custom tensor buffer'."""
+    parts: list[str] = []
+    for line in str(exc).splitlines():
+        text = _SOURCE_LOCATION.sub("", line.strip().lstrip("└").strip())
+        text = re.sub(r",?\s*message=\s*$", "", text).rstrip(". ")
+        if text and text not in parts:
+            parts.append(text)
+    return ": ".join(parts)[:300] or type(exc).__name__
 
 
 class GpuRunFailed(ModelError):
@@ -243,7 +259,7 @@ class GpuSession:
             # is what bounds a pipeline's other threads (benchmarks/gpu_host_probe.py).
             return self._outputs[0].read(self._out_count, self._out_dtype)
         except (RuntimeError, ValueError) as exc:
-            raise GpuRunFailed(f"the GPU run failed: {first_line(exc)}") from None
+            raise GpuRunFailed(f"the GPU run failed: {runtime_message(exc)}") from None
 
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
