@@ -56,6 +56,7 @@ def test_the_layer_loses_the_device_where_told(layer: Path, swiftshader: dict):
     assert len(lines) == 5 and all(line.startswith("GpuRunFailed the GPU run failed:") for line in lines[1:-1])
 
 
+@pytest.mark.slow
 def test_a_gpu_device_lost_mid_run_falls_back_to_cpu_visibly_and_leaks_nothing(layer: Path, swiftshader: dict):
     """A live pipeline on the GPU, its device lost mid-run, five times (each time the GPU is asked for
     again: a new device, lost again): the CPU takes over with a `fallback` event each time. Counted after
