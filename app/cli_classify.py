@@ -11,7 +11,7 @@ from app.classify import ImageFailure, ImageResult, classify_images
 from app.cli_options import backend_options
 from app.cli_output import PROG, print_prediction, warn
 from app.describe import delegation_line
-from app.errors import ModelError
+from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec, load_model_spec
 from app.thread_cpu import started_by
 
@@ -41,8 +41,10 @@ def cmd_classify(args: argparse.Namespace) -> int:
                         results.append(outcome)
             except ModelError as exc:
                 used = session.report.used
-                if used == "cpu" or args.no_fallback:
+                if used == "cpu":
                     raise
+                if args.no_fallback:  # the accelerator stopped working: exit 5, as when it cannot open
+                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
                 # An accelerator that fails mid-run (a lost GPU device): the rest on the CPU, as the
                 # live pipeline does (app/pipeline/worker.py), the image that failed included.
                 session.close()

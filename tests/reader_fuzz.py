@@ -426,9 +426,10 @@ def fuzz_mlpackage_coremltools(work: Path, seed: int, cases: int) -> Tally:
 
     if "_pytest" in sys.modules:
         raise RuntimeError("coremltools imports TensorFlow's converters: run this reader in a child process")
-    from app.backends.coreml import CoreMLSession
+    from app.backends.coreml import CoreMLSession, import_coremltools
     from app.model import load_model_spec
 
+    import_coremltools()  # seconds, once: not counted in the first case
     model = work / "model.tflite"
     shutil.copyfile(MODEL, model)
     rng, tally = random.Random(seed), Tally()

@@ -60,7 +60,8 @@ def test_the_layer_loses_the_device_where_told(layer: Path, swiftshader: dict):
 def test_a_gpu_device_lost_mid_run_falls_back_to_cpu_visibly_and_leaks_nothing(layer: Path, swiftshader: dict):
     """A live pipeline on the GPU, its device lost mid-run, five times (each time the GPU is asked for
     again: a new device, lost again): the CPU takes over with a `fallback` event each time. Counted after
-    the first two losses (the first GPU sessions fill Dawn's and SwiftShader's caches: +~80 MiB)."""
+    the first two losses (the first GPU sessions fill Dawn's and SwiftShader's caches: +~80 MiB); RSS took
+    one more step of +33 MiB between losses 5 and 10 of a 30-loss run, then stayed flat."""
     code = (
         "import json; from tests.switch_soak import run_device_losses; "
         "print(json.dumps(run_device_losses(3, warmup=2), default=str))"
@@ -79,7 +80,7 @@ def test_a_gpu_device_lost_mid_run_falls_back_to_cpu_visibly_and_leaks_nothing(l
     before, after = r["before"], r["after"]
     assert after["threads"] == before["threads"] and after["os_threads"] <= before["os_threads"] + 2
     assert after["fds"] <= before["fds"] + 2 and after["open_files"] == before["open_files"]
-    assert after["rss_mib"] - before["rss_mib"] < 40, (before["rss_mib"], after["rss_mib"])
+    assert after["rss_mib"] - before["rss_mib"] < 60, (before["rss_mib"], after["rss_mib"])  # one step of +33 in 30
     grown = after["heap_in_use_mib"] - before["heap_in_use_mib"]
     assert not grown >= 16, grown  # NaN off glibc; 15 losses moved it by +0.05 MiB (docs/reliability.md)
 
@@ -123,3 +124,19 @@ def test_bench_on_a_gpu_lost_mid_run_exits_0_and_says_so(layer: Path, swiftshade
     kinds = [e["kind"] for e in out["events"]]
     assert kinds[:3] == ["open", "switch", "fallback"], kinds
     assert out["events"][0]["message"].endswith("on gpu") and "failed mid-run" in out["events"][2]["message"]
+
+
+def test_no_fallback_makes_a_gpu_lost_mid_run_exit_5(layer: Path, swiftshader: dict):
+    """With --no-fallback an accelerator that stops working is exit 5, as one that cannot open; it was
+    exit 3, "model problem", though the model is fine."""
+    classify = run_cli("classify", "--delegate", "gpu", "--allow-software-gpu", "--no-fallback", "--top-k", "1",
+                       *sorted(PHOTOS.glob("*.jpg")), env=losing(layer, swiftshader, 14), timeout=300)  # fmt: skip
+    bench = run_cli("bench", "--source", "synthetic", "--model", "efficientnet_lite0_int8", "--delegate", "gpu",
+                    "--allow-software-gpu", "--no-fallback", "--frames", "30", "--warmup", "2",
+                    env=losing(layer, swiftshader, MID_RUN), timeout=300)  # fmt: skip
+    for run, first_words in ((classify, "the gpu delegate failed mid-run: the GPU run failed: "),
+                             (bench, "inference failed on gpu: the GPU run failed: ")):  # fmt: skip
+        assert run.returncode == 5, (run.returncode, run.stderr)
+        errors = [line for line in run.stderr.splitlines() if "error" in line.lower()]
+        assert errors == [errors[0]] and errors[0].startswith(f"delegate-scope: error: {first_words}"), run.stderr
+        assert "Traceback" not in run.stderr
