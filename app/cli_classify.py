@@ -11,7 +11,7 @@ from app.classify import ImageFailure, ImageResult, classify_images
 from app.cli_options import backend_options
 from app.cli_output import PROG, print_prediction, warn
 from app.describe import delegation_line
-from app.errors import BackendUnavailable, ModelError
+from app.errors import BackendUnavailable, RunFailed
 from app.model import ModelSpec, load_model_spec
 from app.thread_cpu import started_by
 
@@ -39,7 +39,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
                         print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
                     else:
                         results.append(outcome)
-            except ModelError as exc:
+            except RunFailed as exc:
                 used = session.report.used
                 if used == "cpu":
                     raise

@@ -32,7 +32,7 @@ from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
-from app.errors import BackendUnavailable, ModelError
+from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model import ModelSpec
 from app.native_log import capture_stderr
 from app.tflite_graph import read_graph
@@ -148,7 +148,7 @@ def runtime_message(exc: BaseException) -> str:
     return ": ".join(parts)[:300] or type(exc).__name__
 
 
-class GpuRunFailed(ModelError):
+class GpuRunFailed(RunFailed):
     """A run of an open GPU session failed (a lost device, a driver error): the pipeline falls back to
     the CPU on it (app/pipeline/worker.py), and in the session's own first run it is a GPU that cannot
     be used here, so opening falls back too."""
