@@ -5,7 +5,9 @@
    from then on vkQueueSubmit, vkQueueWaitIdle, vkDeviceWaitIdle, vkWaitForFences and vkGetFenceStatus
    on it return VK_ERROR_DEVICE_LOST without reaching the driver, as a real lost device does (the
    Vulkan spec's "Lost Device": those are the commands that report it, and waits must return in
-   finite time). A device created later starts afresh. DS_VKFAULT_LOG=1 traces to stderr.
+   finite time). A device created later starts afresh. DS_VKFAULT_LOG=1 traces to stderr. At the moment
+   of loss the driver finishes the work it already accepted (DS_VKFAULT_NO_DRAIN=1 skips that: see
+   QueueSubmit).
 
    No Vulkan headers needed: the few types of the loader-layer interface are written out below from
    the Vulkan-Loader's vk_layer.h and the Vulkan registry (vulkan_core.h), only what this file uses. */
@@ -173,6 +175,13 @@ static int loses_now(Device *d) {
     return 0;
 }
 
+/* DS_VKFAULT_NO_DRAIN=1: report the loss while the driver may still run accepted work, and never wait
+   for it, to reproduce the crash that motivated draining (docs/reliability.md). */
+static int drain(void) {
+    const char *v = getenv("DS_VKFAULT_NO_DRAIN");
+    return !(v && strcmp(v, "1") == 0);
+}
+
 static VkResult lost(Device *d, const char *what) {
     if (logging()) fprintf(stderr, "vkfault: device %d lost: %s -> VK_ERROR_DEVICE_LOST\n", d->number, what);
     return VK_ERROR_DEVICE_LOST;
@@ -193,7 +202,7 @@ static VkResult QueueSubmit(VkQueue queue, uint32_t count, const void *submits, 
         /* The submits before this one were real and the driver may still be running them. A real lost
            device has stopped (the kernel reset it), so the app may free their memory at once; let the
            driver finish first, or SwiftShader's threads run on in memory Dawn has already freed. */
-        if (!drained) d->queue_wait_idle(queue);
+        if (!drained && drain()) d->queue_wait_idle(queue);
         return lost(d, "vkQueueSubmit");
     }
     if (logging()) fprintf(stderr, "vkfault: device %d submit %ld\n", d->number, d->submits);
@@ -203,7 +212,7 @@ static VkResult QueueSubmit(VkQueue queue, uint32_t count, const void *submits, 
 static VkResult QueueWaitIdle(VkQueue queue) {
     Device *d = find(queue);
     if (d->lost) { /* nothing runs any more once lost (see QueueSubmit): the driver returns at once */
-        d->queue_wait_idle(queue);
+        if (drain()) d->queue_wait_idle(queue);
         return lost(d, "vkQueueWaitIdle");
     }
     return d->queue_wait_idle(queue);
@@ -212,7 +221,7 @@ static VkResult QueueWaitIdle(VkQueue queue) {
 static VkResult DeviceWaitIdle(VkDevice device) {
     Device *d = find(device);
     if (d->lost) {
-        d->device_wait_idle(device);
+        if (drain()) d->device_wait_idle(device);
         return lost(d, "vkDeviceWaitIdle");
     }
     return d->device_wait_idle(device);
