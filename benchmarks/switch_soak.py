@@ -1,11 +1,11 @@
 """500 delegate/model switches on a live pipeline: RSS, threads, file descriptors before/after.
 
-    python benchmarks/switch_soak.py [--switches 500] [--sample-every 100]
-    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu
-        (the GPU path on a software Vulkan driver: GPU sessions, the software-renderer refusal, both precisions)
-    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu-lost 30
-        (a GPU session whose device is lost mid-run, 30 times: tests/vulkan_fault's layer is built and enabled,
-        the device lost after --lose-after queue submits; each time the pipeline must go on on the CPU)
+python benchmarks/switch_soak.py [--switches 500] [--sample-every 100]
+VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu
+    (the GPU path on a software Vulkan driver: GPU sessions, the software-renderer refusal, both precisions)
+VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu-lost 30
+    (a GPU session whose device is lost mid-run, 30 times: tests/vulkan_fault's layer is built and enabled,
+    the device lost after --lose-after queue submits; each time the pipeline must go on on the CPU)
 """
 
 from __future__ import annotations
