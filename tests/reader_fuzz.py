@@ -270,6 +270,28 @@ _HOSTILE_PACKAGE_NAMES = [
 ]  # fmt: skip
 
 
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _nested_pipelines(depth: int) -> bytes:
+    """Core ML's Model { pipeline (field 202) { models (field 1) [ Model { pipeline { ... } } ] } },
+    `depth` levels: valid protobuf wire format (Model.proto), built outside in without copying."""
+    innermost = b"\x08\x07"  # specificationVersion: 7
+    size, prefixes = len(innermost), []
+    for _ in range(depth):
+        pipeline_size = 1 + len(_varint(size)) + size
+        prefix = _varint((202 << 3) | 2) + _varint(pipeline_size) + b"\x0a" + _varint(size)
+        prefixes.append(prefix)
+        size += len(prefix)
+    return b"\x08\x07" + b"".join(reversed(prefixes)) + innermost
+
+
 def _sparse(path: Path, size: int) -> None:
     with path.open("wb") as f:
         f.truncate(size)  # takes no disk space: a "huge" file the reader must not read whole
@@ -348,7 +370,7 @@ def make_package(work: Path, rng: random.Random, model: Path) -> str:
         _replace(package / "Data", rng.choice(("missing", "link_outside", "empty", "link_loop")), outside / "Data")
     elif kind == "spec_bytes":  # the protobuf specification: only coremltools reads these bytes
         data = bytearray(spec_path.read_bytes())
-        how = rng.choice(("flip", "bytes", "truncate", "append"))
+        how = rng.choice(("flip", "bytes", "truncate", "append", "nested", "length"))
         if how == "flip":
             for _ in range(rng.choice((1, 2, 4, 8, 16))):
                 data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
@@ -357,8 +379,12 @@ def make_package(work: Path, rng: random.Random, model: Path) -> str:
             data[i : i + 16] = bytes(rng.randrange(256) for _ in range(16))
         elif how == "truncate":
             data = data[: rng.randrange(len(data))]
-        else:
+        elif how == "append":
             data += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+        elif how == "nested":  # a valid protobuf: pipelines of pipelines, deeper than any parser's stack
+            data = bytearray(_nested_pipelines(rng.choice((3, 40, 10_000, 100_000))))
+        else:  # a length-delimited field claiming up to 2^63 bytes that are not there
+            data += _varint((202 << 3) | 2) + _varint(rng.choice((2**31, 2**32 + 5, 2**63 - 1)))
         spec_path.write_bytes(bytes(data))
     elif kind == "sidecar_name":  # the model's sidecar names the package
         name = rng.choice(_HOSTILE_PACKAGE_NAMES)
