@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.coreml_package import check_package, has_manifest, package_name
 from app.backends.options import BackendOptions
 from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
@@ -55,9 +56,11 @@ def find_mlpackage(spec: ModelSpec) -> Path | None:
     candidates: list[Path] = []
     meta, _ = read_sidecar(spec.path.with_suffix(".json"))  # its problems were warned about when the model loaded
     if meta is not None and meta.get("sha256") in (None, spec.sha256) and "coreml" in meta:
-        candidates.append(spec.path.parent / Path(meta["coreml"]).name)  # a name beside the model, never elsewhere
+        name = package_name(meta["coreml"])  # a name beside the model, never elsewhere
+        if name:
+            candidates.append(spec.path.parent / name)
     candidates.append(spec.path.with_suffix(".mlpackage"))
-    return next((c for c in candidates if (c / "Manifest.json").is_file()), None)
+    return next((c for c in candidates if has_manifest(c)), None)
 
 
 def _device_name(device: Any) -> str:
@@ -231,4 +234,5 @@ class CoreMLBackend:
                 "no Core ML version of this model: the TFLite Core ML delegate takes no integer-quantized model; "
                 f"put a converted {spec.path.stem}.mlpackage beside {spec.path.name}"
             )
+        check_package(package)  # a damaged package is refused here, in one line, before coremltools reads it
         return CoreMLSession(spec, package, units)

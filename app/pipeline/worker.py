@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from app import cpu_affinity
 from app.backends import DelegationReport, open_session
-from app.errors import DelegateScopeError, InternalError, ModelError
+from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import ModelSpec, load_model_spec
@@ -351,8 +351,10 @@ class InferenceWorker:
         used = active.session.report.used
         active.close()
         if used == "cpu" or not active.config.fallback:
-            # Recorded too: the recording must say why it ends here.
-            self.log.fail(f"inference failed on {used}: {exc}", exc.exit_code, self._source_info())
+            # Recorded too: the recording must say why it ends here. An accelerator that stopped working
+            # with fallback off is the --no-fallback case (exit 5), not a problem of the model.
+            code = exc.exit_code if used == "cpu" else BackendUnavailable.exit_code
+            self.log.fail(f"inference failed on {used}: {exc}", code, self._source_info())
             self._stop.set()
             return active
         config = replace(active.config, delegate="cpu")
