@@ -16,11 +16,12 @@ from app.metrics import CpuMark, Metrics, MetricsSnapshot, ResourceSampler, cpu_
 from app.pipeline import InferenceConfig, Pipeline, Result, State
 from app.recording import RecordingWriter
 from app.recording_rows import RowSink
+from app.sources import CapturedFrames
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    source: str = "demo"
+    source: str | CapturedFrames = "demo"  # a spec, or frames captured once (a sweep replays them)
     frames: int | None = 300  # inferences to measure after warm-up (None: use seconds)
     seconds: float | None = None
     warmup: int = 10
@@ -41,8 +42,10 @@ def run_bench(
     bench: BenchConfig,
     config: InferenceConfig,
     progress: Callable[[int, int | None, MetricsSnapshot], None] | None = None,
+    on_result: Callable[[Result], None] | None = None,
 ) -> dict:
-    """Run the pipeline; return the summary (metrics snapshot, delegate facts, events)."""
+    """Run the pipeline; return the summary (metrics snapshot, delegate facts, events).
+    `on_result` sees every published result, warm-up included (a sweep's agreement)."""
     sampler = ResourceSampler()
     sampler.start()
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
@@ -55,7 +58,7 @@ def run_bench(
         pace=bench.pace,
         loop=bench.frames is not None or bench.seconds is not None,
         metrics=metrics,
-        on_result=lambda r: _first_result(first, r, sink),
+        on_result=lambda r: _first_result(first, r, sink, on_result),
         on_event=sink.on_event if sink else None,
         pin_cpus=bench.pin_cpus,
         inference_cpus=bench.inference_cpus,
@@ -112,7 +115,7 @@ def run_bench(
             rec_state = recorder.stop()
     source = pipeline.source_info()
     summary = {
-        "source": {"spec": bench.source, **(source.__dict__ if source else {})},
+        "source": {"spec": _spec(bench.source), **(source.__dict__ if source else {})},
         "config": config.to_dict(),
         "delegate": report.to_dict() if report else None,
         "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
@@ -138,6 +141,10 @@ def run_bench(
             "error": rec_state.error,
         }
     return summary
+
+
+def _spec(source: str | CapturedFrames) -> str:
+    return source if isinstance(source, str) else source.spec
 
 
 _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cpu_pct")
@@ -166,8 +173,12 @@ def _process_age_s() -> float:
         return time.time() - psutil.Process().create_time()
 
 
-def _first_result(first: list[float], result: Result, sink: RowSink | None) -> None:
+def _first_result(
+    first: list[float], result: Result, sink: RowSink | None, also: Callable[[Result], None] | None
+) -> None:
     if not first:
         first.append(time.monotonic())
     if sink:
         sink.on_result(result)
+    if also:
+        also(result)

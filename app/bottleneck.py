@@ -32,6 +32,8 @@ class Bottleneck:
     def short(self) -> str:
         """For a status bar: '<stage>-bound at N /s', with what the model alone could do when it is not inference."""
         where = "capture" if self.stage == "source" else self.stage
+        if not self.saturated and self.stage in ("inference", "results"):
+            return f"no stage saturated at {self.rate_per_s:,.0f} /s (busiest: {where})"
         text = f"{where}-bound at {self.rate_per_s:,.0f} /s" if self.stage != "throttle" else (
             f"throttled at {self.rate_per_s:,.0f} /s")  # fmt: skip
         if self.stage != "inference" and self.model_alone_per_s:
@@ -69,10 +71,14 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
         share, saturated = busy["inference_thread"], True
     elif throttle_ms > 0 and rate >= SATURATED * 1000.0 / throttle_ms:
         stage, share, saturated = "throttle", busy["inference_thread"], True
-    else:  # inference waits for frames: upstream, on the capture thread
+    elif busy["capture_thread"] >= max(busy["inference_thread"], busy["results"]):
+        # inference waits for frames: upstream, on the capture thread
         stage = "source" if busy["source"] >= ahead_pre else "preprocess"
         share = busy["capture_thread"]
         saturated = share >= SATURATED
+    else:  # no thread saturated, and not capture: the busiest thread is named, and what is left
+        stage = "results" if busy["results"] > busy["inference_thread"] else "inference"
+        share, saturated = max(busy["results"], busy["inference_thread"]), False
     sentence = _sentence(stage, rate, share, alone, throttle_ms, busy)
     return Bottleneck(stage, rate, dict(busy), alone, saturated, sentence)
 
@@ -84,6 +90,13 @@ def _sentence(stage: Stage, rate: float, share: float, alone: float | None, thro
         return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time{what}"
     if stage == "throttle":
         return f"throttled at {rate:,.0f} /s ({throttle_ms:g} ms between inference starts){model}"
+    if stage in ("inference", "results") and share < SATURATED:
+        # Every thread waits part of each cycle: for a wake-up, or for the GIL another holds.
+        return (
+            f"no thread is saturated at {rate:,.0f} /s (inference thread busy {busy['inference_thread']:.0%}, "
+            f"results {busy['results']:.0%}, capture {busy['capture_thread']:.0%}): the rest of each cycle is "
+            f"frames and results passing between threads; the busiest, {stage}, is named{model}"
+        )
     if stage == "results":
         return f"results-bound at {rate:,.0f} /s: postprocessing and publishing take {share:.0%} of the time{model}"
     where = "capture" if stage == "source" else "preprocess"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.backends import ModelRunner
-from app.errors import ImageError
+from app.errors import ImageError, ModelError, RunFailed
 from app.images import read_image
 from app.model import ModelSpec
 from app.postprocess import Postprocessor, Prediction
@@ -76,7 +76,10 @@ def classify_images(
                 continue
             meter.start()
             t1 = time.perf_counter()
-            raw = session.run(tensor)
+            try:
+                raw = session.run(tensor)
+            except ModelError as exc:  # the backend, not the image: the caller may go on elsewhere
+                raise RunFailed(str(exc)) from None
             t2 = time.perf_counter()
             cpu = meter.stop()
             top = postprocess.top_k(postprocess.scores(raw), top_k)

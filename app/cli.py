@@ -23,11 +23,15 @@ from app.cli_options import (
     positive_int,
 )
 from app.cli_output import PROG
+from app.cli_profile import cmd_profile
 from app.cli_report import cmd_report
+from app.cli_sweep import cmd_sweep
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION
 from app.errors import DelegateScopeError
 from app.model import DEFAULT_MODEL
 from app.native_log import NativeLogFile
+from app.sweep import DEFAULT_FRAMES as SWEEP_FRAMES
+from app.sweep import DEFAULT_WARMUP as SWEEP_WARMUP
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,6 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--json", action="store_true", help="print JSON on stdout")
     d.set_defaults(handler=cmd_delegates)
+
+    pr = sub.add_parser(
+        "profile",
+        parents=[common],
+        help="which ops of a model cost what on a delegate",
+        description="Profile a model op by op on a delegate: run order, top ops by time, totals by op type, the ops "
+        "off the accelerator with their share of the time, and the partition boundaries. CPU times are LiteRT's own "
+        "profiler events; on the GPU the runtime has no per-op profile, so the whole run is measured, the ops left "
+        "on the CPU come from the CPU profile and the GPU partitions get the rest (docs/profile.md).",
+    )
+    add_model_options(pr)
+    pr.add_argument("--runs", type=positive_int, default=20, help="profiled runs after a warm-up (default 20)")
+    pr.add_argument("--top", type=positive_int, default=10, help="rows in the top-by-time table (default 10)")
+    pr.add_argument(
+        "--model-explorer",
+        type=Path,
+        metavar="OUT.json",
+        help="also write the per-op times as Google AI Edge Model Explorer node data",
+    )
+    pr.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    pr.set_defaults(handler=cmd_profile)
 
     b = sub.add_parser(
         "bench",
@@ -132,6 +157,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
     )
     b.set_defaults(handler=cmd_bench)
+
+    s = sub.add_parser(
+        "sweep",
+        parents=[common],
+        help="the same frames through every delegate configuration, side by side",
+        description="Capture frames once from a source and replay them, unpaced, through every configuration this "
+        "machine offers (CPU at 1, 2 and all-cores threads; GPU fp16 and fp32; Core ML compute units) for each "
+        "model: throughput, latency p50/p95, CPU per inference, init and first-inference time, and top-1 agreement "
+        "with the first configuration. Configurations that cannot run here are listed with the reason.",
+    )
+    s.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="M",
+        help="bundled model name or .tflite path; repeat for several (default: every bundled model)",
+    )
+    s.add_argument("--source", default="demo", help="where the frames come from (default: the demo clip)")
+    s.add_argument(
+        "--frames", type=positive_int, default=SWEEP_FRAMES, help=f"frames replayed to each (default {SWEEP_FRAMES})"
+    )
+    s.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=SWEEP_WARMUP,
+        help=f"inferences of each configuration left out of its figures (default {SWEEP_WARMUP})",
+    )
+    s.add_argument(
+        "--allow-software-gpu",
+        action="store_true",
+        help="include the GPU even when its adapter is a software renderer (SwiftShader, llvmpipe), flagged as one",
+    )
+    s.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
+        "there are more CPUs than threads, which would differ between thread counts)",
+    )
+    s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
+    s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
+    s.set_defaults(handler=cmd_sweep)
 
     g = sub.add_parser(
         "gui",

@@ -18,6 +18,7 @@ from app.errors import UsageError
 from app.metrics import MetricsSnapshot
 from app.model import load_model_spec
 from app.pipeline import InferenceConfig, Status
+from app.recording import sidecar_path
 from app.redact import redact_credentials
 
 
@@ -31,7 +32,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         throttle_ms=args.throttle_ms,
         top_k=5,
     )
-    if args.csv and args.json_file and args.csv.with_suffix(".json").resolve() == args.json_file.resolve():
+    if args.csv and args.json_file and sidecar_path(args.csv).resolve() == args.json_file.resolve():
         raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")

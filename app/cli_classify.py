@@ -11,6 +11,7 @@ from app.classify import ImageFailure, ImageResult, classify_images
 from app.cli_options import backend_options
 from app.cli_output import PROG, print_prediction, warn
 from app.describe import delegation_line
+from app.errors import BackendUnavailable, RunFailed
 from app.model import ModelSpec, load_model_spec
 from app.thread_cpu import started_by
 
@@ -28,12 +29,30 @@ def cmd_classify(args: argparse.Namespace) -> int:
                 print(f"[runtime, opening] {line}", file=sys.stderr)
         results: list[ImageResult] = []
         failures: list[ImageFailure] = []
-        for outcome in classify_images(spec, session, args.images, args.top_k, runtime_threads):
-            if isinstance(outcome, ImageFailure):
-                failures.append(outcome)
-                print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
-            else:
-                results.append(outcome)
+        pending = list(args.images)
+        while pending:
+            try:
+                for outcome in classify_images(spec, session, list(pending), args.top_k, runtime_threads):
+                    pending.pop(0)
+                    if isinstance(outcome, ImageFailure):
+                        failures.append(outcome)
+                        print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
+                    else:
+                        results.append(outcome)
+            except RunFailed as exc:
+                used = session.report.used
+                if used == "cpu":
+                    raise
+                if args.no_fallback:  # the accelerator stopped working: exit 5, as when it cannot open
+                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
+                # An accelerator that fails mid-run (a lost GPU device): the rest on the CPU, as the
+                # live pipeline does (app/pipeline/worker.py), the image that failed included.
+                session.close()
+                reason = f"{used} failed mid-run: {exc}"
+                session, runtime_threads = started_by(lambda: open_session(spec, "cpu", backend_options(args)))
+                session.report.requested, session.report.fallback_reason = args.delegate, reason
+                session.report.warnings.append(f"fell back to CPU: {reason}")
+                warn(f"fell back to CPU: {reason}")
     finally:
         session.close()
     if args.json:

@@ -9,6 +9,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from app.report import build_report  # matplotlib is imported only when a report is drawn
 
     written = build_report(args.sessions, args.out)
-    n = written["sessions"]
-    print(f"report    {written['out']} ({n} session{'s' if n != 1 else ''}, {written['bytes'] / 1024:.0f} KiB)")
+    n, parts = written["recordings"], written["sessions"]
+    what = f"{n} recording{'s' if n != 1 else ''}" + (f" in {parts} parts, cut at their switches" if parts > n else "")
+    print(f"report    {written['out']} ({what}, {written['bytes'] / 1024:.0f} KiB)")
     return 0

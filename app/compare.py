@@ -77,6 +77,13 @@ class AgreementSummary:
         }
 
 
+# The per-frame comparison's CSV columns (docs/csv-format.md, "Comparison CSV"): bench and the window.
+COMPARISON_COLUMNS = [
+    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
+    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
+]  # fmt: skip
+
+
 def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
     a_labels = [p.label for p in a.top[:5]]
     b_labels = [p.label for p in b.top[:5]]
@@ -186,8 +193,10 @@ class ComparePipeline(Feed):
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
+        on_comparison: Callable[[FrameComparison], None] | None = None,
     ) -> None:
         self.comparator = Comparator()
+        self._on_comparison = on_comparison  # a recording of the comparison (the window's)
         self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
         self._on_side_result = on_result
         metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
@@ -204,6 +213,8 @@ class ComparePipeline(Feed):
 
     def _result(self, side: str, r: Result) -> None:
         comparison = self.comparator.add(side, r)
+        if comparison is not None and self._on_comparison is not None:
+            self._on_comparison(comparison)
         if comparison is not None and not comparison.top1_agree:
             pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
             if pixels is not None:

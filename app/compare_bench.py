@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.bench import BenchConfig
-from app.compare import ComparePipeline, FrameComparison
+from app.compare import COMPARISON_COLUMNS, ComparePipeline, FrameComparison
 from app.describe import speed_sentence
 from app.metrics import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, Pipeline
@@ -17,10 +17,6 @@ from app.pipeline.worker import InferenceWorker
 from app.recording import RecordingWriter, neutralise
 from app.recording_rows import RowSink
 
-COMPARISON_COLUMNS = [
-    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
-    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
-]  # fmt: skip
 _POLL_S = 0.05
 
 

@@ -23,6 +23,11 @@ class ModelError(DelegateScopeError):
     exit_code = 3
 
 
+class RunFailed(ModelError):
+    """An open session failed to run (a lost GPU device, a dead accelerator process): on an
+    accelerator the caller goes on on the CPU; on the CPU it is the model's problem (exit 3)."""
+
+
 class ImageError(DelegateScopeError):
     """Image missing or unreadable."""
 

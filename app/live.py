@@ -22,9 +22,10 @@ from app.backends import DelegationReport
 from app.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
 from app.heap import release_free_memory
 from app.metrics import Metrics, MetricsSnapshot, ResourceSampler
-from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
+from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, State, Status
 from app.pipeline.worker import InferenceWorker
-from app.recording import RecorderState, RecordingWriter
+from app.recording import RecordingWriter
+from app.recording_ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording_rows import RowSink
 from app.sources import Frame, SourceInfo
 
@@ -35,11 +36,19 @@ Side = Literal["a", "b"]
 
 @dataclass(frozen=True)
 class RecordingStatus:
-    path: Path
+    path: Path  # side A's recording (the only one without an A/B comparison)
     rows: int
-    lost_rows: int
+    lost_rows: int  # all files together
     seconds: float
-    error: str | None
+    error: str | None  # the first file's that failed
+    b_path: Path | None = None  # while or after B ran: side B's own recording ...
+    b_rows: int = 0
+    comparison_path: Path | None = None  # ... and the per-frame comparison
+    compared: int = 0  # its rows: frames both sides inferred
+
+    @property
+    def both_sides(self) -> bool:
+        return self.b_path is not None
 
 
 @dataclass(frozen=True)
@@ -64,16 +73,22 @@ class LiveController:
         self._source = source
         self._feed: Feed | None = None
         self._b_config: InferenceConfig | None = None
-        self._sink: RowSink | None = None  # set while recording; read by pipeline threads
+        # While recording: a RowSink per side that runs (B's once B runs), and the A/B comparison's writer.
+        # Replaced, never mutated, so the pipeline threads that read them see a consistent set.
+        self._sinks: dict[str, RowSink] = {}
+        self._comparisons: ComparisonWriter | None = None
+        self._recording_path: Path | None = None
         self._sink_lock = threading.Lock()
         self._recording_started = 0.0
         self._generation = 0
+        self._paused = False
 
     # ---- commands --------------------------------------------------------------------------
 
     def start(self) -> None:
         replacing = self._feed is not None
         self._generation += 1
+        self._paused = False
         if self._b_config is not None:
             self._feed = ComparePipeline(
                 self._source,
@@ -81,8 +96,9 @@ class LiveController:
                 self._b_config,
                 pace=self._pace,
                 metrics=self._metrics,
-                on_result=lambda side, r: self._on_result(r) if side == "a" else None,
-                on_event=lambda side, e: self._on_event(e) if side == "a" else None,
+                on_result=self._on_result,
+                on_event=self._on_event,
+                on_comparison=self._on_comparison,
             )
         else:
             self._feed = Pipeline(
@@ -90,8 +106,8 @@ class LiveController:
                 self._config,
                 pace=self._pace,
                 metrics=self._metrics["a"],
-                on_result=self._on_result,
-                on_event=self._on_event,
+                on_result=lambda r: self._on_result("a", r),
+                on_event=lambda e: self._on_event("a", e),
             )
         if replacing:
             # The stopped pipeline's last frames (megabytes each) and sessions sit in reference
@@ -111,6 +127,8 @@ class LiveController:
         for metrics in self._metrics.values():
             metrics.reset()
         self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
+        if b is not None and self.recording:
+            self._record_side_b(b, already_open=False)  # before B's session opens: its open event is recorded
         self.start()
         return stopped
 
@@ -126,6 +144,44 @@ class LiveController:
         self._record_event("source", f"source switched to {source}")
         self.start()
         return stopped
+
+    def set_pace(self, pace: bool) -> bool:
+        """Pace files at their frame rate (True) or read them as fast as inference takes them (False,
+        a benchmark mode; a camera or stream delivers at its own rate either way): a new pipeline on
+        the same source, model and delegate. Returns whether the old one stopped in time."""
+        if pace == self._pace:
+            return True
+        if self._paused:  # applies when it resumes
+            self._pace = pace
+            return True
+        stopped = self._stop_for_replacement()
+        self._pace = pace
+        self._metrics["a"].reset()
+        self._metrics["b"].reset()
+        self._record_event("pace", "paced at the source's rate" if pace else "unpaced: as fast as possible")
+        self.start()
+        return stopped
+
+    def pause(self, reason: str) -> bool:
+        """Stop the pipeline (source, configs and recording kept) until `resume()`: a delegate sweep
+        needs the CPU to itself. The status says `reason`. Returns whether its threads ended in time."""
+        if self._paused:
+            return True
+        stopped = self._stop_for_replacement()
+        self._paused = True
+        self._running().workers["a"].log.set_status(Status(State.STOPPED, reason))
+        self._record_event("pause", reason)
+        return stopped
+
+    def resume(self) -> None:
+        """Start again after `pause()`; nothing when not paused (a source switch meanwhile restarted it)."""
+        if self._paused:
+            feed = self._running()  # stopped; changes asked for meanwhile are its workers' pending configs
+            self._config = feed.workers["a"].config
+            if "b" in feed.workers:
+                self._b_config = feed.workers["b"].config
+            self._record_event("resume", "live pipeline resumed")
+            self.start()
 
     def reconfigure(self, **changes: object) -> None:
         """Change side A's model/delegate/options/throttle/top-k, live."""
@@ -143,6 +199,14 @@ class LiveController:
     @property
     def source(self) -> str:
         return self._source
+
+    @property
+    def pace(self) -> bool:
+        return self._pace
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
 
     @property
     def comparing(self) -> bool:
@@ -200,40 +264,89 @@ class LiveController:
 
     @property
     def recording(self) -> bool:
-        return self._sink is not None
+        return bool(self._sinks)
 
     def start_recording(self, path: Path) -> None:
-        """Start writing the bench CSV format to `path`; raises OSError if it cannot be created."""
-        if self._sink is not None:
+        """Start writing the bench CSV format to `path` (side A); while an A/B comparison runs, side B
+        and the per-frame comparison too (app/recording_ab.py). Raises OSError if a file cannot be created."""
+        if self._sinks:
             raise RuntimeError("already recording")
-        recorder = RecordingWriter(Path(path), {"settings": {"source": self._source, "app": "window"}})
-        sink = RowSink(recorder, lambda: self._worker("a"), lambda: self._source, self._metrics["a"])
-        recorder.add_row({"event": "start", "message": f"recording from the window ({self.config().describe()})"})
-        for event in reversed(self.events()):  # the session already open goes into the sidecar now
-            if event.model is not None:
-                sink.models[event.model["id"]] = event.model
-                sink.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
-                recorder.update_metadata(models=sink.models, sessions=sink.sessions)
-                break
+        path = Path(path)
+        if self.comparing:  # refuse before creating anything: never half a set of files
+            for other in (b_recording(path), comparison_recording(path)):
+                if other.exists():
+                    raise OSError(f"will not overwrite an existing recording: {other}")
+        sink = self._new_sink(path, "a", self.config("a"), already_open=True)
+        self._recording_path = path
         self._recording_started = time.monotonic()
         with self._sink_lock:
-            self._sink = sink
+            self._sinks = {"a": sink}
+        if self.comparing:
+            self._record_side_b(self.config("b"), already_open=True)
+
+    def _new_sink(self, path: Path, side: Side, config: InferenceConfig, *, already_open: bool) -> RowSink:
+        settings = {"source": self._source, "app": "window"}
+        if side == "b" or self.comparing:
+            settings["compare_side"] = side
+        recorder = RecordingWriter(path, {"settings": settings})
+        # Getters: read when rows come, from whichever pipeline runs then (a source or A/B change replaces it).
+        sink = RowSink(recorder, lambda: self._worker(side), lambda: self._source, self._metrics[side])
+        what = "side B of the A/B comparison" if side == "b" else "the window"
+        recorder.add_row({"event": "start", "message": f"recording {what} ({config.describe()})"})
+        if already_open:  # the session already open goes into the sidecar now
+            for event in reversed(self._running().workers[side].log.events()):
+                if event.model is not None:
+                    sink.describe_session(event, 0.0)
+                    break
+        return sink
+
+    def _record_side_b(self, b: InferenceConfig, *, already_open: bool) -> None:
+        """Side B's recording and the comparison's, beside side A's, once B runs while recording."""
+        assert self._recording_path is not None
+        if "b" in self._sinks:
+            return  # B ran before in this recording: its files carry on (a `compare` row marks the gap)
+        path = self._recording_path
+        sink = None
+        try:
+            sink = self._new_sink(b_recording(path), "b", b, already_open=already_open)
+            comparisons = ComparisonWriter(comparison_recording(path), path, b_recording(path))
+        except OSError as exc:  # A's recording carries on and says why B's is missing
+            if sink is not None:
+                sink.recorder.stop()
+            self._sinks["a"].recorder.add_row({"event": "error", "message": f"side B not recorded: {exc}"})
+            return
+        self._sinks["a"].recorder.update_metadata(
+            compare={"b": b_recording(path).name, "comparison": comparison_recording(path).name}
+        )
+        with self._sink_lock:
+            self._comparisons = comparisons
+            self._sinks = {**self._sinks, "b": sink}
 
     def recording_status(self) -> RecordingStatus | None:
-        sink = self._sink
-        if sink is None:
+        sinks, comparisons = self._sinks, self._comparisons
+        if not sinks:
             return None
-        return _status(sink.recorder.state, time.monotonic() - self._recording_started)
+        return _status(sinks, comparisons, time.monotonic() - self._recording_started)
 
     def stop_recording(self) -> RecordingStatus | None:
         with self._sink_lock:
-            sink, self._sink = self._sink, None
-        if sink is None:
+            sinks, self._sinks = self._sinks, {}
+            comparisons, self._comparisons = self._comparisons, None
+        if not sinks:
             return None
         seconds = time.monotonic() - self._recording_started
-        sink.recorder.add_row({"event": "stop", "message": "recording stopped"})
-        sink.recorder.update_metadata(summary=self._metrics["a"].snapshot().to_dict())
-        return _status(sink.recorder.stop(), seconds)
+        for side, sink in sinks.items():
+            sink.recorder.add_row({"event": "stop", "message": "recording stopped"})
+            sink.recorder.update_metadata(summary=self._metrics[side].snapshot().to_dict())
+        feed = self._feed
+        if comparisons is not None and isinstance(feed, ComparePipeline):
+            agreement = feed.comparator.summary(since=self._recording_started).to_dict()
+            sinks["a"].recorder.update_metadata(agreement=agreement)
+        for sink in sinks.values():
+            sink.recorder.stop()
+        if comparisons is not None:
+            comparisons.recorder.stop()
+        return _status(sinks, comparisons, seconds)
 
     # ---- internals -------------------------------------------------------------------------
 
@@ -256,21 +369,39 @@ class LiveController:
 
     # Pipeline callbacks (inference/capture threads):
 
-    def _on_result(self, result: Result) -> None:
-        sink = self._sink
+    def _on_result(self, side: str, result: Result) -> None:
+        sink = self._sinks.get(side)
         if sink is not None:
             sink.on_result(result)
 
-    def _on_event(self, event: Event) -> None:
-        sink = self._sink
+    def _on_event(self, side: str, event: Event) -> None:
+        sink = self._sinks.get(side)
         if sink is not None:
             sink.on_event(event)
 
+    def _on_comparison(self, comparison: FrameComparison) -> None:
+        writer = self._comparisons
+        if writer is not None:
+            writer.add(comparison)
+
     def _record_event(self, kind: str, message: str) -> None:
-        sink = self._sink
-        if sink is not None:
+        for sink in self._sinks.values():  # a source or A/B change concerns both sides' recordings
             sink.recorder.add_row({"event": kind, "message": message, "source": self._source})
 
 
-def _status(state: RecorderState, seconds: float) -> RecordingStatus:
-    return RecordingStatus(state.path, state.rows, state.lost_rows, seconds, state.error)
+def _status(sinks: dict[str, RowSink], comparisons: ComparisonWriter | None, seconds: float) -> RecordingStatus:
+    a = sinks["a"].recorder.state
+    b = sinks["b"].recorder.state if "b" in sinks else None
+    c = comparisons.recorder.state if comparisons is not None else None
+    states = [x for x in (a, b, c) if x is not None]
+    return RecordingStatus(
+        a.path,
+        a.rows,
+        sum(x.lost_rows for x in states),
+        seconds,
+        next((x.error for x in states if x.error), None),
+        b_path=b.path if b else None,
+        b_rows=b.rows if b else 0,
+        comparison_path=c.path if c else None,
+        compared=c.rows if c else 0,
+    )

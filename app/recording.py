@@ -1,4 +1,4 @@
-"""Session recording: one CSV row per inference or event, plus a JSON sidecar with the context.
+"""Session recording: one CSV row per inference or event, plus a JSON sidecar (NAME.csv.meta.json) with the context.
 
 The writer never blocks the inference thread: rows go into a bounded queue that a
 writer thread drains. If the disk stalls and the queue fills, rows are counted as
@@ -140,6 +140,30 @@ def machine_info() -> dict:
     }
 
 
+SIDECAR_SUFFIX = ".meta.json"  # NAME.csv -> NAME.csv.meta.json: never the NAME.json a user asks bench to write
+
+
+def sidecar_path(csv_path: Path) -> Path:
+    """Where a recording's sidecar is written: beside it, its full name + `.meta.json`."""
+    return Path(csv_path).with_name(Path(csv_path).name + SIDECAR_SUFFIX)
+
+
+def _read_sidecar(csv_path: Path) -> dict:
+    """The sidecar: NAME.csv.meta.json, or NAME.json as recordings made before 2026-12 named it (read only
+    when it is a session sidecar: a NAME.json beside a newer recording may be bench's --json summary)."""
+    for path, legacy in ((sidecar_path(csv_path), False), (Path(csv_path).with_suffix(".json"), True)):
+        try:
+            meta = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
+            return {}
+        if not isinstance(meta, dict) or (legacy and meta.get("format") != "delegate-scope-session"):
+            return {}
+        return meta
+    return {}
+
+
 @dataclass
 class RecorderState:
     path: Path
@@ -154,9 +178,20 @@ class RecorderState:
 class RecordingWriter:
     """Thread-safe producer side (`add_row` from any thread), one writer thread."""
 
-    def __init__(self, path: Path, metadata_: dict | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        metadata_: dict | None = None,
+        *,
+        columns: list[str] | None = None,
+        text_columns: frozenset[str] | set[str] | None = None,
+    ) -> None:
+        """`columns`/`text_columns`: another table written the same way (the A/B per-frame comparison);
+        by default the session format above."""
         self.path = Path(path)
-        self.sidecar = self.path.with_suffix(".json")
+        self.columns = COLUMNS if columns is None else columns
+        self._text_columns = TEXT_COLUMNS if text_columns is None else text_columns
+        self.sidecar = sidecar_path(self.path)
         self.state = RecorderState(self.path, started_wall=time.time())
         self._t0 = time.monotonic()
         self._queue: queue.Queue[list[str] | None] = queue.Queue(maxsize=QUEUE_ROWS)
@@ -170,7 +205,7 @@ class RecordingWriter:
         except FileExistsError:
             raise OSError(f"will not overwrite an existing recording: {self.path}") from None
         self._csv = csv.writer(self._file)
-        self._csv.writerow(COLUMNS)
+        self._csv.writerow(self.columns)
         self._file.flush()
         self._write_sidecar()
         self._thread = threading.Thread(target=self._drain, name="delegate-scope-recorder", daemon=True)
@@ -182,6 +217,10 @@ class RecordingWriter:
     def t_s(self) -> float:
         return time.monotonic() - self._t0
 
+    def t_of(self, monotonic: float) -> float:
+        """A monotonic time as the recording's t_s (to the microsecond, as the CSV writes it)."""
+        return round(monotonic - self._t0, 6)
+
     def add_row(self, row: dict, wall_time: float | None = None, monotonic: float | None = None) -> bool:
         """Queue one row (missing columns stay empty). False if it was lost (queue full or stopped)."""
         if self.state.stopped or self.state.error:
@@ -190,12 +229,12 @@ class RecordingWriter:
         t = (time.monotonic() if monotonic is None else monotonic) - self._t0
         values = {"timestamp": _iso_now(wall), "t_s": f"{t:.6f}", **row}
         cells = []
-        for column in COLUMNS:
+        for column in self.columns:
             value = values.get(column, "")
             text = _format(value)
             if column in _MAY_HOLD_URLS:
                 text = redact_credentials(text)
-            cells.append(neutralise(text) if column in TEXT_COLUMNS else text)
+            cells.append(neutralise(text) if column in self._text_columns else text)
         try:
             self._queue.put_nowait(cells)
             return True
@@ -278,7 +317,7 @@ class RecordingWriter:
                 "machine": machine_info(),
                 "packages": package_versions(),
             }
-        tmp = self.sidecar.with_suffix(".json.tmp")
+        tmp = self.sidecar.with_name(self.sidecar.name + ".tmp")
         with contextlib.suppress(OSError):  # the CSV is what matters; the sidecar is rewritten at stop
             tmp.write_text(redact_credentials(json.dumps(meta, indent=2, default=str)), encoding="utf-8")
             os.replace(tmp, self.sidecar)
@@ -318,9 +357,4 @@ def read_recording(path: Path) -> Recording:
             skipped += 1
             continue
         rows.append({**dict(zip(columns, cells, strict=True)), **missing})
-    sidecar = Path(path).with_suffix(".json")
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than Python's stack
-        meta = {}
-    return Recording(rows, meta if isinstance(meta, dict) else {}, skipped)
+    return Recording(rows, _read_sidecar(Path(path)), skipped)

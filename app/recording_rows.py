@@ -10,6 +10,7 @@ from app.pipeline import Event, Result
 from app.pipeline.worker import InferenceWorker
 from app.recording import RecordingWriter
 
+_BULKY = ("coverage", "predicted", "native_log")  # DelegationReport fields kept out of the `opened` list
 _SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
 
 
@@ -28,6 +29,9 @@ class RowSink:
         self._snapshot: MetricsSnapshot | None = None
         self.models: dict[str, dict] = {}  # model_id -> name, sha256, path, input (the sidecar resolves ids)
         self.sessions: dict[str, dict | None] = {}  # session id -> delegate facts
+        # Every session opened while recording, in order, with its t_s: a session id restarts at 1 in a
+        # new pipeline (source or A/B change), so segments (app/recording_segments.py) find theirs here.
+        self.opened: list[dict] = []
         self._snapshot_at = 0.0
 
     def _recent(self) -> MetricsSnapshot:
@@ -89,7 +93,17 @@ class RowSink:
             row.update(backend_requested=event.report.requested, backend_used=event.report.used)
         if event.model is not None:
             row.update(model=event.model["name"], model_id=event.model["id"])
-            self.models[event.model["id"]] = event.model
-            self.sessions[str(event.session_id)] = event.report.to_dict() if event.report else None
-            self.recorder.update_metadata(models=self.models, sessions=self.sessions)
+            self.describe_session(event, self.recorder.t_of(event.at))
         self.recorder.add_row(row, wall_time=event.wall_time, monotonic=event.at)
+
+    def describe_session(self, event: Event, t_s: float) -> None:
+        """Put the session an open/switch event started into the sidecar (`models`, `sessions`, `opened`)."""
+        assert event.model is not None
+        facts = event.report.to_dict() if event.report else None
+        self.models[event.model["id"]] = event.model
+        self.sessions[str(event.session_id)] = facts
+        entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model["id"]}
+        # The node-by-node coverage stays in `sessions` only: a long recording switches many times.
+        brief = {k: v for k, v in facts.items() if k not in _BULKY} if facts else None
+        self.opened.append({**entry, "changes": event.changes, "delegate": brief})
+        self.recorder.update_metadata(models=self.models, sessions=self.sessions, opened=self.opened)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from app.errors import UsageError
 from app.report_compare import compare
-from app.report_data import load_session, session_label
+from app.report_data import RecordingData, load_segments, session_label
 from app.report_html import render_html
-from app.report_tables import summary_rows
+from app.report_tables import header_lines, summary_rows
 
 SUFFIXES = (".html", ".png")
 
@@ -52,11 +52,20 @@ def _write_atomic(out: Path, data: bytes) -> None:
         raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
+def _label(s: RecordingData) -> str:
+    """A column's name: model and backend; a later segment of a recording, what changed at its start."""
+    if s.segmented and s.segment is not None and s.segment.number > 1 and s.segment.changes:
+        return s.segment.change
+    return session_label(s.summary)
+
+
 def build_report(paths: list[Path], out: Path) -> dict:
     """Read the recordings, draw, write `out` (.html or .png); returns what was written."""
     suffix = check_out(Path(out))
-    sessions = [load_session(Path(p), i) for i, p in enumerate(paths)]
-    labels = [session_label(s.summary) for s in sessions]
+    sessions: list[RecordingData] = []
+    for p in paths:  # a recording that spans switches is one column per segment
+        sessions += load_segments(Path(p), len(sessions))
+    labels = [_label(s) for s in sessions]
     for s, label in zip(sessions, labels, strict=True):
         duplicate = labels.count(label) > 1
         s.label = f"#{s.index + 1} {label}" + (f" [{s.path.stem}]" if duplicate else "")
@@ -64,9 +73,12 @@ def build_report(paths: list[Path], out: Path) -> dict:
     from app import report_plots  # matplotlib: only when a report is drawn
 
     if suffix == ".png":
-        data = report_plots.overview_png(sessions, summary_rows(sessions, comparisons), comparisons)
+        header = [header_lines(s, files=len(paths)) for s in sessions]
+        data = report_plots.overview_png(sessions, summary_rows(sessions, comparisons), comparisons, header)
     else:
-        figures = report_plots.html_figures(sessions)
+        from app import report_ops
+
+        figures = report_plots.html_figures(sessions) + report_ops.html_figures(sessions)
         data = render_html(sessions, comparisons, figures).encode("utf-8")
     _write_atomic(Path(out), data)
-    return {"out": str(out), "sessions": len(sessions), "bytes": len(data)}
+    return {"out": str(out), "sessions": len(sessions), "recordings": len(paths), "bytes": len(data)}

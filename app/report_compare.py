@@ -1,4 +1,5 @@
-"""`report`'s comparison: every session after the first against the first (the baseline):
+"""`report`'s comparison: every column after the first against its baseline (the first column, or for a
+segment of a recording the segment before it):
 speed and CPU ratios, and top-1 agreement on the frames both inferred."""
 
 from __future__ import annotations
@@ -63,13 +64,20 @@ def label_agreement(a: RecordingData, b: RecordingData) -> dict:
     return {"frames": len(common), "agree": agree, "text": text, "distribution_overlap": overlap}
 
 
+def baseline_of(s: RecordingData, sessions: list[RecordingData]) -> RecordingData:
+    """What a column is compared with: a later segment of a recording with the segment before it (what
+    that one change did), anything else with the first column."""
+    if s.segmented and s.segment is not None and s.segment.number > 1:
+        return sessions[s.index - 1]
+    return sessions[0]
+
+
 def compare(sessions: list[RecordingData]) -> list[dict]:
-    """Each session after the first against the first (the baseline)."""
-    base = sessions[0]
-    b = base.summary
+    """Each column after the first against its baseline (`baseline_of`)."""
     out = []
     for s in sessions[1:]:
-        o = s.summary
+        base = baseline_of(s, sessions)
+        b, o = base.summary, s.summary
         inf = ratio_text(b["stages"]["inference"]["median"], o["stages"]["inference"]["median"], "faster", "slower")
         e2e = ratio_text(b["stages"]["end_to_end"]["median"], o["stages"]["end_to_end"]["median"], "faster", "slower")
         p95 = ratio_text(b["stages"]["inference"]["p95"], o["stages"]["inference"]["p95"], "lower", "higher")
@@ -77,12 +85,14 @@ def compare(sessions: list[RecordingData]) -> list[dict]:
         cpu = change_text(b["cpu_ms"], o["cpu_ms"])
         proc = change_text(b["process_cpu_pct"], o["process_cpu_pct"])
         agreement = label_agreement(base, s)
-        sentence = f"{session_label(o)}: inference {inf} than {session_label(b)}, CPU time per inference {cpu}"
+        sentence = f"{s.label or session_label(o)}: inference {inf} than {base.label or session_label(b)}, "
+        sentence += f"CPU time per inference {cpu}"
         if agreement["frames"]:
             sentence += f", top-1 label agrees on {agreement['agree'] / agreement['frames']:.0%} of common frames"
         out.append(
             {
                 "session": s,
+                "baseline": base,
                 "inference": inf,
                 "end_to_end": e2e,
                 "inference_p95": p95,

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from app.errors import UsageError
-from app.recording import cell_number, original_text, read_recording
+from app.recording import Recording, cell_number, original_text, read_recording
+from app.recording_segments import Segment, change_text, split_segments
 
 STAGES = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
 STAGE_NAMES = {
@@ -58,6 +59,20 @@ class RecordingData:
     label: str = ""  # legend text: model + backend
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     summary: dict = field(default_factory=dict)
+    segment: Segment | None = None  # a part of a recording cut at its switches (app/recording_segments.py)
+    segments_in_recording: int = 1
+
+    @property
+    def facts(self) -> dict | None:
+        """The delegate facts of the session this ran (sidecar); None when not recorded."""
+        if self.segment is not None:
+            return self.segment.facts
+        sessions = [f for f in _dict(self.meta.get("sessions")).values() if isinstance(f, dict)]
+        return sessions[0] if len(sessions) == 1 else None
+
+    @property
+    def segmented(self) -> bool:
+        return self.segment is not None and self.segments_in_recording > 1
 
     @property
     def name(self) -> str:
@@ -76,7 +91,32 @@ class RecordingData:
 
 
 def load_session(path: Path, index: int) -> RecordingData:
-    """Read one recording; any problem is a UsageError with one plain line."""
+    """Read one recording as one session; any problem is a UsageError with one plain line."""
+    path = Path(path)
+    session = _read(path)
+    return _build(path, index, session, [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))])
+
+
+def load_segments(path: Path, first_index: int) -> list[RecordingData]:
+    """Read one recording cut at every switch, fallback, source or A/B change: one RecordingData per
+    segment (one alone when nothing changed), numbered on from `first_index`."""
+    path = Path(path)
+    session = _read(path)
+    segments = [g for g in split_segments(session.rows, session.metadata) if g.inferences]
+    if len(segments) <= 1:
+        data = load_session(path, first_index)
+        data.segment = segments[0] if segments else None
+        return [data]
+    out = []
+    for i, segment in enumerate(segments):
+        data = _build(path, first_index + i, session, segment.rows)
+        data.segment, data.segments_in_recording = segment, len(segments)
+        data.summary = summarise(data)
+        out.append(data)
+    return out
+
+
+def _read(path: Path) -> Recording:
     path = Path(path)
     if not path.exists():
         raise UsageError(f"{path}: no such file")
@@ -88,11 +128,15 @@ def load_session(path: Path, index: int) -> RecordingData:
         raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    rows = [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))]
-    inferences = [r for r in rows if not r.get("event")]
-    if not inferences:
+    if not any(not r.get("event") and not math.isnan(cell_number(r.get("t_s"))) for r in session.rows):
+        rows = [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))]
         what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and" if rows else ""
         raise UsageError(f"{path}: empty recording ({what} no inference rows): nothing to report")
+    return session
+
+
+def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> RecordingData:
+    inferences = [r for r in rows if not r.get("event")]
     inferences.sort(key=lambda r: cell_number(r["t_s"]))
     events: list[RecordedEvent] = []
     measured_from = None
@@ -118,12 +162,7 @@ def _event_text(kind: str, row: dict) -> str:
     if kind == "measure":
         return "warm-up done"
     if kind in ("open", "switch"):
-        used = original_text(row.get("backend_used", ""))
-        model = original_text(row.get("model", ""))
-        text = f"{kind}: {model} on {used}" if model else f"{kind}: {used}"
-        changes, _, rest = message.partition(": ")
-        if kind == "switch" and "→" in changes and rest:  # "threads 2→1: efficientnet_lite0 on cpu"
-            text = f"switch: {changes}"
+        text = f"{kind}: {change_text(kind, row).removeprefix('switch to ')}"
     elif kind == "stop":
         text = "stop"
     else:
@@ -180,11 +219,13 @@ def summarise(s: RecordingData) -> dict:
         if pair not in pairs:
             pairs.append(pair)
     fallback_reasons = []
-    for facts in _dict(s.meta.get("sessions")).values():
+    # A segment ran one session: its own facts, not every session of the recording.
+    all_facts = [s.segment.facts] if s.segment is not None else list(_dict(s.meta.get("sessions")).values())
+    for facts in all_facts:
         if isinstance(facts, dict) and facts.get("fallback_reason"):
             fallback_reasons.append(str(facts["fallback_reason"]))
     fallback_reasons += [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
-    software = any(isinstance(f, dict) and f.get("software") for f in _dict(s.meta.get("sessions")).values())
+    software = any(isinstance(f, dict) and f.get("software") for f in all_facts)
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from datetime import datetime
 
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.describe import nodes_delegated_text
+from app.recording import sidecar_path
 from app.report_compare import MINUS
 from app.report_data import RecordingData
 from app.report_tables import comparison_rows, summary_rows
@@ -53,14 +55,17 @@ def _table(head: list[str], rows: list[tuple[str, list[str]]], swatches: list[st
 
 
 def _numeric(text: str) -> bool:
-    return bool(text) and (text[0].isdigit() or text[0] in "–" + MINUS + "+±") and "%" not in text[:-1]
+    """A figure ("13.09 / 16.65", "2.26× faster", "−8%"): right-aligned; a sentence ("61 of 61 nodes
+    delegated in 1 partition") is text, left-aligned."""
+    figure = bool(text) and (text[0].isdigit() or text[0] in "–" + MINUS + "+±") and "%" not in text[:-1]
+    return figure and len(re.findall(r"[^\W\d_]+", text)) <= 1
 
 
-def _facts_html(s: RecordingData) -> str:
+def _facts_html(s: RecordingData, events: list) -> str:
     meta = s.meta
     items: list[tuple[str, str]] = []
     if not meta:
-        return f"<p class='note'>No sidecar ({_e(s.path.with_suffix('.json').name)} missing or unreadable).</p>"
+        return f"<p class='note'>No sidecar ({_e(sidecar_path(s.path).name)} missing or unreadable).</p>"
     for key in ("started", "complete", "error", "rows", "lost_rows"):
         if key in meta:
             items.append((key, str(meta[key])))
@@ -114,12 +119,18 @@ def _facts_html(s: RecordingData) -> str:
         items.append(("bench settings", ", ".join(f"{k} {v}" for k, v in settings["bench"].items())))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items)
     events = "".join(
-        f"<tr><td class='num'>{e.t_s:.3f}</td><td>{_e(e.kind)}</td><td>{_e(e.text)}</td></tr>" for e in s.events
+        f"<tr><td class='num'>{e.t_s:.3f}</td><td>{_e(e.kind)}</td><td>{_e(e.text)}</td></tr>" for e in events
     )
     return (
         f"<table><tbody>{rows}</tbody></table>"
         f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{events}</tbody></table>"
     )
+
+
+def _count_text(sessions: list[RecordingData]) -> str:
+    files = len({s.path for s in sessions})
+    text = f"{files} recording{'s' if files > 1 else ''}"
+    return text + (f" in {len(sessions)} parts (cut at every switch)" if len(sessions) > files else "")
 
 
 def render_html(sessions: list[RecordingData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
@@ -128,10 +139,10 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width,initial-scale=1'>",
-        f"<title>Delegate Scope report: {_e(', '.join(s.name for s in sessions))}</title>",
+        f"<title>Delegate Scope report: {_e(', '.join(dict.fromkeys(s.name for s in sessions)))}</title>",
         f"<style>{_CSS}</style></head><body>",
         "<h1>Delegate Scope report</h1>",
-        f"<p class='sub'>{len(sessions)} session{'s' if len(sessions) > 1 else ''}, "
+        f"<p class='sub'>{_count_text(sessions)}, "
         f"generated {_e(datetime.now().astimezone().isoformat(timespec='seconds'))}</p>",
     ]
     for c in comparisons:
@@ -149,8 +160,18 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
         "Offload ratio: median process CPU time during an inference over its median wall time (≈ threads "
         "busy when the CPU does the work; far below 1 when an accelerator does).</p>"
     )
+    if any(s.segmented for s in sessions):
+        parts.append(
+            "<p class='note'>A recording that spans switches is cut into parts at every switch, fallback, "
+            "source or A/B change: one column each, headed by what changed at its start and the delegation "
+            "facts of the session it ran; a part is compared with the part before it.</p>"
+        )
     if comparisons:
-        parts.append(f"<h2>Compared with #1 ({_e(sessions[0].label)})</h2>")
+        parts.append("<h2>Compared with the baseline</h2>")
+        parts.append(
+            f"<p class='note'>Each column against the one named in its first row: the first column "
+            f"({_e(sessions[0].label)}), or for a later part of a recording the part before it.</p>"
+        )
         parts.append(
             _table(["", *[c["session"].label for c in comparisons]], comparison_rows(comparisons), swatches[1:])
         )
@@ -159,11 +180,16 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
         parts.append(f"<h2>{_e(title)}</h2><img src='{uri}' alt='{_e(title)}'>")
         if caption:
             parts.append(f"<p class='note'>{_e(caption)}</p>")
-    parts.append("<h2>Sessions</h2>")
+    parts.append("<h2>Recordings</h2>")
+    by_file: dict[str, list[RecordingData]] = {}
     for s in sessions:
+        by_file.setdefault(str(s.path), []).append(s)
+    for parts_of_file in by_file.values():  # one block per file, its parts' events together
+        s = parts_of_file[0]
         parts.append(
             f"<details><summary><span class='swatch' style='background:{s.colour}'></span>"
-            f"{_e(s.label)}: {_e(s.path)}</summary>{_facts_html(s)}</details>"
+            f"{_e(s.path)}: machine, packages, models, every session's coverage, events</summary>"
+            f"{_facts_html(s, [e for p in parts_of_file for e in p.events])}</details>"
         )
     parts.append("</body></html>\n")
     return "\n".join(parts)

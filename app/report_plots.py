@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import warnings
 from collections import Counter
 from contextlib import contextmanager
 
 import matplotlib
+import matplotlib.patches
 
 matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
 
@@ -80,9 +82,9 @@ def _rolling_median(y: np.ndarray) -> np.ndarray:
     return np.median(np.lib.stride_tricks.sliding_window_view(padded, k), axis=1)
 
 
-def _rate(t: np.ndarray, span: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """Inferences per second over a sliding window, sampled on a grid."""
-    w = float(np.clip(span / 15, 0.5, 5.0))
+def _rate(t: np.ndarray, span: float, w: float | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+    """Inferences per second over a sliding window (`w` s, else a 15th of the span), sampled on a grid."""
+    w = float(np.clip(span / 15, 0.5, 5.0)) if w is None else w
     if len(t) < 2 or span <= w:
         return np.zeros(0), np.zeros(0), w
     step = max(w / 4, span / 20_000)  # a damaged time column claiming years must not ask for billions of points
@@ -244,10 +246,13 @@ def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
 def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     windows = set()
     highest = 0.0
+    spans = [float(np.nanmax(s.t) - np.nanmin(s.t)) for s in sessions if len(s.t) > 1]
+    # One window for every line (the shortest session's), so the lines are drawn alike and the axis names one.
+    common = float(np.clip(min(spans) / 15, 0.5, 5.0)) if spans and all(np.isfinite(spans)) else None
     for s in sessions:
         t = np.sort(s.t)
         span = float(t[-1] - t[0]) if len(t) > 1 else 0.0
-        grid, rate, w = _rate(t, span)
+        grid, rate, w = _rate(t, span, common)
         windows.add(w)
         if grid.size:
             ax.plot(grid, rate, color=s.colour, lw=2)
@@ -391,23 +396,36 @@ def _label_count(sessions: list[RecordingData]) -> int:
     return max(1, len(labels))
 
 
-def overview_png(sessions: list[RecordingData], rows: list[tuple[str, list[str]]], comparisons: list[dict]) -> bytes:
-    """One figure: the plots and a compact summary table."""
+def overview_png(
+    sessions: list[RecordingData],
+    rows: list[tuple[str, list[str]]],
+    comparisons: list[dict],
+    header: list[list[tuple[str, str]]],
+) -> bytes:
+    """One figure: a header per session or segment (what ran, the delegation facts), the plots and a
+    compact summary table."""
     n = len(sessions)
     log = _log_scale(sessions)
-    table_rows = [r for r in rows if r[0] not in ("recording", "lost rows / skipped lines")]
+    in_header = {name for lines in header for name, _ in lines}
+    table_rows = [r for r in rows if r[0] not in in_header | {"recording", "lost rows / skipped lines"}]
     if comparisons:
         table_rows += [
-            ("inference vs #1", ["baseline"] + [c["inference"] for c in comparisons]),
-            ("CPU time per inference vs #1", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
+            ("compared with", ["–"] + [f"#{c['baseline'].index + 1}" for c in comparisons]),
+            ("inference vs that", ["baseline"] + [c["inference"] for c in comparisons]),
+            ("CPU time per inference vs that", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
         ]
     with _style():
-        heights = [4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
+        header_h = header_height(sessions, header)
+        heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
         fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
         figs = fig.subfigures(len(heights), 1, height_ratios=heights)
-        title = "Delegate Scope report: " + ", ".join(s.name for s in sessions)
+        files = list(dict.fromkeys(s.name for s in sessions))
+        title = "Delegate Scope report: " + ", ".join(files)
+        if any(s.segmented for s in sessions):
+            title += f" ({n} parts, cut at every switch)" if len(files) == 1 else " (cut at every switch)"
         fig.suptitle(_short(title, 140), fontsize=14, fontweight="bold", x=0.01, ha="left")
-        i = 0
+        _header(figs[0].subplots(), sessions, header)
+        i = 1
         overlaid = "Inference latency over time, overlaid (dots: each inference; line: rolling median)"
         latency_over_time(figs[i].subplots(), sessions, log=log, title=None if n == 1 else overlaid)
         i += 1
@@ -427,13 +445,64 @@ def overview_png(sessions: list[RecordingData], rows: list[tuple[str, list[str]]
         return _png(fig, dpi=100)
 
 
+_TITLE_PT, _BODY_PT = 10.5, 8.5
+
+
+def _header_titles(sessions: list[RecordingData]) -> list[list[str]]:
+    """Each box's title, wrapped to two lines at most (what fits at 10.5 pt bold)."""
+    chars = int(max(14, 4.2 * len(sessions)) / len(sessions) * 8.2)
+    out = []
+    for s in sessions:
+        lines = [""]
+        for token in re.split(r"(?<=→)|(?= )", s.label):  # break at spaces and after "a→" (model names are long)
+            if lines[-1] and len(lines[-1]) + len(token) > chars:
+                lines.append(token.lstrip())
+            else:
+                lines[-1] += token
+        out.append(lines[:1] + ([_short(" ".join(lines[1:]), chars)] if len(lines) > 1 else []))
+    return out
+
+
+def header_height(sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> float:
+    """Inches: the tallest box's title and lines, and a margin."""
+    title = max(len(t) for t in _header_titles(sessions)) * _TITLE_PT * 1.25
+    body = max(len(lines) for lines in header) * _BODY_PT * 1.4
+    return (title + body + 22) / 72
+
+
+def _header(ax: Axes, sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> None:
+    """One box per session or segment, in its colour: its name (what changed, for a later segment),
+    then what ran and the delegation facts."""
+    ax.axis("off")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    n = len(sessions)
+    width = 1 / n
+    body_chars = int(max(14, 4.2 * n) / n * 11.5)  # what fits a box at 8.5 pt
+    for i, (s, lines, title) in enumerate(zip(sessions, header, _header_titles(sessions), strict=True)):
+        x = i * width + 0.004
+        ax.add_patch(
+            matplotlib.patches.FancyBboxPatch((x, 0.01), width - 0.008, 0.98, boxstyle="round,pad=0,rounding_size=0.01",
+                                              fc="#f7f9fb", ec=s.colour, lw=1.6, transform=ax.transAxes)
+        )  # fmt: skip
+        ax.annotate("\n".join(title), (x, 0.99), xytext=(5, -5), textcoords="offset points", xycoords=ax.transAxes,
+                    color=s.colour, fontsize=_TITLE_PT, fontweight="bold", va="top", linespacing=1.2)  # fmt: skip
+        shown = [f"{name}: {value.replace(' nodes delegated', '')}" for name, value in lines]
+        red = any("FALLBACK" in v for _, v in lines)
+        below_title = 8 + len(title) * _TITLE_PT * 1.25
+        ax.annotate("\n".join(_short(line, body_chars) for line in shown), (x, 0.99), xytext=(5, -below_title),
+                    textcoords="offset points", xycoords=ax.transAxes, fontsize=_BODY_PT, va="top",
+                    color="#b00020" if red else "#222", linespacing=1.35)  # fmt: skip
+
+
 def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[str]]]) -> None:
     ax.axis("off")
-    cell_text = [[_short(original_text(v), 46) for v in values] for _, values in rows]
+    chars = min(46, int(0.84 * max(14, 4.2 * len(sessions)) / len(sessions) * 12))  # a column's width at 9 pt
+    cell_text = [[_short(original_text(v), chars) for v in values] for _, values in rows]
     table = ax.table(
         cellText=cell_text,
         rowLabels=[name for name, _ in rows],
-        colLabels=[_short(s.label, 46) for s in sessions],
+        colLabels=[_short(s.label, int(chars * 0.9)) for s in sessions],
         loc="upper center",
         cellLoc="left",
         bbox=[0.16, 0, 0.84, 1],
@@ -459,8 +528,9 @@ __all__ = ["html_figures", "overview_png"]
 def _latency_side_by_side(axes, sessions, log: bool) -> None:
     """One latency-over-time panel per session, same scale, each titled in its colour."""
     top = latency_top(sessions)
+    chars = max(20, int(max(14, 4.2 * len(sessions)) / len(sessions) * 8))  # a panel's width at 11.5 pt bold
     for ax, s in zip(axes, sessions, strict=True):
-        latency_over_time(ax, [s], log=log, title=_short(s.label, 50), top=top)
+        latency_over_time(ax, [s], log=log, title=_short(s.label, chars), top=top)
         ax.title.set_color(s.colour)
         ax.get_legend().remove()
         ax.set_xlabel("time (s)")

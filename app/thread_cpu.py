@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
+READ_EVERY_S = 0.1  # the runtime's threads, read apart from the invoke: see CpuMeter
 _TASKS = Path("/proc/self/task")
 
 
@@ -31,6 +33,20 @@ def thread_ids() -> set[int]:
         return {int(p.name) for p in _TASKS.iterdir()}
     except OSError:
         return set()
+
+
+def decoder_threads(tids: set[int]) -> set[int]:
+    """Those of `tids` that are FFmpeg's decoding threads: libavcodec names them "av:<codec>:..."
+    (pthread_frame.c / pthread_slice.c). A video source opening while a session opens starts
+    them in the same moment, and they are not the runtime's."""
+    found = set()
+    for tid in tids:
+        try:
+            if (_TASKS / str(tid) / "comm").read_text().startswith("av:"):
+                found.add(tid)
+        except OSError:
+            pass  # ended
+    return found
 
 
 def started_by(action: Callable[[], T]) -> tuple[T, set[int]]:
@@ -53,6 +69,15 @@ class InferenceCpu:
         """What the inference cost: its own thread plus the runtime's workers."""
         return self.inference_thread_ms + (self.runtime_threads_ms or 0.0)
 
+    def with_runtime(self, runtime_ms: float | None) -> InferenceCpu:
+        """The runtime's share read apart from the invoke (CpuMeter.runtime_per_inference): moved out
+        of the rest of the process, which counted it while the invoke ran."""
+        if runtime_ms is None:
+            return self
+        return replace(
+            self, runtime_threads_ms=runtime_ms, rest_of_process_ms=max(0.0, self.rest_of_process_ms - runtime_ms)
+        )
+
     def to_dict(self) -> dict:
         return {
             "inference_thread": round(self.inference_thread_ms, 3),
@@ -64,12 +89,24 @@ class InferenceCpu:
 class CpuMeter:
     """Brackets one call at a time: `start()` on the calling thread, then `stop()` on the same
     thread. The runtime's threads are read through descriptors opened once (`pread` of
-    schedstat: ~2 us a thread here, against ~17 us to open and read it each time), so a GPU
-    driver's handful of threads costs microseconds per inference, not a tenth of a fast one."""
+    schedstat: ~2 us a thread here, against ~17 us to open and read it each time).
 
-    def __init__(self, runtime_threads: set[int]) -> None:
+    `bracket_runtime=False` (the pipeline): start/stop read only the calling thread and the
+    process, and the results thread asks `runtime_per_inference()` once per inference. Reading
+    every runtime thread per inference was too dear on an H200 host (py-spy): around each
+    invoke it took 17% of the GPU inference thread's time, and once per cycle on the results
+    thread, 78% of that thread's, the GPU driver's threads being many. So they are read at most
+    every READ_EVERY_S, and each inference is given the average of the last reading's
+    interval (the runtime's threads only work while invokes run): a figure up to
+    READ_EVERY_S old, never a per-invoke one; over a run the totals agree within a reading.
+    """
+
+    def __init__(self, runtime_threads: set[int], *, bracket_runtime: bool = True) -> None:
         self.runtime_threads = set(runtime_threads)
         self.readable = sys.platform.startswith("linux") and os.path.isdir(_TASKS)
+        self.bracket_runtime = bracket_runtime
+        self._lock = threading.Lock()  # the fds: read by one thread, closed by another
+        self._closed = False
         self._fds: dict[int, int] = {}
         self._ended_ns = 0  # time of runtime threads that ended, so totals never go backwards
         self._last_ns: dict[int, int] = {}
@@ -80,10 +117,18 @@ class CpuMeter:
                 except OSError:
                     pass  # ended already: it has no more time to add
         self._start: tuple[int, int, int | None] = (0, 0, None)
+        self._runtime_mark = None if bracket_runtime else self._runtime_ns()
+        self._read_at = time.monotonic()
+        self._since_read = 0  # inferences since the last reading
+        self._average: float | None = None  # ms per inference over the last reading's interval
 
     def _runtime_ns(self) -> int | None:
         if not self.readable:
             return None
+        with self._lock:
+            return self._read_runtime_ns()
+
+    def _read_runtime_ns(self) -> int:
         total = self._ended_ns
         for tid, fd in list(self._fds.items()):
             try:
@@ -99,17 +144,37 @@ class CpuMeter:
         return total
 
     def start(self) -> None:
-        self._start = (time.thread_time_ns(), time.process_time_ns(), self._runtime_ns())
+        runtime = self._runtime_ns() if self.bracket_runtime else None
+        self._start = (time.thread_time_ns(), time.process_time_ns(), runtime)
 
     def stop(self) -> InferenceCpu:
-        own, process, runtime = time.thread_time_ns(), time.process_time_ns(), self._runtime_ns()
+        """Without `bracket_runtime`, the runtime's share is None here: `with_runtime` adds it."""
+        own, process = time.thread_time_ns(), time.process_time_ns()
+        runtime = self._runtime_ns() if self.bracket_runtime else None
         own_ms = (own - self._start[0]) / 1e6
         process_ms = (process - self._start[1]) / 1e6
         runtime_ms = None if runtime is None or self._start[2] is None else max(0, runtime - self._start[2]) / 1e6
         rest = max(0.0, process_ms - own_ms - (runtime_ms or 0.0))
         return InferenceCpu(own_ms, runtime_ms, rest)
 
+    def runtime_per_inference(self) -> float | None:
+        """Milliseconds of the runtime's threads for one more inference: the average over the
+        last reading's interval, read again when READ_EVERY_S has passed (the first call reads
+        at once: since the meter was made). None where they cannot be read, or once closed."""
+        with self._lock:
+            if not self.readable or self._runtime_mark is None or self._closed:
+                return None
+            self._since_read += 1
+            now = time.monotonic()
+            if self._average is None or now - self._read_at >= READ_EVERY_S:
+                ns = self._read_runtime_ns()
+                self._average = max(0, ns - self._runtime_mark) / 1e6 / self._since_read
+                self._runtime_mark, self._read_at, self._since_read = ns, now, 0
+            return self._average
+
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        with self._lock:
+            self._closed = True
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()

@@ -1,7 +1,7 @@
 """Structure-aware fuzzing of the readers of user files (tests/reader_fuzz.py), thousands of cases
 each, every reader in its own child process so a hang shows as a timeout rather than a stuck run.
 
-    python benchmarks/fuzz_readers.py [--cases 2000] [--seed 1] [--timeout 1800]
+    python benchmarks/fuzz_readers.py [--cases 2000] [--seed 1] [--timeout 1800] [--readers mlpackage ...]
 
 Prints a markdown table (reader, cases, ok, refused, exception, slowest case, wall time) for
 docs/reliability.md, and the first failures of any reader that broke the contract.
@@ -32,7 +32,8 @@ with tempfile.TemporaryDirectory() as work:
     run = getattr(reader_fuzz, "fuzz_" + reader)
     extra = {{"base": Path(base)}} if reader == "recording" else {{}}
     tally = run(Path(work), seed, cases, **extra)
-print(json.dumps({{"outcomes": dict(tally.outcomes), "failures": tally.failures[:10], "slowest_s": tally.slowest_s}}))
+print(json.dumps({{"outcomes": dict(tally.outcomes), "failures": tally.failures[:10], "slowest_s": tally.slowest_s,
+                  "stages": dict(tally.stages)}}))
 """
 
 
@@ -41,6 +42,7 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800, help="per reader, seconds")
+    parser.add_argument("--readers", nargs="+", choices=READERS, default=list(READERS))
     args = parser.parse_args()
     child = _CHILD.format(root=str(ROOT))
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,8 +51,8 @@ def main() -> None:
                         "2", "--csv", str(base)], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
         print("| reader | cases | ok | ok, with a warning | refused | exception | hang | slowest case | wall |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-        broken = []
-        for reader in READERS:
+        broken, stages = [], {}
+        for reader in args.readers:
             started = time.perf_counter()
             try:
                 proc = subprocess.run([sys.executable, "-c", child, reader, str(args.seed), str(args.cases), str(base)],
@@ -64,8 +66,12 @@ def main() -> None:
             print(f"| {reader} | {args.cases} | {o.get('ok', 0)} | {o.get('warned', 0)} | {o.get('refused', 0)} | "
                   f"{o.get('exception', 0)} | "
                   f"{hang} | {result['slowest_s']:.2f} s | {wall:.0f} s |", flush=True)  # fmt: skip
+            if result.get("stages"):
+                stages[reader] = result["stages"]
             if result["failures"]:
                 broken.append((reader, result["failures"]))
+        for reader, counts in stages.items():
+            print(f"\n{reader}, refused by: " + "; ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         for reader, failures in broken:
             print(f"\n{reader}:\n  " + "\n  ".join(failures))
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DelegateScopeError
+from app.recording import sidecar_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
@@ -46,8 +47,9 @@ class Tally:
     outcomes: Counter = field(default_factory=Counter)
     failures: list[str] = field(default_factory=list)
     slowest_s: float = 0.0
+    stages: Counter = field(default_factory=Counter)  # where refusals happened, for readers that say
 
-    def record(self, case: int, run: Callable[[], object]) -> None:
+    def record(self, case: int, run: Callable[[], object], stage: Callable[[str], str] | None = None) -> None:
         started = time.perf_counter()
         try:
             result = run()
@@ -57,6 +59,8 @@ class Tally:
             text = str(exc)
             assert text and "\n" not in text.strip(), text  # one line, as printed to the user
             self.outcomes["refused"] += 1
+            if stage:
+                self.stages[stage(text)] += 1
         except Exception as exc:  # the contract's breach: would be "internal error", exit 1
             self.outcomes["exception"] += 1
             self.failures.append(f"case {case}: {type(exc).__name__}: {str(exc)[:120]}")
@@ -183,13 +187,13 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
     from app.recording import read_recording
     from app.report_compare import compare
-    from app.report_data import load_session
+    from app.report_data import load_segments, load_session
     from app.report_html import render_html
-    from app.report_tables import summary_rows
+    from app.report_tables import header_lines, summary_rows
     from app.session_series import session_series
 
     text = base.read_text(encoding="utf-8")
-    meta = json.loads(base.with_suffix(".json").read_text(encoding="utf-8"))
+    meta = json.loads(sidecar_path(base).read_text(encoding="utf-8"))
     csv_path = work / "rec.csv"
     rng, tally = random.Random(seed), Tally()
 
@@ -203,12 +207,18 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
         render_html([session], compare([session]), figures)
         summary_rows([session], [])
         session_series(read_recording(csv_path))
+        parts = load_segments(csv_path, 0)  # a recording cut at its switches, as report and Review take it
+        for i, part in enumerate(parts):
+            part.label = f"#{i + 1}"
+        render_html(parts, compare(parts), [])
+        for part in parts:
+            header_lines(part)
 
     for case in range(cases):
         mutate_both = rng.random() < 0.3
         csv_path.write_text(mutate_csv(text, rng) if mutate_both or rng.random() < 0.6 else text, encoding="utf-8")
         sidecar = mutate_json(meta, rng) if mutate_both or rng.random() < 0.6 else json.dumps(meta)
-        csv_path.with_suffix(".json").write_text(sidecar, encoding="utf-8")
+        sidecar_path(csv_path).write_text(sidecar, encoding="utf-8")
         tally.record(case, lambda draw=case % 20 == 0: read_all(draw))
     return tally
 
@@ -251,4 +261,220 @@ def fuzz_label_zip(work: Path, seed: int, cases: int) -> Tally:
     return tally
 
 
-READERS = ("model_sidecar", "recording", "metadata", "label_zip")
+# ---- Core ML packages ------------------------------------------------------------------------------
+
+PACKAGE = ROOT / "models" / "efficientnet_lite0_int8.mlpackage"
+_SPEC = ("Data", "com.apple.CoreML", "model.mlmodel")
+_HOSTILE_ITEM_PATHS = [
+    "../../../../etc/passwd", "/etc/passwd", "com.apple.CoreML/../../../outside/model.mlmodel", "", ".", "..",
+    "com.apple.CoreML/model.mlmodel\x00.txt", "C:\\Windows\\x", "com.apple.CoreML\\..\\..\\x", "a/" * 2000 + "m",
+    "x" * 5000, "com.apple.CoreML", "com.apple.CoreML/weights", "com.apple.CoreML/missing.mlmodel", "~/m.mlmodel",
+    "com.apple.CoreML/./model.mlmodel", "com.apple.CoreML//model.mlmodel", "\u202egnp.mlmodel",
+]  # fmt: skip
+_HOSTILE_PACKAGE_NAMES = [
+    "../other.mlpackage", "/tmp/abs.mlpackage", "..", ".", "", "x" * 300 + ".mlpackage", "a\x00.mlpackage",
+    "..\\..\\evil.mlpackage", "sub/dir/model.mlpackage", "model.mlpackage/", "model.mlpackage", "mod el.mlpackage",
+]  # fmt: skip
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _nested_pipelines(depth: int) -> bytes:
+    """Core ML's Model { pipeline (field 202) { models (field 1) [ Model { pipeline { ... } } ] } },
+    `depth` levels: valid protobuf wire format (Model.proto), built outside in without copying."""
+    innermost = b"\x08\x07"  # specificationVersion: 7
+    size, prefixes = len(innermost), []
+    for _ in range(depth):
+        pipeline_size = 1 + len(_varint(size)) + size
+        prefix = _varint((202 << 3) | 2) + _varint(pipeline_size) + b"\x0a" + _varint(size)
+        prefixes.append(prefix)
+        size += len(prefix)
+    return b"\x08\x07" + b"".join(reversed(prefixes)) + innermost
+
+
+def _sparse(path: Path, size: int) -> None:
+    with path.open("wb") as f:
+        f.truncate(size)  # takes no disk space: a "huge" file the reader must not read whole
+
+
+def _replace(path: Path, kind: str, outside: Path) -> None:
+    """Put something hostile where a file of the package was."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+    if kind == "missing":
+        return
+    if kind == "link_outside":
+        path.symlink_to(outside)
+    elif kind == "link_loop":
+        path.symlink_to(path.name)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        import os
+
+        os.mkfifo(path)  # opening it for reading would block until a writer comes: a hang
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "huge":
+        _sparse(path, 3 * 1024**3)
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 64)
+    elif kind == "utf16":
+        path.write_text((outside.read_text() if outside.is_file() else "{}"), encoding="utf-16")
+
+
+def make_package(work: Path, rng: random.Random, model: Path) -> str:
+    """A damaged copy of the bundled int8 Core ML package beside `model` (weights left out: nothing
+    reads them before Core ML compiles the model); returns the kind of damage."""
+    package = model.with_suffix(".mlpackage")
+    if package.is_symlink() or package.is_file():
+        package.unlink()
+    elif package.exists():
+        shutil.rmtree(package)
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("weight.bin"))
+    outside = work / "outside"
+    if not outside.exists():
+        outside.mkdir()
+        shutil.copyfile(PACKAGE / "Manifest.json", outside / "Manifest.json")
+        shutil.copyfile(PACKAGE.joinpath(*_SPEC), outside / "model.mlmodel")
+        shutil.copytree(PACKAGE / "Data", outside / "Data")
+    manifest_path, spec_path = package / "Manifest.json", package.joinpath(*_SPEC)
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    sidecar = model.with_suffix(".json")
+    sidecar.unlink(missing_ok=True)
+    kind = rng.choice(("manifest_json", "manifest_json", "item_path", "item_path", "root_id", "manifest_file",
+                       "spec_file", "data_dir", "spec_bytes", "spec_bytes", "sidecar_name", "package"))  # fmt: skip
+    if kind == "manifest_json":
+        manifest_path.write_text(mutate_json(manifest, rng), encoding="utf-8")
+    elif kind == "item_path":
+        entries = manifest["itemInfoEntries"]
+        key = rng.choice([manifest["rootModelIdentifier"], *entries])
+        entries[key]["path"] = rng.choice(_HOSTILE_ITEM_PATHS)
+        manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    elif kind == "root_id":
+        manifest["rootModelIdentifier"] = rng.choice([*manifest["itemInfoEntries"], *_HOSTILE_VALUES])
+        manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    elif kind == "manifest_file":
+        target = outside / "Manifest.json"
+        _replace(manifest_path, rng.choice(("missing", "link_outside", "link_loop", "folder", "fifo", "empty", "huge",
+                                            "binary", "utf16")), target)  # fmt: skip
+        if manifest_path.is_file() and manifest_path.stat().st_size == 3 * 1024**3:
+            manifest_path.unlink()
+            _sparse(manifest_path, 100 * 1024**2)  # a manifest of 100 MB: refused by its size, not read
+    elif kind == "spec_file":
+        _replace(spec_path, rng.choice(("missing", "link_outside", "link_loop", "folder", "fifo", "empty", "huge",
+                                        "binary")), outside / "model.mlmodel")  # fmt: skip
+    elif kind == "data_dir":
+        _replace(package / "Data", rng.choice(("missing", "link_outside", "empty", "link_loop")), outside / "Data")
+    elif kind == "spec_bytes":  # the protobuf specification: only coremltools reads these bytes
+        data = bytearray(spec_path.read_bytes())
+        how = rng.choice(("flip", "bytes", "truncate", "append", "nested", "length"))
+        if how == "flip":
+            for _ in range(rng.choice((1, 2, 4, 8, 16))):
+                data[rng.randrange(len(data))] ^= 1 << rng.randrange(8)
+        elif how == "bytes":
+            i = rng.randrange(len(data))
+            data[i : i + 16] = bytes(rng.randrange(256) for _ in range(16))
+        elif how == "truncate":
+            data = data[: rng.randrange(len(data))]
+        elif how == "append":
+            data += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+        elif how == "nested":  # a valid protobuf: pipelines of pipelines, deeper than any parser's stack
+            data = bytearray(_nested_pipelines(rng.choice((3, 40, 10_000, 100_000))))
+        else:  # a length-delimited field claiming up to 2^63 bytes that are not there
+            data += _varint((202 << 3) | 2) + _varint(rng.choice((2**31, 2**32 + 5, 2**63 - 1)))
+        spec_path.write_bytes(bytes(data))
+    elif kind == "sidecar_name":  # the model's sidecar names the package
+        name = rng.choice(_HOSTILE_PACKAGE_NAMES)
+        sidecar.write_text(json.dumps({"format": 1, "coreml": name}), encoding="utf-8")
+        if name == "model.mlpackage" or rng.random() < 0.5:
+            shutil.rmtree(package)  # only the named one exists, if it does
+    else:  # the package itself: a file, a link to a package outside (allowed), a link to nowhere
+        shutil.rmtree(package)
+        how = rng.choice(("file", "link", "dangling"))
+        if how == "file":
+            package.write_bytes(b"not a folder")
+        elif how == "link":
+            if not (work / "elsewhere.mlpackage").exists():
+                shutil.copytree(PACKAGE, work / "elsewhere.mlpackage", ignore=shutil.ignore_patterns("weight.bin"))
+            package.symlink_to(work / "elsewhere.mlpackage")
+        else:
+            package.symlink_to(work / "nowhere.mlpackage")
+    return kind
+
+
+def _package_stage(message: str) -> str:
+    if message.startswith("Core ML package"):
+        return "the app's package check"
+    if message.startswith("no Core ML version"):
+        return "no package found"
+    if "needs macOS 13 or later, or coremltools lacks its native module" in message:
+        return "parsed by coremltools; Core ML itself absent (Linux)"
+    return "coremltools refused it"
+
+
+def _open_package(model: Path) -> object:
+    """What the Core ML backend does with a model's package before coremltools: find it, check it."""
+    from app.backends.coreml import find_mlpackage
+    from app.backends.coreml_package import check_package
+    from app.errors import BackendUnavailable
+    from app.model import load_model_spec
+
+    package = find_mlpackage(load_model_spec(model))
+    if package is None:
+        raise BackendUnavailable("no Core ML version of this model")
+    return check_package(package)
+
+
+def fuzz_mlpackage(work: Path, seed: int, cases: int) -> Tally:
+    """A .mlpackage beside a model, damaged: the manifest (JSON mutations, hostile item paths and root
+    identifiers), its files (links out of the package, loops, FIFOs, folders, huge sparse files), the
+    specification's bytes, and the sidecar's "coreml" name; through find_mlpackage and check_package."""
+    import app.backends.coreml  # noqa: F401  (imported before the first case, so that is not timed)
+
+    model = work / "model.tflite"
+    shutil.copyfile(MODEL, model)
+    rng, tally = random.Random(seed), Tally()
+    for case in range(cases):
+        make_package(work, rng, model)
+        tally.record(case, lambda: _open_package(model), _package_stage)
+    return tally
+
+
+def fuzz_mlpackage_coremltools(work: Path, seed: int, cases: int) -> Tally:
+    """The same damaged packages through the backend's whole open path as far as this OS goes: the
+    app's check, then coremltools' MLModel (its native Manifest.json reader, libmodelpackage, and the
+    protobuf parse of the specification), which off macOS stops where Core ML itself would compile.
+    Imports coremltools: run it in a child process, never in the test process."""
+    import sys
+
+    if "_pytest" in sys.modules:
+        raise RuntimeError("coremltools imports TensorFlow's converters: run this reader in a child process")
+    from app.backends.coreml import CoreMLSession, import_coremltools
+    from app.model import load_model_spec
+
+    import_coremltools()  # seconds, once: not counted in the first case
+    model = work / "model.tflite"
+    shutil.copyfile(MODEL, model)
+    rng, tally = random.Random(seed), Tally()
+
+    def open_session() -> None:
+        layout = _open_package(model)
+        CoreMLSession(load_model_spec(model), layout.root, "all")  # type: ignore[attr-defined]
+
+    for case in range(cases):
+        make_package(work, rng, model)
+        tally.record(case, open_session, _package_stage)
+    return tally
+
+
+READERS = ("model_sidecar", "recording", "metadata", "label_zip", "mlpackage", "mlpackage_coremltools")

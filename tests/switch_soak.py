@@ -8,6 +8,7 @@ import gc
 import sys
 import threading
 import time
+from collections import Counter
 
 import psutil
 
@@ -105,5 +106,89 @@ def run_switches(
         "inferences": results,
         "stopped": stopped,
         "sessions": used,  # (requested, used, software) of the sessions still in the bounded event list
+        "threads_after_stop": threading.active_count(),
+    }
+
+
+# A GPU session on the software renderer whose device the test layer (tests/vulkan_fault) loses mid-run.
+GPU_LOST_STEP = {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp16"}, "model": Q}
+
+
+def run_device_losses(
+    cycles: int, warmup: int = 2, source: str = "synthetic:320x240@60", sample_every: int | None = None
+) -> dict:
+    """A GPU session that loses its device mid-run, `cycles` times on one live pipeline. Needs the
+    device-loss layer enabled in this process's environment (tests/vulkan_fault.device_loss_env). Each
+    cycle: the GPU session runs until its device is lost, the pipeline must fall back to the CPU with a
+    `fallback` event and go on there; then the GPU is requested again (a new device, lost again)."""
+    proc = psutil.Process()
+    per_session: Counter = Counter()  # (session id, backend) -> results published
+    lock = threading.Lock()
+
+    def count(result) -> None:
+        with lock:
+            per_session[(result.session_id, result.backend)] += 1
+
+    def results(session_id: int, backend: str) -> int:
+        with lock:
+            return per_session[(session_id, backend)]
+
+    pipeline = Pipeline(source, InferenceConfig(**GPU_LOST_STEP), on_result=count)
+    pipeline.start()
+    seen, losses = 0, []
+
+    def next_loss() -> dict:
+        nonlocal seen
+        deadline = time.monotonic() + 120  # a GPU open on SwiftShader takes 1-3 s, runs ~0.1-0.5 s each
+        while True:
+            if pipeline.status().state == "error":
+                raise RuntimeError(pipeline.status().message)
+            fresh = pipeline.worker.log.events_since(seen)
+            for event in fresh:
+                seen = event.seq
+                if event.kind == "fallback" and "failed mid-run" in event.message:
+                    gpu = [e for e in pipeline.events() if e.report and e.report.used == "gpu" and e.seq < event.seq]
+                    loss = {"message": event.message, "cpu_session": event.session_id,
+                            "gpu_session": gpu[-1].session_id if gpu else None,
+                            "requested": event.report.requested, "used": event.report.used}  # fmt: skip
+                    while results(event.session_id, "cpu") < 3:  # the CPU goes on where the GPU stopped
+                        if time.monotonic() > deadline or pipeline.status().state == "error":
+                            raise RuntimeError(f"no results on the CPU after the loss: {pipeline.status()}")
+                        time.sleep(0.01)
+                    loss["gpu_results"] = results(loss["gpu_session"], "gpu") if gpu else 0
+                    loss["cpu_results"] = results(event.session_id, "cpu")
+                    return loss
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no device loss within 120 s ({pipeline.status()})")
+            time.sleep(0.01)
+
+    try:
+        samples = []
+        # Counted in one state, every time: on the CPU after a fallback, before the GPU is asked for again.
+        before, started = (_counts(proc), time.monotonic()) if warmup == 0 else (None, 0.0)
+        for i in range(warmup + cycles):
+            losses.append(next_loss())
+            if i + 1 == warmup:
+                before, started = _counts(proc), time.monotonic()
+            if sample_every and i >= warmup and (i + 1 - warmup) % sample_every == 0:
+                samples.append({"losses": i + 1 - warmup, **_counts(proc)})
+            if i + 1 < warmup + cycles:
+                pipeline.reconfigure(**GPU_LOST_STEP)  # after a fail-over this reopens the GPU: a new device
+        seconds = time.monotonic() - started
+        after = _counts(proc)
+        kinds = Counter(e.kind.value for e in pipeline.events())
+        status = pipeline.status()
+    finally:
+        stopped = pipeline.stop(10)
+    return {
+        "cycles": cycles,
+        "seconds": seconds,
+        "before": before,
+        "after": after,
+        "samples": samples,
+        "losses": losses[warmup:],
+        "event_kinds": dict(kinds),  # of the bounded event list
+        "status": status.state.value,
+        "stopped": stopped,
         "threads_after_stop": threading.active_count(),
     }

@@ -99,7 +99,7 @@ def test_bench_exit_codes_for_bad_sources_and_models(tmp_path: Path):
     assert_one_line_error(run_cli("bench", "--model", tmp_path / "nope.tflite"), 3, "not found")
     assert run_cli("bench", "--frames", "0").returncode == 2
     assert run_cli("bench", "--throttle-ms", "-1").returncode == 2
-    clash = run_cli("bench", "--csv", tmp_path / "a.csv", "--json", tmp_path / "a.json")
+    clash = run_cli("bench", "--csv", tmp_path / "a.csv", "--json", tmp_path / "a.csv.meta.json")
     assert_one_line_error(clash, 2, "would overwrite the recording's own sidecar")
 
 

@@ -20,7 +20,8 @@ def test_json_contract_without_a_gpu():
     run = run_cli("inspect", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
     out = run.json()
-    assert set(out) == {"model", "coverage", "gpu_adapter"}
+    assert set(out) == {"model", "coverage", "gpu_adapter", "coreml_pieces"}
+    assert [(p["where"], len(p["nodes"])) for p in out["coreml_pieces"]] == [("coreml", 58), ("cpu", 1), ("coreml", 2)]
     assert out["model"]["name"] == "efficientnet_lite0" and out["model"]["input"]["dtype"] == "float32"
     cov = out["coverage"]
     assert set(cov) == {"cpu", "gpu", "coreml"}
@@ -53,7 +54,8 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     assert "Core ML        predicted   CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in text
     assert "58     p0             CPU      MEAN" in text
     assert "MEAN (node 58): keep_dims is false" in text
-    assert len(text.splitlines()) < 25  # a short table, not 61 rows
+    assert "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60" in text
+    assert len(text.splitlines()) < 27  # a short table, not 61 rows
 
 
 def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
@@ -101,7 +103,7 @@ def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path
     run = run_cli("bench", "--delegate", "coreml", "--source", "synthetic", "--frames", "15", "--warmup", "2",
                   "--csv", csv, env=NO_VULKAN)  # fmt: skip
     assert run.returncode == 0, run.stderr
-    (session,) = json.loads(csv.with_suffix(".json").read_text())["sessions"].values()
+    (session,) = json.loads(csv.with_name("coreml.csv.meta.json").read_text())["sessions"].values()
     assert session["coverage"]["delegate"] == "cpu" and session["coverage"]["nodes_delegated"] == 61
     assert session["predicted"]["log"] == "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions."
     out = tmp_path / "report.html"

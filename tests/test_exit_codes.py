@@ -35,10 +35,28 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("bench A/B: camera that does not open", ["bench", "--source", "camera:42", "--compare-model",
      "efficientnet_lite0_int8", "--compare-alone-seconds", "0"], {}, 6, "camera 42"),
     ("bench A/B: missing model B", ["bench", "--compare-model", MISSING], {}, 3, "nope.tflite"),
+    ("profile: missing model", ["profile", "--model", MISSING], {}, 3, "nope.tflite"),
+    ("profile: not TFLite", ["profile", "--model", str(PHOTOS / "coffee.jpg")], {}, 3, "coffee.jpg"),
+    ("profile: no GPU, --no-fallback", ["profile", "--delegate", "gpu", "--no-fallback"], NO_VULKAN, 5,
+     "the gpu delegate is not available"),
+    ("profile: Core ML off macOS, --no-fallback", ["profile", "--delegate", "coreml", "--no-fallback"], {}, 5,
+     "the coreml delegate is not available"),
+    ("profile: Model Explorer file in a missing folder", ["profile", "--model-explorer", "{tmp}/no/such/me.json"],
+     {}, 2, "--model-explorer"),
+    ("profile: usage", ["profile", "--runs", "0"], {}, 2, None),
     ("report: missing recording", ["report", "{tmp}/nope.csv", "--out", "{tmp}/r.html"], {}, 2, "{tmp}/nope.csv"),
     ("report: not a recording", ["report", str(PHOTOS.parent.parent / "conftest.py"), "--out", "{tmp}/r.html"], {},
      2, "{root}/tests/conftest.py: not a Delegate Scope recording"),
     ("report: unsupported output", ["report", "{tmp}/nope.csv", "--out", "{tmp}/r.txt"], {}, 2, "--out"),
+    ("sweep: missing model", ["sweep", "--model", MISSING], {}, 3, "nope.tflite"),
+    ("sweep: one good model, one missing", ["sweep", "--model", "efficientnet_lite0", "--model", MISSING], {}, 3,
+     "nope.tflite"),
+    ("sweep: camera that does not open", ["sweep", "--source", "camera:42", "--frames", "5"], {}, 6, "camera 42"),
+    ("sweep: missing video", ["sweep", "--source", "video:{tmp}/nope.mp4"], {}, 6, "video file not found"),
+    ("sweep: more frames than memory allows", ["sweep", "--frames", "100000"], {}, 2, "100000 frames of 1280x720"),
+    ("sweep: report that is not HTML", ["sweep", "--html", "{tmp}/r.png"], {}, 2, "--html {tmp}/r.png"),
+    ("sweep: JSON into a missing folder", ["sweep", "--json", "{tmp}/no/s.json"], {}, 2, "--json {tmp}/no/s.json"),
+    ("sweep: usage", ["sweep", "--frames", "0"], {}, 2, None),
     ("gui: no display", ["gui", "--exit-after", "1"], {"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""},
      2, "no display to open the window on"),
     ("gui: screenshot without exit-after", ["gui", "--screenshot", "{tmp}/s.png"], {}, 2, "--screenshot"),
@@ -64,5 +82,5 @@ def test_exit_code_contract(name: str, argv: list[str], env: dict, code: int, st
 
 def test_the_table_covers_every_command():
     commands = {row[1][0] for row in TABLE}
-    assert commands == {"classify", "inspect", "bench", "report", "gui"}
+    assert commands == {"classify", "inspect", "bench", "profile", "report", "gui", "sweep"}
     assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6}

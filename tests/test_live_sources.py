@@ -286,7 +286,7 @@ def test_stream_credentials_stay_out_of_recordings_json_and_output(senders: list
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     written = {p.name: p.read_text(encoding="utf-8") for p in tmp_path.iterdir()}
-    assert set(written) == {"run.csv", "run.json", "summary.json"}
+    assert set(written) == {"run.csv", "run.csv.meta.json", "summary.json"}
     for name, text in {**written, "stdout": out.stdout, "stderr": out.stderr}.items():
         assert "hunter2" not in text and "viewer" not in text, name
     assert f"stream:tcp://127.0.0.1:{cam.port}" in written["run.csv"]

@@ -109,6 +109,29 @@ def test_latest_frame_slot_keeps_only_the_newest_and_counts_overwrites():
     assert slot.peek().index == 2
 
 
+def test_an_on_demand_slot_keeps_one_frame_behind_the_newest_in_order():
+    slot = LatestFrameSlot()
+    slot.put_behind(frame(0))
+    assert slot.wait_room(0.01)  # nothing behind yet: capture may read the next one
+    slot.put_behind(frame(1))
+    assert not slot.wait_room(0.01)  # two read ahead: capture waits
+    assert slot.take(0.01).index == 0
+    assert slot.wait_room(0.01)
+    slot.put_behind(frame(2))
+    assert [slot.take(0.01).index, slot.take(0.01).index] == [1, 2]
+    assert slot.take(0.01) is None  # never a frame twice, none dropped
+
+
+def test_an_unpaced_video_is_inferred_frame_by_frame_without_drops(pipelines):
+    p = start(pipelines, "demo", pace=False)
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 40)
+    p.stop(timeout=10)
+    snap = p.metrics.snapshot()
+    assert snap.dropped_total == 0
+    # Read ahead of inference by two frames at most: the one in the slot and the one behind it.
+    assert 0 <= snap.frames_total - snap.inferences_total <= 2, (snap.frames_total, snap.inferences_total)
+
+
 def test_results_flow_with_timings_and_labels(pipelines):
     p = start(pipelines, "synthetic:320x240@30")
     assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 5)

@@ -23,7 +23,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("reader", [r for r in reader_fuzz.READERS if r != "recording"])
+@pytest.mark.parametrize("reader", [r for r in reader_fuzz.READERS if r not in ("recording", "mlpackage_coremltools")])
 def test_model_side_readers(reader: str, tmp_path: Path):
     tally = getattr(reader_fuzz, f"fuzz_{reader}")(tmp_path, seed=11, cases=CASES)
     assert tally.outcomes["exception"] == 0, tally.failures[:5]
@@ -44,7 +44,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     import shutil
 
     from app.model import load_model_spec
-    from app.recording import read_recording
+    from app.recording import read_recording, sidecar_path
     from app.report_data import load_session
     from app.session_series import session_series
 
@@ -78,5 +78,104 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
         times, series, _ = session_series(read_recording(damaged))
         assert 0 < len(times) <= 100_001 and series
         load_session(damaged, 0)
-    seed.with_suffix(".json").write_text("[" * 200_000)  # the recording's sidecar, nested too deep
+    sidecar_path(seed).write_text("[" * 200_000)  # the recording's sidecar, nested too deep
     assert read_recording(seed).metadata == {}
+
+
+def test_damaged_core_ml_packages_through_coremltools(tmp_path: Path):
+    """The backend's whole open path as far as Linux goes: the app's package check, then coremltools'
+    own Manifest.json reader (native) and protobuf parse. In a child process: coremltools imports
+    TensorFlow's converters, and a native crash must show as a dead child, not a dead test run."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = (
+        "import json, sys; from pathlib import Path; from tests import reader_fuzz; "
+        "t = reader_fuzz.fuzz_mlpackage_coremltools(Path(sys.argv[1]), 11, 150); "
+        "print(json.dumps({'outcomes': t.outcomes, 'stages': t.stages, 'failures': t.failures[:5]}))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=600,
+                          cwd=ROOT)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]  # no crash in coremltools' native reader
+    r = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert r["outcomes"].get("exception", 0) == 0, r["failures"]
+    assert sum(r["outcomes"].values()) == 150
+    # Every stage is reached: the app's check, coremltools refusing what passed it, and packages that
+    # parse and stop only where Core ML itself would compile them (macOS).
+    assert r["stages"]["the app's package check"] > 0 and r["stages"]["coremltools refused it"] > 0
+    assert r["stages"]["parsed by coremltools; Core ML itself absent (Linux)"] > 0
+
+
+def test_regressions_found_by_the_package_fuzzing(tmp_path: Path):
+    """coremltools, handed these packages without the check, hangs on a FIFO, reads files outside the
+    package (`..` in an item path, links), and reads a 3 GiB sparse specification whole (36 s, 3.2 GB
+    of memory) before refusing it; the sidecar's package name could name the folder above the model's
+    or, when too long for the file system, raise OSError (exit 1)."""
+    import json
+    import os
+    import shutil
+    import threading
+
+    from app.backends.coreml import find_mlpackage
+    from app.backends.coreml_package import check_package
+    from app.errors import BackendUnavailable
+    from app.model import load_model_spec
+
+    for bundled in sorted((reader_fuzz.ROOT / "models").glob("*.mlpackage")):  # the real ones pass
+        assert check_package(bundled).specification.name == "model.mlmodel"
+
+    def damaged(name: str) -> Path:
+        package = tmp_path / f"{name}.mlpackage"
+        shutil.copytree(reader_fuzz.PACKAGE, package, ignore=shutil.ignore_patterns("weight.bin"))
+        return package
+
+    def refused(package: Path, *words: str) -> None:
+        outcome: list[object] = []
+        worker = threading.Thread(target=lambda: outcome.append(_refusal(check_package, package)), daemon=True)
+        worker.start()
+        worker.join(10)
+        assert not worker.is_alive(), f"{package.name}: the check blocked"
+        assert isinstance(outcome[0], BackendUnavailable), outcome
+        assert all(w in str(outcome[0]) for w in words), str(outcome[0])
+
+    spec = ("Data", "com.apple.CoreML", "model.mlmodel")
+    fifo = damaged("fifo_spec")
+    fifo.joinpath(*spec).unlink()
+    os.mkfifo(fifo.joinpath(*spec))
+    refused(fifo, "not a regular file")
+    fifo_manifest = damaged("fifo_manifest")
+    (fifo_manifest / "Manifest.json").unlink()
+    os.mkfifo(fifo_manifest / "Manifest.json")
+    refused(fifo_manifest, "Manifest.json is not a regular file")
+    huge = damaged("huge")
+    with huge.joinpath(*spec).open("wb") as f:
+        f.truncate(3 * 1024**3)
+    refused(huge, "3,221,225,472 bytes")
+    dotdot = damaged("dotdot")
+    manifest = json.loads((dotdot / "Manifest.json").read_text())
+    manifest["itemInfoEntries"][manifest["rootModelIdentifier"]]["path"] = "com.apple.CoreML/../../../outside.mlmodel"
+    (dotdot / "Manifest.json").write_text(json.dumps(manifest))
+    refused(dotdot, "points outside the package")
+    linked = damaged("linked")
+    shutil.copyfile(reader_fuzz.PACKAGE.joinpath(*spec), tmp_path / "outside.mlmodel")
+    linked.joinpath(*spec).unlink()
+    linked.joinpath(*spec).symlink_to(tmp_path / "outside.mlmodel")
+    refused(linked, "through a link")
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    shutil.copyfile(reader_fuzz.MODEL, folder / "m.tflite")
+    (tmp_path / "Manifest.json").write_text("{}")  # the folder above the model's looks like a package
+    for name in ("..", "x" * 300 + ".mlpackage", "../other.mlpackage", "/abs/other.mlpackage"):
+        (folder / "m.json").write_text(json.dumps({"format": 1, "coreml": name}))
+        assert find_mlpackage(load_model_spec(folder / "m.tflite")) is None, name
+
+
+def _refusal(check, package: Path) -> object:
+    try:
+        return check(package)
+    except Exception as exc:  # the test inspects what came out
+        return exc

@@ -143,7 +143,7 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     rec.add_row({"frame_id": 0})
     time.sleep(0.7)
     (folder / "r.csv").unlink()
-    (folder / "r.json").unlink()
+    (folder / "r.csv.meta.json").unlink()
     folder.rmdir()
     deadline = time.monotonic() + 10
     i = 1
@@ -170,3 +170,33 @@ def test_a_version_1_recording_is_read_with_the_per_thread_cpu_cells_empty(tmp_p
     assert len(rows) == 1 and list(rows[0]) != COLUMNS and set(rows[0]) == set(COLUMNS)
     assert rows[0]["frame_id"] == "7" and rows[0]["inference_cpu_ms"] == "1"
     assert rows[0]["inference_thread_cpu_ms"] == rows[0]["runtime_threads_cpu_ms"] == ""
+
+
+def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
+    """`bench --csv run.csv --json run.json` was refused: the recording's sidecar was run.json. The
+    sidecar is now run.csv.meta.json; report reads it (and a recording's old NAME.json sidecar)."""
+    import json
+
+    from tests.conftest import run_cli
+
+    csv_path, json_path = tmp_path / "run.csv", tmp_path / "run.json"
+    run = run_cli("bench", "--source", "demo", "--frames", "8", "--warmup", "2", "--csv", csv_path, "--json", json_path)
+    assert run.returncode == 0, run.stderr
+    from app.recording import sidecar_path
+
+    assert sidecar_path(csv_path) == tmp_path / "run.csv.meta.json"
+    summary = json.loads(json_path.read_text())
+    assert "inference_fps" in json.dumps(summary) and summary.get("format") != "delegate-scope-session"
+    meta = read_recording(csv_path).metadata
+    assert meta["format"] == "delegate-scope-session" and meta["csv"] == "run.csv" and meta["complete"] is True
+    report = tmp_path / "r.html"
+    assert run_cli("report", csv_path, "--out", report).returncode == 0
+    assert "XNNPACK" in report.read_text(encoding="utf-8")  # the delegate facts came from the new sidecar
+    # A recording made before the rename: its sidecar is NAME.json, still read.
+    old = tmp_path / "old.csv"
+    old.write_bytes(csv_path.read_bytes())
+    old.with_suffix(".json").write_text(json.dumps({**meta, "csv": "old.csv"}))
+    assert read_recording(old).metadata["csv"] == "old.csv"
+    # ... but a NAME.json that is not a session sidecar (bench's summary) is never taken for one.
+    sidecar_path(csv_path).unlink()
+    assert read_recording(csv_path).metadata == {}

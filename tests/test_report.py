@@ -231,3 +231,94 @@ def test_a_switch_is_labelled_with_what_changed(tmp_path):
     data = load_session(recording(tmp_path / "r.csv", rows), 0)
     texts = [e.text for e in data.events]
     assert "switch: threads 2→1" in texts and "open: m on cpu" in texts, texts
+
+
+@pytest.fixture(scope="module")
+def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.recordings import record_across_switches
+
+    return record_across_switches(tmp_path_factory.mktemp("switches") / "rec.csv")
+
+
+def parts_by_switch(path: Path) -> list[list[dict]]:
+    """Inference rows cut at each `switch` row's time, with nothing but the csv module."""
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
+    cuts = [float(r["t_s"]) for r in rows if r["event"] == "switch"]
+    parts: list[list[dict]] = [[] for _ in range(len(cuts) + 1)]
+    for r in rows:
+        if not r["event"]:
+            parts[sum(float(r["t_s"]) >= c for c in cuts)].append(r)
+    return parts
+
+
+def test_a_recording_across_switches_is_one_column_per_segment(across_switches, tmp_path):
+    """A real window-style recording (threads 2→1, then the int8 model): one column per segment, labelled
+    with what changed, figures of that segment alone, each compared with the one before; the delegation
+    facts head each column, before the plots."""
+    out = tmp_path / "segments.html"
+    run = run_cli("report", across_switches, "--out", out)
+    assert run.returncode == 0, run.stderr
+    page = out.read_text(encoding="utf-8")
+    parts = parts_by_switch(across_switches)
+    assert len(parts) == 3 and all(len(p) > 30 for p in parts)
+    heads = re.findall(r"<thead><tr><th></th>(.*?)</tr></thead>", page)[0]
+    assert "#1 efficientnet_lite0 on cpu" in heads and "#2 threads 2→1" in heads
+    assert "#3 model efficientnet_lite0→efficientnet_lite0_int8" in heads
+    medians = []
+    for part in parts:
+        values = [float(r["inference_ms"]) for r in part]
+        median, p95 = statistics.median(values), statistics.quantiles(values, n=100, method="inclusive")[94]
+        assert f"{median:.2f} / {p95:.2f}" in page
+        medians.append(median)
+    r = medians[1] / medians[2]  # the int8 part against the part before it (1 thread, float32)
+    assert re.search(f"<td[^>]*>{r:.3g}× {'faster' if r > 1 else 'slower'}</td>", page), r
+    assert "#3 model efficientnet_lite0→efficientnet_lite0_int8: inference" in page and "than #2 threads 2→1" in page
+    # The delegation facts head the columns (item 9), before the first figure, not in a collapsed block.
+    first_figure = page.index("<img")
+    for fact in ("threads", "nodes delegated", "ops left on CPU", "runs on"):
+        assert page.index(f"<th>{fact}</th>") < first_figure, fact
+    assert re.search(r"<th>threads</th><td[^>]*>2</td><td[^>]*>1</td><td[^>]*>1</td>", page)
+    assert "XNNPACK (CPU, 2 threads)" in page and "XNNPACK (CPU, 1 thread)" in page
+    assert page.index("61 of 61 nodes delegated") < first_figure
+
+
+def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switches, tmp_path):
+    out = tmp_path / "segments.png"
+    run = run_cli("report", across_switches, "--out", out)
+    assert run.returncode == 0, run.stderr
+    # At the top of the picture, one header box per segment in its colour ...
+    image = Image.open(out).convert("RGB")
+    top = image.crop((0, 0, image.width, int(image.height * 0.07)))
+    present = {rgb for _, rgb in top.getcolors(maxcolors=1 << 20)}
+    for hex_colour in ("#1f77b4", "#ff7f0e", "#2ca02c"):
+        assert tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)) in present, hex_colour
+    # ... holding what ran and the delegation facts.
+    from app.report_data import load_segments
+    from app.report_tables import header_lines
+
+    lines = [dict(header_lines(s)) for s in load_segments(across_switches, 0)]
+    assert [x["threads"] for x in lines] == ["2", "1", "1"]
+    assert all("nodes delegated" in x["nodes delegated"] and "ops left on CPU" in x for x in lines)
+    assert lines[2]["model"] == "efficientnet_lite0_int8"
+
+
+def test_segments_are_labelled_by_the_change_not_by_the_reopen_that_follows(tmp_path):
+    from app.recording import read_recording
+    from app.recording_segments import split_segments
+
+    rows = [{"event": "start", "message": "recording from the window"}]
+    rows += [inference_row(i, "cat") for i in range(3)]
+    rows += [{"event": "compare", "message": "A/B comparison with m8 on cpu"}]
+    rows += [{"event": "open", "model": "m", "backend_used": "cpu", "message": "m on cpu"}]
+    rows += [inference_row(i, "cat") for i in range(3, 6)]
+    rows += [{"event": "switch", "model": "m", "backend_used": "cpu", "message": "delegate cpu→gpu: m on cpu"}]
+    rows += [{"event": "fallback", "backend_requested": "gpu", "backend_used": "cpu", "message": "no GPU adapter"}]
+    rows += [inference_row(i, "cat") for i in range(6, 9)]
+    rows += [{"event": "stop"}]
+    segments = split_segments(read_recording(recording(tmp_path / "r.csv", rows)).rows)
+    assert [g.change for g in segments] == [
+        "",
+        "A/B comparison with m8 on cpu",
+        "delegate cpu→gpu; fell back to cpu: no GPU adapter",
+    ]
+    assert [len(g.inferences) for g in segments] == [3, 3, 3] and segments[-1].rows[-1]["event"] == "stop"

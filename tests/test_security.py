@@ -194,6 +194,6 @@ def test_bench_and_report_write_only_into_the_chosen_folder(tmp_path: Path):
     after = _snapshot(tmp_path)
     outside = sorted(p for p in after if not p.startswith(("out/", "cache/matplotlib/")))
     assert outside == [], f"files written outside the output folder: {outside}"
-    assert {"out/run.csv", "out/run.json", "out/summary.json", "out/r.html"} <= set(after)
+    assert {"out/run.csv", "out/run.csv.meta.json", "out/summary.json", "out/r.html"} <= set(after)
     assert all(size > 0 for p, size in after.items() if p.startswith("out/"))
     assert not any(p.startswith("tmp/") for p in after)  # the native-log file is removed at exit

@@ -1,10 +1,12 @@
-"""Core ML backend (macOS): runs the converted .mlpackage that sits beside a .tflite model.
+"""Core ML backend (macOS).
 
-Core ML cannot load .tflite files, and the TFLite Core ML delegate exists only in the
-iOS runtime, so this backend runs a Core ML version of the same network
-(models/coreml_export.py writes the bundled ones). Where macOS offers MLComputePlan
-(14.4+), the report says which device Core ML prefers for every op; Core ML itself
-decides at load time and may still move work, so these are its plan, not a trace.
+Core ML cannot load .tflite files, and the TFLite Core ML delegate exists only in the iOS runtime.
+A float model runs the way the delegate would run it (app/backends/coreml_partitioned.py): its
+delegated partitions as ML programs translated from the .tflite, the rest in LiteRT on the CPU.
+The delegate takes no integer-quantized model, so a quantized one runs the converted .mlpackage
+that sits beside it, when there is one (models/coreml_export.py writes the bundled int8 one).
+Where macOS offers MLComputePlan (14.4+), the report says which device Core ML prefers for every
+op; Core ML itself decides at load time and may still move work, so these are its plan, not a trace.
 """
 
 from __future__ import annotations
@@ -16,15 +18,20 @@ import time
 import warnings
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.coreml_package import check_package, has_manifest, package_name
 from app.backends.options import BackendOptions
+from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec, read_sidecar
 from app.native_log import capture_stderr
+
+if TYPE_CHECKING:
+    from app.backends.coreml_partitioned import PartitionedCoreMLSession
 
 COMPUTE_UNITS = {"all": "ALL", "cpu_and_ne": "CPU_AND_NE", "cpu_and_gpu": "CPU_AND_GPU", "cpu_only": "CPU_ONLY"}
 DEFAULT_COMPUTE_UNITS = "all"
@@ -38,31 +45,6 @@ _DEVICE_NAMES = {
 }
 
 
-# coremltools imports each of these at import time when installed, only to enable converters the
-# app never uses: TensorFlow alone costs seconds and gigabytes, and the app runs on LiteRT alone.
-_CONVERTER_FRAMEWORKS = ("tensorflow", "torch")
-
-
-def import_coremltools() -> Any:
-    """Import coremltools for loading and predicting only, without pulling in TensorFlow or torch.
-
-    A `None` entry in sys.modules makes `import x` raise ImportError, which coremltools
-    takes as "not installed"; the entries are removed again, so later imports work.
-    """
-    if "coremltools" in sys.modules:
-        return sys.modules["coremltools"]
-    blocked = [name for name in _CONVERTER_FRAMEWORKS if name not in sys.modules]
-    for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]
-    try:
-        import coremltools
-    finally:
-        for name in blocked:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return coremltools
-
-
 def macos_version() -> tuple[int, ...]:
     """(major, minor, ...) of this macOS; () elsewhere."""
     release = platform.mac_ver()[0] if sys.platform == "darwin" else ""
@@ -74,9 +56,11 @@ def find_mlpackage(spec: ModelSpec) -> Path | None:
     candidates: list[Path] = []
     meta, _ = read_sidecar(spec.path.with_suffix(".json"))  # its problems were warned about when the model loaded
     if meta is not None and meta.get("sha256") in (None, spec.sha256) and "coreml" in meta:
-        candidates.append(spec.path.parent / Path(meta["coreml"]).name)  # a name beside the model, never elsewhere
+        name = package_name(meta["coreml"])  # a name beside the model, never elsewhere
+        if name:
+            candidates.append(spec.path.parent / name)
     candidates.append(spec.path.with_suffix(".mlpackage"))
-    return next((c for c in candidates if (c / "Manifest.json").is_file()), None)
+    return next((c for c in candidates if has_manifest(c)), None)
 
 
 def _device_name(device: Any) -> str:
@@ -164,7 +148,7 @@ class CoreMLSession:
 
         plan, no_plan = compute_plan(self._model, compute_units)
         report_warnings = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
-        options: dict = {"compute_units": units, "mlpackage": package.name}
+        options: dict = {"compute_units": units, "mlpackage": package.name, "mode": "exported package"}
         total = delegated = None
         cpu_ops: list[str] = []
         if plan is not None:
@@ -233,18 +217,22 @@ class CoreMLBackend:
             return "coremltools is not installed (pip install coremltools)"
         return None
 
-    def open(self, spec: ModelSpec, options: BackendOptions) -> CoreMLSession:
+    def open(self, spec: ModelSpec, options: BackendOptions) -> CoreMLSession | PartitionedCoreMLSession:
         units = options.compute_units or DEFAULT_COMPUTE_UNITS
         if units not in COMPUTE_UNITS:
             raise ValueError(f"Core ML compute units must be one of {', '.join(COMPUTE_UNITS)}, got {units!r}")
         reason = self.availability()
         if reason:
             raise BackendUnavailable(reason)
+        if spec.input.dtype == "float32":
+            from app.backends.coreml_partitioned import PartitionedCoreMLSession
+
+            return PartitionedCoreMLSession(spec, units, options.precision, options.cpu_threads)
         package = find_mlpackage(spec)
         if package is None:
             raise BackendUnavailable(
-                "no Core ML version of this model: Core ML cannot load .tflite files and the TFLite Core ML "
-                f"delegate exists only in the iOS runtime; put a converted {spec.path.stem}.mlpackage beside "
-                f"{spec.path.name}"
+                "no Core ML version of this model: the TFLite Core ML delegate takes no integer-quantized model; "
+                f"put a converted {spec.path.stem}.mlpackage beside {spec.path.name}"
             )
+        check_package(package)  # a damaged package is refused here, in one line, before coremltools reads it
         return CoreMLSession(spec, package, units)

@@ -27,12 +27,12 @@ from ai_edge_litert.gpu_options import GpuOptions
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 
-from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, time_first_inference
 from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
-from app.errors import BackendUnavailable, ModelError
+from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model import ModelSpec
 from app.native_log import capture_stderr
 from app.tflite_graph import read_graph
@@ -132,6 +132,28 @@ def _nodes_taken(
     return resolve(graph, spec.content, split, fully, _compile_alone(options, env))
 
 
+_SOURCE_LOCATION = re.compile(r"ERROR: \[[^\]]*\]\s*")
+
+
+def runtime_message(exc: BaseException) -> str:
+    """LiteRT's multi-line error as one line without its source locations: 'TensorBufferWrapper error:
+    code=9, message=ERROR: [./litert/cc/litert_tensor_buffer.h:699]\n└ ERROR: [...]\n└ Failed to lock
+    custom tensor buffer.' -> 'TensorBufferWrapper error: code=9: Failed to lock custom tensor buffer'."""
+    parts: list[str] = []
+    for line in str(exc).splitlines():
+        text = _SOURCE_LOCATION.sub("", line.strip().lstrip("└").strip())
+        text = re.sub(r",?\s*message=\s*$", "", text).rstrip(". ")
+        if text and text not in parts:
+            parts.append(text)
+    return ": ".join(parts)[:300] or type(exc).__name__
+
+
+class GpuRunFailed(RunFailed):
+    """A run of an open GPU session failed (a lost device, a driver error): the pipeline falls back to
+    the CPU on it (app/pipeline/worker.py), and in the session's own first run it is a GPU that cannot
+    be used here, so opening falls back too."""
+
+
 class GpuSession:
     def __init__(
         self,
@@ -222,7 +244,11 @@ class GpuSession:
                 if left
                 else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
             )
-        self.report.first_inference_ms = time_first_inference(self, spec)
+        try:
+            self.report.first_inference_ms = time_first_inference(self, spec)
+        except GpuRunFailed as exc:  # e.g. the device lost at once: as unusable as no adapter
+            self.close()
+            raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         try:
@@ -233,7 +259,7 @@ class GpuSession:
             # is what bounds a pipeline's other threads (benchmarks/gpu_host_probe.py).
             return self._outputs[0].read(self._out_count, self._out_dtype)
         except (RuntimeError, ValueError) as exc:
-            raise ModelError(f"the GPU run failed: {first_line(exc)}") from None
+            raise GpuRunFailed(f"the GPU run failed: {runtime_message(exc)}") from None
 
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.

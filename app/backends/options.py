@@ -17,7 +17,7 @@ def default_threads() -> int:
 @dataclass(frozen=True)
 class BackendOptions:
     threads: int | None = None  # CPU threads (XNNPACK; the GPU's CPU kernels); None: default_threads()
-    precision: str = "fp16"  # GPU: GPU_PRECISIONS
+    precision: str = "fp16"  # GPU, and Core ML's compute precision for translated float models: GPU_PRECISIONS
     allow_software: bool = False  # GPU: accept a software renderer (flagged as one)
     wait_hint: bool = False  # GPU: LiteRT's hint_waiting_for_completion
     compute_units: str = "all"  # Core ML: app.backends.coreml.COMPUTE_UNITS

@@ -33,7 +33,14 @@ def has_side_effects(graph: Graph) -> bool:
 
 
 def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
-    """The subsets of supported nodes TFLite would hand a delegate, in the order it forms them.
+    """The subsets of supported nodes TFLite would hand a delegate, in the order it forms them (see `subsets`)."""
+    return [members for kind, members in subsets(graph, supported) if kind]
+
+
+def subsets(graph: Graph, supported: Sequence[bool]) -> list[tuple[bool, list[int]]]:
+    """Every subset, supported (True) or not, in the order TFLite forms them: also the order in which
+    Subgraph::ReplaceNodeSubsetsWithDelegateKernels lays out the new execution plan, one delegate
+    kernel per supported subset and the other subsets' nodes as they are.
 
     graph_info.cc colours the graph in epochs: an epoch takes its type (supported or not)
     from the first ready node found in execution order, then sweeps the execution plan
@@ -57,9 +64,9 @@ def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
             if t != OPTIONAL_TENSOR:
                 tensor_epoch[t] = _NOT_READY
     node_epoch = [_NOT_READY] * n
-    subsets: list[tuple[bool, list[int]]] = []
+    found: list[tuple[bool, list[int]]] = []
     while True:
-        epoch = len(subsets)
+        epoch = len(found)
         kind: bool | None = None
         members: list[int] = []
         while True:
@@ -86,8 +93,8 @@ def partition(graph: Graph, supported: Sequence[bool]) -> list[list[int]]:
                 break
         if not members:
             break
-        subsets.append((bool(kind), members))
-    return [members for kind, members in subsets if kind]
+        found.append((bool(kind), members))
+    return found
 
 
 def largest(partitions: list[list[int]], max_partitions: int, min_nodes: int) -> list[list[int]]:

@@ -18,8 +18,9 @@ class ActiveSession:
     ) -> None:
         self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
         self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
-        # CPU per inference: this thread + the threads the runtime started when it opened.
-        self.cpu = CpuMeter(runtime_threads)
+        # CPU per inference: this thread + the threads the runtime started when it opened (those
+        # read by the results thread, off the inference thread's cycle: see CpuMeter).
+        self.cpu = CpuMeter(runtime_threads, bracket_runtime=False)
 
     def close(self) -> None:
         self.session.close()

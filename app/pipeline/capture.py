@@ -19,7 +19,7 @@ from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.redact import redact_credentials
-from app.sources import LIVE_KINDS, Frame, FrameSource, SourceInfo, open_source
+from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 
@@ -27,7 +27,7 @@ _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 class Capture:
     def __init__(
         self,
-        source: str,
+        source: str | CapturedFrames,  # a spec, or frames captured once and replayed (a sweep)
         workers: list[InferenceWorker],
         *,
         log: RunLog,
@@ -36,7 +36,7 @@ class Capture:
         source_options: dict,
     ) -> None:
         self.spec = source
-        self._shown = redact_credentials(source)  # in messages: no stream credentials
+        self._shown = redact_credentials(str(source))  # in messages: no stream credentials
         self._workers = workers
         self._log = log  # the pipeline's (side A's in A/B): source events and status go there
         self._stop = stop
@@ -72,7 +72,10 @@ class Capture:
 
     def _open(self) -> FrameSource | None:
         try:
-            source = open_source(self.spec, **self._source_options)
+            if isinstance(self.spec, CapturedFrames):
+                source: FrameSource = self.spec.open(**self._source_options)
+            else:
+                source = open_source(self.spec, **self._source_options)
         except SourceError as exc:  # a source that never opened is final
             self._log.set_status(Status(State.ERROR, str(exc), exit_code=exc.exit_code))
             return None
@@ -113,17 +116,19 @@ class Capture:
                 self._log.emit(EventKind.SOURCE_RECONNECTED, f"{self._shown} delivers again")
                 self._log.set_status(Status(State.RUNNING, source.info.description, source.info))
                 lost, backoff = False, _BACKOFF_START_S
-            self._deliver(frame, (time.perf_counter() - read_from) * 1e3)
-            if on_demand:  # unpaced file: read the next frame when this one was taken, not before
-                self._wait_taken()
+            self._deliver(frame, (time.perf_counter() - read_from) * 1e3, on_demand)
+            if on_demand:  # unpaced file: one frame read ahead of inference, no more
+                self._wait_room()
 
-    def _deliver(self, frame: Frame, read_ms: float) -> None:
+    def _deliver(self, frame: Frame, read_ms: float, on_demand: bool) -> None:
         started = time.perf_counter()
         self._prepare(frame)
         prepare_ms = (time.perf_counter() - started) * 1e3
         for worker in self._workers:
             worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms)
-            if worker.slot.put(frame):
+            if on_demand:
+                worker.slot.put_behind(frame)
+            elif worker.slot.put(frame):
                 worker.metrics.frames_dropped(1, frame.captured_at)
 
     def _prepare(self, frame: Frame) -> None:
@@ -136,8 +141,8 @@ class Capture:
         except ValueError:
             pass  # a bad frame: the inference thread meets the same error and reports it
 
-    def _wait_taken(self) -> None:
+    def _wait_room(self) -> None:
         for worker in self._workers:
-            while not worker.slot.wait_taken(POLL_S):
+            while not worker.slot.wait_room(POLL_S):
                 if self._stop.is_set() or worker.inference_done():
                     break

@@ -20,7 +20,7 @@ from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import Event, InferenceConfig, Result, State, Status
 from app.pipeline.worker import InferenceWorker
-from app.sources import Frame, SourceInfo
+from app.sources import CapturedFrames, Frame, SourceInfo
 
 
 class Feed:
@@ -30,7 +30,7 @@ class Feed:
 
     def __init__(
         self,
-        source: str,
+        source: str | CapturedFrames,
         configs: dict[str, InferenceConfig],
         *,
         pace: bool = True,
@@ -128,7 +128,7 @@ class Pipeline(Feed):
 
     def __init__(
         self,
-        source: str,
+        source: str | CapturedFrames,
         config: InferenceConfig,
         *,
         pace: bool = True,

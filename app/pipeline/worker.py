@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from app import cpu_affinity
 from app.backends import DelegationReport, open_session
-from app.errors import DelegateScopeError, InternalError, ModelError
+from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.heap import release_free_memory
 from app.metrics import InferenceTiming, Metrics
 from app.model import ModelSpec, load_model_spec
@@ -29,7 +29,7 @@ from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result, State, Status
 from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
-from app.thread_cpu import started_by
+from app.thread_cpu import decoder_threads, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
 
@@ -169,6 +169,7 @@ class InferenceWorker:
         # Threads of this process that appeared meanwhile but are not the runtime's: the other
         # pipeline threads (known), and the capture thread's are started before this opens.
         runtime = started - {t.native_id for t in threading.enumerate() if t.native_id is not None}
+        runtime -= decoder_threads(runtime)  # a video source opened meanwhile: its decoders
         return ActiveSession(config, spec, session, self._session_counter, runtime)
 
     def _pin(self, config: InferenceConfig) -> None:
@@ -350,8 +351,10 @@ class InferenceWorker:
         used = active.session.report.used
         active.close()
         if used == "cpu" or not active.config.fallback:
-            # Recorded too: the recording must say why it ends here.
-            self.log.fail(f"inference failed on {used}: {exc}", exc.exit_code, self._source_info())
+            # Recorded too: the recording must say why it ends here. An accelerator that stopped working
+            # with fallback off is the --no-fallback case (exit 5), not a problem of the model.
+            code = exc.exit_code if used == "cpu" else BackendUnavailable.exit_code
+            self.log.fail(f"inference failed on {used}: {exc}", code, self._source_info())
             self._stop.set()
             return active
         config = replace(active.config, delegate="cpu")
@@ -379,6 +382,7 @@ class InferenceWorker:
 
     def _publish(self, item: RawOutput) -> None:
         active, frame = item.active, item.frame
+        cpu = item.cpu.with_runtime(active.cpu.runtime_per_inference())  # see CpuMeter
         t2 = time.perf_counter()
         try:
             scores = active.post.scores(item.raw)
@@ -395,10 +399,10 @@ class InferenceWorker:
             preprocess_ms=item.preprocess_ms,
             inference_ms=item.inference_ms,
             postprocess_ms=(t3 - t2) * 1e3,
-            inference_cpu_ms=item.cpu.inference_ms,
-            inference_thread_cpu_ms=item.cpu.inference_thread_ms,
-            runtime_threads_cpu_ms=item.cpu.runtime_threads_ms,
-            rest_of_process_cpu_ms=item.cpu.rest_of_process_ms,
+            inference_cpu_ms=cpu.inference_ms,
+            inference_thread_cpu_ms=cpu.inference_thread_ms,
+            runtime_threads_cpu_ms=cpu.runtime_threads_ms,
+            rest_of_process_cpu_ms=cpu.rest_of_process_ms,
             preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it

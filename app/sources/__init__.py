@@ -21,12 +21,14 @@ way again, so it ends instead.
 
 This package's modules, by job: `spec` (parsing a source string, `open_source`), `base`
 (Frame, SourceInfo, the read/close protocol, pacing), `capture` (what the OpenCV-read
-sources share, self-reopening included), `video`, `camera`, `stream`, `images`, `synthetic`.
+sources share, self-reopening included), `video`, `camera`, `stream`, `images`, `synthetic`,
+`replay` (frames captured once and replayed: the delegate sweep's input).
 """
 
 from app.sources.base import MAX_FPS, Frame, FrameSource, SourceInfo
 from app.sources.camera import CameraInfo, CameraSource, list_cameras
 from app.sources.images import IMAGE_SUFFIXES, ImageSource
+from app.sources.replay import CapturedFrames, ReplaySource, capture_frames
 from app.sources.spec import KINDS, LIVE_KINDS, SPEC_HELP, STREAM_SCHEMES, open_source, parse_source_spec
 from app.sources.stream import STREAM_TIMEOUT_MS, StreamSource
 from app.sources.synthetic import SyntheticSource
@@ -42,13 +44,16 @@ __all__ = [
     "STREAM_TIMEOUT_MS",
     "CameraInfo",
     "CameraSource",
+    "CapturedFrames",
     "Frame",
     "FrameSource",
     "ImageSource",
+    "ReplaySource",
     "SourceInfo",
     "StreamSource",
     "SyntheticSource",
     "VideoSource",
+    "capture_frames",
     "demo_clip_path",
     "list_cameras",
     "open_source",

@@ -29,15 +29,18 @@ from app.redact import redact_credentials
 from app.sources import CameraInfo, list_cameras
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
+from app.ui.benchmark_mode import UnpacedMode
 from app.ui.compare_panel import ComparePanel
 from app.ui.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.delegation_panel import DelegationPanel
 from app.ui.event_view import EventView
 from app.ui.menus import build_menus
+from app.ui.ops_view import OpsView
 from app.ui.plots import LivePlots, snapshot_values
 from app.ui.review import ReviewWindow
 from app.ui.scripted import scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
+from app.ui.sweep_tab import SweepDock
 from app.ui.video_view import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
@@ -51,6 +54,7 @@ _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
     State.ERROR: "Stopped: source or model failed",
     State.ENDED: "Source ended",
+    State.STOPPED: "Paused",  # a running window stops its pipeline only to pause it (the delegate sweep)
 }
 
 __all__ = ["GuiOptions", "MainWindow"]  # GuiOptions is defined in app.ui.window_config
@@ -77,10 +81,12 @@ class MainWindow(QMainWindow):
         self._source_trial: tuple[str, str | None] | None = None  # (chosen source, the one to go back to)
 
         self._build_widgets()
+        self.sweep, self.unpaced = SweepDock(self), UnpacedMode(self)
         self.record_action = build_menus(self)
 
         start = start_config(options, self.saved)
         self.live = LiveController(start.source, start.config)
+        self.ops_view.attach(self.live)
         self.event_view = EventView(self.live, self.plots, self.delegation, self.controls, self.statusBar())
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
@@ -123,6 +129,10 @@ class MainWindow(QMainWindow):
         self.compare_dock = self._dock("A/B comparison", self.compare_panel, "compare")
         self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
         self.compare_dock.hide()  # shown while comparing
+        self.ops_view = OpsView()
+        self.ops_dock = self._dock("Ops", self.ops_view, "ops")
+        self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
+        self.delegation_dock.raise_()
         self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
         # 320 wide by default (a small window may squeeze them to their 220 minimum).
         self.resizeDocks([self.delegation_dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
@@ -305,7 +315,12 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot record", f"{exc.strerror or exc}: {path}")
             return False
         self.record_action.setChecked(True)
-        self.statusBar().showMessage(f"Recording to {path}", 5000)
+        status = self.live.recording_status()
+        if status is not None and status.both_sides:
+            files = _files_text(status, counts=False)
+            self.statusBar().showMessage(f"Recording both sides of A/B in {path.parent}: {files}", 15_000)
+        else:
+            self.statusBar().showMessage(f"Recording to {path}", 5000)
         return True
 
     def stop_recording(self) -> RecordingStatus | None:
@@ -314,11 +329,16 @@ class MainWindow(QMainWindow):
         self.record_label.setText("")
         if status is not None:
             self.last_recording = status
+            self.ops_view.save_beside(status.path)  # the report's per-op chart (app/report_ops.py)
             if status.error:
                 self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
             else:
                 lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
-                self.statusBar().showMessage(f"Recording saved: {status.path} ({status.rows} rows{lost})", 15_000)
+                if status.both_sides:
+                    saved = f"Recording saved, both sides, in {status.path.parent}: {_files_text(status)}{lost}"
+                else:
+                    saved = f"Recording saved: {status.path} ({status.rows} rows{lost})"
+                self.statusBar().showMessage(saved, 15_000)
         return status
 
     def request_review(self) -> None:
@@ -387,6 +407,7 @@ class MainWindow(QMainWindow):
         self.video.backend_label = backend_name(backend) + (
             " (fallback)" if report and report.requested != report.used else ""
         )
+        self.video.backend_label += self.unpaced.badge()
         self.video.inference_fps = snap.inference_fps
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
@@ -474,7 +495,11 @@ class MainWindow(QMainWindow):
             self.show_error("Recording stopped", status.error)
             return
         minutes, seconds = divmod(int(status.seconds), 60)
-        self.record_label.setText(f"● REC {status.path.name}  {status.rows} rows  {minutes:02d}:{seconds:02d}")
+        if status.both_sides:  # A/B: both sides and their per-frame comparison are recorded
+            rows = f"A {status.rows} · B {status.b_rows} rows · {status.compared} frames compared"
+            self.record_label.setText(f"● REC A+B {status.path.name}  {rows}  {minutes:02d}:{seconds:02d}")
+        else:
+            self.record_label.setText(f"● REC {status.path.name}  {status.rows} rows  {minutes:02d}:{seconds:02d}")
         self.record_label.setToolTip(str(status.path))
         self.record_label.setStyleSheet("color: #c62828; font-weight: bold")
 
@@ -499,13 +524,23 @@ class MainWindow(QMainWindow):
         self._closing = True
         self._display_timer.stop()
         self._stats_timer.stop()
+        self.sweep.shutdown()
         self.stop_recording()
+        self.ops_view.stop()
         self.live.stop()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:
             remember(self.saved, self.live.config(), self.live.source, self.video.score_threshold)
             save_settings(self.qsettings, self.saved, self.saveGeometry(), self.saveState())
         event.accept()
+
+
+def _files_text(status: RecordingStatus, counts: bool = True) -> str:
+    """A/B recording: which file holds what."""
+    assert status.b_path is not None and status.comparison_path is not None
+    a, b, c = (f" ({n} {unit})" if counts else "" for n, unit in
+               ((status.rows, "rows"), (status.b_rows, "rows"), (status.compared, "frames")))  # fmt: skip
+    return f"A {status.path.name}{a}, B {status.b_path.name}{b}, per-frame comparison {status.comparison_path.name}{c}"
 
 
 def _result_key(result: Result | None) -> tuple[int, int] | None:

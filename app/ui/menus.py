@@ -46,12 +46,18 @@ def build_menus(window: MainWindow) -> QAction:
     view = window.menuBar().addMenu("&View")
     view.addAction(window.controls_dock.toggleViewAction())
     view.addAction(window.delegation_dock.toggleViewAction())
+    view.addAction(window.ops_dock.toggleViewAction())
     view.addAction(action("&Clear plots", window.plots.clear_series))
+    benchmark = window.menuBar().addMenu("&Benchmark")
+    benchmark.addAction(window.sweep.action)
+    benchmark.addAction(window.unpaced.action)
     help_menu = window.menuBar().addMenu("&Help")
     help_menu.addAction(action("&About Delegate Scope", window.show_about))
 
     bar = QToolBar("Main")
     bar.setObjectName("toolbar-main")
     bar.addAction(record)
+    bar.addAction(window.sweep.action)
+    bar.addAction(window.unpaced.action)
     window.addToolBar(bar)
     return record

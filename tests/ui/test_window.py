@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from app.recording import read_recording
+from app.recording import read_recording, sidecar_path
 from tests.conftest import TEST_MODELS, assert_one_line_error, run_cli
 
 pytest.importorskip("pytestqt")
@@ -282,7 +282,7 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     qtbot.addWidget(review)
     assert review.inferences >= 70
     assert np.nanmax(review.plots.curves["inference_fps"].getData()[1]) > 5
-    assert "efficientnet_lite0_int8" in review.summary.text()
+    assert [r["model"] for r in review.segment_rows()][-1] == "efficientnet_lite0_int8"
     # Bad files: one message, no window, the live window runs on.
     junk = tmp_path / "junk.csv"
     junk.write_bytes(b"\x00\xff not a recording")
@@ -301,17 +301,17 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
 
     from tests.reader_fuzz import mutate_csv, mutate_json
 
-    text, meta = path.read_text(encoding="utf-8"), json.loads(path.with_suffix(".json").read_text())
+    text, meta = path.read_text(encoding="utf-8"), json.loads(sidecar_path(path).read_text())
     rng = random.Random(3)
     damaged = tmp_path / "damaged.csv"
     for _ in range(40):
         damaged.write_text(mutate_csv(text, rng), encoding="utf-8")
-        damaged.with_suffix(".json").write_text(mutate_json(meta, rng), encoding="utf-8")
+        sidecar_path(damaged).write_text(mutate_json(meta, rng), encoding="utf-8")
         opened = window.open_review(damaged)
         if opened is not None:
             opened.close()
     damaged.write_text(text, encoding="utf-8")
-    damaged.with_suffix(".json").write_text(json.dumps({**meta, "lost_rows": 1e400}))
+    sidecar_path(damaged).write_text(json.dumps({**meta, "lost_rows": 1e400}))
     assert window.open_review(damaged) is not None
 
 

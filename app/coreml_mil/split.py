@@ -1,0 +1,201 @@
+"""Split a TFLite model where the Core ML delegate would: pieces that run one after another.
+
+The delegate hands TFLite its kept partitions (app/coverage/coreml_rules.py), and TFLite
+(tensorflow/lite/core/subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels) partitions the graph
+again with exactly those nodes (graph_info.cc, PartitionGraphIntoIndependentNodeSubsets) and lays
+out the new execution plan subset by subset: one delegate kernel per delegated subset, the other
+subsets' nodes as they were. Each subset becomes a piece here, written as a stand-alone .tflite
+(the schema's object API), so a delegated piece can be translated to Core ML and the rest run in
+LiteRT, in the runtime's order.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import flatbuffers
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+from app.coverage import Coverage
+from app.coverage.partition import has_side_effects, subsets
+from app.errors import ModelError
+from app.tflite_graph import OPTIONAL_TENSOR, Graph
+
+
+@dataclass(frozen=True)
+class Piece:
+    index: int  # position in the split execution plan
+    delegated: bool  # a Core ML partition (True) or nodes left to LiteRT's CPU kernels
+    nodes: tuple[int, ...]  # node indices of the whole graph, in execution order
+    inputs: tuple[int, ...]  # whole-graph tensor indices it reads from the model's inputs or earlier pieces
+    outputs: tuple[int, ...]  # whole-graph tensor indices later pieces or the model's outputs read
+
+    @property
+    def where(self) -> str:
+        return "coreml" if self.delegated else "cpu"
+
+
+def plan_pieces(graph: Graph, coverage: Coverage) -> list[Piece]:
+    """The pieces of `graph` for the Core ML delegate's selection `coverage`, in execution order."""
+    if len(coverage.nodes) != len(graph.nodes):
+        raise ValueError("the coverage does not belong to this graph")
+    if has_side_effects(graph):
+        raise ModelError("the model has ops with side effects (variables, control flow); it is not split")
+    delegated = [bool(n.delegated) for n in coverage.nodes]
+    groups = _with_fp16_weights(graph, [(kind, sorted(members)) for kind, members in subsets(graph, delegated)])
+    constant = {t.index for t in graph.tensors if t.constant}
+    produced_in = {}
+    for position, (_, members) in enumerate(groups):
+        for i in members:
+            for t in graph.nodes[i].outputs:
+                if t != OPTIONAL_TENSOR:
+                    produced_in[t] = position
+    read_later: dict[int, set[int]] = {}  # tensor -> pieces that read it
+    for position, (_, members) in enumerate(groups):
+        for i in members:
+            for t in graph.nodes[i].inputs:
+                if t != OPTIONAL_TENSOR:
+                    read_later.setdefault(t, set()).add(position)
+    pieces = []
+    for position, (kind, members) in enumerate(groups):
+        inputs: list[int] = []
+        outputs: list[int] = []
+        for i in members:
+            for t in graph.nodes[i].inputs:
+                if t == OPTIONAL_TENSOR or t in constant or produced_in.get(t) == position or t in inputs:
+                    continue
+                inputs.append(t)
+            for t in graph.nodes[i].outputs:
+                if t == OPTIONAL_TENSOR:
+                    continue
+                if t in graph.outputs or any(p > position for p in read_later.get(t, ())):
+                    outputs.append(t)
+        pieces.append(Piece(position, kind, members, tuple(inputs), tuple(outputs)))
+    return pieces
+
+
+def _fp16_dequantize_outputs(graph: Graph) -> dict[int, int]:
+    """DEQUANTIZE output -> node, for DEQUANTIZEs of constant fp16 tensors (fp16 weights)."""
+    found = {}
+    for node in graph.nodes:
+        if node.op == "DEQUANTIZE" and node.inputs and node.outputs and node.inputs[0] != OPTIONAL_TENSOR:
+            source = graph.tensors[node.inputs[0]]
+            if source.dtype == "float16" and source.constant:
+                found[node.outputs[0]] = node.index
+    return found
+
+
+def _with_fp16_weights(graph: Graph, groups: list[tuple[bool, list[int]]]) -> list[tuple[bool, tuple[int, ...]]]:
+    """A partly delegated model keeps its fp16 DEQUANTIZEs on the CPU, but the delegate reads their fp16
+    constants itself (FP16GraphPartitionHelper::RemapFp16InputTensors, delegates/utils.cc): so each
+    delegated piece takes a copy of the DEQUANTIZEs it reads (their constant becomes its weight), and a
+    CPU DEQUANTIZE that no CPU node and no model output then reads is dropped."""
+    fp16 = _fp16_dequantize_outputs(graph)
+    if not fp16:
+        return [(kind, tuple(members)) for kind, members in groups]
+    out: list[tuple[bool, list[int]]] = []
+    for kind, members in groups:
+        if kind:
+            pulled = {fp16[t] for i in members for t in graph.nodes[i].inputs if t in fp16}
+            members = sorted(set(members) | pulled)
+        out.append((kind, members))
+    read_on_cpu = {t for kind, members in out if not kind for i in members for t in graph.nodes[i].inputs}
+    kept = []
+    for kind, members in out:
+        if not kind:
+            members = [
+                i for i in members
+                if not (graph.nodes[i].outputs and graph.nodes[i].outputs[0] in fp16)
+                or graph.nodes[i].outputs[0] in read_on_cpu or graph.nodes[i].outputs[0] in graph.outputs
+            ]  # fmt: skip
+        if members:
+            kept.append((kind, tuple(members)))
+    return kept
+
+
+def _unpack(data: bytes) -> fb.ModelT:
+    try:
+        return fb.ModelT.InitFromPackedBuf(data, 0)
+    except Exception as exc:  # the generated reader raises whatever a bad offset gives
+        raise ModelError(f"model file is corrupt ({type(exc).__name__} while unpacking it)") from None
+
+
+def piece_models(data: bytes, pieces: list[Piece]) -> list[bytes]:
+    """One stand-alone .tflite per piece: its nodes, the tensors they touch, the buffers those use.
+
+    Operator codes stay as they are (indices stay valid); buffers keep their positions, emptied where
+    the piece does not use them, so a piece carries only its own weights.
+    """
+    model = _unpack(data)
+    if len(model.subgraphs or []) != 1:
+        raise ModelError("the model has more than one subgraph; only single-subgraph models are split")
+    if any(getattr(b, "offset", 0) for b in model.buffers or []):
+        raise ModelError("the model keeps its weights outside the flatbuffer (over 2 GB); it is not split")
+    return [_piece_model(model, piece) for piece in pieces]
+
+
+def _piece_model(model: fb.ModelT, piece: Piece) -> bytes:
+    whole = model.subgraphs[0]
+    used: list[int] = []
+    remap: dict[int, int] = {}
+
+    def local(t: int) -> int:
+        if t == OPTIONAL_TENSOR:
+            return t
+        if t not in remap:
+            remap[t] = len(used)
+            used.append(t)
+        return remap[t]
+
+    for t in piece.inputs:
+        local(t)
+    operators = []
+    for i in piece.nodes:
+        op = copy.copy(whole.operators[i])
+        op.inputs = [local(int(t)) for t in np.atleast_1d(op.inputs if op.inputs is not None else [])]
+        op.outputs = [local(int(t)) for t in np.atleast_1d(op.outputs if op.outputs is not None else [])]
+        if op.intermediates is not None and len(op.intermediates):
+            op.intermediates = [local(int(t)) for t in np.atleast_1d(op.intermediates)]
+        operators.append(op)
+    tensors = [whole.tensors[t] for t in used]
+    kept_buffers = {int(t.buffer) for t in tensors}
+    buffers = [b if i in kept_buffers else fb.BufferT() for i, b in enumerate(model.buffers)]
+    sg = fb.SubGraphT()
+    sg.tensors, sg.operators = tensors, operators
+    sg.inputs = [remap[t] for t in piece.inputs]
+    sg.outputs = [remap[t] for t in piece.outputs]
+    sg.name = f"piece{piece.index}"
+    out = fb.ModelT()
+    out.version = model.version
+    out.operatorCodes = model.operatorCodes
+    out.subgraphs = [sg]
+    out.buffers = buffers
+    out.description = f"piece {piece.index} ({piece.where}) of a model split at its Core ML partitions"
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(out.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _span(nodes: tuple[int, ...]) -> str:
+    contiguous = list(nodes) == list(range(nodes[0], nodes[-1] + 1))
+    if len(nodes) == 1:
+        return f"node {nodes[0]}"
+    return f"nodes {nodes[0]}–{nodes[-1]}" if contiguous else f"{len(nodes)} nodes from {nodes[0]} to {nodes[-1]}"
+
+
+def describe_pieces(graph: Graph, pieces: list[Piece]) -> str:
+    """'Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60': the execution plan in one line."""
+    parts = []
+    for p in pieces:
+        text = f"{'Core ML' if p.delegated else 'CPU'} {_span(p.nodes)}"
+        if not p.delegated:
+            ops = sorted({graph.nodes[i].op for i in p.nodes})
+            text += f" ({', '.join(ops[:4])}{', …' if len(ops) > 4 else ''})"
+        parts.append(text)
+    return " → ".join(parts)
+
+
+def pieces_to_dict(pieces: list[Piece]) -> list[dict]:
+    return [{"piece": p.index, "where": p.where, "nodes": list(p.nodes)} for p in pieces]

@@ -1,0 +1,160 @@
+"""The CPU profile: LiteRT's own profiler events for one model on XNNPACK and the built-in kernels."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.model import ModelSpec
+from app.profile.litert_c import HW_CPU, EventType, ProfiledModel, RawEvent
+from app.profile.types import OpTime, Placement, Profile, TimeSource
+from app.profile.xnnpack_ops import align
+from app.tflite_graph import read_graph
+
+_OP_EVENTS = (EventType.OPERATOR_INVOKE_EVENT, EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT)
+WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its caches
+
+
+def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
+    """A fixed pseudo-random image in the model's input type: the kernels' cost does not depend on it."""
+    rng = np.random.default_rng(seed)
+    shape = (1, spec.input_height, spec.input_width, 3)
+    if spec.input_dtype == np.float32:
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+    info = np.iinfo(spec.input_dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(spec.input_dtype)
+
+
+@dataclass(frozen=True)
+class _Op:
+    tag: str
+    type: int
+    index: int
+
+
+def split_runs(events: list[RawEvent]) -> list[list[RawEvent]]:
+    """The operator events of each run, split at the runtime's own 'Invoke' span."""
+    runs: list[list[RawEvent]] = []
+    invokes: list[int] = []
+    for e in events:
+        if e.type == EventType.DEFAULT and e.tag == "Invoke":
+            runs.append([])
+            invokes.append(e.elapsed_us)
+        elif e.type in _OP_EVENTS and runs:
+            runs[-1].append(e)
+    return runs
+
+
+def invoke_spans_us(events: list[RawEvent]) -> list[int]:
+    return [e.elapsed_us for e in events if e.type == EventType.DEFAULT and e.tag == "Invoke"]
+
+
+def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians_ms: np.ndarray) -> list[OpTime]:
+    """Rows in run order: built-in kernel events carry their node index; XNNPACK's operators are aligned
+    to the nodes of their partition (the nodes between two built-in ones, in execution order)."""
+    graph = read_graph(spec.content)
+    on_cpu = {op.index for op in layout if op.type == EventType.OPERATOR_INVOKE_EVENT}
+    # Partitions: the maximal runs of nodes not run by a built-in kernel (TFLite's partitioner keeps
+    # execution order: tensorflow/lite/delegates/utils.cc GraphPartitionHelper).
+    partitions: list[list[tuple[int, str]]] = []
+    for node in graph.nodes:
+        if node.index in on_cpu:
+            partitions.append([])
+        else:
+            if not partitions:
+                partitions.append([])
+            partitions[-1].append((node.index, node.op))
+    partitions = [p for p in partitions if p]
+    # The XNNPACK operators of each partition: consecutive delegate events, numbered from 0 per partition.
+    groups: list[list[int]] = []
+    for position, op in enumerate(layout):
+        if op.type != EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT:
+            continue
+        starts = not groups or op.index == 0 or layout[position - 1].type != op.type
+        if starts:
+            groups.append([])
+        groups[-1].append(position)
+    node_of: dict[int, int | None] = {}
+    partition_of: dict[int, int] = {}
+    for number, positions in enumerate(groups):
+        nodes = partitions[number] if number < len(partitions) else []
+        for position, node in zip(positions, align([layout[p].tag for p in positions], nodes), strict=True):
+            node_of[position] = node
+            partition_of[position] = number
+    names = {n.index: n.op for n in graph.nodes}
+    rows = []
+    for position, op in enumerate(layout):
+        if op.type == EventType.OPERATOR_INVOKE_EVENT:
+            node: int | None = op.index
+            placement, partition = Placement.CPU, None
+        else:
+            node = node_of.get(position)
+            placement, partition = Placement.ACCELERATOR, partition_of.get(position)
+        rows.append(
+            OpTime(
+                order=position,
+                node=node,
+                op=names.get(node, op.tag) if node is not None else f"(XNNPACK's own) {op.tag}",
+                kernel=op.tag,
+                placement=placement,
+                partition=partition,
+                ms=float(times_ms[position]),
+                source=TimeSource.RUNTIME,
+                median_ms=float(medians_ms[position]),
+            )
+        )
+    return rows
+
+
+def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel | None = None) -> Profile:
+    """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller)."""
+    own = model is None
+    shape = (1, spec.input_height, spec.input_width, 3)
+    pm = model or ProfiledModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
+    try:
+        pm.write_input(sample_input(spec))
+        if own:
+            for _ in range(WARMUP_RUNS):
+                pm.run()
+        pm.start()
+        walls = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            pm.run()
+            walls.append((time.perf_counter() - started) * 1000)
+        pm.stop()
+        events = pm.events()
+    finally:
+        if own:
+            pm.close()
+    per_run = split_runs(events)
+    if not per_run or not per_run[0]:
+        raise RuntimeError("LiteRT's profiler recorded no operator events")
+    layout = [_Op(e.tag, e.type, e.index) for e in per_run[0]]
+    invokes = invoke_spans_us(events)
+    kept = [i for i, r in enumerate(per_run) if [_Op(e.tag, e.type, e.index) for e in r] == layout]
+    complete = [per_run[i] for i in kept]
+    times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
+    # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
+    rows = build_rows(spec, layout, times.mean(axis=0), np.median(times, axis=0))
+    xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
+    plural = "s" if threads != 1 else ""
+    return Profile(
+        model=spec.display_name,
+        requested="cpu",
+        used="cpu",
+        accelerator=f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})",
+        threads=threads,
+        runs=len(complete),
+        ops=tuple(rows),
+        invoke_ms=float(np.mean(invokes)) / 1000 if invokes else None,
+        wall_ms=float(np.mean(walls)),
+        notes=(
+            "per-op times are LiteRT's own profiler events (CompiledModel with enable_profiling, read through "
+            "its C API): XNNPACK's operators inside a partition, the built-in kernels' nodes outside",
+        ),
+        per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
+        per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
+    )

@@ -1,0 +1,129 @@
+"""The GPU profile: what LiteRT's GPU accelerator lets one measure, and no more.
+
+LiteRT's WebGPU delegate implements no profile: with the runtime's profiler on, its kernel fails
+every invoke ("UNIMPLEMENTED: Profile is not implemented", ml_drift/delegate/gpu_backend_webgpu.cc
+via delegate_kernel.cc; seen here on ai-edge-litert 2.3.0). So the GPU model runs with the profiler
+off and is timed whole; the nodes it leaves on the CPU are timed by the runtime's CPU profile of
+the same model (same kernels, same threads); the GPU partitions get the rest, by difference.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from app.backends.base import ModelRunner
+from app.model import ModelSpec
+from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.types import OpTime, Placement, Profile, TimeSource
+
+NO_GPU_OP_PROFILE = (
+    "per-op time inside a GPU partition: not implemented by the runtime (LiteRT's WebGPU delegate: "
+    '"Profile is not implemented")'
+)
+
+
+def time_runs(session: ModelRunner, spec: ModelSpec, runs: int) -> list[float]:
+    tensor = sample_input(spec)
+    for _ in range(WARMUP_RUNS):
+        session.run(tensor)
+    walls = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        session.run(tensor)
+        walls.append((time.perf_counter() - started) * 1000)
+    return walls
+
+
+def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) -> Profile:
+    """`session`: an open GPU session (app.backends.gpu); its coverage says which nodes the GPU took."""
+    report = session.report
+    wall_ms = float(np.mean(time_runs(session, spec, runs)))
+    coverage = report.coverage
+    adapter = (
+        f"GPU: {report.adapter}" + (" (software renderer)" if report.software else "") if report.adapter else "GPU"
+    )
+    base = dict(
+        model=spec.display_name,
+        requested=report.requested,
+        used="gpu",
+        accelerator=f"{report.accelerator}; {adapter}",
+        threads=threads,
+        runs=runs,
+        invoke_ms=None,
+        wall_ms=wall_ms,
+        fallback_reason=report.fallback_reason,
+    )
+    if coverage is None or any(n.delegated is None for n in coverage.nodes) or not coverage.nodes:
+        whole = OpTime(
+            0, None, "whole model", "GPU accelerator", Placement.ACCELERATOR, None, wall_ms, TimeSource.DIFFERENCE
+        )
+        return Profile(
+            **base,
+            ops=(whole,),
+            not_reported=(NO_GPU_OP_PROFILE, "which nodes the GPU took: not reported by the runtime for this model"),
+        )
+    left = [n for n in coverage.nodes if not n.delegated]
+    cpu_ms: dict[int, float] = {}
+    cpu_kernel: dict[int, str] = {}
+    cpu_median: dict[int, float] = {}
+    notes = []
+    if left:
+        cpu = profile_cpu(spec, threads, runs)
+        for op in cpu.ops:
+            if op.node is not None:
+                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.ms
+                cpu_median[op.node] = cpu_median.get(op.node, 0.0) + (op.median_ms or 0.0)
+                cpu_kernel.setdefault(op.node, op.kernel)
+        notes.append(
+            f"the {len(left)} node(s) left on the CPU are timed by the runtime's CPU profile of the same model "
+            f"({threads} thread(s)); the GPU partitions get the whole run minus those"
+        )
+    off_ms = sum(cpu_ms.get(n.index, 0.0) for n in left)
+    gpu_ms = max(wall_ms - off_ms, 0.0)
+    if off_ms > wall_ms:
+        notes.append("the CPU ops' profile exceeds the whole GPU run: the GPU partitions' share is shown as 0")
+    gpu_nodes = tuple(n.index for n in coverage.nodes if n.delegated)
+    partitions = sorted({n.partition for n in coverage.nodes if n.delegated and n.partition is not None})
+    label = (
+        f"GPU partition {partitions[0]}" if len(partitions) == 1 else f"GPU partitions {partitions[0]}-{partitions[-1]}"
+    )
+    rows: list[OpTime] = []
+    gpu_row_done = False
+    for n in coverage.nodes:
+        if n.delegated:
+            if not gpu_row_done:  # one row for the GPU's share, where its first partition starts
+                kernel = "GPU accelerator (LiteRT WebGPU)"
+                rows.append(
+                    OpTime(
+                        len(rows),
+                        None,
+                        label,
+                        kernel,
+                        Placement.ACCELERATOR,
+                        partitions[0] if partitions else 0,
+                        gpu_ms,
+                        TimeSource.DIFFERENCE,
+                        gpu_nodes,
+                    )
+                )
+                gpu_row_done = True
+            continue
+        rows.append(
+            OpTime(
+                len(rows),
+                n.index,
+                n.op,
+                cpu_kernel.get(n.index, "CPU kernel"),
+                Placement.CPU,
+                None,
+                cpu_ms.get(n.index, 0.0),
+                TimeSource.CPU_PROFILE,
+                median_ms=cpu_median.get(n.index),
+            )
+        )
+    not_reported = [NO_GPU_OP_PROFILE]
+    if len(partitions) > 1:
+        not_reported.append(f"how the GPU's time divides between its {len(partitions)} partitions: not reported")
+    return Profile(**base, ops=tuple(rows), not_reported=tuple(not_reported), notes=tuple(notes))

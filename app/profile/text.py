@@ -1,0 +1,79 @@
+"""A profile as text tables: run order, top ops, totals by op type, ops off the accelerator, partition boundaries."""
+
+from __future__ import annotations
+
+from app.profile.types import OpTime, Placement, Profile, TimeSource
+
+WHERE = {Placement.ACCELERATOR: "accel", Placement.CPU: "CPU"}
+
+
+def _node(op: OpTime) -> str:
+    if op.nodes:
+        return f"{min(op.nodes)}-{max(op.nodes)}" if len(op.nodes) > 1 else str(op.nodes[0])
+    return "-" if op.node is None else str(op.node)
+
+
+def _median(op: OpTime) -> str:
+    return "-" if op.median_ms is None else f"{op.median_ms:.3f}"
+
+
+def _row(profile: Profile, op: OpTime) -> str:
+    part = "" if op.partition is None else str(op.partition)
+    return (
+        f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
+        f"{part:>4} {_median(op):>9} {op.ms:>9.3f} {100 * profile.share(op):>6.1f}%"
+    )
+
+
+def _header() -> str:
+    columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<5} {'part':>4}"
+    return f"  {'#':>4} {'node':>7}  {columns} {'median ms':>9} {'mean ms':>9} {'share':>7}"
+
+
+def headline(profile: Profile) -> list[str]:
+    lines = [f"model     {profile.model}"]
+    backend = profile.used if profile.used == profile.requested else f"{profile.used} (asked for {profile.requested})"
+    lines.append(f"delegate  {backend}: {profile.accelerator}; {profile.runs} profiled runs")
+    if profile.fallback_reason:
+        lines.append(f"          fell back to CPU: {profile.fallback_reason}")
+    whole = f"measured run {profile.wall_ms:.3f} ms"
+    if profile.invoke_ms is not None:
+        whole = f"runtime's Invoke {profile.invoke_ms:.3f} ms, " + whole
+        ratio = f" = {100 * profile.ops_ms / profile.invoke_ms:.1f}% of Invoke" if profile.invoke_ms > 0 else ""
+        if profile.ops_over_invoke is not None:
+            ratio += f" (run by run, median {100 * profile.ops_over_invoke:.1f}%)"
+    else:
+        ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
+    lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} (means per run)")
+    if any(op.source is TimeSource.DIFFERENCE for op in profile.ops):
+        lines.append(
+            "          (the GPU rows are the measured run minus the CPU ops: the sum is the run by construction)"
+        )
+    return lines
+
+
+def render(profile: Profile, top: int = 10) -> list[str]:
+    lines = headline(profile)
+    lines += ["", "Run order", _header()]
+    lines += [_row(profile, op) for op in profile.ops]
+    lines += ["", f"Top {min(top, len(profile.ops))} by time (ranked by median per run)", _header()]
+    lines += [_row(profile, op) for op in profile.top(top)]
+    lines += ["", "By op type", f"  {'op':<40} {'count':>5} {'ms':>9} {'share':>7}"]
+    total = profile.ops_ms or 1.0
+    lines += [
+        f"  {name[:40]:<40} {count:>5} {ms:>9.3f} {100 * ms / total:>6.1f}%" for name, count, ms in profile.by_type()
+    ]
+    off = profile.off_accelerator()
+    lines += ["", f"Off the accelerator: {len(off)} op(s), {profile.off_accelerator_ms:.3f} ms "
+              f"({100 * profile.off_accelerator_ms / total:.1f}% of the ops' time)"]  # fmt: skip
+    lines += [_row(profile, op) for op in off]
+    lines += ["", "Partition boundaries (run order)"]
+    for s in profile.segments():
+        where = f"partition {s.partition}" if s.placement is Placement.ACCELERATOR else "CPU      "
+        span = "" if s.first_node is None else f"nodes {s.first_node}-{s.last_node}"
+        lines.append(f"  {where:<12} {span:<16} {s.ops:>4} op(s) {s.ms:>9.3f} ms")
+    for text in profile.not_reported:
+        lines.append(f"not reported: {text}")
+    for text in profile.notes:
+        lines.append(f"note: {text}")
+    return lines

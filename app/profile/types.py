@@ -1,0 +1,170 @@
+"""A per-op profile of one model on one delegate: typed rows, the tables built from them, JSON both ways."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+
+
+class Placement(StrEnum):
+    ACCELERATOR = "accelerator"  # inside a delegated partition (XNNPACK on the CPU backend, a GPU partition)
+    CPU = "cpu"  # off the accelerator: LiteRT's built-in CPU kernels (or, next to a GPU, XNNPACK on the CPU)
+
+
+class TimeSource(StrEnum):
+    RUNTIME = "runtime profiler"  # LiteRT's own events for this op
+    CPU_PROFILE = "CPU profile"  # the same node's time in the runtime's CPU profile of the same model
+    DIFFERENCE = "by difference"  # the whole run, measured, minus the ops timed on the CPU
+    ESTIMATE = "estimated cost"  # Core ML's MLComputePlan estimated share times the measured prediction
+
+
+@dataclass(frozen=True)
+class OpTime:
+    order: int  # run order
+    node: int | None  # the TFLite node index; None: an operator the delegate added (or not reported)
+    op: str  # the TFLite op ("CONV_2D"), or what the row stands for ("GPU partition 0")
+    kernel: str  # the runtime's own name for what ran ("Fully Connected (NC, F32) GEMM", "SOFTMAX")
+    placement: Placement
+    partition: int | None  # delegated partition, in execution order from 0; None off the accelerator
+    ms: float  # per run, the mean over the profiled runs: these add up to the whole run
+    source: TimeSource
+    nodes: tuple[int, ...] = ()  # for a row that stands for several nodes (a GPU partition)
+    median_ms: float | None = None  # per run, the median: what ranks the top ops (a preempted run moves a mean)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of consecutive ops in one place: a delegated partition or the CPU ops between two."""
+
+    placement: Placement
+    partition: int | None
+    first_node: int | None
+    last_node: int | None
+    ops: int
+    ms: float
+
+
+@dataclass(frozen=True)
+class Profile:
+    model: str
+    requested: str  # the delegate asked for
+    used: str  # the delegate that ran ("cpu" after a fallback)
+    accelerator: str  # what the accelerator is, in words ("XNNPACK (CPU, 1 thread)", "GPU: <adapter>")
+    threads: int
+    runs: int
+    ops: tuple[OpTime, ...]
+    invoke_ms: float | None  # the runtime's own Invoke span per run (mean), when it reports one
+    wall_ms: float  # one run measured around the call (mean)
+    fallback_reason: str | None = None
+    not_reported: tuple[str, ...] = ()  # what the runtime does not give, in words
+    notes: tuple[str, ...] = ()
+    per_run_ms: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # op times per run (profiler runs)
+    per_run_invoke_ms: tuple[float, ...] = field(default=(), repr=False)  # the runtime's Invoke span of each run
+
+    @property
+    def ops_over_invoke(self) -> float | None:
+        """The ops' sum over the runtime's Invoke span, run by run, median: how much of each run the ops
+        account for, unmoved by a run preempted between two ops (which a ratio of means is not)."""
+        if not self.per_run_invoke_ms or len(self.per_run_invoke_ms) != len(self.per_run_ms):
+            return None
+        ratios = sorted(sum(ops) / inv for ops, inv in zip(self.per_run_ms, self.per_run_invoke_ms, strict=True) if inv)
+        return ratios[len(ratios) // 2] if ratios else None
+
+    # --- derived tables -------------------------------------------------------------------------
+
+    @property
+    def ops_ms(self) -> float:
+        return sum(op.ms for op in self.ops)
+
+    def share(self, op: OpTime) -> float:
+        total = self.ops_ms
+        return op.ms / total if total > 0 else 0.0
+
+    def top(self, n: int = 10) -> list[OpTime]:
+        """The n slowest ops, by median where the runtime timed each run (robust on a busy machine), else by mean."""
+        return sorted(self.ops, key=lambda op: (-(op.median_ms if op.median_ms is not None else op.ms), op.order))[:n]
+
+    def by_type(self) -> list[tuple[str, int, float]]:
+        """(op type, count, total ms), largest first; an op the delegate added counts under its kernel."""
+        totals: dict[str, list[float]] = defaultdict(list)
+        for op in self.ops:
+            totals[op.op if op.node is not None or not op.kernel else op.kernel].append(op.ms)
+        rows = [(name, len(times), sum(times)) for name, times in totals.items()]
+        return sorted(rows, key=lambda r: -r[2])
+
+    def off_accelerator(self) -> list[OpTime]:
+        return [op for op in self.ops if op.placement is Placement.CPU]
+
+    @property
+    def off_accelerator_ms(self) -> float:
+        return sum(op.ms for op in self.off_accelerator())
+
+    def segments(self) -> list[Segment]:
+        """Consecutive ops grouped by where they ran: the partition boundaries in run order."""
+        out: list[Segment] = []
+        for op in self.ops:
+            nodes = op.nodes or ((op.node,) if op.node is not None else ())
+            key = (op.placement, op.partition)
+            if out and (out[-1].placement, out[-1].partition) == key:
+                last = out[-1]
+                out[-1] = Segment(
+                    last.placement,
+                    last.partition,
+                    last.first_node if last.first_node is not None else (min(nodes) if nodes else None),
+                    max(nodes) if nodes else last.last_node,
+                    last.ops + 1,
+                    last.ms + op.ms,
+                )
+            else:
+                first, last = (min(nodes), max(nodes)) if nodes else (None, None)
+                out.append(Segment(op.placement, op.partition, first, last, 1, op.ms))
+        return out
+
+    # --- JSON ----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("per_run_ms")
+        d.pop("per_run_invoke_ms")
+        d["ops_over_invoke"] = self.ops_over_invoke
+        d["ops_ms"] = self.ops_ms
+        d["off_accelerator_ms"] = self.off_accelerator_ms
+        d["off_accelerator_share"] = self.off_accelerator_ms / self.ops_ms if self.ops_ms > 0 else 0.0
+        d["top"] = [op.order for op in self.top(5)]
+        d["by_type"] = [{"op": name, "count": count, "ms": ms} for name, count, ms in self.by_type()]
+        d["segments"] = [asdict(s) for s in self.segments()]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Profile:
+        """Back from to_dict() (a recording's profile sidecar). Raises TypeError/ValueError/KeyError when malformed."""
+        ops = tuple(
+            OpTime(
+                order=int(o["order"]),
+                node=None if o["node"] is None else int(o["node"]),
+                op=str(o["op"]),
+                kernel=str(o["kernel"]),
+                placement=Placement(o["placement"]),
+                partition=None if o["partition"] is None else int(o["partition"]),
+                ms=float(o["ms"]),
+                source=TimeSource(o["source"]),
+                nodes=tuple(int(n) for n in o.get("nodes") or ()),
+                median_ms=None if o.get("median_ms") is None else float(o["median_ms"]),
+            )
+            for o in d["ops"]
+        )
+        return cls(
+            model=str(d["model"]),
+            requested=str(d["requested"]),
+            used=str(d["used"]),
+            accelerator=str(d["accelerator"]),
+            threads=int(d["threads"]),
+            runs=int(d["runs"]),
+            ops=ops,
+            invoke_ms=None if d.get("invoke_ms") is None else float(d["invoke_ms"]),
+            wall_ms=float(d["wall_ms"]),
+            fallback_reason=d.get("fallback_reason"),
+            not_reported=tuple(str(s) for s in d.get("not_reported") or ()),
+            notes=tuple(str(s) for s in d.get("notes") or ()),
+        )

@@ -1,0 +1,72 @@
+"""The window's unpaced mode: files read as fast as inference takes them, so the FPS plot shows what
+each delegate can do instead of the source's 30 fps. A benchmark mode, not a way to watch video, so
+it is labelled as one wherever a rate is shown: the video badge and the status bar. Never saved in
+the settings: the next start is paced again."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QLabel
+
+from app.errors import SourceError
+from app.sources import LIVE_KINDS, parse_source_spec
+
+if TYPE_CHECKING:
+    from app.ui.main_window import MainWindow
+
+BADGE = "UNPACED BENCHMARK"
+_STYLE = "color: white; background: #b35900; font-weight: bold; padding: 1px 6px; border-radius: 3px"
+
+
+class UnpacedMode:
+    def __init__(self, window: MainWindow) -> None:
+        self.window = window
+        self.action = QAction("&Unpaced: as fast as possible (benchmark)", window)
+        self.action.setCheckable(True)
+        self.action.setToolTip(
+            "Benchmark mode: read the video or images as fast as inference takes them (not at the file's frame "
+            "rate), so the FPS plot shows each delegate's real rate. Cameras and streams deliver at their own rate."
+        )
+        self.action.toggled.connect(self.set_unpaced)
+        self.label = QLabel("")
+        self.label.setStyleSheet(_STYLE)
+        self.label.setVisible(False)
+        window.statusBar().addPermanentWidget(self.label)
+
+    @property
+    def unpaced(self) -> bool:
+        return self.action.isChecked()
+
+    def set_unpaced(self, on: bool) -> None:
+        if self.action.isChecked() != on:
+            self.action.setChecked(on)  # toggled() comes back here once
+            return
+        window = self.window
+        window.live.set_pace(not on)
+        window.plots.add_marker("unpaced (benchmark)" if on else "paced")
+        self.refresh()
+
+    def refresh(self) -> None:
+        """The status bar's label, for the mode and the source now running."""
+        self.label.setVisible(self.unpaced)
+        if not self.unpaced:
+            return
+        text = f"{BADGE}: frames as fast as inference takes them, not real time"
+        if self._live_source():
+            text = f"{BADGE} (no effect: a camera or stream delivers at its own rate)"
+        self.label.setText(text)
+        self.label.setToolTip(self.action.toolTip())
+
+    def badge(self) -> str:
+        """What the video badge adds after the backend's name (the stats tick asks 5 times a second,
+        and the status bar's label is brought in step with the source running now)."""
+        self.refresh()
+        return " · UNPACED" if self.unpaced else ""
+
+    def _live_source(self) -> bool:
+        try:
+            return parse_source_spec(self.window.live.source)[0] in LIVE_KINDS
+        except SourceError:
+            return False

@@ -1,0 +1,38 @@
+"""Real recordings made the way the window makes them (LiveController on the demo clip, real LiteRT),
+shared by the report and Review tests."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from app.backends import BackendOptions
+from app.live import LiveController
+from app.pipeline import InferenceConfig
+
+SEGMENT_ROWS = 75  # rows per configuration: ~2.5 s of the 30 fps clip
+
+
+def wait(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def record_across_switches(path: Path) -> Path:
+    """Record the demo clip on the CPU with 2 threads, switch to 1 thread, then to the int8 model."""
+    live = LiveController("demo", InferenceConfig(options={"threads": 2}))
+    live.start()
+    try:
+        wait(lambda: live.snapshot().inferences_total >= 3)
+        live.start_recording(path)
+        wait(lambda: live.recording_status().rows >= SEGMENT_ROWS)
+        live.reconfigure(options=BackendOptions.of({"threads": 1}))
+        wait(lambda: live.recording_status().rows >= 2 * SEGMENT_ROWS)
+        live.reconfigure(model="efficientnet_lite0_int8")
+        wait(lambda: live.recording_status().rows >= 3 * SEGMENT_ROWS)
+    finally:
+        ended, recording = live.stop()
+    assert ended and recording is not None and recording.error is None
+    return path

@@ -1,0 +1,184 @@
+"""The delegate sweep: frames captured once and replayed to every configuration, through the real CLI
+on the demo clip and the bundled models, and the plan of what runs where."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.sources import capture_frames
+from app.sweep import plan_sweep, thread_counts
+from tests.conftest import NO_VULKAN, run_cli
+
+FLOAT, INT8 = "EfficientNet-Lite0 (float32)", "EfficientNet-Lite0 (int8)"
+
+
+def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
+    out, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
+    run = run_cli("sweep", "--frames", "12", "--warmup", "2", "--json", out, "--html", page, env=NO_VULKAN, timeout=120)
+    assert run.returncode == 0, run.stderr
+    d = json.loads(out.read_text())
+    assert d["frames"] == 12 and d["frame_size"] == [1280, 720] and d["source"] == "demo"
+    rows = {r["label"]: r for r in d["rows"]}
+    cores = os.cpu_count() or 1
+    cpu = [f"{m} · CPU {n} thread{'s' if n > 1 else ''}{' (all cores)' if n == cores > 1 else ''}"
+           for m in (FLOAT, INT8) for n in thread_counts()]  # fmt: skip
+    assert [r["label"] for r in d["rows"] if r["delegate"] == "cpu"] == cpu
+    first = d["rows"][0]
+    assert d["baseline"] == first["label"] == cpu[0]
+    # The baseline against itself: every captured frame answered, all agree.
+    assert first["top1_agreement"] == 1.0 and first["agreement_frames"] == 12
+    for label in cpu:
+        r = rows[label]
+        assert r["outcome"] == "measured" and r["reason"] is None, r
+        assert r["inference_fps"] > 0 and r["inferences"] >= 12
+        assert 0 < r["latency_p50_ms"] <= r["latency_p95_ms"]
+        assert r["cpu_ms_per_inference"] > 0 and r["init_ms"] > 0 and r["first_inference_ms"] > 0
+        assert r["accelerator"].startswith("XNNPACK (CPU")
+        # Every configuration saw every captured frame: agreement is over all 12, whatever it is.
+        assert r["agreement_frames"] == 12 and 0.5 <= r["top1_agreement"] <= 1.0
+    # Same model, same frames, CPU at another thread count: the same answers.
+    assert rows[cpu[1]]["top1_agreement"] == 1.0
+    # What cannot run here is listed, with the reason, never dropped or run on the CPU instead.
+    others = [r for r in d["rows"] if r["delegate"] != "cpu"]
+    assert {(r["model"], r["delegate"]) for r in others} == {(m, b) for m in (FLOAT, INT8) for b in ("gpu", "coreml")}
+    for r in others:
+        assert r["outcome"] == "unavailable" and r["reason"] and r["inference_fps"] is None, r
+    assert all("macOS" in r["reason"] for r in others if r["delegate"] == "coreml")
+    # The table on stdout, the same figures; the report page with its table and plots.
+    assert f"{cpu[0]}  " in run.stdout and "not measured:" in run.stdout
+    html = page.read_text()
+    assert "<table>" in html and "data:image/png;base64," in html and "Core ML needs macOS" in html
+
+
+@pytest.mark.slow  # SwiftShader runs EfficientNet-Lite0 at ~1 inference/s: ~25 s here
+def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, tmp_path: Path):
+    out = tmp_path / "sweep.json"
+    args = ["sweep", "--model", "efficientnet_lite0_int8", "--frames", "2", "--warmup", "1", "--json", out]
+    run = run_cli(*args, env=swiftshader, timeout=180)
+    assert run.returncode == 0, run.stderr
+    gpu = [r for r in json.loads(out.read_text())["rows"] if r["delegate"] == "gpu"]
+    assert len(gpu) == 1 and gpu[0]["outcome"] == "unavailable"
+    assert "software renderer" in gpu[0]["reason"] and "only when software GPU is allowed" in gpu[0]["reason"]
+
+    run = run_cli(*args, "--allow-software-gpu", env=swiftshader, timeout=180)
+    assert run.returncode == 0, run.stderr
+    gpu = [r for r in json.loads(out.read_text())["rows"] if r["delegate"] == "gpu"]
+    assert [r["setting"] for r in gpu] == ["fp16", "fp32"]
+    for r in gpu:
+        assert r["outcome"] == "measured" and r["software"] is True and "SwiftShader" in r["adapter"], r
+        assert r["inference_fps"] > 0 and r["agreement_frames"] == 2
+    assert "ran on a software GPU renderer" in run.stderr
+
+
+def test_the_plan_lists_every_configuration_and_why_not(tmp_path: Path):
+    assert thread_counts(1) == [1] and thread_counts(2) == [1, 2] and thread_counts(16) == [1, 2, 16]
+    software = {"gpu": {"reason": "GPU adapter is a software renderer: SwiftShader", "software": True},
+                "coreml": {"reason": "Core ML needs macOS"}}  # fmt: skip
+    plan = plan_sweep(["efficientnet_lite0"], statuses=software, cores=8)
+    assert [(e.delegate, e.setting) for e in plan] == [
+        ("cpu", "1 thread"), ("cpu", "2 threads"), ("cpu", "8 threads (all cores)"),
+        ("gpu", "fp16 / fp32"), ("coreml", "(any compute units)"),
+    ]  # fmt: skip
+    assert [e.options.threads for e in plan[:3]] == [1, 2, 8]
+    assert plan[3].unavailable and "software GPU is allowed" in plan[3].unavailable
+    allowed = plan_sweep(["efficientnet_lite0"], statuses=software, cores=2, allow_software_gpu=True)
+    gpu = [e for e in allowed if e.delegate == "gpu"]
+    assert [(e.options.precision, e.options.allow_software, e.unavailable) for e in gpu] == [
+        ("fp16", True, None),
+        ("fp32", True, None),
+    ]
+    mac = plan_sweep(["efficientnet_lite0"], statuses={"gpu": {"reason": None}, "coreml": {"reason": None}}, cores=2)
+    assert [e.setting for e in mac if e.delegate == "coreml"] == ["all", "cpu_and_ne", "cpu_and_gpu", "cpu_only"]
+
+
+def test_captured_frames_replay_the_same_images_unpaced():
+    captured = capture_frames("demo", 4)
+    assert len(captured.images) == 4 and all(not i.flags.writeable for i in captured.images)
+    source = captured.open(pace=True)  # a replay is never paced
+    frames = [source.read() for _ in range(9)]
+    assert [f.content_id for f in frames] == [0, 1, 2, 3, 0, 1, 2, 3, 0]
+    assert all(np.shares_memory(f.image, captured.images[f.content_id]) for f in frames)
+    assert not np.array_equal(captured.images[0], captured.images[3])  # four different frames of the clip
+    assert source.info.kind == "replay" and "replayed unpaced" in source.info.description
+    once = captured.open(loop=False)
+    assert [once.read() is not None for _ in range(5)] == [True, True, True, True, False]
+
+
+@pytest.mark.parametrize("bad", ["camera:42", "video:/nonexistent/clip.mp4"])
+def test_a_source_that_gives_nothing_is_a_source_error(bad: str):
+    from app.errors import SourceError
+
+    with pytest.raises(SourceError):
+        capture_frames(bad, 3)
+
+
+def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
+    import threading
+
+    from app.backends.options import BackendOptions
+    from app.sweep import Outcome, SweepEntry, SweepProgress, run_sweep
+
+    captured = capture_frames("demo", 3)
+    cpu = SweepEntry("efficientnet_lite0", "cpu", BackendOptions(threads=1), "1 thread")
+    # Tried although the plan would have said why not: the open is refused, fallback is off.
+    coreml = SweepEntry("efficientnet_lite0", "coreml", BackendOptions(), "all")
+    result = run_sweep(captured, [cpu, coreml], warmup=1)
+    measured, refused = result.rows
+    assert measured.outcome == Outcome.MEASURED and measured.top1_agreement == 1.0
+    if os.uname().sysname != "Darwin":
+        assert refused.outcome == Outcome.REFUSED and "Core ML needs macOS" in refused.reason
+        assert refused.inference_fps is None and refused.accelerator is None  # nothing ran on the CPU in its name
+
+    stop = threading.Event()
+
+    def progress(p: SweepProgress) -> None:
+        if p.phase == "measuring":
+            stop.set()  # cancel while the first configuration runs
+
+    result = run_sweep(captured, [cpu, cpu, cpu], warmup=1, progress=progress, stop=stop)
+    assert result.cancelled and [r.outcome for r in result.rows] == [Outcome.SKIPPED] * 3
+    assert "while this configuration ran" in result.rows[0].reason and result.baseline is None
+
+
+def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwhile():
+    """LiveController.pause/resume (the window's sweep) and set_pace (its unpaced mode), headless."""
+    import time
+
+    from app.live import LiveController
+    from app.pipeline import InferenceConfig, State
+
+    def wait(condition, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, "timed out"
+            time.sleep(0.05)
+
+    live = LiveController("demo", InferenceConfig(options={"threads": 1}))
+    live.start()
+    try:
+        wait(lambda: live.snapshot().inferences_total >= 3)
+        generation = live.generation
+        live.pause("a sweep is running")
+        assert live.paused and live.status().state == State.STOPPED and live.status().message == "a sweep is running"
+        assert not any(t.is_alive() for t in live.threads())  # the CPU is the sweep's
+        live.reconfigure(model="efficientnet_lite0_int8")  # asked for while paused: applies on resume
+        live.set_pace(False)
+        assert live.generation == generation and live.paused  # nothing started behind the sweep's back
+        live.resume()
+        assert not live.paused and live.generation == generation + 1
+        wait(lambda: (r := live.latest_result()) is not None and r.model == "efficientnet_lite0_int8")
+        wait(lambda: live.source_info() is not None)
+        assert ", unpaced" in live.source_info().description
+        live.resume()  # not paused: nothing happens
+        assert live.generation == generation + 1
+        live.set_pace(True)
+        assert live.pace and live.generation == generation + 2
+        wait(lambda: (info := live.source_info()) is not None and ", paced" in info.description)
+    finally:
+        ended, _ = live.stop()
+    assert ended
