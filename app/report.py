@@ -10,14 +10,13 @@ and never parsed as matplotlib mathtext. Format: docs/report.md.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from app.errors import UsageError
 from app.report_compare import compare
 from app.report_data import RecordingData, load_segments, session_label
 from app.report_html import render_html
+from app.report_page import write_atomic
 from app.report_tables import header_lines, summary_rows
 
 SUFFIXES = (".html", ".png")
@@ -35,21 +34,6 @@ def check_out(out: Path) -> str:
     return suffix
 
 
-def _write_atomic(out: Path, data: bytes) -> None:
-    """Write beside the target and rename: a failed report never leaves half a file."""
-    parent = out.parent if str(out.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
 
 
 def _label(s: RecordingData) -> str:
@@ -80,5 +64,5 @@ def build_report(paths: list[Path], out: Path) -> dict:
 
         figures = report_plots.html_figures(sessions) + report_ops.html_figures(sessions)
         data = render_html(sessions, comparisons, figures).encode("utf-8")
-    _write_atomic(Path(out), data)
+    write_atomic(Path(out), data)
     return {"out": str(out), "sessions": len(sessions), "recordings": len(paths), "bytes": len(data)}

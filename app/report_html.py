@@ -4,7 +4,6 @@ that comes from a user file (labels, messages, paths, model names) is HTML-escap
 from __future__ import annotations
 
 import base64
-import html
 import re
 from datetime import datetime
 
@@ -14,28 +13,19 @@ from app.describe import nodes_delegated_text
 from app.recording import sidecar_path
 from app.report_compare import MINUS
 from app.report_data import RecordingData
+from app.report_page import BASE_CSS, esc
 from app.report_tables import comparison_rows, summary_rows
 
-_CSS = """
-body{font-family:-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:2em auto;max-width:1250px;
-color:#222;padding:0 1em;line-height:1.4}
-h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
-.sub{color:#666;margin-top:0}
-table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
-th,td{border:1px solid #ddd;padding:.35em .7em;text-align:left;vertical-align:top}
-thead th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tbody tr:nth-child(even){background:#fafbfc}
+_CSS = BASE_CSS + """
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin-right:.4em;vertical-align:-.1em}
 .fallback{color:#b00020;font-weight:600}
 .headline{font-size:1.1em;background:#f4f8fb;border-left:4px solid #1f77b4;padding:.5em 1em;margin:.4em 0}
-img{max-width:100%;height:auto;display:block;margin:.8em 0}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
-.note{color:#555;font-size:.9em}code{background:#f4f4f4;padding:0 .2em}
+code{background:#f4f4f4;padding:0 .2em}
 """
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+_e = esc
 
 
 def _table(head: list[str], rows: list[tuple[str, list[str]]], swatches: list[str] | None = None) -> str:

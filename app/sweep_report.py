@@ -5,14 +5,12 @@ the page is drawn). Everything from a user file (model names, paths, reasons) is
 from __future__ import annotations
 
 import base64
-import html
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import UsageError
+from app.report_page import BASE_CSS, esc, write_atomic
 from app.sweep import SweepResult, SweepRow
 
 COLUMNS = (
@@ -88,21 +86,12 @@ def text_table(result: SweepResult) -> str:
 
 # ---- HTML ------------------------------------------------------------------------------------
 
-_CSS = """
-body{font-family:-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:2em auto;max-width:1250px;
-color:#222;padding:0 1em;line-height:1.4}
-h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:1.8em;border-bottom:1px solid #ddd}
-.sub{color:#666;margin-top:0}
-table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
-th,td{border:1px solid #ddd;padding:.35em .7em;text-align:left;vertical-align:top}
-thead th{background:#f4f6f8}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tbody tr:nth-child(even){background:#fafbfc}.software{color:#b00020}
-img{max-width:100%;height:auto;display:block;margin:.8em 0}.note{color:#555;font-size:.9em}
+_CSS = BASE_CSS + """
+.software{color:#b00020}
 """
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+_e = esc
 
 
 def render_html(result: SweepResult, plot_png: bytes | None) -> str:
@@ -280,17 +269,3 @@ def write_html(result: SweepResult, out: Path) -> int:
     return len(data)
 
 
-def write_atomic(out: Path, data: bytes) -> None:
-    parent = out.parent if str(out.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UsageError(f"cannot write {out}: {exc.strerror or exc}") from None
