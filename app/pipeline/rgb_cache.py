@@ -88,12 +88,9 @@ class RgbCache:
                 _trim(self._rgb, self._keep)
                 self.repeats_reused += 1
                 return entry[2], (time.perf_counter() - looked_up) * 1e3, False
-        rgb, rgb_ms = self._stage1(frame, pre)
-        started = time.perf_counter()
         # Shared by every later frame with this image, so never written to: set_tensor and the GPU
         # buffer write only read it, and it stays writeable for the reason given in prepare().
-        tensor = pre.from_rgb(rgb, out=np.empty_like(pre.output_buffer))
-        ms = rgb_ms + (time.perf_counter() - started) * 1e3
+        rgb, rgb_ms, tensor, ms = self._stages(frame, pre, out=np.empty_like(pre.output_buffer))
         with self._lock:
             group = self._repeats.setdefault(pre.key, {})
             self._repeats.move_to_end(pre.key)
@@ -110,10 +107,17 @@ class RgbCache:
         return sum(rgb.nbytes + tensor.nbytes for g in self._repeats.values() for rgb, _, tensor, _ in g.values())
 
     def _both_stages(self, frame: Frame, pre: Preprocessor, out: np.ndarray | None = None) -> tuple[np.ndarray, float]:
+        _, _, tensor, ms = self._stages(frame, pre, out)
+        return tensor, ms
+
+    def _stages(
+        self, frame: Frame, pre: Preprocessor, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, float, np.ndarray, float]:
+        """Stage 1's pixels and ms, then the tensor and the ms of both stages."""
         rgb, rgb_ms = self._stage1(frame, pre)
         started = time.perf_counter()
         tensor = pre.from_rgb(rgb, out=out)
-        return tensor, rgb_ms + (time.perf_counter() - started) * 1e3
+        return rgb, rgb_ms, tensor, rgb_ms + (time.perf_counter() - started) * 1e3
 
     def _stage1(self, frame: Frame, pre: Preprocessor) -> tuple[np.ndarray, float]:
         key = (frame.index, pre.height, pre.width)
