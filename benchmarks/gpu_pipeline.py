@@ -2,10 +2,13 @@
 
 For `--rounds` rounds, each variant in its own process, alternated:
 
-- raw: CompiledModel with the GPU accelerator, one fixed input: write, run_by_index, read
-  (what GpuSession.run does, nothing else), with and without LiteRT's
-  `hint_waiting_for_completion`; its median ms, rate, and CPU time of the calling thread
-  and of the process per run (does the wait spin or sleep?).
+- raw: the Python wrapper's CompiledModel with the GPU accelerator, one fixed input: write,
+  run_by_index, read, with and without LiteRT's `hint_waiting_for_completion`; its median ms,
+  rate, and CPU time of the calling thread and of the process per run (does the wait spin or
+  sleep?). The wrapper holds the GIL through the run, and its default precision is not fp16.
+- raw C: the same loop through LiteRT's C API (`app/backends/litert_c.py`, what GpuSession.run
+  does since it stopped using the wrapper), fp16 and fp32, with and without the wait hint. Each
+  pipeline run is compared with the raw C loop of its own precision (same API, same options).
 - bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
   with the inference thread pinned by backend (the default) or not, with the wait hint, the
   demo clip decoded by two threads; and the CPU backend with 8 threads.
@@ -50,10 +53,37 @@ c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
 for _ in range(runs):
     t0 = time.perf_counter(); once(); times.append((time.perf_counter() - t0) * 1e3)
 wall = time.perf_counter() - start
+out = outputs[0].read(1000, np.float32)
 print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
                   "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
                   "process_cpu_ms": (time.process_time() - p0) / runs * 1e3,
-                  "fully_accelerated": bool(m.is_fully_accelerated())}))
+                  "fully_accelerated": bool(m.is_fully_accelerated()), "top5": np.argsort(out)[::-1][:5].tolist(),
+                  "out_sum": float(out.sum()), "out_max": float(out.max())}))
+"""
+
+RAW_C = """
+import json, statistics, sys, time
+import numpy as np
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+model, runs, hint, precision = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+content = open(model, "rb").read()
+m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision=precision, wait_hint=hint)
+x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+out = np.empty(1000, np.float32)
+def once():
+    m.run_tensor(x, out)
+for _ in range(20):
+    once()
+times = []
+c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
+for _ in range(runs):
+    t0 = time.perf_counter(); once(); times.append((time.perf_counter() - t0) * 1e3)
+wall = time.perf_counter() - start
+print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
+                  "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
+                  "process_cpu_ms": (time.process_time() - p0) / runs * 1e3,
+                  "fully_accelerated": m.is_fully_accelerated(), "top5": np.argsort(out)[::-1][:5].tolist(),
+                  "out_sum": float(out.sum()), "out_max": float(out.max())}))
 """
 
 BENCH = """
@@ -88,8 +118,13 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     out: dict[str, tuple[str, list[str]]] = {
         "raw gpu": ("raw", [model, str(frames), "0"]),
         "raw gpu, wait hint": ("raw", [model, str(frames), "1"]),
+        "raw C gpu fp16": ("raw_c", [model, str(frames), "0", "fp16"]),
+        "raw C gpu fp32": ("raw_c", [model, str(frames), "0", "fp32"]),
+        "raw C gpu fp16, wait hint": ("raw_c", [model, str(frames), "1", "fp16"]),
     }
     bench = {
+        "bench gpu synthetic fp32 (pinned by backend)": {
+            **gpu, "source": "synthetic", "options": {"precision": "fp32"}},
         "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
         "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
         "bench gpu synthetic (pinned, every frame preprocessed)": {**gpu, "source": "synthetic", "no_repeats": True},
@@ -110,7 +145,7 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
 
 
 def run(kind: str, args: list[str]) -> dict:
-    code = RAW if kind == "raw" else BENCH
+    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH}[kind]
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -128,26 +163,36 @@ def main() -> int:
     args = parser.parse_args()
     runs = variants(args.model, args.frames)
     if args.only:
-        runs = {k: v for k, v in runs.items() if k == "raw gpu" or any(word in k for word in args.only)}
+        runs = {k: v for k, v in runs.items() if k.startswith("raw") or any(word in k for word in args.only)}
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for r in range(args.rounds):
         for name, (kind, argv) in runs.items():
             result = run(kind, argv)
             results[name].append(result)
             print(f"round {r + 1} | {name} | {json.dumps(result)}", flush=True)
-    print("\n| run | rate /s (median) | / raw gpu, per round (median) | inference ms p50 | CPU ms / inference |")
-    print("| --- | --- | --- | --- | --- |")
-    raw = results["raw gpu"]
+    print(
+        "\n| run | rate /s (median) | / raw Python-wrapper loop, per round (median) "
+        "| / raw C loop of its precision (median) | inference ms p50 | CPU ms / inference |"
+    )
+    print("| --- | --- | --- | --- | --- | --- |")
+
+    def ratio(rows: list[dict], reference: str) -> str:
+        raw = results.get(reference)
+        if not raw:
+            return "–"
+        ratios = [x["rate"] / y["rate"] for x, y in zip(rows, raw, strict=True) if "rate" in x and "rate" in y]
+        return f"{statistics.median(ratios):.3f}" if ratios else "–"
+
     for name, rows in results.items():
         ok = [x for x in rows if "rate" in x]
         if not ok:
-            print(f"| {name} | failed: {rows[-1].get('error')} | | | |")
+            print(f"| {name} | failed: {rows[-1].get('error')} | | | | |")
             continue
-        ratios = [x["rate"] / y["rate"] for x, y in zip(rows, raw, strict=True) if "rate" in x and "rate" in y]
         cpu = statistics.median(x.get("cpu_ms", x.get("thread_cpu_ms", 0.0)) for x in ok)
         rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
-        ratio = f"{statistics.median(ratios):.3f}" if ratios else "no raw loop"
-        print(f"| {name} | {rate:.0f} | {ratio} | {ms:.3f} | {cpu:.3f} |")
+        same = "raw C gpu fp32" if "fp32" in name else "raw C gpu fp16"
+        own = ratio(rows, same) if name.startswith("bench gpu") else "–"
+        print(f"| {name} | {rate:.0f} | {ratio(rows, 'raw gpu')} | {own} | {ms:.3f} | {cpu:.3f} |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     return 0

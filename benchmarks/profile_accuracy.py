@@ -22,10 +22,10 @@ import time
 from functools import partial
 
 from app.backends import open_session
+from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
 from app.model import load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
-from app.profile.litert_c import HW_CPU, ProfiledModel
 
 DEFAULT_MODELS = [
     "efficientnet_lite0",
@@ -70,8 +70,8 @@ def main() -> None:
         print(f"  top-5 set equal to the first profile's in {same} of {len(tops) - 1}; smallest overlap {overlap}/5")
         tensor = sample_input(spec)
         session = open_session(spec, "cpu", BackendOptions(threads=args.threads))
-        off = ProfiledModel(spec.content, HW_CPU, args.threads, profiling=False)
-        on = ProfiledModel(spec.content, HW_CPU, args.threads, profiling=True)
+        off = NativeModel(spec.content, HW_CPU, args.threads, profiling=False)
+        on = NativeModel(spec.content, HW_CPU, args.threads, profiling=True)
         for m in (off, on):
             m.write_input(tensor)
             for _ in range(WARMUP_RUNS):

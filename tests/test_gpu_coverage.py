@@ -76,16 +76,15 @@ def test_an_answer_that_does_not_add_up_to_the_runtimes_count_is_not_given():
 
 _CONTRADICTED = """
 import json
-from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-from ai_edge_litert.options import Options
 from app.backends.gpu import _compile_alone
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.coverage.gpu_nodes import GpuSplit, resolve
 from app.tflite_graph import read_graph
 from tests.gpu_models import MIXED, chain
 content = chain(MIXED)
-options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU)
+model = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False)
 split = GpuSplit((("MUL", "made up for this test"),), 7, 1, None)
-print(json.dumps(resolve(read_graph(content), content, split, False, _compile_alone(options, None))))
+print(json.dumps(resolve(read_graph(content), content, split, False, _compile_alone(model))))
 """
 
 

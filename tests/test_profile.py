@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from app.backends import open_session
+from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
 from app.model import bundled_models, load_model_spec
 from app.profile.cpu import profile_cpu
-from app.profile.litert_c import HW_CPU, ProfiledModel
 from app.profile.recording import read_profile, write_profile
 from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
@@ -111,7 +111,7 @@ def test_two_profiles_agree_on_the_top_ops():
 
 def test_profiling_off_makes_no_profiler_and_records_nothing():
     spec = load_model_spec("efficientnet_lite0_int8")
-    model = ProfiledModel(spec.content, HW_CPU, 1, profiling=False)
+    model = NativeModel(spec.content, HW_CPU, 1, profiling=False)
     try:
         model.run()
         model.start()  # a no-op without a profiler
@@ -123,7 +123,7 @@ def test_profiling_off_makes_no_profiler_and_records_nothing():
 
 def test_the_runtime_summary_is_its_own_tables():
     spec = load_model_spec("efficientnet_lite0_int8")
-    model = ProfiledModel(spec.content, HW_CPU, 1, profiling=True)
+    model = NativeModel(spec.content, HW_CPU, 1, profiling=True)
     try:
         model.start()
         model.run()

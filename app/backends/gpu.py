@@ -1,5 +1,11 @@
-"""GPU backend: LiteRT CompiledModel with the GPU accelerator (WebGPU over Vulkan on Linux and
+"""GPU backend: a LiteRT compiled model with the GPU accelerator (WebGPU over Vulkan on Linux and
 Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
+
+It is built and run through LiteRT's C API (`app/backends/litert_c.py`), not the Python wrapper's
+`CompiledModel`: the wrapper holds the GIL through a GPU run, which stalled every other thread of
+the pipeline behind each inference (docs/benchmarks.md, "third session"). The C options also name
+the precision: the wrapper could only ask for fp32 or leave the runtime's default, which gave
+fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
 
 What the runtime does not say, this module finds out: which adapter it ran on
 (from the Vulkan loader), whether that adapter is a software renderer (a "GPU"
@@ -21,13 +27,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from ai_edge_litert.compiled_model import CompiledModel
-from ai_edge_litert.cpu_options import CpuOptions
-from ai_edge_litert.gpu_options import GpuOptions
-from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-from ai_edge_litert.options import Options
 
 from app.backends.base import DelegationReport, time_first_inference
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import GPU_PRECISIONS, BackendOptions
 from app.backends.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
@@ -102,25 +104,18 @@ def _adapter(facts: LogFacts, devices: list[VulkanDevice]) -> tuple[str | None, 
     return (device.describe(), device.software) if device else (None, False)
 
 
-def _compile_alone(options: Options, environment: object) -> Callable[[bytes], tuple[bool, list[str]]]:
+def _compile_alone(model: NativeModel) -> Callable[[bytes], tuple[bool, list[str]]]:
     """Compile a (one-node) model with the session's options in its environment: (fully accelerated, log)."""
 
     def compile_one(data: bytes) -> tuple[bool, list[str]]:
         with capture_stderr() as log:
-            try:
-                model = CompiledModel.from_buffer(data, options=options, environment=environment)
-                taken = bool(model.is_fully_accelerated())
-                model.close()
-            except (RuntimeError, ValueError):  # a node the runtime cannot even compile alone: not taken
-                taken = False
+            taken = model.fully_accelerates(data)  # one the runtime cannot even compile alone: not taken
         return taken, log.lines()
 
     return compile_one
 
 
-def _nodes_taken(
-    spec: ModelSpec, split: GpuSplit | None, fully: bool, options: Options, env: object
-) -> GpuNodes | str | None:
+def _nodes_taken(spec: ModelSpec, split: GpuSplit | None, fully: bool, model: NativeModel) -> GpuNodes | str | None:
     """Which nodes the GPU took of a model it did not take whole (app.coverage.gpu_nodes); None when the
     log has no refused-ops block to start from, a sentence when the answer does not add up."""
     if fully or split is None:
@@ -129,23 +124,7 @@ def _nodes_taken(
         graph = read_graph(spec.content)
     except ModelError as exc:
         return f"the model's graph could not be read ({exc})"
-    return resolve(graph, spec.content, split, fully, _compile_alone(options, env))
-
-
-_SOURCE_LOCATION = re.compile(r"ERROR: \[[^\]]*\]\s*")
-
-
-def runtime_message(exc: BaseException) -> str:
-    """LiteRT's multi-line error as one line without its source locations: 'TensorBufferWrapper error:
-    code=9, message=ERROR: [./litert/cc/litert_tensor_buffer.h:699]\n└ ERROR: [...]\n└ Failed to lock
-    custom tensor buffer.' -> 'TensorBufferWrapper error: code=9: Failed to lock custom tensor buffer'."""
-    parts: list[str] = []
-    for line in str(exc).splitlines():
-        text = _SOURCE_LOCATION.sub("", line.strip().lstrip("└").strip())
-        text = re.sub(r",?\s*message=\s*$", "", text).rstrip(". ")
-        if text and text not in parts:
-            parts.append(text)
-    return ": ".join(parts)[:300] or type(exc).__name__
+    return resolve(graph, spec.content, split, fully, _compile_alone(model))
 
 
 class GpuRunFailed(RunFailed):
@@ -164,19 +143,24 @@ class GpuSession:
         wait_hint: bool = False,
     ) -> None:
         devices, vulkan_problem = list_devices()
-        options = Options(
-            hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU,
-            cpu_options=CpuOptions(num_threads=threads),
-            # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
-            # thread then sleeps instead of spinning while the GPU runs (docs/benchmarks.md).
-            gpu_options=GpuOptions(enforce_f32=precision == "fp32", hint_waiting_for_completion=wait_hint),
-        )
         started = time.perf_counter()
+        self._model: NativeModel | None = None
         with capture_stderr() as log:
             try:
-                self._model = CompiledModel.from_buffer(spec.content, options=options)
-            except RuntimeError:
-                self._model = None
+                # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
+                # thread then sleeps instead of spinning while the GPU runs (docs/benchmarks.md).
+                self._model = NativeModel(
+                    spec.content,
+                    HW_GPU | HW_CPU,
+                    threads,
+                    profiling=False,
+                    gpu_precision=precision,
+                    input_shape=tuple(spec.input.shape),
+                    wait_hint=wait_hint,
+                    capture_log=False,
+                )
+            except (BackendUnavailable, ModelError):
+                pass
         if self._model is None:
             raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem))
         facts = parse_log(log.lines())
@@ -185,17 +169,15 @@ class GpuSession:
             self.close()
             raise BackendUnavailable(f"GPU adapter is a software renderer: {adapter}")
         try:
-            self._inputs = self._model.create_input_buffers(0)
-            self._outputs = self._model.create_output_buffers(0)
-            fully = bool(self._model.is_fully_accelerated())
-        except (RuntimeError, ValueError) as exc:
+            fully = self._model.is_fully_accelerated()
+        except ModelError as exc:
             self.close()
-            raise BackendUnavailable(f"the GPU accelerator could not allocate the model's buffers ({exc})") from None
+            raise BackendUnavailable(f"the GPU accelerator could not say what it took ({exc})") from None
         split = parse_split(log.lines())
-        taken = _nodes_taken(spec, split, fully, options, self._model.environment)
+        taken = _nodes_taken(spec, split, fully, self._model)
         self._out_count = spec.classes
-
         self._out_dtype = np.dtype(spec.output.dtype)
+        self._in_dtype = np.dtype(spec.input.dtype)
         init_ms = (time.perf_counter() - started) * 1000
         nodes_total = facts.nodes_total or len(spec.op_types)
         # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
@@ -251,23 +233,24 @@ class GpuSession:
             raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
+        if self._model is None:
+            raise GpuRunFailed("the GPU run failed: the session is closed")
+        tensor = np.ascontiguousarray(input_tensor, dtype=self._in_dtype)
+        out = np.empty(self._out_count, self._out_dtype)
         try:
-            self._inputs[0].write(input_tensor)  # a failing device fails here too: fall back, not crash
-            self._model.run_by_index(0, self._inputs, self._outputs)
-            # On an H200 run_by_index takes 1.1-1.5 ms and the read 0.3-0.4 ms (float32, with a
-            # Python thread competing); LiteRT's wrapper holds the GIL for ~60% of both, which
-            # is what bounds a pipeline's other threads (benchmarks/gpu_host_probe.py).
-            return self._outputs[0].read(self._out_count, self._out_dtype)
-        except (RuntimeError, ValueError) as exc:
-            raise GpuRunFailed(f"the GPU run failed: {runtime_message(exc)}") from None
+            # The GIL is released through the write, the run (the GPU's wait included) and the read:
+            # the pipeline's other threads run meanwhile (app/backends/litert_c.py).
+            return self._model.run_tensor(tensor, out)
+        except ModelError as exc:  # a failing device fails in the locks too: fall back, not crash
+            raise GpuRunFailed(f"the GPU run failed: {exc}") from None
+        except ValueError as exc:
+            raise ModelError(f"the GPU session cannot take this input: {exc}") from None
 
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
         with capture_stderr():
-            self._inputs = self._outputs = []
             if self._model is not None:
                 self._model.close()
-                self._model._environment = None  # the Environment owns the accelerators
             self._model = None
             gc.collect()
 

@@ -13,8 +13,8 @@ class LatestFrameSlot:
     An on-demand source (an unpaced file, the synthetic source: frames wait for inference,
     never dropped) may keep one more frame behind the newest (`put_behind`, `wait_room`): with
     a single frame, capture began the next read only when inference took the last one, and on
-    a fast GPU, whose LiteRT wrapper holds the GIL through most of a run, the inference thread
-    then waited for that frame 15% of its time (py-spy, H200 host).
+    a fast GPU, while LiteRT's Python wrapper held the GIL through most of a run, the inference
+    thread waited for that frame 15% of its time (py-spy, H200 host).
     """
 
     def __init__(self) -> None:

@@ -24,7 +24,7 @@ class RgbCache:
     Frames that repeat a source's image (`Frame.content_id`: the synthetic cycle) are
     preprocessed once per image and model: the synthetic source exists so that nothing but the
     delegate bounds the rate, and on a fast GPU preprocessing every frame again (0.6 ms, 1.8 ms
-    while LiteRT's wrapper holds the GIL) held the pipeline to ~0.6 of the raw GPU loop. The
+    while LiteRT's Python wrapper held the GIL) held the pipeline to ~0.6 of the raw GPU loop. The
     reused entries keep what computing them cost, so preprocess figures still say what
     preprocessing a frame costs; `repeats_reused` counts the frames that skipped it.
     """

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.backends.litert_c import HW_CPU, EventType, NativeModel, RawEvent
 from app.model import ModelSpec
-from app.profile.litert_c import HW_CPU, EventType, ProfiledModel, RawEvent
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.tflite_graph import read_graph
@@ -108,11 +108,11 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
     return rows
 
 
-def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: ProfiledModel | None = None) -> Profile:
+def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: NativeModel | None = None) -> Profile:
     """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller)."""
     own = model is None
     shape = (1, spec.input_height, spec.input_width, 3)
-    pm = model or ProfiledModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
+    pm = model or NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
     try:
         pm.write_input(sample_input(spec))
         if own:

@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 
 from app.backends import open_session
 from app.backends.base import ModelRunner
+from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError
 from app.model import ModelSpec, load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
 from app.profile.gpu import profile_gpu
-from app.profile.litert_c import HW_CPU, ProfiledModel
 from app.profile.run import profile_model
 from app.profile.types import Profile
 
@@ -74,8 +74,8 @@ class LiveProfiler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
-        # Per side, compiled or opened once per target and profiled again: a ProfiledModel (CPU) or a GPU session.
-        self._models: dict[str, tuple[Target, ProfiledModel | ModelRunner]] = {}
+        # Per side, compiled or opened once per target and profiled again: a NativeModel (CPU) or a GPU session.
+        self._models: dict[str, tuple[Target, NativeModel | ModelRunner]] = {}
 
     @property
     def running(self) -> bool:
@@ -130,17 +130,17 @@ class LiveProfiler:
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
             shape = (1, spec.input_height, spec.input_width, 3)
-            model = ProfiledModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
+            model = NativeModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
             model.write_input(sample_input(spec))
             for _ in range(WARMUP_RUNS):
                 model.run()
             self._models[side] = cached = (target, model)
         model = cached[1]
-        assert isinstance(model, ProfiledModel)
+        assert isinstance(model, NativeModel)
         return profile_cpu(spec, target.options.cpu_threads, self.runs, model=model)
 
     def _profile_gpu(
-        self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, ProfiledModel | ModelRunner] | None
+        self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, NativeModel | ModelRunner] | None
     ) -> Profile:
         """A GPU session of the profiler's own, opened once per target (GPU sessions belong to the thread that
         opened them: this one); a GPU that cannot run here gives the CPU profile with the reason, as `profile`."""

@@ -1,12 +1,18 @@
-"""LiteRT's own profiler, reached through its C API (libLiteRt.so in the ai-edge-litert wheel) with ctypes.
+"""A LiteRT compiled model reached through its C API (libLiteRt.so in the ai-edge-litert wheel) with ctypes.
 
-The Python wrapper of ai-edge-litert 2.3.0 exposes no profiler: neither `Interpreter` nor
-`CompiledModel` can switch it on or hand back its events. The wheel's libLiteRt.so exports the
-C API that can (litert/c/litert_profiler.h, litert_compiled_model.h), so this module builds the
-compiled model itself through that API, with the runtime option `enable_profiling` set, and reads
-the events the runtime recorded: one per TFLite node on the built-in kernels, one per XNNPACK
-operator inside an XNNPACK partition, one per delegate kernel for a GPU partition, and the
-runtime's own `Invoke` per run.
+Two things the Python wrapper of ai-edge-litert 2.3.0 cannot do, this can:
+
+- **Profile.** Neither `Interpreter` nor `CompiledModel` can switch LiteRT's profiler on or hand
+  back its events. The wheel's libLiteRt.so exports the C API that can (litert/c/litert_profiler.h,
+  litert_compiled_model.h): with the runtime option `enable_profiling` set, this reads the events
+  the runtime recorded: one per TFLite node on the built-in kernels, one per XNNPACK operator
+  inside an XNNPACK partition, one per delegate kernel for a GPU partition, and the runtime's own
+  `Invoke` per run.
+- **Run without holding the GIL.** The wrapper's `run_by_index` and buffer reads keep Python's
+  GIL through most of a GPU run, so no other Python thread of the process runs meanwhile: a
+  pipeline's capture and results threads then queue behind every inference (docs/benchmarks.md,
+  the H200 sections). A ctypes call of a `CDLL` releases the GIL for the call's duration, so the
+  GPU backend runs through this (`app/backends/gpu.py`) and the other threads overlap the run.
 
 Layouts and names follow LiteRT's headers for this release, named per item below; they are
 checked at run time where they can be (the event count against the buffer, the tags as strings).
@@ -47,6 +53,18 @@ _GPU_PRECISION = {"fp16": 1, "fp32": 2}
 _RANKED_TYPE_SIZE = 72
 _LAYOUT_WORD = 4
 _DIMS = 8
+# litert/c/litert_common.h: LiteRtStatus, the values a run or a buffer lock can answer with.
+_STATUS = {
+    1: "invalid argument",
+    2: "memory allocation failure",
+    3: "runtime failure",
+    4: "missing implementation",
+    5: "unsupported",
+    6: "not found",
+    7: "timeout expired",
+    8: "wrong version",
+    9: "unknown error",
+}
 
 
 class EventType(IntEnum):
@@ -89,6 +107,12 @@ class _EnvOption(C.Structure):
 
 
 @dataclass(frozen=True)
+class _Compiled:
+    status: int
+    handle: _P
+
+
+@dataclass(frozen=True)
 class RawEvent:
     tag: str
     type: int
@@ -124,16 +148,24 @@ def _lib() -> C.CDLL:
         lib.LiteRtRunCompiledModel.argtypes = [_P, C.c_size_t, C.c_size_t, _P, C.c_size_t, _P]
         lib.LiteRtGetProfilerEvents.argtypes = [_P, C.c_int, _P]
         lib.LiteRtGetProfileSummary.argtypes = [_P, _P, C.POINTER(C.c_void_p)]
+        lib.LiteRtLockTensorBuffer.argtypes = [_P, C.POINTER(_P), C.c_int]
+        lib.LiteRtUnlockTensorBuffer.argtypes = [_P]
+        lib.LiteRtGetTensorBufferPackedSize.argtypes = [_P, C.POINTER(C.c_size_t)]
         _LIB = lib
     return _LIB
 
 
+class NativeRunFailed(ModelError):
+    """A run, or a lock of one of its buffers, that LiteRT answered with an error status."""
+
+
 def _check(status: int, what: str, error: type[Exception] = ModelError) -> None:
     if status != 0:
-        raise error(f"LiteRT refused to {what} (status {status})")
+        said = _STATUS.get(status)
+        raise error(f"LiteRT refused to {what} (status {status}{': ' + said if said else ''})")
 
 
-class ProfiledModel:
+class NativeModel:
     """One compiled model made through LiteRT's C API, with the runtime's profiler on or off.
 
     Not thread-safe: one thread runs it (the GPU accelerator wants that too)."""
@@ -146,18 +178,27 @@ class ProfiledModel:
         profiling: bool = True,
         gpu_precision: str = "fp16",
         input_shape: tuple[int, ...] | None = None,
+        wait_hint: bool = False,
+        capture_log: bool = True,
     ) -> None:
+        """`wait_hint`: the GPU accelerator's `hint_waiting_for_completion`. `capture_log=False`: the
+        caller captures the runtime's log itself (it needs the lines when opening fails too)."""
         lib = _lib()
         self._lib = lib
         self._handles: list[tuple[str, _P]] = []  # destroyed in reverse order
         self._keep: list[object] = []
         self.profiling = profiling
         self._input_shape = input_shape  # fixes a dynamic batch dimension, as the app's CPU session does
+        self._settings = (accelerators, threads, gpu_precision, wait_hint)
+        self._capture_log = capture_log
         self.log: list[str] = []
         try:
-            with capture_stderr() as log:  # the runtime's INFO lines (accelerators it looked for) stay off the terminal
-                self._open(content, accelerators, threads, gpu_precision)
-            self.log = log.lines()
+            if capture_log:
+                with capture_stderr() as log:  # the runtime's INFO lines (accelerators it sought) stay off the terminal
+                    self._open(content)
+                self.log = log.lines()
+            else:
+                self._open(content)
         except BaseException:
             self.close()
             raise
@@ -173,8 +214,9 @@ class ProfiledModel:
         _check(self._lib.LiteRtCreateOpaqueOptions(identifier, payload, _KEEP, C.byref(opaque)), "take the options")
         return opaque
 
-    def _open(self, content: bytes, accelerators: int, threads: int, gpu_precision: str) -> None:
+    def _open(self, content: bytes) -> None:
         lib = self._lib
+        accelerators = self._settings[0]
         # The GPU accelerator's library is found through the runtime directory; a CPU model does without
         # it (and without the Vulkan devices it opens when loaded).
         options_count, option = 0, None
@@ -187,35 +229,78 @@ class ProfiledModel:
         status = lib.LiteRtCreateEnvironment(options_count, option, C.byref(env))
         _check(status, "create an environment", BackendUnavailable)
         self._env = self._own("LiteRtDestroyEnvironment", env)
-        data = C.create_string_buffer(content, len(content))  # the model reads from it for its lifetime
-        self._keep.append(data)
-        model = _P()
-        _check(lib.LiteRtCreateModelFromBuffer(env, data, len(content), C.byref(model)), "read the model")
-        self._model = self._own("LiteRtDestroyModel", model)
-        options = _P()
-        _check(lib.LiteRtCreateOptions(C.byref(options)), "create options")
-        _check(lib.LiteRtSetOptionsHardwareAccelerators(options, accelerators), "set the accelerators")
-        flag = "true" if self.profiling else "false"
-        payloads = [
-            (_RUNTIME_OPTIONS_ID, f"enable_profiling = {flag}\n"),
-            (_CPU_OPTIONS_ID, f"num_threads = {int(threads)}\n"),
-        ]
-        if accelerators & HW_GPU:
-            payloads.append((_GPU_OPTIONS_ID, f"precision = {_GPU_PRECISION[gpu_precision]}\n"))
-        for identifier, toml in payloads:
-            _check(lib.LiteRtAddOpaqueOptions(options, self._opaque(identifier, toml)), f"take {identifier.decode()}")
-        compiled = _P()
-        status = lib.LiteRtCreateCompiledModel(env, model, options, C.byref(compiled))
-        lib.LiteRtDestroyOptions(options)
-        _check(status, "compile the model", BackendUnavailable if accelerators & HW_GPU else ModelError)
-        self._compiled = self._own("LiteRtDestroyCompiledModel", compiled)
+        self._model = self._own("LiteRtDestroyModel", self._read_model(content))
+        compiled = self._compile(self._model)
+        _check(compiled.status, "compile the model", BackendUnavailable if accelerators & HW_GPU else ModelError)
+        self._compiled = self._own("LiteRtDestroyCompiledModel", compiled.handle)
         self._inputs = self._buffers(False)
         self._outputs = self._buffers(True)
+        if not len(self._inputs) or not len(self._outputs):
+            raise ModelError("the model's signature has no input or no output")
+        self._sizes = (self._buffer_size(self._inputs[0]), self._buffer_size(self._outputs[0]))
         profiler = _P()
-        _check(lib.LiteRtCompiledModelGetProfiler(compiled, C.byref(profiler)), "hand over its profiler")
+        _check(lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
         self._profiler = profiler if profiler.value else None  # owned by the compiled model
         if self.profiling and self._profiler is None:
             raise BackendUnavailable("LiteRT made no profiler for the model although profiling was asked for")
+
+    def _read_model(self, content: bytes) -> _P:
+        data = C.create_string_buffer(content, len(content))  # the model reads from it for its lifetime
+        self._keep.append(data)
+        model = _P()
+        _check(self._lib.LiteRtCreateModelFromBuffer(self._env, data, len(content), C.byref(model)), "read the model")
+        return model
+
+    def _compile(self, model: _P) -> _Compiled:
+        """Compile `model` in this environment with this session's options (status 0: compiled)."""
+        lib = self._lib
+        accelerators, threads, gpu_precision, wait_hint = self._settings
+        options = _P()
+        _check(lib.LiteRtCreateOptions(C.byref(options)), "create options")
+        try:
+            _check(lib.LiteRtSetOptionsHardwareAccelerators(options, accelerators), "set the accelerators")
+            flag = "true" if self.profiling else "false"
+            payloads = [
+                (_RUNTIME_OPTIONS_ID, f"enable_profiling = {flag}\n"),
+                (_CPU_OPTIONS_ID, f"num_threads = {int(threads)}\n"),
+            ]
+            if accelerators & HW_GPU:
+                # Key names as LiteRT's own GPU options write them (litert/cc/options/litert_gpu_options.cc).
+                hint = "true" if wait_hint else "false"
+                gpu = f"precision = {_GPU_PRECISION[gpu_precision]}\nhint_waiting_for_completion = {hint}\n"
+                payloads.append((_GPU_OPTIONS_ID, gpu))
+            for identifier, toml in payloads:
+                status = lib.LiteRtAddOpaqueOptions(options, self._opaque(identifier, toml))
+                _check(status, f"take {identifier.decode()}")
+            compiled = _P()
+            status = lib.LiteRtCreateCompiledModel(self._env, model, options, C.byref(compiled))
+        finally:
+            lib.LiteRtDestroyOptions(options)
+        return _Compiled(status, compiled)
+
+    def fully_accelerates(self, content: bytes) -> bool:
+        """Compile another model (a one-node model cut from this one) in this environment with these
+        options: does the accelerator take it whole? A model it cannot compile at all: no."""
+        lib = self._lib
+        kept = len(self._keep)
+        try:
+            model = self._read_model(content)
+        except ModelError:
+            del self._keep[kept:]
+            return False
+        try:
+            compiled = self._compile(model)
+            if compiled.status != 0:
+                return False
+            try:
+                flag = C.c_bool()
+                status = lib.LiteRtCompiledModelIsFullyAccelerated(compiled.handle, C.byref(flag))
+                return status == 0 and bool(flag.value)
+            finally:
+                lib.LiteRtDestroyCompiledModel(compiled.handle)
+        finally:
+            lib.LiteRtDestroyModel(model)
+            del self._keep[kept:]  # that model's data and options, read by nothing now
 
     def _buffers(self, outputs: bool) -> C.Array:
         lib = self._lib
@@ -247,6 +332,12 @@ class ProfiledModel:
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
         return (_P * len(handles))(*handles)
 
+    def _buffer_size(self, handle: int) -> int:
+        """The tensor's own bytes in the buffer (a GPU buffer may be larger: padding)."""
+        size = C.c_size_t()
+        _check(self._lib.LiteRtGetTensorBufferPackedSize(_P(handle), C.byref(size)), "size a buffer")
+        return size.value
+
     def _fix_dynamic_dims(self, ranked: C.Array, index: int, output: bool) -> None:
         """A dynamic dimension (-1; a dynamic batch) set to the one image the app runs: the input resized
         in the compiled model first, then every buffer's type made concrete to match."""
@@ -274,10 +365,36 @@ class ProfiledModel:
             self._lib.LiteRtUnlockTensorBuffer(_P(self._inputs[0]))
 
     def run(self) -> None:
+        # A CDLL call: the GIL is released until the run (the GPU's wait included) returns.
         status = self._lib.LiteRtRunCompiledModel(
             self._compiled, 0, len(self._inputs), self._inputs, len(self._outputs), self._outputs
         )
-        _check(status, "run the model")
+        _check(status, "run the model", NativeRunFailed)
+
+    def run_tensor(self, tensor: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Write `tensor` (C-contiguous, the input's dtype and size) into the first input, run, and copy the
+        first output's first `out.nbytes` bytes into `out`: three native calls per side, each without the GIL."""
+        if not tensor.flags.c_contiguous or tensor.nbytes != self._sizes[0] or out.nbytes > self._sizes[1]:
+            raise ValueError(
+                f"buffers of {tensor.nbytes} and {out.nbytes} bytes for a model of"
+                f" {self._sizes[0]} in and {self._sizes[1]} out"
+            )
+        lib = self._lib
+        address = _P()
+        buffer = _P(self._inputs[0])
+        _check(lib.LiteRtLockTensorBuffer(buffer, C.byref(address), _LOCK_WRITE), "map the input", NativeRunFailed)
+        try:
+            C.memmove(address, tensor.ctypes.data, tensor.nbytes)
+        finally:
+            lib.LiteRtUnlockTensorBuffer(buffer)
+        self.run()
+        buffer = _P(self._outputs[0])
+        _check(lib.LiteRtLockTensorBuffer(buffer, C.byref(address), _LOCK_READ), "map the output", NativeRunFailed)
+        try:
+            C.memmove(out.ctypes.data, address, out.nbytes)
+        finally:
+            lib.LiteRtUnlockTensorBuffer(buffer)
+        return out
 
     def start(self) -> None:
         if self._profiler is not None:
@@ -327,8 +444,14 @@ class ProfiledModel:
         return bool(flag.value)
 
     def close(self) -> None:
+        if not self._capture_log:  # the caller captures (capture_stderr does not nest)
+            self._destroy()
+            return
         with capture_stderr():  # the runtime logs each accelerator it destroys
-            while self._handles:
-                destroy, handle = self._handles.pop()
-                getattr(self._lib, destroy)(handle)
+            self._destroy()
+
+    def _destroy(self) -> None:
+        while self._handles:
+            destroy, handle = self._handles.pop()
+            getattr(self._lib, destroy)(handle)
         self._keep.clear()
