@@ -29,7 +29,7 @@ class BenchConfig:
     csv: Path | None = None
     pin_cpus: bool = True  # the inference thread on CPUs of its own (app/cpu_affinity.py)
     inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
-    decode_threads: int = 1  # FFmpeg's, for video files (0: one per core)
+    decode_threads: int | None = None  # FFmpeg's, for video files (0: one per core; None: by the machine)
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked

@@ -134,8 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--decode-threads",
         type=non_negative_int,
-        default=1,
-        help="FFmpeg threads decoding a video file (default 1; 0: one per core)",
+        default=None,
+        help="FFmpeg threads decoding a video file (default: 1 on machines of up to 4 CPUs, else 2; 0: one per core)",
     )
     b.add_argument(
         "--gpu-wait-hint",

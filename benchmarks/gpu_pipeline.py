@@ -100,7 +100,7 @@ if a.get("no_repeats"):  # the code before repeated images were preprocessed onc
     from app.pipeline.rgb_cache import RgbCache
     RgbCache.__init__.__defaults__ = (8, 0)
 s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
-                          inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads", 1)),
+                          inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads")),
               InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
 m = s["metrics"]
 print(json.dumps({"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
@@ -137,8 +137,10 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "bench gpu demo (pinned by backend)": {**gpu, "source": "demo"},
         "bench gpu demo (not pinned)": {**gpu, "source": "demo", "pin": False},
         "bench gpu demo (pinned, 2 decoding threads)": {**gpu, "source": "demo", "decode_threads": 2},
+        "bench gpu demo (pinned, 1 decoding thread)": {**gpu, "source": "demo", "decode_threads": 1},
         "bench cpu 8 threads synthetic": {**cpu8, "source": "synthetic"},
         "bench cpu 8 threads demo": {**cpu8, "source": "demo"},
+        "bench cpu 8 threads demo (1 decoding thread)": {**cpu8, "source": "demo", "decode_threads": 1},
     }  # fmt: skip
     out.update({name: ("bench", [json.dumps(args)]) for name, args in bench.items()})
     return out

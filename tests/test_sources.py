@@ -482,3 +482,18 @@ def test_real_camera_reports_what_it_delivers() -> None:
     assert first is not None
     assert first.image.shape == (source.info.height, source.info.width, 3)
     assert source.info.fps > 0
+
+
+def test_video_files_decode_on_one_thread_on_small_machines_and_two_on_large(monkeypatch) -> None:
+    """1 FFmpeg thread up to 4 usable CPUs (2 took the inference thread's core on a 2-CPU machine), 2 above
+    (on a 16-CPU GPU host the unpaced GPU pipeline ran 1.5x the frames with 2): docs/benchmarks.md."""
+    from app.sources import video
+
+    for cpus, threads in ((1, 1), (2, 1), (4, 1), (5, 2), (16, 2)):
+        monkeypatch.setattr(video.os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)))
+        assert video.default_decode_threads() == threads, cpus
+        source = video.VideoSource(video.demo_clip_path(), spec="demo", kind="demo", pace=False)
+        try:
+            assert source._decode_threads == threads
+        finally:
+            source.close()

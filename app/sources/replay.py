@@ -42,7 +42,7 @@ class CapturedFrames:
         return ReplaySource(self, loop=loop)
 
 
-def capture_frames(spec: str, count: int, *, decode_threads: int = 1) -> CapturedFrames:
+def capture_frames(spec: str, count: int, *, decode_threads: int | None = None) -> CapturedFrames:
     """Read `count` frames from the source `spec` (unpaced: a file is read as fast as it decodes;
     a camera or stream delivers at its own rate). SourceError when it cannot be opened or ends
     before giving one frame; UsageError when the frames would not fit (`capture_limit_bytes`); a

@@ -118,12 +118,12 @@ def open_source(
     width: int | None = None,
     height: int | None = None,
     fps: float | None = None,
-    decode_threads: int = 1,
+    decode_threads: int | None = None,
 ) -> FrameSource:
     """Open the source a spec names. `width`/`height` are requests for cameras and the size of
     synthetic frames; `fps` is the request for cameras and the delivery rate for the others
-    (a video's own rate when None); `decode_threads` is FFmpeg's for video files. Raises
-    SourceError with one line when it cannot open."""
+    (a video's own rate when None); `decode_threads` is FFmpeg's for video files (None: by the
+    machine, `default_decode_threads`). Raises SourceError with one line when it cannot open."""
     kind, arg = parse_source_spec(spec)
     if fps is not None:
         _check_fps(fps, spec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import cv2
@@ -22,6 +23,22 @@ def demo_clip_path() -> Path:
         if (folder / name).is_file():
             return folder / name
     raise SourceError(f"demo clip not found in {folder} (build it with: python resources/make_demo_clip.py)")
+
+
+# Above this many usable CPUs a video file decodes on 2 FFmpeg threads. Unpaced, on an H200 host
+# (16 CPUs) the GPU pipeline ran 696 frames/s with 2 against 462 with 1, capture-bound either way;
+# on the 2-CPU machine 1 thread was faster (178 against 164 inferences/s): FFmpeg's helpers there
+# take the inference thread's core (docs/benchmarks.md).
+_ONE_DECODER_UP_TO_CPUS = 4
+
+
+def default_decode_threads() -> int:
+    """FFmpeg threads for a video file when not asked for: by the CPUs this process may use."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        cpus = os.cpu_count() or 1
+    return 1 if cpus <= _ONE_DECODER_UP_TO_CPUS else 2
 
 
 def _open_video_file(path: Path, threads: int = 1) -> cv2.VideoCapture:
@@ -51,10 +68,10 @@ class VideoSource(_CaptureSource):
         pace: bool = True,
         loop: bool = True,
         fps: float | None = None,
-        decode_threads: int = 1,
+        decode_threads: int | None = None,  # None: default_decode_threads()
     ) -> None:
         self._path = path
-        self._decode_threads = decode_threads
+        self._decode_threads = default_decode_threads() if decode_threads is None else decode_threads
         self._loop = loop
         self._pending, file_fps, count = self._open()
         warnings = []
