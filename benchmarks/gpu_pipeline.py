@@ -7,7 +7,8 @@ For `--rounds` rounds, each variant in its own process, alternated:
   rate, and CPU time of the calling thread and of the process per run (does the wait spin or
   sleep?). The wrapper holds the GIL through the run, and its default precision is not fp16.
 - raw C: the same loop through LiteRT's C API (`app/backends/litert_c.py`, what GpuSession.run
-  does since it stopped using the wrapper), fp16 and fp32, with and without the wait hint. Each
+  does since it stopped using the wrapper), fp16 and fp32, with and without the wait hint, with
+  the I/O buffers over numpy arrays (the default) or as the runtime made them. Each
   pipeline run is compared with the raw C loop of its own precision (same API, same options).
 - bench: the full pipeline (run_bench, unpaced) on the synthetic source and on the demo clip,
   with the inference thread pinned by backend (the default) or not, with the wait hint, the
@@ -66,6 +67,7 @@ import json, statistics, sys, time
 import numpy as np
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 model, runs, hint, precision = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
+NativeModel.HOST_BUFFERS = sys.argv[5] == "1"
 content = open(model, "rb").read()
 m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision=precision, wait_hint=hint)
 x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
@@ -94,6 +96,9 @@ from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 if a.get("cv2_threads"):
     cv2.setNumThreads(a["cv2_threads"])
+if a.get("runtime_buffers"):  # the GPU session's buffers as LiteRT made them (lock, copy, unlock)
+    from app.backends.litert_c import NativeModel
+    NativeModel.HOST_BUFFERS = False
 if a.get("switch_interval"):
     sys.setswitchinterval(a["switch_interval"])
 if a.get("no_repeats"):  # the code before repeated images were preprocessed once: a zero budget
@@ -118,15 +123,17 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     out: dict[str, tuple[str, list[str]]] = {
         "raw gpu": ("raw", [model, str(frames), "0"]),
         "raw gpu, wait hint": ("raw", [model, str(frames), "1"]),
-        "raw C gpu fp16": ("raw_c", [model, str(frames), "0", "fp16"]),
-        "raw C gpu fp32": ("raw_c", [model, str(frames), "0", "fp32"]),
-        "raw C gpu fp16, wait hint": ("raw_c", [model, str(frames), "1", "fp16"]),
+        "raw C gpu fp16": ("raw_c", [model, str(frames), "0", "fp16", "1"]),
+        "raw C gpu fp32": ("raw_c", [model, str(frames), "0", "fp32", "1"]),
+        "raw C gpu fp16, wait hint": ("raw_c", [model, str(frames), "1", "fp16", "1"]),
+        "raw C gpu fp16, the runtime's buffers": ("raw_c", [model, str(frames), "0", "fp16", "0"]),
     }
     bench = {
         "bench gpu synthetic fp32 (pinned by backend)": {
             **gpu, "source": "synthetic", "options": {"precision": "fp32"}},
         "bench gpu synthetic (pinned by backend)": {**gpu, "source": "synthetic"},
         "bench gpu synthetic (not pinned)": {**gpu, "source": "synthetic", "pin": False},
+        "bench gpu synthetic (pinned, the runtime's buffers)": {**gpu, "source": "synthetic", "runtime_buffers": True},
         "bench gpu synthetic (pinned, every frame preprocessed)": {**gpu, "source": "synthetic", "no_repeats": True},
         "bench gpu synthetic (pinned, wait hint)": {**gpu, "source": "synthetic", "options": {"wait_hint": True}},
         "bench gpu synthetic (pinned, GIL switch interval 0.5 ms)": {

@@ -41,6 +41,8 @@ _ENV_RUNTIME_LIBRARY_DIR = 22
 _ANY_STRING = 8
 # litert/c/litert_tensor_buffer_types.h: LiteRtTensorBufferLockMode
 _LOCK_READ, _LOCK_WRITE = 0, 1
+# litert/c/litert_tensor_buffer.h: LITERT_HOST_MEMORY_BUFFER_ALIGNMENT
+_HOST_ALIGNMENT = 64
 # litert/runtime/litert_runtime_options.h (this release: the payload is TOML text under this identifier;
 # later releases renamed it "runtime"), litert/c/options/litert_cpu_options.cc ("xnnpack"),
 # litert/c/options/litert_gpu_options.cc ("gpu_options"; precision: kLiteRtDelegatePrecisionFp16 = 1, Fp32 = 2).
@@ -151,6 +153,7 @@ def _lib() -> C.CDLL:
         lib.LiteRtLockTensorBuffer.argtypes = [_P, C.POINTER(_P), C.c_int]
         lib.LiteRtUnlockTensorBuffer.argtypes = [_P]
         lib.LiteRtGetTensorBufferPackedSize.argtypes = [_P, C.POINTER(C.c_size_t)]
+        lib.LiteRtCreateTensorBufferFromHostMemory.argtypes = [_P, _P, C.c_size_t, _P, C.POINTER(_P)]
         _LIB = lib
     return _LIB
 
@@ -169,6 +172,8 @@ class NativeModel:
     """One compiled model made through LiteRT's C API, with the runtime's profiler on or off.
 
     Not thread-safe: one thread runs it (the GPU accelerator wants that too)."""
+
+    HOST_BUFFERS = True  # the first input and output over numpy arrays (_own_host_memory); False: the runtime's
 
     def __init__(
         self,
@@ -189,6 +194,7 @@ class NativeModel:
         self._keep: list[object] = []
         self.profiling = profiling
         self._input_shape = input_shape  # fixes a dynamic batch dimension, as the app's CPU session does
+        self._ranked: dict[tuple[bool, int], C.Array] = {}
         self._settings = (accelerators, threads, gpu_precision, wait_hint)
         self._capture_log = capture_log
         self.log: list[str] = []
@@ -238,6 +244,7 @@ class NativeModel:
         if not len(self._inputs) or not len(self._outputs):
             raise ModelError("the model's signature has no input or no output")
         self._sizes = (self._buffer_size(self._inputs[0]), self._buffer_size(self._outputs[0]))
+        self._host = (self._own_host_memory(False), self._own_host_memory(True))
         profiler = _P()
         _check(lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
         self._profiler = profiler if profiler.value else None  # owned by the compiled model
@@ -322,6 +329,8 @@ class NativeModel:
             ranked = C.create_string_buffer(_RANKED_TYPE_SIZE)
             _check(lib.LiteRtGetRankedTensorType(tensor, ranked), "read a tensor's type")
             self._fix_dynamic_dims(ranked, i, outputs)
+            self._keep.append(ranked)
+            self._ranked[(outputs, i)] = ranked
             req = _P()
             _check(requirements(self._compiled, 0, i, C.byref(req)), "state a buffer's requirements")
             buffer = _P()
@@ -331,6 +340,31 @@ class NativeModel:
             )
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
         return (_P * len(handles))(*handles)
+
+    def _own_host_memory(self, output: bool) -> np.ndarray | None:
+        """The first input's (output's) buffer replaced by one over a numpy array of ours. A run then needs
+        one native call, not seven (lock, copy, unlock on each side): every ctypes call gives the GIL up
+        and takes it back, and taking it back waits for any other thread holding it. The runtime accepts
+        host memory where it asked for its own buffer type (WebGPU buffers for the GPU's float32 models,
+        host memory for its int8 ones) and copies to the device inside the run, giving the same outputs
+        (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/gpu_pipeline.py)."""
+        if not self.HOST_BUFFERS:
+            return None
+        handles = self._outputs if output else self._inputs
+        size = self._sizes[1 if output else 0]
+        spare = np.empty(size + _HOST_ALIGNMENT, np.uint8)
+        start = -spare.ctypes.data % _HOST_ALIGNMENT
+        array = spare[start : start + size]
+        buffer = _P()
+        status = self._lib.LiteRtCreateTensorBufferFromHostMemory(
+            self._ranked[(output, 0)], _P(array.ctypes.data), size, None, C.byref(buffer)
+        )
+        if status != 0:
+            return None  # keep the runtime's own buffer
+        self._keep.append(spare)  # outlives the buffer: destroyed before _keep is cleared
+        self._own("LiteRtDestroyTensorBuffer", buffer)
+        handles[0] = buffer.value
+        return array
 
     def _buffer_size(self, handle: int) -> int:
         """The tensor's own bytes in the buffer (a GPU buffer may be larger: padding)."""
@@ -373,12 +407,18 @@ class NativeModel:
 
     def run_tensor(self, tensor: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write `tensor` (C-contiguous, the input's dtype and size) into the first input, run, and copy the
-        first output's first `out.nbytes` bytes into `out`: three native calls per side, each without the GIL."""
+        first output's first `out.nbytes` bytes into `out`. Each native call runs without the GIL."""
         if not tensor.flags.c_contiguous or tensor.nbytes != self._sizes[0] or out.nbytes > self._sizes[1]:
             raise ValueError(
                 f"buffers of {tensor.nbytes} and {out.nbytes} bytes for a model of"
                 f" {self._sizes[0]} in and {self._sizes[1]} out"
             )
+        host_in, host_out = self._host
+        if host_in is not None and host_out is not None:  # numpy copies in and out, one native call
+            np.copyto(host_in, tensor.reshape(-1).view(np.uint8))
+            self.run()
+            np.copyto(out.reshape(-1).view(np.uint8), host_out[: out.nbytes])
+            return out
         lib = self._lib
         address = _P()
         buffer = _P(self._inputs[0])
