@@ -172,7 +172,8 @@ def main() -> int:
     args = parser.parse_args()
     runs = variants(args.model, args.frames)
     if args.only:
-        runs = {k: v for k, v in runs.items() if k.startswith("raw") or any(word in k for word in args.only)}
+        references = ("raw gpu", "raw C gpu fp16", "raw C gpu fp32")  # every ratio's denominators
+        runs = {k: v for k, v in runs.items() if k in references or any(word in k for word in args.only)}
     results: dict[str, list[dict]] = {name: [] for name in runs}
     for r in range(args.rounds):
         for name, (kind, argv) in runs.items():
