@@ -195,11 +195,12 @@ class PieceSummary:
     nodes: tuple[int, ...]
     ops: tuple[str, ...]  # op kinds, sorted
 
-    def text(self) -> str:
-        """'Core ML nodes 0–57', 'CPU node 58 (MEAN)': a CPU piece names its op kinds (four at most)."""
+    def text(self, max_ops: int | None = 4) -> str:
+        """'Core ML nodes 0–57', 'CPU node 58 (MEAN)': a CPU piece names its op kinds (`max_ops` at most)."""
         if self.where == "coreml":
             return f"Core ML {_span(self.nodes)}"
-        return f"CPU {_span(self.nodes)} ({', '.join(self.ops[:4])}{', …' if len(self.ops) > 4 else ''})"
+        ops = self.ops if max_ops is None else self.ops[:max_ops]
+        return f"CPU {_span(self.nodes)} ({', '.join(ops)}{', …' if len(ops) < len(self.ops) else ''})"
 
 
 @dataclass(frozen=True)

@@ -142,15 +142,21 @@ class DelegationPanel(QWidget):
             return
         ran = report.used == "coreml" and report.options.get("mode") == "partitioned"
         where = "" if ran else "on a Mac"
-        parts = [f"<b>Pieces</b>: {html.escape(plan.sentence(where, limit=_PIECES_SHOWN))}"]
+        # inspect's sentence, its headline in bold: "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → …"
+        headline, _, rest = plan.sentence(where, limit=_PIECES_SHOWN).partition(": ")
+        line = f"<b>{html.escape(headline)}</b>: {_unbroken(rest)}"
+        if len(plan.pieces) > _PIECES_SHOWN:
+            line += f" <span style='color:{_COLOURS['info']}'>(hover for all)</span>"
+        parts = [line]
         tip = [f"{plan.headline(where)}, in order:"] if plan.pieces else [plan.sentence(where)]
         for position, piece in enumerate(plan.pieces):
-            tip.append(f"{position + 1}. {piece.text()}" + (f": {plan.piece_time(position)}" if ran else ""))
+            timed = f": {plan.piece_time(position)}" if ran else ""
+            tip.append(f"{position + 1}. {piece.text(max_ops=None)}{timed}")
         if ran and plan.pieces:
             times = " → ".join(plan.piece_time(i) for i in range(len(plan.pieces)))
             if plan.first_inference_ms is None:
                 times = "not reported"
-            parts.append(f"<span style='color:{_COLOURS['info']}'>First inference, per piece: {html.escape(times)}"
+            parts.append(f"<span style='color:{_COLOURS['info']}'>First inference, per piece: {_unbroken(times)}"
                          "</span>")  # fmt: skip
             tip.append("(times: the first inference, piece by piece)")
         self.pieces.setText("<br>".join(parts))
@@ -182,7 +188,7 @@ class DelegationPanel(QWidget):
         widgets = (self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
         doc.setHtml("<br>".join(w.text() for w in widgets))
         # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
-        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "")
+        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "").replace(_JOIN, "")
 
 
 def _facts(
@@ -201,6 +207,13 @@ def _facts(
 
 
 _BREAK = "\u200b"  # a zero-width space: where a long name may wrap
+_JOIN = "\u2060"  # a word joiner: where a line must not wrap
+
+
+def _unbroken(text: str) -> str:
+    """HTML for a pieces line that wraps only between its parts: never inside "0–57" (a line may break
+    after an en dash), "Core ML", or a time and its unit."""
+    return html.escape(text).replace("–", "–" + _JOIN).replace(" ms", "&nbsp;ms").replace("Core ML", "Core&nbsp;ML")
 
 
 def _breakable(value: str) -> str:
