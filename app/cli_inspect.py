@@ -33,7 +33,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "gpu_adapter": {"name": result.gpu_adapter, "software": result.gpu_software}
             if result.gpu_adapter
             else None,
-            "coreml_pieces": pieces_to_dict(plan.pieces) if plan.pieces else None,
+            "coreml_pieces": pieces_to_dict(plan.pieces) if plan.runs_core_ml else None,
         }
         json.dump(out, sys.stdout, indent=2)
         print()
