@@ -49,7 +49,7 @@ def test_the_int8_model_shows_no_pieces(qtbot, make_window):
     so once, in the coverage sentence, without a pieces line."""
     window = make_window(model="efficientnet_lite0_int8")
     _request_core_ml(qtbot, window)
-    qtbot.waitUntil(lambda: "requested Core ML" in window.delegation.text(), timeout=30_000)
+    qtbot.waitUntil(lambda: getattr(window.delegation.report, "requested", "") == "coreml", timeout=30_000)
     text = window.delegation.text()
     assert "runs it in" not in text and not window.delegation.pieces.isVisible(), text
 
@@ -69,6 +69,12 @@ def test_pieces_without_reported_times_say_so(qtbot):
     assert "Core ML runs it in 2 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN)" in panel.text()
     assert "First inference, per piece: not reported" in panel.text()
     assert "2. CPU node 58 (MEAN): not reported" in panel.pieces.toolTip()
+    # A model Core ML does not split (side effects): one line says why, on a Linux fallback too.
+    why = "the model has ops with side effects (variables, control flow)"
+    fallback = DelegationReport("coreml", "cpu", "XNNPACK (CPU, 1 thread)", coreml_pieces=CoreMLPieces(not_split=why))
+    panel.set_report(fallback, "m")
+    assert f"Core ML on a Mac does not split it into pieces: {why}" in panel.text()
+    assert "per piece" not in panel.text()
 
 
 @pytest.mark.skipif(sys.platform != "darwin", reason="Core ML predictions need macOS")
