@@ -9,13 +9,12 @@ import sys
 
 from app.cli_output import warn
 from app.coverage.coreml_rules import CoreMLOptions
-from app.coverage.partition import has_side_effects
 from app.delegates import delegate_statuses
 from app.model import load_model_spec
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from app.coreml_mil.split import describe_pieces, pieces_to_dict, plan_pieces
+    from app.coreml_mil.split import coreml_pieces, pieces_to_dict
     from app.coverage.inspect import inspect_model
     from app.coverage.text import render
     from app.tflite_graph import read_graph
@@ -24,7 +23,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     result = inspect_model(spec, CoreMLOptions(coreml_version=args.coreml_version))
     # How the Core ML backend runs it on a Mac: the delegate's partitions in Core ML, the rest in LiteRT.
     graph = read_graph(spec.content)
-    pieces = plan_pieces(graph, result.coreml) if not has_side_effects(graph) else []
+    plan = coreml_pieces(graph, result.coreml)  # the window's panel shows the same line (app/ui/delegation_panel.py)
     for warning in spec.warnings:
         warn(warning)
     if args.json:
@@ -34,7 +33,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             "gpu_adapter": {"name": result.gpu_adapter, "software": result.gpu_software}
             if result.gpu_adapter
             else None,
-            "coreml_pieces": pieces_to_dict(pieces) if pieces else None,
+            "coreml_pieces": pieces_to_dict(plan.pieces) if plan.runs_core_ml else None,
         }
         json.dump(out, sys.stdout, indent=2)
         print()
@@ -47,10 +46,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print()
     for line in render(result.by_delegate()):
         print(line)
-    if any(p.delegated for p in pieces):
+    if plan.runs_core_ml or plan.not_split:
         print()
-        print(f"Core ML on a Mac runs it in {len(pieces)} piece{'s' if len(pieces) != 1 else ''}: "
-              f"{describe_pieces(graph, pieces)}")  # fmt: skip
+        print(plan.sentence())
     return 0
 
 

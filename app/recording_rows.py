@@ -10,7 +10,7 @@ from app.pipeline import Event, Result
 from app.pipeline.worker import InferenceWorker
 from app.recording import RecordingWriter
 
-_BULKY = ("coverage", "predicted", "native_log")  # DelegationReport fields kept out of the `opened` list
+_BULKY = ("coverage", "predicted", "coreml_pieces", "native_log")  # DelegationReport fields kept out of `opened`
 _SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
 
 

@@ -75,6 +75,8 @@ def test_every_bundled_and_fixture_model(coral: Path):
         cov = run.json()["coverage"]
         assert cov["cpu"]["nodes_total"] == cov["coreml"]["nodes_total"] == len(cov["coreml"]["nodes"])
         assert cov["coreml"]["log"].startswith("CoreML delegate: "), model
+        if not cov["coreml"]["nodes_delegated"]:  # nothing runs in Core ML: no pieces (the quantized models)
+            assert run.json()["coreml_pieces"] is None, model
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "detector", "dynamic size"])
@@ -88,8 +90,16 @@ def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     assert classify.returncode == 0, classify.stderr
     delegate = classify.json()["delegate"]
     assert delegate["used"] == "cpu" and delegate["fallback_reason"]
-    inspect = run_cli("inspect", "--json", env=NO_VULKAN).json()["coverage"]
+    inspected = run_cli("inspect", "--json", env=NO_VULKAN).json()
+    inspect = inspected["coverage"]
     assert delegate["predicted"] == inspect["coreml"]
+    # The pieces the window shows (app/coreml_mil/split.py's CoreMLPieces) are inspect's.
+    pieces = delegate["coreml_pieces"]["pieces"]
+    assert [(p["index"], p["where"], p["nodes"]) for p in pieces] == [
+        (p["piece"], p["where"], p["nodes"]) for p in inspected["coreml_pieces"]
+    ]
+    assert [p["ops"] for p in pieces if p["where"] == "cpu"] == [["MEAN"]]
+    assert delegate["coreml_pieces"]["first_inference_ms"] is None  # nothing ran in pieces here
     assert delegate["coverage"]["delegate"] == "cpu" and delegate["coverage"]["source"] == "measured"
     table = run_cli("classify", "--delegate", "coreml", PHOTOS / "coffee.jpg").stdout
     assert "coreml    Core ML can't run here; on a Mac the TFLite Core ML delegate would take 60 of 61 nodes" in table

@@ -87,6 +87,34 @@ def _split_and_run(data: bytes, options: CoreMLOptions | None = None) -> tuple[l
     return pieces, models, whole, split
 
 
+def test_pieces_read_as_inspect_prints_them_or_say_why_there_are_none():
+    """CoreMLPieces: the one description of the pieces (inspect and the window's panel)."""
+    from app.coreml_mil.split import PieceSummary, coreml_pieces
+    from tests.tflite_builder import GraphBuilder, options
+
+    graph = read_graph(bundled_models()["efficientnet_lite0"].read_bytes())
+    plan = coreml_pieces(graph, predict(graph, CoreMLOptions()))
+    assert plan.sentence() == (
+        "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60"
+    )
+    assert plan.sentence("", limit=2).endswith("CPU node 58 (MEAN) → … (1 more)")
+    assert plan.piece_time(0) == "not reported"
+    wide = PieceSummary(1, "cpu", (3, 5), ("A", "B", "C", "D", "E"))
+    assert wide.text() == "CPU 2 nodes from 3 to 5 (A, B, C, D, …)" and wide.text(max_ops=None).endswith("D, E)")
+    # A model with side effects is not split: one line says why.
+    b = GraphBuilder()
+    x = b.input((1, 4))
+    y = b.tensor((1, 4))
+    b.op("ADD", [x, b.const(np.ones((1, 4)))], [y], options("AddOptions"))
+    b.op("CALL_ONCE", [], [])
+    b.outputs = [y]
+    graph = read_graph(b.build())
+    plan = coreml_pieces(graph, predict(graph, CoreMLOptions()))
+    assert plan.pieces == () and plan.sentence() == (
+        "Core ML on a Mac does not split it into pieces: the model has ops with side effects (variables, control flow)"
+    )
+
+
 def test_split_bundled_float_model_is_bit_exact():
     """EfficientNet-Lite0: Core ML piece (58 nodes), the MEAN without keep_dims on the CPU, Core ML (FC + softmax)."""
     data = bundled_models()["efficientnet_lite0"].read_bytes()

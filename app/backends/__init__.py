@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.backends.base import Backend, DelegationReport, ModelRunner
+from app.backends.base import Backend, DelegationReport, ModelRunner, first_line
 from app.backends.coreml import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu import GpuBackend
 from app.backends.options import BackendOptions
 from app.backends.reference import ReferenceBackend
-from app.coverage import Coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
@@ -33,12 +32,21 @@ def get_backend(name: str) -> Backend:
         raise BackendUnavailable(f"unknown delegate '{name}' (known: {', '.join(BACKENDS)})") from None
 
 
-def predicted_coreml(spec: ModelSpec) -> Coverage | None:
-    """The TFLite Core ML delegate's node selection for `spec`, predicted from its rules (any OS)."""
+def _predict_onto(report: DelegationReport, spec: ModelSpec) -> None:
+    """A Core ML request's report: the delegate's predicted selection and, unless the session ran its own
+    pieces (app/backends/coreml_partitioned.py), the pieces a Mac would run it in."""
+    from app.coreml_mil.split import CoreMLPieces, coreml_pieces
+
     try:
-        return predict(read_graph(spec.content), CoreMLOptions())
+        graph = read_graph(spec.content)
+        report.predicted = predict(graph, CoreMLOptions())
     except ModelError:  # the runtime already accepted the file; a graph it runs but we cannot read says nothing
-        return None
+        return
+    if report.coreml_pieces is None and report.options.get("mode") != "exported package":
+        try:
+            report.coreml_pieces = coreml_pieces(graph, report.predicted)
+        except (ModelError, ValueError) as exc:
+            report.coreml_pieces = CoreMLPieces(not_split=first_line(exc))
 
 
 def open_session(
@@ -58,7 +66,7 @@ def open_session(
         reason = str(exc)
     else:
         if requested == "coreml":
-            session.report.predicted = predicted_coreml(spec)
+            _predict_onto(session.report, spec)
         return session
     if not fallback:
         raise BackendUnavailable(f"the {requested} delegate is not available: {reason}")
@@ -67,5 +75,5 @@ def open_session(
     session.report.fallback_reason = reason
     session.report.warnings.append(f"fell back to CPU: {reason}")
     if requested == "coreml":
-        session.report.predicted = predicted_coreml(spec)
+        _predict_onto(session.report, spec)
     return session

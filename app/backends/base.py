@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from app.backends.options import BackendOptions
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model import ModelSpec
+
+if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces are made
+    from app.coreml_mil.split import CoreMLPieces
 
 
 @dataclass
@@ -41,6 +44,7 @@ class DelegationReport:
     native_log: list[str] = field(default_factory=list)
     coverage: Coverage | None = None  # node by node: what the backend took and what it left, and why
     predicted: Coverage | None = None  # Core ML requested: the TFLite Core ML delegate's selection, from its rules
+    coreml_pieces: CoreMLPieces | None = None  # Core ML requested: the pieces a Mac runs it in, in order
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -48,10 +52,26 @@ class DelegationReport:
     @classmethod
     def from_dict(cls, d: dict) -> DelegationReport:
         """Back from to_dict() (summaries, recording sidecars)."""
+
         def typed(value: object) -> Coverage | None:
             return Coverage.from_dict(value) if isinstance(value, dict) else None
 
-        return cls(**{**d, "coverage": typed(d.get("coverage")), "predicted": typed(d.get("predicted"))})
+        pieces = d.get("coreml_pieces")
+        return cls(**{
+            **d,
+            "coverage": typed(d.get("coverage")),
+            "predicted": typed(d.get("predicted")),
+            "coreml_pieces": _pieces(pieces) if isinstance(pieces, dict) else None,
+        })  # fmt: skip
+
+
+def _pieces(d: dict) -> CoreMLPieces | None:
+    from app.coreml_mil.split import CoreMLPieces
+
+    try:
+        return CoreMLPieces.from_dict(d)
+    except (KeyError, TypeError, ValueError):  # a sidecar written by hand or by another version
+        return None
 
 
 class ModelRunner(Protocol):

@@ -23,6 +23,7 @@ from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
 from app.coreml_mil.programs import Prepared, load_or_convert
+from app.coreml_mil.split import CoreMLPieces, summarize_pieces
 from app.coreml_mil.translate import Untranslatable
 from app.errors import BackendUnavailable, ModelError
 from app.model import ModelSpec
@@ -135,6 +136,11 @@ class PartitionedCoreMLSession:
         )
         self.report.first_inference_ms = time_first_inference(self, spec)
         self.report.options["first_inference_pieces_ms"] = [round(t.ms, 3) for t in self.last_timings]
+        # What the window shows: the pieces this session runs, with the first inference's time of each.
+        self.report.coreml_pieces = CoreMLPieces(
+            summarize_pieces(split.graph, split.pieces),
+            first_inference_ms=tuple(t.ms for t in self.last_timings) if self.last_timings else None,
+        )
 
     @staticmethod
     def _runners(ct: Any, prepared: Prepared, compute_units: Any, threads: int) -> tuple[list[PieceRunner], list]:

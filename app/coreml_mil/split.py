@@ -12,6 +12,7 @@ LiteRT, in the runtime's order.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import flatbuffers
@@ -185,17 +186,92 @@ def _span(nodes: tuple[int, ...]) -> str:
     return f"nodes {nodes[0]}–{nodes[-1]}" if contiguous else f"{len(nodes)} nodes from {nodes[0]} to {nodes[-1]}"
 
 
-def describe_pieces(graph: Graph, pieces: list[Piece]) -> str:
-    """'Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60': the execution plan in one line."""
-    parts = []
-    for p in pieces:
-        text = f"{'Core ML' if p.delegated else 'CPU'} {_span(p.nodes)}"
-        if not p.delegated:
-            ops = sorted({graph.nodes[i].op for i in p.nodes})
-            text += f" ({', '.join(ops[:4])}{', …' if len(ops) > 4 else ''})"
-        parts.append(text)
-    return " → ".join(parts)
+@dataclass(frozen=True)
+class PieceSummary:
+    """One piece as people read it: where it runs, its nodes, and the op kinds in it."""
+
+    index: int
+    where: str  # "coreml" or "cpu" (Piece.where)
+    nodes: tuple[int, ...]
+    ops: tuple[str, ...]  # op kinds, sorted
+
+    def text(self, max_ops: int | None = 4) -> str:
+        """'Core ML nodes 0–57', 'CPU node 58 (MEAN)': a CPU piece names its op kinds (`max_ops` at most)."""
+        if self.where == "coreml":
+            return f"Core ML {_span(self.nodes)}"
+        ops = self.ops if max_ops is None else self.ops[:max_ops]
+        return f"CPU {_span(self.nodes)} ({', '.join(ops)}{', …' if len(ops) < len(self.ops) else ''})"
 
 
-def pieces_to_dict(pieces: list[Piece]) -> list[dict]:
+@dataclass(frozen=True)
+class CoreMLPieces:
+    """How the Core ML backend runs a model on a Mac: its pieces in order, or why it is not split.
+
+    Carried by a Core ML request's DelegationReport, so the window shows what inspect prints."""
+
+    pieces: tuple[PieceSummary, ...] = ()
+    not_split: str | None = None  # why there are no pieces
+    first_inference_ms: tuple[float, ...] | None = None  # per piece, when this session ran them (macOS)
+
+    @property
+    def runs_core_ml(self) -> bool:
+        return any(p.where == "coreml" for p in self.pieces)
+
+    def sentence(self, where: str = "on a Mac", limit: int | None = None) -> str:
+        """'Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60'
+        (`limit`: name that many pieces at most)."""
+        if self.not_split:
+            return f"{self.headline(where)}: {self.not_split}"
+        return f"{self.headline(where)}: {describe_pieces(self.pieces, limit)}"
+
+    def headline(self, where: str = "on a Mac") -> str:
+        """'Core ML on a Mac runs it in 3 pieces' ('where' empty: where it runs now)."""
+        subject = f"Core ML {where}" if where else "Core ML"
+        if self.not_split:
+            return f"{subject} does not split it into pieces"
+        n = len(self.pieces)
+        return f"{subject} runs it in {n} piece{'s' if n != 1 else ''}"
+
+    def piece_time(self, position: int) -> str:
+        """A piece's first-inference time, or "not reported"."""
+        times = self.first_inference_ms
+        if times is None or position >= len(times):
+            return "not reported"
+        return f"{times[position]:.2f} ms"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> CoreMLPieces:
+        times = d.get("first_inference_ms")
+        return cls(
+            pieces=tuple(
+                PieceSummary(int(p["index"]), str(p["where"]), tuple(p["nodes"]), tuple(p["ops"]))
+                for p in d.get("pieces") or ()
+            ),
+            not_split=d.get("not_split"),
+            first_inference_ms=tuple(float(t) for t in times) if times is not None else None,
+        )
+
+
+def summarize_pieces(graph: Graph, pieces: Sequence[Piece]) -> tuple[PieceSummary, ...]:
+    return tuple(
+        PieceSummary(p.index, p.where, p.nodes, tuple(sorted({graph.nodes[i].op for i in p.nodes}))) for p in pieces
+    )
+
+
+def coreml_pieces(graph: Graph, coverage: Coverage) -> CoreMLPieces:
+    """The pieces the Core ML backend would run `graph` in for the delegate's selection `coverage`."""
+    if has_side_effects(graph):
+        return CoreMLPieces(not_split="the model has ops with side effects (variables, control flow)")
+    return CoreMLPieces(summarize_pieces(graph, plan_pieces(graph, coverage)))
+
+
+def describe_pieces(pieces: Sequence[PieceSummary], limit: int | None = None) -> str:
+    """'Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60': the execution plan in one line
+    (`limit`: the first pieces, then how many more)."""
+    shown = pieces if limit is None or len(pieces) <= limit else pieces[:limit]
+    text = " → ".join(p.text() for p in shown)
+    return text + (f" → … ({len(pieces) - len(shown)} more)" if len(shown) < len(pieces) else "")
+
+
+def pieces_to_dict(pieces: Sequence[Piece | PieceSummary]) -> list[dict]:
     return [{"piece": p.index, "where": p.where, "nodes": list(p.nodes)} for p in pieces]

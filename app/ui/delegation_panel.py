@@ -17,6 +17,7 @@ from app.metrics import MetricsSnapshot
 from app.ui.coverage_view import CoverageStrip
 
 _COLOURS = {"ok": "#1b5e20", "info": "#555555", "warn": "#b71c1c"}
+_PIECES_SHOWN = 5  # pieces named in the panel's line; the tooltip lists them all
 
 
 class DelegationPanel(QWidget):
@@ -25,13 +26,15 @@ class DelegationPanel(QWidget):
         layout = QVBoxLayout(self)
         self.facts = QLabel("No model open yet.")
         self.coverage = QLabel("")
+        self.pieces = QLabel("")  # Core ML requested: the pieces a Mac runs the model in (app/coreml_mil/split.py)
         self.strip = CoverageStrip()
         self.legend = QLabel("")
         self.left_on_cpu = QLabel("")
         self.offload = QLabel("")
         self.bound = QLabel("")  # which stage sets the rate (app/bottleneck.py)
         self.switch = QLabel("")
-        labels = (self.coverage, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload, self.bound)
+        labels = (self.coverage, self.pieces, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload,
+                  self.bound)  # fmt: skip
         for label in (*labels, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
@@ -115,6 +118,7 @@ class DelegationPanel(QWidget):
                     f"&nbsp;• {html.escape(line)}" for line in left))  # fmt: skip
         self.coverage.setText("<br>".join(parts))
         self.coverage.setVisible(bool(parts))
+        self._show_pieces(report)
         self.left_on_cpu.setText("<br>".join(left_parts))
         self.left_on_cpu.setVisible(bool(left_parts))
         self.strip.set_rows(rows)
@@ -125,6 +129,39 @@ class DelegationPanel(QWidget):
             if self.strip.rows
             else ""
         )
+
+    def _show_pieces(self, report: DelegationReport) -> None:
+        """The pieces Core ML runs the model in, one compact line as `inspect` prints it (at most
+        _PIECES_SHOWN named; all of them, one per line, in the tooltip); when this session ran them (the
+        partitioned Core ML session on a Mac), each piece's time in the first inference."""
+        plan = report.coreml_pieces
+        if report.requested != "coreml" or plan is None or not (plan.runs_core_ml or plan.not_split):
+            self.pieces.setText("")
+            self.pieces.setToolTip("")
+            self.pieces.setVisible(False)
+            return
+        ran = report.used == "coreml" and report.options.get("mode") == "partitioned"
+        where = "" if ran else "on a Mac"
+        # inspect's sentence, its headline in bold: "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → …"
+        headline, _, rest = plan.sentence(where, limit=_PIECES_SHOWN).partition(": ")
+        line = f"<b>{html.escape(headline)}</b>: {_unbroken(rest)}"
+        if len(plan.pieces) > _PIECES_SHOWN:
+            line += f" <span style='color:{_COLOURS['info']}'>(hover for all)</span>"
+        parts = [line]
+        tip = [f"{plan.headline(where)}, in order:"] if plan.pieces else [plan.sentence(where)]
+        for position, piece in enumerate(plan.pieces):
+            timed = f": {plan.piece_time(position)}" if ran else ""
+            tip.append(f"{position + 1}. {piece.text(max_ops=None)}{timed}")
+        if ran and plan.pieces:
+            times = " → ".join(plan.piece_time(i) for i in range(len(plan.pieces)))
+            if plan.first_inference_ms is None:
+                times = "not reported"
+            parts.append(f"<span style='color:{_COLOURS['info']}'>First inference, per piece: {_unbroken(times)}"
+                         "</span>")  # fmt: skip
+            tip.append("(times: the first inference, piece by piece)")
+        self.pieces.setText("<br>".join(parts))
+        self.pieces.setToolTip("\n".join(tip))
+        self.pieces.setVisible(True)
 
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
@@ -148,10 +185,10 @@ class DelegationPanel(QWidget):
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
-        widgets = (self.coverage, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
+        widgets = (self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
         doc.setHtml("<br>".join(w.text() for w in widgets))
         # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
-        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "")
+        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "").replace(_JOIN, "")
 
 
 def _facts(
@@ -170,6 +207,13 @@ def _facts(
 
 
 _BREAK = "\u200b"  # a zero-width space: where a long name may wrap
+_JOIN = "\u2060"  # a word joiner: where a line must not wrap
+
+
+def _unbroken(text: str) -> str:
+    """HTML for a pieces line that wraps only between its parts: never inside "0–57" (a line may break
+    after an en dash), "Core ML", or a time and its unit."""
+    return html.escape(text).replace("–", "–" + _JOIN).replace(" ms", "&nbsp;ms").replace("Core ML", "Core&nbsp;ML")
 
 
 def _breakable(value: str) -> str:
