@@ -88,6 +88,35 @@ print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
                   "out_sum": float(out.sum()), "out_max": float(out.max())}))
 """
 
+SAME_PROCESS = """
+import json, sys, time
+import numpy as np
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+from app.bench import BenchConfig, run_bench
+from app.pipeline import InferenceConfig
+a = json.loads(sys.argv[1])
+content = open(a["model"], "rb").read()
+def raw_loop():
+    m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
+    x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+    out = np.empty(1000, np.float32)
+    for _ in range(20):
+        m.run_tensor(x, out)
+    start = time.perf_counter()
+    for _ in range(a["frames"]):
+        m.run_tensor(x, out)
+    rate = a["frames"] / (time.perf_counter() - start)
+    m.close()
+    return rate
+before = raw_loop()
+s = run_bench(BenchConfig(source="synthetic", frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"]),
+              InferenceConfig(model=a["model"], delegate="gpu", fallback=False))
+after = raw_loop()
+rate = s["metrics"]["inference_fps"]
+print(json.dumps({"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
+                  "raw_after": after, "ratio": rate / ((before + after) / 2), "bottleneck": s["bottleneck"]}))
+"""
+
 BENCH = """
 import json, sys
 import cv2
@@ -150,11 +179,16 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "bench cpu 8 threads demo (1 decoding thread)": {**cpu8, "source": "demo", "decode_threads": 1},
     }  # fmt: skip
     out.update({name: ("bench", [json.dumps(args)]) for name, args in bench.items()})
+    # The raw C loop, the pipeline and the raw C loop again in one process: the GPU run's speed moved
+    # 15-25% between processes, more than the pipeline's overhead; within a process it is one state.
+    out["same process: raw C loop, bench gpu synthetic, raw C loop"] = ("same", [json.dumps(gpu)])
+    out["same process, not pinned: raw C loop, bench gpu synthetic, raw C loop"] = (
+        "same", [json.dumps({**gpu, "pin": False})])
     return out
 
 
 def run(kind: str, args: list[str]) -> dict:
-    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH}[kind]
+    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH, "same": SAME_PROCESS}[kind]
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -202,6 +236,8 @@ def main() -> int:
         rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
         same = "raw C gpu fp32" if "fp32" in name else "raw C gpu fp16"
         own = ratio(rows, same) if name.startswith("bench gpu") else "–"
+        if name.startswith("same process"):
+            own = f"{statistics.median(x['ratio'] for x in ok):.3f} (to its own loops, in-process)"
         print(f"| {name} | {rate:.0f} | {ratio(rows, 'raw gpu')} | {own} | {ms:.3f} | {cpu:.3f} |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
