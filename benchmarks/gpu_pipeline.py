@@ -95,16 +95,22 @@ from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
+if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler every 5 s without NVML
+    import app.bench, app.metrics, app.thread_cpu
+    app.thread_cpu.READ_EVERY_S = 1e9
+    app.bench.ResourceSampler = lambda: app.metrics.ResourceSampler(interval_s=5.0, gpu=False)
 content = open(a["model"], "rb").read()
 def raw_loop():
     m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
-    x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+    # "cold": a different input each run, 30 in turn, as the synthetic source's 30 images give the pipeline
+    inputs = 30 if a.get("cold") else 1
+    xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(inputs)]
     out = np.empty(1000, np.float32)
-    for _ in range(20):
-        m.run_tensor(x, out)
+    for i in range(20):
+        m.run_tensor(xs[i % len(xs)], out)
     start = time.perf_counter()
-    for _ in range(a["frames"]):
-        m.run_tensor(x, out)
+    for i in range(a["frames"]):
+        m.run_tensor(xs[i % len(xs)], out)
     rate = a["frames"] / (time.perf_counter() - start)
     m.close()
     return rate
@@ -184,6 +190,10 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     out["same process: raw C loop, bench gpu synthetic, raw C loop"] = ("same", [json.dumps(gpu)])
     out["same process, not pinned: raw C loop, bench gpu synthetic, raw C loop"] = (
         "same", [json.dumps({**gpu, "pin": False})])
+    out["same process, loops on 30 inputs: raw C loop, bench gpu synthetic, raw C loop"] = (
+        "same", [json.dumps({**gpu, "cold": True})])
+    out["same process, quiet meters: raw C loop, bench gpu synthetic, raw C loop"] = (
+        "same", [json.dumps({**gpu, "quiet_meters": True})])
     return out
 
 
