@@ -363,7 +363,13 @@ class NativeModel:
             return None  # keep the runtime's own buffer
         self._keep.append(spare)  # outlives the buffer: destroyed before _keep is cleared
         self._own("LiteRtDestroyTensorBuffer", buffer)
+        replaced = handles[0]
         handles[0] = buffer.value
+        for i, (destroy, handle) in enumerate(self._handles):  # the runtime's buffer, unused from now on
+            if destroy == "LiteRtDestroyTensorBuffer" and handle.value == replaced:
+                del self._handles[i]
+                self._lib.LiteRtDestroyTensorBuffer(_P(replaced))
+                break
         return array
 
     def _buffer_size(self, handle: int) -> int:
