@@ -77,6 +77,10 @@ class LiveController:
         # Replaced, never mutated, so the pipeline threads that read them see a consistent set.
         self._sinks: dict[str, RowSink] = {}
         self._comparisons: ComparisonWriter | None = None
+        # The first frame each side's recording holds: comparisons of earlier frames (a side's result came
+        # before its recording opened) are not recorded, so X-compare.csv never names a frame that X.csv
+        # or X-b.csv lacks.
+        self._first_recorded: dict[str, int] = {}
         self._recording_path: Path | None = None
         self._sink_lock = threading.Lock()
         self._recording_started = 0.0
@@ -280,6 +284,7 @@ class LiveController:
         self._recording_path = path
         self._recording_started = time.monotonic()
         with self._sink_lock:
+            self._first_recorded = {}
             self._sinks = {"a": sink}
         if self.comparing:
             self._record_side_b(self.config("b"), already_open=True)
@@ -319,6 +324,7 @@ class LiveController:
             compare={"b": b_recording(path).name, "comparison": comparison_recording(path).name}
         )
         with self._sink_lock:
+            self._first_recorded.pop("b", None)
             self._comparisons = comparisons
             self._sinks = {**self._sinks, "b": sink}
 
@@ -373,6 +379,7 @@ class LiveController:
         sink = self._sinks.get(side)
         if sink is not None:
             sink.on_result(result)
+            self._first_recorded.setdefault(side, result.frame_index)
 
     def _on_event(self, side: str, event: Event) -> None:
         sink = self._sinks.get(side)
@@ -380,8 +387,8 @@ class LiveController:
             sink.on_event(event)
 
     def _on_comparison(self, comparison: FrameComparison) -> None:
-        writer = self._comparisons
-        if writer is not None:
+        writer, first = self._comparisons, self._first_recorded
+        if writer is not None and comparison.frame_index >= max(first.get("a", -1), first.get("b", -1)) >= 0:
             writer.add(comparison)
 
     def _record_event(self, kind: str, message: str) -> None:

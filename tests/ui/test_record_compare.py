@@ -60,15 +60,13 @@ def test_record_during_a_b_records_both_sides_and_the_comparison(qtbot, make_win
 
     compared = rows_of(c_path)
     assert list(compared[0]) == COMPARISON_COLUMNS and len(compared) >= 40
-    checked = 0
-    for row in compared:
-        if row["frame_id"] in a_rows and row["frame_id"] in b_rows:
-            assert row["a_top1"] == a_rows[row["frame_id"]]["top1_label"]
-            assert row["b_top1"] == b_rows[row["frame_id"]]["top1_label"]
-            assert row["top1_agree"] == str(int(row["a_top1"] == row["b_top1"]))
-            assert float(row["b_inference_ms"]) == pytest.approx(float(b_rows[row["frame_id"]]["inference_ms"]))
-            checked += 1
-    assert checked >= 35
+    for row in compared:  # every compared frame is in both sides' recordings (a side's result that came
+        # before its recording opened once left one comparison row naming a frame X-b.csv lacked)
+        assert row["frame_id"] in a_rows and row["frame_id"] in b_rows, row["frame_id"]
+        assert row["a_top1"] == a_rows[row["frame_id"]]["top1_label"]
+        assert row["b_top1"] == b_rows[row["frame_id"]]["top1_label"]
+        assert row["top1_agree"] == str(int(row["a_top1"] == row["b_top1"]))
+        assert float(row["b_inference_ms"]) == pytest.approx(float(b_rows[row["frame_id"]]["inference_ms"]))
 
 
 def test_a_b_started_while_recording_adds_side_b(qtbot, make_window, tmp_path):
