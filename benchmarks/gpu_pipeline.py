@@ -31,8 +31,30 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-RAW = """
-import json, statistics, sys, time
+# Shared by the child scripts below: `once(i)` run 20 times to warm up, then `runs` times, timed;
+# what an output says of the precision that made it.
+TIMED = """
+import statistics, time
+def timed(once, runs):
+    for i in range(20):
+        once(i)
+    times = []
+    c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
+    for i in range(runs):
+        t0 = time.perf_counter(); once(i); times.append((time.perf_counter() - t0) * 1e3)
+    wall = time.perf_counter() - start
+    return {"ms_p50": statistics.median(times), "rate": runs / wall,
+            "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
+            "process_cpu_ms": (time.process_time() - p0) / runs * 1e3}
+def output_facts(out):  # which precision ran: fp16 and fp32 give different sums (docs/benchmarks.md)
+    order = sorted(range(len(out)), key=lambda k: -out[k])
+    return {"top5": [int(k) for k in order[:5]], "out_sum": float(out.sum()), "out_max": float(out.max())}
+"""
+
+RAW = (
+    TIMED
+    + """
+import json, sys
 import numpy as np
 from ai_edge_litert.compiled_model import CompiledModel
 from ai_edge_litert.gpu_options import GpuOptions
@@ -43,27 +65,19 @@ options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccele
                   gpu_options=GpuOptions(hint_waiting_for_completion=hint))
 m = CompiledModel.from_file(model, options=options)
 inputs, outputs = m.create_input_buffers(0), m.create_output_buffers(0)
-req = m.get_input_buffer_requirements(0, 0) if hasattr(m, "get_input_buffer_requirements") else None
 x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
-def once():
+def once(_):
     inputs[0].write(x); m.run_by_index(0, inputs, outputs); outputs[0].read(1000, np.float32)
-for _ in range(20):
-    once()
-times = []
-c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
-for _ in range(runs):
-    t0 = time.perf_counter(); once(); times.append((time.perf_counter() - t0) * 1e3)
-wall = time.perf_counter() - start
+result = timed(once, runs)
 out = outputs[0].read(1000, np.float32)
-print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
-                  "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
-                  "process_cpu_ms": (time.process_time() - p0) / runs * 1e3,
-                  "fully_accelerated": bool(m.is_fully_accelerated()), "top5": np.argsort(out)[::-1][:5].tolist(),
-                  "out_sum": float(out.sum()), "out_max": float(out.max())}))
+print(json.dumps({**result, **output_facts(out), "fully_accelerated": bool(m.is_fully_accelerated())}))
 """
+)
 
-RAW_C = """
-import json, statistics, sys, time
+RAW_C = (
+    TIMED
+    + """
+import json, sys
 import numpy as np
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 model, runs, hint, precision = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
@@ -72,24 +86,15 @@ content = open(model, "rb").read()
 m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision=precision, wait_hint=hint)
 x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
 out = np.empty(1000, np.float32)
-def once():
-    m.run_tensor(x, out)
-for _ in range(20):
-    once()
-times = []
-c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
-for _ in range(runs):
-    t0 = time.perf_counter(); once(); times.append((time.perf_counter() - t0) * 1e3)
-wall = time.perf_counter() - start
-print(json.dumps({"ms_p50": statistics.median(times), "rate": runs / wall,
-                  "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
-                  "process_cpu_ms": (time.process_time() - p0) / runs * 1e3,
-                  "fully_accelerated": m.is_fully_accelerated(), "top5": np.argsort(out)[::-1][:5].tolist(),
-                  "out_sum": float(out.sum()), "out_max": float(out.max())}))
+result = timed(lambda _: m.run_tensor(x, out), runs)
+print(json.dumps({**result, **output_facts(out), "fully_accelerated": m.is_fully_accelerated()}))
 """
+)
 
-SAME_PROCESS = """
-import json, sys, time
+SAME_PROCESS = (
+    TIMED
+    + """
+import json, sys
 import numpy as np
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.bench import BenchConfig, run_bench
@@ -106,12 +111,7 @@ def raw_loop():
     inputs = 30 if a.get("cold") else 1
     xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(inputs)]
     out = np.empty(1000, np.float32)
-    for i in range(20):
-        m.run_tensor(xs[i % len(xs)], out)
-    start = time.perf_counter()
-    for i in range(a["frames"]):
-        m.run_tensor(xs[i % len(xs)], out)
-    rate = a["frames"] / (time.perf_counter() - start)
+    rate = timed(lambda i: m.run_tensor(xs[i % len(xs)], out), a["frames"])["rate"]
     m.close()
     return rate
 before = raw_loop()
@@ -122,6 +122,7 @@ rate = s["metrics"]["inference_fps"]
 print(json.dumps({"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
                   "raw_after": after, "ratio": rate / ((before + after) / 2), "bottleneck": s["bottleneck"]}))
 """
+)
 
 BENCH = """
 import json, sys
@@ -189,11 +190,17 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     # 15-25% between processes, more than the pipeline's overhead; within a process it is one state.
     out["same process: raw C loop, bench gpu synthetic, raw C loop"] = ("same", [json.dumps(gpu)])
     out["same process, not pinned: raw C loop, bench gpu synthetic, raw C loop"] = (
-        "same", [json.dumps({**gpu, "pin": False})])
+        "same",
+        [json.dumps({**gpu, "pin": False})],
+    )
     out["same process, loops on 30 inputs: raw C loop, bench gpu synthetic, raw C loop"] = (
-        "same", [json.dumps({**gpu, "cold": True})])
+        "same",
+        [json.dumps({**gpu, "cold": True})],
+    )
     out["same process, quiet meters: raw C loop, bench gpu synthetic, raw C loop"] = (
-        "same", [json.dumps({**gpu, "quiet_meters": True})])
+        "same",
+        [json.dumps({**gpu, "quiet_meters": True})],
+    )
     return out
 
 

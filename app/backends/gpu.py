@@ -3,9 +3,9 @@ Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
 
 It is built and run through LiteRT's C API (`app/backends/litert_c.py`), not the Python wrapper's
 `CompiledModel`: the wrapper holds the GIL through a GPU run, which stalled every other thread of
-the pipeline behind each inference (docs/benchmarks.md, "third session"). The C options also name
-the precision: the wrapper could only ask for fp32 or leave the runtime's default, which gave
-fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
+the pipeline behind each inference (docs/benchmarks.md, "fourth session: the GPU run without the
+GIL"). The C options also name the precision: the wrapper could only ask for fp32 or leave the
+runtime's default, which gave fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
 
 What the runtime does not say, this module finds out: which adapter it ran on
 (from the Vulkan loader), whether that adapter is a software renderer (a "GPU"

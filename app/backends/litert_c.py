@@ -173,7 +173,7 @@ class NativeModel:
 
     Not thread-safe: one thread runs it (the GPU accelerator wants that too)."""
 
-    HOST_BUFFERS = True  # the first input and output over numpy arrays (_own_host_memory); False: the runtime's
+    HOST_BUFFERS = True  # the first input and output over numpy arrays (_host_memory); False: the runtime's
 
     def __init__(
         self,
@@ -194,7 +194,6 @@ class NativeModel:
         self._keep: list[object] = []
         self.profiling = profiling
         self._input_shape = input_shape  # fixes a dynamic batch dimension, as the app's CPU session does
-        self._ranked: dict[tuple[bool, int], C.Array] = {}
         self._settings = (accelerators, threads, gpu_precision, wait_hint)
         self._capture_log = capture_log
         self.log: list[str] = []
@@ -239,12 +238,10 @@ class NativeModel:
         compiled = self._compile(self._model)
         _check(compiled.status, "compile the model", BackendUnavailable if accelerators & HW_GPU else ModelError)
         self._compiled = self._own("LiteRtDestroyCompiledModel", compiled.handle)
-        self._inputs = self._buffers(False)
-        self._outputs = self._buffers(True)
-        if not len(self._inputs) or not len(self._outputs):
-            raise ModelError("the model's signature has no input or no output")
-        self._sizes = (self._buffer_size(self._inputs[0]), self._buffer_size(self._outputs[0]))
-        self._host = (self._own_host_memory(False), self._own_host_memory(True))
+        self._inputs, in_size, host_in = self._buffers(False)
+        self._outputs, out_size, host_out = self._buffers(True)
+        self._sizes = (in_size, out_size)
+        self._host = (host_in, host_out)
         profiler = _P()
         _check(lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
         self._profiler = profiler if profiler.value else None  # owned by the compiled model
@@ -309,28 +306,31 @@ class NativeModel:
             lib.LiteRtDestroyModel(model)
             del self._keep[kept:]  # that model's data and options, read by nothing now
 
-    def _buffers(self, outputs: bool) -> C.Array:
+    def _buffers(self, outputs: bool) -> tuple[C.Array, int, np.ndarray | None]:
+        """The inputs' (outputs') buffers; the first one's bytes, and the numpy array it is made over
+        when it is host memory of ours (`_host_memory`)."""
         lib = self._lib
         signature = _P()
         _check(lib.LiteRtGetModelSignature(self._model, 0, C.byref(signature)), "list the model's signature")
         count = C.c_size_t()
         counter = lib.LiteRtGetNumSignatureOutputs if outputs else lib.LiteRtGetNumSignatureInputs
         _check(counter(signature, C.byref(count)), "count the model's tensors")
+        if count.value == 0:
+            raise ModelError("the model's signature has no input or no output")
         getter = lib.LiteRtGetSignatureOutputTensorByIndex if outputs else lib.LiteRtGetSignatureInputTensorByIndex
         requirements = (
             lib.LiteRtGetCompiledModelOutputBufferRequirements
             if outputs
             else lib.LiteRtGetCompiledModelInputBufferRequirements
         )
-        handles = []
+        handles: list[int] = []
+        first_size, host = 0, None
         for i in range(count.value):
             tensor = _P()
             _check(getter(signature, i, C.byref(tensor)), "read a tensor")
             ranked = C.create_string_buffer(_RANKED_TYPE_SIZE)
             _check(lib.LiteRtGetRankedTensorType(tensor, ranked), "read a tensor's type")
             self._fix_dynamic_dims(ranked, i, outputs)
-            self._keep.append(ranked)
-            self._ranked[(outputs, i)] = ranked
             req = _P()
             _check(requirements(self._compiled, 0, i, C.byref(req)), "state a buffer's requirements")
             buffer = _P()
@@ -338,44 +338,43 @@ class NativeModel:
                 lib.LiteRtCreateManagedTensorBufferFromRequirements(self._env, ranked, req, C.byref(buffer)),
                 "allocate a buffer",
             )
+            if i == 0:
+                try:
+                    first_size = self._buffer_size(buffer)
+                    made = self._host_memory(ranked, first_size) if self.HOST_BUFFERS else None
+                except ModelError:
+                    lib.LiteRtDestroyTensorBuffer(buffer)
+                    raise
+                if made is not None:  # the runtime's own buffer is not used from now on
+                    lib.LiteRtDestroyTensorBuffer(buffer)
+                    buffer, host = made
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
-        return (_P * len(handles))(*handles)
+        return (_P * len(handles))(*handles), first_size, host
 
-    def _own_host_memory(self, output: bool) -> np.ndarray | None:
-        """The first input's (output's) buffer replaced by one over a numpy array of ours. A run then needs
-        one native call, not seven (lock, copy, unlock on each side): every ctypes call gives the GIL up
-        and takes it back, and taking it back waits for any other thread holding it. The runtime accepts
+    def _host_memory(self, ranked: C.Array, size: int) -> tuple[_P, np.ndarray] | None:
+        """A buffer of `size` bytes over a numpy array of ours, for the first input (output). A run then
+        needs one native call, not seven (lock, copy, unlock on each side): every ctypes call gives the GIL
+        up and takes it back, and taking it back waits for any other thread holding it. The runtime accepts
         host memory where it asked for its own buffer type (WebGPU buffers for the GPU's float32 models,
         host memory for its int8 ones) and copies to the device inside the run, giving the same outputs
-        (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/gpu_pipeline.py)."""
-        if not self.HOST_BUFFERS:
-            return None
-        handles = self._outputs if output else self._inputs
-        size = self._sizes[1 if output else 0]
+        (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/gpu_pipeline.py).
+        None when the runtime refuses it: the runtime's own buffer is kept."""
         spare = np.empty(size + _HOST_ALIGNMENT, np.uint8)
         start = -spare.ctypes.data % _HOST_ALIGNMENT
         array = spare[start : start + size]
         buffer = _P()
         status = self._lib.LiteRtCreateTensorBufferFromHostMemory(
-            self._ranked[(output, 0)], _P(array.ctypes.data), size, None, C.byref(buffer)
+            ranked, _P(array.ctypes.data), size, None, C.byref(buffer)
         )
         if status != 0:
-            return None  # keep the runtime's own buffer
-        self._keep.append(spare)  # outlives the buffer: destroyed before _keep is cleared
-        self._own("LiteRtDestroyTensorBuffer", buffer)
-        replaced = handles[0]
-        handles[0] = buffer.value
-        for i, (destroy, handle) in enumerate(self._handles):  # the runtime's buffer, unused from now on
-            if destroy == "LiteRtDestroyTensorBuffer" and handle.value == replaced:
-                del self._handles[i]
-                self._lib.LiteRtDestroyTensorBuffer(_P(replaced))
-                break
-        return array
+            return None
+        self._keep.append(spare)  # outlives the buffer: buffers are destroyed before _keep is cleared
+        return buffer, array
 
-    def _buffer_size(self, handle: int) -> int:
+    def _buffer_size(self, buffer: _P) -> int:
         """The tensor's own bytes in the buffer (a GPU buffer may be larger: padding)."""
         size = C.c_size_t()
-        _check(self._lib.LiteRtGetTensorBufferPackedSize(_P(handle), C.byref(size)), "size a buffer")
+        _check(self._lib.LiteRtGetTensorBufferPackedSize(buffer, C.byref(size)), "size a buffer")
         return size.value
 
     def _fix_dynamic_dims(self, ranked: C.Array, index: int, output: bool) -> None:
@@ -395,14 +394,34 @@ class NativeModel:
         C.memmove(C.addressof(ranked) + _DIMS, struct.pack(f"<{rank}i", *fixed), 4 * rank)
 
     def write_input(self, tensor: np.ndarray) -> None:
-        """Copy the input (one image, the model's dtype) into the first input buffer."""
-        address = _P()
-        _check(self._lib.LiteRtLockTensorBuffer(_P(self._inputs[0]), C.byref(address), _LOCK_WRITE), "map the input")
+        """Copy the input (one image, the model's dtype and size) into the first input buffer."""
+        tensor = np.ascontiguousarray(tensor)
+        if tensor.nbytes != self._sizes[0]:
+            raise ValueError(f"an input of {tensor.nbytes} bytes for a model that takes {self._sizes[0]}")
+        host = self._host[0]
+        if host is not None:
+            np.copyto(host, tensor.reshape(-1).view(np.uint8))
+        else:
+            self._copy(self._inputs[0], _LOCK_WRITE, tensor, "map the input")
+
+    def _read_output(self, out: np.ndarray) -> None:
+        host = self._host[1]
+        if host is not None:
+            np.copyto(out.reshape(-1).view(np.uint8), host[: out.nbytes])
+        else:
+            self._copy(self._outputs[0], _LOCK_READ, out, "map the output")
+
+    def _copy(self, handle: int, mode: int, array: np.ndarray, what: str) -> None:
+        """Between a runtime-made buffer and `array` (its first array.nbytes bytes), under the buffer's lock."""
+        buffer, address = _P(handle), _P()
+        _check(self._lib.LiteRtLockTensorBuffer(buffer, C.byref(address), mode), what, NativeRunFailed)
         try:
-            raw = np.ascontiguousarray(tensor).tobytes()
-            C.memmove(address, raw, len(raw))
+            if mode == _LOCK_WRITE:
+                C.memmove(address, array.ctypes.data, array.nbytes)
+            else:
+                C.memmove(array.ctypes.data, address, array.nbytes)
         finally:
-            self._lib.LiteRtUnlockTensorBuffer(_P(self._inputs[0]))
+            self._lib.LiteRtUnlockTensorBuffer(buffer)
 
     def run(self) -> None:
         # A CDLL call: the GIL is released until the run (the GPU's wait included) returns.
@@ -413,33 +432,16 @@ class NativeModel:
 
     def run_tensor(self, tensor: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write `tensor` (C-contiguous, the input's dtype and size) into the first input, run, and copy the
-        first output's first `out.nbytes` bytes into `out`. Each native call runs without the GIL."""
+        first output's first `out.nbytes` bytes into `out`. Each native call runs without the GIL; with host
+        buffers of ours (`_host_memory`) the run is the only one."""
         if not tensor.flags.c_contiguous or tensor.nbytes != self._sizes[0] or out.nbytes > self._sizes[1]:
             raise ValueError(
                 f"buffers of {tensor.nbytes} and {out.nbytes} bytes for a model of"
                 f" {self._sizes[0]} in and {self._sizes[1]} out"
             )
-        host_in, host_out = self._host
-        if host_in is not None and host_out is not None:  # numpy copies in and out, one native call
-            np.copyto(host_in, tensor.reshape(-1).view(np.uint8))
-            self.run()
-            np.copyto(out.reshape(-1).view(np.uint8), host_out[: out.nbytes])
-            return out
-        lib = self._lib
-        address = _P()
-        buffer = _P(self._inputs[0])
-        _check(lib.LiteRtLockTensorBuffer(buffer, C.byref(address), _LOCK_WRITE), "map the input", NativeRunFailed)
-        try:
-            C.memmove(address, tensor.ctypes.data, tensor.nbytes)
-        finally:
-            lib.LiteRtUnlockTensorBuffer(buffer)
+        self.write_input(tensor)
         self.run()
-        buffer = _P(self._outputs[0])
-        _check(lib.LiteRtLockTensorBuffer(buffer, C.byref(address), _LOCK_READ), "map the output", NativeRunFailed)
-        try:
-            C.memmove(out.ctypes.data, address, out.nbytes)
-        finally:
-            lib.LiteRtUnlockTensorBuffer(buffer)
+        self._read_output(out)
         return out
 
     def start(self) -> None:

@@ -40,6 +40,7 @@ def frame_to_qimage(image: np.ndarray) -> QImage:
 _BACKGROUND = QColor(20, 20, 20)
 _CROP_LINE = QColor(200, 200, 200)
 
+
 class VideoView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
