@@ -104,6 +104,8 @@ if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler eve
     import app.bench, app.metrics, app.thread_cpu
     app.thread_cpu.READ_EVERY_S = 1e9
     app.bench.ResourceSampler = lambda: app.metrics.ResourceSampler(interval_s=5.0, gpu=False)
+if a.get("runtime_buffers"):  # the loops and the GPU session on the runtime's own buffers (lock, copy, unlock)
+    NativeModel.HOST_BUFFERS = False
 content = open(a["model"], "rb").read()
 def raw_loop():
     m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
@@ -121,6 +123,59 @@ after = raw_loop()
 rate = s["metrics"]["inference_fps"]
 print(json.dumps({"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
                   "raw_after": after, "ratio": rate / ((before + after) / 2), "bottleneck": s["bottleneck"]}))
+"""
+)
+
+# The references and the pipeline in one process, in short turns: the GPU's speed drifts by 10-25%
+# over seconds (even within a process), so each pipeline turn is compared with the loops' turns
+# just before it. A turn: the Python wrapper's loop, the C loop on the runtime's buffers, the C loop
+# on host-memory buffers, then bench on each kind of buffer (the session's NativeModel is opened per
+# bench; HOST_BUFFERS is read when it is).
+INTERLEAVED = (
+    TIMED
+    + """
+import json, statistics, sys
+import numpy as np
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+from app.bench import BenchConfig, run_bench
+from app.pipeline import InferenceConfig
+a = json.loads(sys.argv[1])
+n, model = a["frames"], a["model"]
+xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(30)]
+gpu = HardwareAccelerator.GPU | HardwareAccelerator.CPU
+w = CompiledModel.from_file(model, options=Options(hardware_accelerators=gpu))
+wi, wo = w.create_input_buffers(0), w.create_output_buffers(0)
+def wrapper(i):
+    wi[0].write(xs[i % 30]); w.run_by_index(0, wi, wo); wo[0].read(1000, np.float32)
+content = open(model, "rb").read()
+native = {}
+for host in (False, True):
+    NativeModel.HOST_BUFFERS = host
+    native[host] = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
+out = np.empty(1000, np.float32)
+def bench(host):
+    NativeModel.HOST_BUFFERS = host
+    s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True),
+                  InferenceConfig(model=model, delegate="gpu", fallback=False, options=a.get("options", {})))
+    return s["metrics"]["inference_fps"]
+turns = []
+for _ in range(a["cycles"]):
+    t = {"wrapper": timed(wrapper, n)["rate"],
+         "C runtime buffers": timed(lambda i: native[False].run_tensor(xs[i % 30], out), n)["rate"],
+         "C host buffers": timed(lambda i: native[True].run_tensor(xs[i % 30], out), n)["rate"],
+         "bench runtime buffers": bench(False), "bench host buffers": bench(True)}
+    turns.append(t)
+    print(json.dumps({k: round(v) for k, v in t.items()}), file=sys.stderr, flush=True)
+ratio = lambda x, y: round(statistics.median(t[x] / t[y] for t in turns), 3)
+spread = lambda x, y: [round(min(t[x] / t[y] for t in turns), 3), round(max(t[x] / t[y] for t in turns), 3)]
+print(json.dumps({"turns": turns, "rate": statistics.median(t["bench runtime buffers"] for t in turns),
+                  "ms_p50": 0.0, **{f"{x} / {y}": {"median": ratio(x, y), "range": spread(x, y)} for x, y in [
+                      ("bench runtime buffers", "wrapper"), ("bench runtime buffers", "C runtime buffers"),
+                      ("bench host buffers", "wrapper"), ("bench host buffers", "C host buffers"),
+                      ("C runtime buffers", "wrapper"), ("C host buffers", "wrapper")]}}))
 """
 )
 
@@ -197,15 +252,23 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
         "same",
         [json.dumps({**gpu, "cold": True})],
     )
+    out["same process, the runtime's buffers: raw C loop, bench gpu synthetic, raw C loop"] = (
+        "same",
+        [json.dumps({**gpu, "runtime_buffers": True})],
+    )
     out["same process, quiet meters: raw C loop, bench gpu synthetic, raw C loop"] = (
         "same",
         [json.dumps({**gpu, "quiet_meters": True})],
+    )
+    out["interleaved: wrapper loop, C loops, bench, in turns in one process"] = (
+        "interleaved",
+        [json.dumps({"model": model, "frames": min(frames, 800), "cycles": 8})],
     )
     return out
 
 
 def run(kind: str, args: list[str]) -> dict:
-    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH, "same": SAME_PROCESS}[kind]
+    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH, "same": SAME_PROCESS, "interleaved": INTERLEAVED}[kind]
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
@@ -253,6 +316,11 @@ def main() -> int:
         rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
         same = "raw C gpu fp32" if "fp32" in name else "raw C gpu fp16"
         own = ratio(rows, same) if name.startswith("bench gpu") else "–"
+        if name.startswith("interleaved"):
+            for key in [k for k in ok[0] if " / " in k]:
+                medians = [x[key]["median"] for x in ok]
+                print(f"| {name}: {key} | | | {statistics.median(medians):.3f} (per process: {medians}) | | |")
+            continue
         if name.startswith("same process"):
             own = f"{statistics.median(x['ratio'] for x in ok):.3f} (to its own loops, in-process)"
         print(f"| {name} | {rate:.0f} | {ratio(rows, 'raw gpu')} | {own} | {ms:.3f} | {cpu:.3f} |")

@@ -168,3 +168,43 @@ def test_a_gpu_run_lets_other_python_threads_run(swiftshader: dict):
     probe = json.loads(proc.stdout.strip().splitlines()[-1])
     assert probe["runs"] >= 2, probe
     assert probe["during"] > 0.2 * probe["alone"], probe
+
+
+_BUFFER_KINDS = """
+import json
+import numpy as np
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+from app.model import load_model_spec
+out = {}
+for name in ("efficientnet_lite0", "efficientnet_lite0_int8"):
+    spec = load_model_spec(name)
+    content = spec.path.read_bytes()
+    x = np.random.default_rng(0).integers(0, 255, spec.input.shape).astype(spec.input.dtype)
+    for host in (False, True):
+        NativeModel.HOST_BUFFERS = host
+        m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False)
+        y = np.empty(1000, spec.output.dtype)
+        m.run_tensor(x, y)
+        first = y.copy()
+        m.run_tensor(x, y)  # a second run on the same buffers: nothing left over from the first
+        out[f"{name} host={host}"] = {"ours": m._host[0] is not None, "top": int(first.argmax()),
+                                      "bytes": first.tobytes().hex(), "again": bool((first == y).all())}
+        m.close()
+print(json.dumps(out))
+"""
+
+
+def test_the_runtimes_buffers_and_host_memory_give_the_same_outputs(swiftshader: dict):
+    """The GPU session writes and reads the runtime's own buffers under their locks (the default), or
+    buffers over numpy arrays of ours (HOST_BUFFERS, compared in benchmarks/gpu_pipeline.py): the same
+    bytes out either way, on the float32 and the int8 model, under SwiftShader."""
+    proc = subprocess.run([sys.executable, "-c", _BUFFER_KINDS], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **swiftshader}, timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = json.loads(proc.stdout.strip().splitlines()[-1])
+    for name in ("efficientnet_lite0", "efficientnet_lite0_int8"):
+        default, ours = runs[f"{name} host=False"], runs[f"{name} host=True"]
+        assert default["bytes"] == ours["bytes"], name
+        assert default["again"] and ours["again"], name
+        assert ours["ours"], f"{name}: the runtime refused host memory"
+    assert not runs["efficientnet_lite0 host=False"]["ours"]  # the default: the runtime's buffer

@@ -124,6 +124,7 @@ class RawEvent:
 
 
 _LIB: C.CDLL | None = None
+_HELD: C.PyDLL | None = None
 _DESTRUCTOR = C.CFUNCTYPE(None, _P)
 _KEEP = _DESTRUCTOR(lambda _payload: None)  # payloads are Python-owned buffers kept alive by the session
 
@@ -158,6 +159,28 @@ def _lib() -> C.CDLL:
     return _LIB
 
 
+def _held() -> C.PyDLL:
+    """The same library through PyDLL: a call keeps the GIL. For the short calls between two runs (a
+    buffer's lock and unlock): giving the GIL up there lets another thread of the pipeline take it, and
+    the inference thread then waits for it back (docs/benchmarks.md, fifth session). Never for a run."""
+    global _HELD
+    if _HELD is None:
+        held = C.PyDLL(_lib()._name)  # the library already loaded: the same handle
+        held.LiteRtLockTensorBuffer.argtypes = [_P, C.POINTER(_P), C.c_int]
+        held.LiteRtUnlockTensorBuffer.argtypes = [_P]
+        _HELD = held
+    return _HELD
+
+
+def _copy_holding_gil(dst: np.ndarray | C.Array, src: np.ndarray | C.Array) -> None:
+    """Copy the bytes of C-contiguous `src` into C-contiguous `dst` (the same byte count) without giving
+    the GIL up. `np.copyto` releases it for a large copy; in a pipeline another thread then takes it, and
+    the inference thread waits for it back before the run: a 602 KB input copy took 123-135 us there
+    against 62-68 us in a bare loop on the H200 host, and the same as the loop this way
+    (docs/benchmarks.md, fifth session). A memoryview assignment copies under the GIL."""
+    memoryview(dst).cast("B")[:] = memoryview(src).cast("B")
+
+
 class NativeRunFailed(ModelError):
     """A run, or a lock of one of its buffers, that LiteRT answered with an error status."""
 
@@ -173,7 +196,12 @@ class NativeModel:
 
     Not thread-safe: one thread runs it (the GPU accelerator wants that too)."""
 
-    HOST_BUFFERS = True  # the first input and output over numpy arrays (_host_memory); False: the runtime's
+    # True: the first input and output over numpy arrays of ours (_host_memory); False: the buffers the
+    # runtime asks for, written and read under their lock with the GIL kept (_copy). Host memory made a
+    # run one native call while the lock and unlock went through CDLL (each gave the GIL up); with them
+    # through PyDLL, the runtime's buffers save a copy (the GPU reads its own buffer; host memory it copies
+    # inside the run) and ran as fast or faster on the H200 host (docs/benchmarks.md, fifth session).
+    HOST_BUFFERS = False
 
     def __init__(
         self,
@@ -352,9 +380,8 @@ class NativeModel:
         return (_P * len(handles))(*handles), first_size, host
 
     def _host_memory(self, ranked: C.Array, size: int) -> tuple[_P, np.ndarray] | None:
-        """A buffer of `size` bytes over a numpy array of ours, for the first input (output). A run then
-        needs one native call, not seven (lock, copy, unlock on each side): every ctypes call gives the GIL
-        up and takes it back, and taking it back waits for any other thread holding it. The runtime accepts
+        """A buffer of `size` bytes over a numpy array of ours, for the first input (output), when
+        HOST_BUFFERS is set (benchmarks/gpu_pipeline.py compares both). The runtime accepts
         host memory where it asked for its own buffer type (WebGPU buffers for the GPU's float32 models,
         host memory for its int8 ones) and copies to the device inside the run, giving the same outputs
         (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/gpu_pipeline.py).
@@ -400,28 +427,37 @@ class NativeModel:
             raise ValueError(f"an input of {tensor.nbytes} bytes for a model that takes {self._sizes[0]}")
         host = self._host[0]
         if host is not None:
-            np.copyto(host, tensor.reshape(-1).view(np.uint8))
+            _copy_holding_gil(host, tensor)
         else:
             self._copy(self._inputs[0], _LOCK_WRITE, tensor, "map the input")
 
     def _read_output(self, out: np.ndarray) -> None:
         host = self._host[1]
         if host is not None:
-            np.copyto(out.reshape(-1).view(np.uint8), host[: out.nbytes])
+            _copy_holding_gil(out, host[: out.nbytes])
         else:
             self._copy(self._outputs[0], _LOCK_READ, out, "map the output")
 
     def _copy(self, handle: int, mode: int, array: np.ndarray, what: str) -> None:
-        """Between a runtime-made buffer and `array` (its first array.nbytes bytes), under the buffer's lock."""
+        """Between a runtime-made buffer and `array` (its first array.nbytes bytes), under the buffer's
+        lock. The copy and the unlock keep the GIL (`_held`, `_copy_holding_gil`), and so does the lock
+        for writing; the lock for reading gives it up: on a GPU buffer it waits for the download from
+        the device (~0.18 ms of ~1 ms per run on the H200 host), a wait like the run's, right after the
+        run, when the pipeline's other threads have had the run's time for their work."""
+        held = _held()
+        lock = held.LiteRtLockTensorBuffer if mode == _LOCK_WRITE else self._lib.LiteRtLockTensorBuffer
         buffer, address = _P(handle), _P()
-        _check(self._lib.LiteRtLockTensorBuffer(buffer, C.byref(address), mode), what, NativeRunFailed)
+        _check(lock(buffer, C.byref(address), mode), what, NativeRunFailed)
         try:
+            if not address.value:
+                raise NativeRunFailed(f"LiteRT gave no address to {what}")
+            mapped = (C.c_uint8 * array.nbytes).from_address(address.value)
             if mode == _LOCK_WRITE:
-                C.memmove(address, array.ctypes.data, array.nbytes)
+                _copy_holding_gil(mapped, array)
             else:
-                C.memmove(array.ctypes.data, address, array.nbytes)
+                _copy_holding_gil(array, mapped)
         finally:
-            self._lib.LiteRtUnlockTensorBuffer(buffer)
+            held.LiteRtUnlockTensorBuffer(buffer)
 
     def run(self) -> None:
         # A CDLL call: the GIL is released until the run (the GPU's wait included) returns.
@@ -432,8 +468,9 @@ class NativeModel:
 
     def run_tensor(self, tensor: np.ndarray, out: np.ndarray) -> np.ndarray:
         """Write `tensor` (C-contiguous, the input's dtype and size) into the first input, run, and copy the
-        first output's first `out.nbytes` bytes into `out`. Each native call runs without the GIL; with host
-        buffers of ours (`_host_memory`) the run is the only one."""
+        first output's first `out.nbytes` bytes into `out`. Only the run and the output's lock give the
+        GIL up (CDLL calls: they wait for the device); the copies, the input's lock and the unlocks keep
+        it, so no other thread of the pipeline can take it in between (`_copy`)."""
         if not tensor.flags.c_contiguous or tensor.nbytes != self._sizes[0] or out.nbytes > self._sizes[1]:
             raise ValueError(
                 f"buffers of {tensor.nbytes} and {out.nbytes} bytes for a model of"

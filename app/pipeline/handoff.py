@@ -16,9 +16,11 @@ from app.thread_cpu import InferenceCpu
 _MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RawOutput:
-    """One inference's output on its way from the inference thread to the results thread."""
+    """One inference's output on its way from the inference thread to the results thread. Not
+    frozen: a frozen dataclass sets each field through object.__setattr__, and this is made on the
+    inference thread between two runs; nothing changes it after."""
 
     active: ActiveSession
     frame: Frame
@@ -33,20 +35,26 @@ class RawOutput:
 
 class Handoff:
     """In order and bounded: a stalled consumer slows inference down rather than growing
-    memory or dropping recorded rows."""
+    memory or dropping recorded rows.
+
+    `put` is on the inference thread's path between two runs, so it takes no lock while there is
+    room: two counters, each written by one thread only (puts by the inference thread, dones by
+    the results thread), say how many outputs are unpublished. A semaphore here (pure Python: a
+    Condition and its lock) was part of the per-frame Python that kept a fast GPU's pipeline below
+    its raw loop (docs/benchmarks.md, fifth session)."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[RawOutput | None] = queue.SimpleQueue()
-        self._room = threading.BoundedSemaphore(_MAX_UNPUBLISHED)
-        self._lock = threading.Lock()
-        self._unpublished = 0  # put and not yet done: queued or being published
+        self._room = threading.Condition()
+        self._puts = 0  # written by the producer alone
+        self._dones = 0  # written by the consumer alone, under _room
 
     def put(self, item: RawOutput, stop: threading.Event) -> None:
-        while not self._room.acquire(timeout=POLL_S):
-            if stop.is_set():
-                break  # shutting down: the results thread drains whatever is queued
-        with self._lock:
-            self._unpublished += 1
+        if self._puts - self._dones >= _MAX_UNPUBLISHED:
+            with self._room:  # `done` counts and notifies under it: no wake-up is lost
+                while self._puts - self._dones >= _MAX_UNPUBLISHED and not stop.is_set():
+                    self._room.wait(POLL_S)  # at shutdown: put anyway, the results thread drains it
+        self._puts += 1  # before the item is visible: drained() never says yes with one in flight
         self._queue.put(item)
 
     def get(self) -> RawOutput | None:
@@ -54,16 +62,12 @@ class Handoff:
 
     def done(self) -> None:
         """One item fully published (or refused)."""
-        with self._lock:
-            self._unpublished -= 1
-        try:
-            self._room.release()
-        except ValueError:
-            pass  # put() gave up waiting for room at shutdown
+        with self._room:
+            self._dones += 1
+            self._room.notify()
 
     def drained(self) -> bool:
-        with self._lock:
-            return self._unpublished == 0
+        return self._puts == self._dones
 
     def close(self) -> None:
         self._queue.put(None)

@@ -67,7 +67,10 @@ class InferenceWorker:
         self._report: DelegationReport | None = None
         self._cpu_split: cpu_affinity.CpuSplit | None = None
         self._capture_pre: Preprocessor | None = None
-        self._idle = threading.Event()  # nothing in flight
+        # Nothing in flight. A bool the inference thread alone writes, not an Event: set and cleared
+        # around every inference, an Event's lock and notify were part of the per-frame Python that
+        # held a fast GPU's pipeline below its raw loop (docs/benchmarks.md, fifth session).
+        self._idle = False
         self._handoff = Handoff()
         self._bad_results, self._bad_result_at = 0, -float("inf")  # results thread only
         self._session_counter = 0
@@ -135,7 +138,7 @@ class InferenceWorker:
 
     def idle(self) -> bool:
         """Nothing in flight: no inference running and every output published."""
-        return self._idle.is_set() and self._handoff.drained()
+        return self._idle and self._handoff.drained()
 
     @property
     def inference_thread(self) -> threading.Thread:
@@ -274,7 +277,7 @@ class InferenceWorker:
             self._internal_error(exc)
             raise
         finally:
-            self._idle.set()
+            self._idle = True
 
     def _internal_error(self, exc: Exception) -> None:
         """Never die silently: the UI and bench read this status."""
@@ -287,10 +290,12 @@ class InferenceWorker:
         last_start = -float("inf")
         try:
             while not self._stop.is_set() and active is not None:
-                with self._lock:
-                    pending, self._pending = self._pending, None
-                    if pending is not None:
-                        self._config = pending
+                pending = None
+                if self._pending is not None:  # unlocked peek: the lock is taken only for a change
+                    with self._lock:
+                        pending, self._pending = self._pending, None
+                        if pending is not None:
+                            self._config = pending
                 if pending is not None:
                     active = self._switch(active, pending)
                     if active is None:
@@ -300,14 +305,14 @@ class InferenceWorker:
                     return
                 if wait > POLL_S:
                     continue
-                self._idle.set()
+                self._idle = True
                 frame = self.slot.take(POLL_S)
                 if frame is None:
                     continue
-                self._idle.clear()
+                self._idle = False
                 last_start = time.monotonic()
                 active = self._infer(active, frame, last_start)
-                self._idle.set()
+                self._idle = True
         finally:
             if active is not None:
                 active.close()

@@ -1,0 +1,70 @@
+"""The inference -> results hand-off: in order, bounded, and `drained` only when every output is
+published. Real threads; the bound is what keeps a stalled results thread from growing memory."""
+
+import threading
+import time
+
+import numpy as np
+
+from app.pipeline.handoff import _MAX_UNPUBLISHED, Handoff, RawOutput
+
+
+def _item(i: int) -> RawOutput:
+    return RawOutput(None, None, np.array([i]), 0.0, 0.0, 0.0, None, True, 1)  # type: ignore[arg-type]
+
+
+def test_a_full_handoff_holds_the_producer_until_the_consumer_is_done():
+    handoff, stop = Handoff(), threading.Event()
+    for i in range(_MAX_UNPUBLISHED):
+        handoff.put(_item(i), stop)
+    blocked_put = threading.Thread(target=handoff.put, args=(_item(99), stop))
+    blocked_put.start()
+    blocked_put.join(0.3)
+    assert blocked_put.is_alive()  # no room: the ninth waits
+    assert handoff.get().raw[0] == 0
+    assert blocked_put.is_alive()  # taken but not yet published: still no room
+    handoff.done()
+    blocked_put.join(2.0)
+    assert not blocked_put.is_alive()
+    got = [handoff.get().raw[0] for _ in range(_MAX_UNPUBLISHED)]
+    assert got == [*range(1, _MAX_UNPUBLISHED), 99]  # in order
+    assert not handoff.drained()
+    for _ in range(_MAX_UNPUBLISHED):
+        handoff.done()
+    assert handoff.drained()
+
+
+def test_at_shutdown_a_full_handoff_lets_the_producer_go():
+    handoff, stop = Handoff(), threading.Event()
+    for i in range(_MAX_UNPUBLISHED):
+        handoff.put(_item(i), stop)
+    blocked_put = threading.Thread(target=handoff.put, args=(_item(99), stop))
+    blocked_put.start()
+    time.sleep(0.1)
+    stop.set()
+    blocked_put.join(2.0)  # within a poll interval of the stop
+    assert not blocked_put.is_alive()
+    handoff.close()
+    drained = []
+    while (item := handoff.get()) is not None:
+        drained.append(int(item.raw[0]))
+        handoff.done()
+    assert drained == [*range(_MAX_UNPUBLISHED), 99] and handoff.drained()
+
+
+def test_producer_and_consumer_threads_pass_every_item_once():
+    handoff, stop, n = Handoff(), threading.Event(), 5000
+    seen: list[int] = []
+
+    def consume() -> None:
+        while (item := handoff.get()) is not None:
+            seen.append(int(item.raw[0]))
+            handoff.done()
+
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    for i in range(n):
+        handoff.put(_item(i), stop)
+    handoff.close()
+    consumer.join(10)
+    assert seen == list(range(n)) and handoff.drained()
