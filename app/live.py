@@ -225,6 +225,10 @@ class LiveController:
     def latest_frame(self) -> Frame | None:
         return self._running().latest_frame()
 
+    def inferring(self) -> bool:
+        """Some side's inference thread is on a frame now (see InferenceWorker.inferring)."""
+        return any(worker.inferring() for worker in self._running().workers.values())
+
     def latest_result(self, side: Side = "a") -> Result | None:
         return self._worker(side).latest_result() if side == "a" or self.comparing else None
 

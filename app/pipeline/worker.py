@@ -136,6 +136,12 @@ class InferenceWorker:
     def inference_done(self) -> bool:
         return not self._inference.is_alive()
 
+    def inferring(self) -> bool:
+        """The inference thread is on a frame (preprocessing it, running it, or handing it on), or
+        opening its first model. A racy read of one bool: for the window, which puts its own heavy
+        work between inferences (app/ui/main_window.py), not for synchronisation."""
+        return not self._idle
+
     def idle(self) -> bool:
         """Nothing in flight: no inference running and every output published."""
         return self._idle and self._handoff.drained()

@@ -47,6 +47,12 @@ from app.ui.window_probes import WindowProbes
 
 DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows every frame
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
+# The window's heavy work (painting a new frame, refreshing plots and panel) waits while an inference
+# runs, at most this long: painting and the X server's copy of a 4K window took a core beside the
+# inference thread on a 2-core machine and slowed what the window measures (docs/benchmarks.md,
+# "The window's observer effect"). A frame then shows with its own result, once; a model slower than
+# this still gets every frame shown, this much late.
+DEFER_MAX_S = 0.025
 BACKGROUND_JOIN_S = 3.0
 DOCK_WIDTH = 320
 # The video's banner when the pipeline is not running (the status message goes below it).
@@ -74,6 +80,8 @@ class MainWindow(QMainWindow):
         self.delegate_statuses: dict[str, dict] | None = None  # by delegate name, once the GPU probe answered
         self._last_frame_index = -1
         self._last_result_id: tuple | None = None
+        self._deferred, self._deferred_since = -1, 0.0  # the new frame held back while an inference runs
+        self._stats_due: float | None = None  # when a plot/panel refresh fell due during an inference
         self.last_recording: RecordingStatus | None = None
         self._closing = False
         self.last_error: str | None = None
@@ -381,12 +389,23 @@ class MainWindow(QMainWindow):
     def _display_tick(self) -> None:
         started = self.probes.start()
         live = self.live
+        now = time.monotonic()
+        inferring = live.inferring()
+        if self._stats_due is not None and (not inferring or now - self._stats_due >= DEFER_MAX_S):
+            self._stats_due = None
+            self._refresh_stats()
+            started = self.probes.start()  # the refresh is not this frame's cost
         frame = live.latest_frame()
         result, result_b = live.latest_result("a"), live.latest_result("b")
         result_id = (_result_key(result), _result_key(result_b))
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
+        if new_frame and inferring:
+            if self._deferred != frame.index:
+                self._deferred, self._deferred_since = frame.index, now
+            if now - self._deferred_since < DEFER_MAX_S:
+                return  # painted once the inference ends (with its result, if it ran on this frame)
         self._last_frame_index, self._last_result_id = frame.index, result_id
         self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
@@ -394,6 +413,16 @@ class MainWindow(QMainWindow):
             self.probes.frame_shown(started)
 
     def _stats_tick(self) -> None:
+        """Due every STATS_INTERVAL_MS; done at once between inferences, else by the display tick
+        when the inference ends (or DEFER_MAX_S has passed)."""
+        if self.live.inferring():
+            if self._stats_due is None:
+                self._stats_due = time.monotonic()
+            return
+        self._stats_due = None
+        self._refresh_stats()
+
+    def _refresh_stats(self) -> None:
         live = self.live
         snap = live.snapshot("a")
         report = live.report("a")
