@@ -80,7 +80,8 @@ class MainWindow(QMainWindow):
         self.delegate_statuses: dict[str, dict] | None = None  # by delegate name, once the GPU probe answered
         self._last_frame_index = -1
         self._last_result_id: tuple | None = None
-        self._deferred, self._deferred_since = -1, 0.0  # the new frame held back while an inference runs
+        self._holding_since: float | None = None  # since when new frames wait for an inference to end
+        self.held_back_s = 0.0  # how long the frame painted last had waited (tests read it)
         self._stats_due: float | None = None  # when a plot/panel refresh fell due during an inference
         self.last_recording: RecordingStatus | None = None
         self._closing = False
@@ -401,11 +402,16 @@ class MainWindow(QMainWindow):
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
-        if new_frame and inferring:
-            if self._deferred != frame.index:
-                self._deferred, self._deferred_since = frame.index, now
-            if now - self._deferred_since < DEFER_MAX_S:
-                return  # painted once the inference ends (with its result, if it ran on this frame)
+        if new_frame:
+            if inferring:
+                # Held from the first frame since the last paint: newer frames arriving meanwhile (an
+                # unpaced source) must not restart the wait, or nothing would ever be painted.
+                if self._holding_since is None:
+                    self._holding_since = now
+                if now - self._holding_since < DEFER_MAX_S:
+                    return  # painted once the inference ends (with its result, if it ran on this frame)
+            self.held_back_s = 0.0 if self._holding_since is None else now - self._holding_since
+            self._holding_since = None
         self._last_frame_index, self._last_result_id = frame.index, result_id
         self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame

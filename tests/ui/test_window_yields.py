@@ -5,7 +5,6 @@ it measures. Offscreen, on the demo clip and the real runtime."""
 from __future__ import annotations
 
 import itertools
-import time
 
 import pytest
 
@@ -24,8 +23,7 @@ def _watch_paints(window) -> list[tuple[int, bool, float]]:
     def watched() -> None:
         index = window._last_frame_index
         if not paints or paints[-1][0] != index:
-            held = time.monotonic() - window._deferred_since if window._deferred == index else 0.0
-            paints.append((index, window.live.inferring(), held))
+            paints.append((index, window.live.inferring(), window.held_back_s))
         repaint()
 
     window.video.repaint = watched
@@ -55,5 +53,6 @@ def test_frames_and_plots_go_on_when_inference_never_rests(qtbot, make_window):
     paints = _watch_paints(window)
     updates = window.plots.updates
     qtbot.waitUntil(lambda: len(paints) >= 40 and window.plots.updates >= updates + 10, timeout=20_000)
-    held = sorted(p[2] for p in paints if p[1])
-    assert held and held[len(held) // 2] < 4 * DEFER_MAX_S  # held back at most about DEFER_MAX_S (plus a tick)
+    # Each painted within about DEFER_MAX_S (plus a tick of the display timer) of the first frame waiting.
+    held = sorted(p[2] for p in paints)
+    assert held[len(held) // 2] < DEFER_MAX_S + 0.05, held
