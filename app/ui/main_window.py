@@ -45,7 +45,7 @@ from app.ui.video_view import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
 
-DISPLAY_INTERVAL_MS = 10  # polls the newest frame; a 30 fps source then shows every frame
+DISPLAY_INTERVAL_MS = 5  # polls the newest frame and the end of an inference (see DEFER_MAX_S)
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 # The window's heavy work (painting a new frame, refreshing plots and panel) waits while an inference
 # runs, at most this long: painting and the X server's copy of a 4K window took a core beside the
@@ -388,14 +388,18 @@ class MainWindow(QMainWindow):
     # ---- polling ---------------------------------------------------------------------------
 
     def _display_tick(self) -> None:
-        started = self.probes.start()
-        live = self.live
         now = time.monotonic()
-        inferring = live.inferring()
+        inferring = self.live.inferring()
+        self._show_newest(now, inferring)
+        # A refresh that fell due during an inference, after the frame: painting it first keeps it
+        # in the gap before the next frame's inference (at 4K a refresh first cost displayed frames).
         if self._stats_due is not None and (not inferring or now - self._stats_due >= DEFER_MAX_S):
             self._stats_due = None
             self._refresh_stats()
-            started = self.probes.start()  # the refresh is not this frame's cost
+
+    def _show_newest(self, now: float, inferring: bool) -> None:
+        started = self.probes.start()
+        live = self.live
         frame = live.latest_frame()
         result, result_b = live.latest_result("a"), live.latest_result("b")
         result_id = (_result_key(result), _result_key(result_b))
