@@ -11,7 +11,9 @@ inference and preprocess medians windowed within 5% of headless.
     python benchmarks/observer_effect.py [--seconds 40] [--repeats 3] [--threads 1] [--old-window CHECKOUT]
 
 --old-window adds the window at 3840x2160 from another checkout (its app/ on PYTHONPATH), to see
-what a change to the window did, in the same rounds.
+what a change to the window did, in the same rounds. --offscreen-4k adds the window at 3840x2160 on
+Qt's offscreen platform: everything the app paints, without an X server receiving it (under Xvfb the
+server's copy of a 4K window is work a GPU compositor would do on a desktop).
 """
 
 from __future__ import annotations
@@ -83,6 +85,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--old-window", type=Path, help="a checkout whose window also runs at 3840x2160")
+    parser.add_argument("--offscreen-4k", action="store_true",
+                        help="also the window at 3840x2160 on Qt's offscreen platform (no X server)")
     parser.add_argument("--child", nargs=4, metavar=("W", "H", "CSV", "STATS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -96,6 +100,8 @@ def main() -> None:
     names = ["headless", *(f"window {w}x{h}" for w, h in SIZES)]
     if args.old_window:
         names.append("old window 3840x2160")
+    if args.offscreen_4k:
+        names.append("offscreen window 3840x2160")
     results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeats):
@@ -112,8 +118,12 @@ def main() -> None:
                     code = args.old_window.resolve() if name.startswith("old") else ROOT
                     env = {**os.environ, "PYTHONPATH": str(code)}
                     stats_path = out.with_suffix(".stats.json")
-                    run(["xvfb-run", "-a", "-s", SCREEN, py, str(Path(__file__).resolve()), "--seconds", str(seconds),
-                         "--threads", str(args.threads), "--child", w, h, str(out), str(stats_path)], env)  # fmt: skip
+                    child = [py, str(Path(__file__).resolve()), "--seconds", str(seconds),
+                             "--threads", str(args.threads), "--child", w, h, str(out), str(stats_path)]  # fmt: skip
+                    if name.startswith("offscreen"):
+                        run(child, {**env, "QT_QPA_PLATFORM": "offscreen"})
+                    else:
+                        run(["xvfb-run", "-a", "-s", SCREEN, *child], env)
                     stats = json.loads(stats_path.read_text())
                 results[name].append(figures(out))
                 if name != "headless":
