@@ -32,9 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Shared by the child scripts below: `once(i)` run 20 times to warm up, then `runs` times, timed;
-# what an output says of the precision that made it.
+# the test inputs; what an output says of the precision that made it.
 TIMED = """
 import statistics, time
+import numpy as np
 def timed(once, runs):
     for i in range(20):
         once(i)
@@ -46,6 +47,8 @@ def timed(once, runs):
     return {"ms_p50": statistics.median(times), "rate": runs / wall,
             "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
             "process_cpu_ms": (time.process_time() - p0) / runs * 1e3}
+def inputs(n):  # n different float32 images, the same in every child
+    return [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(n)]
 def output_facts(out):  # which precision ran: fp16 and fp32 give different sums (docs/benchmarks.md)
     order = sorted(range(len(out)), key=lambda k: -out[k])
     return {"top5": [int(k) for k in order[:5]], "out_sum": float(out.sum()), "out_max": float(out.max())}
@@ -65,7 +68,7 @@ options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccele
                   gpu_options=GpuOptions(hint_waiting_for_completion=hint))
 m = CompiledModel.from_file(model, options=options)
 inputs, outputs = m.create_input_buffers(0), m.create_output_buffers(0)
-x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+x = inputs(1)[0]
 def once(_):
     inputs[0].write(x); m.run_by_index(0, inputs, outputs); outputs[0].read(1000, np.float32)
 result = timed(once, runs)
@@ -84,7 +87,7 @@ model, runs, hint, precision = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 NativeModel.HOST_BUFFERS = sys.argv[5] == "1"
 content = open(model, "rb").read()
 m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision=precision, wait_hint=hint)
-x = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
+x = inputs(1)[0]
 out = np.empty(1000, np.float32)
 result = timed(lambda _: m.run_tensor(x, out), runs)
 print(json.dumps({**result, **output_facts(out), "fully_accelerated": m.is_fully_accelerated()}))
@@ -110,8 +113,7 @@ content = open(a["model"], "rb").read()
 def raw_loop():
     m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
     # "cold": a different input each run, 30 in turn, as the synthetic source's 30 images give the pipeline
-    inputs = 30 if a.get("cold") else 1
-    xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(inputs)]
+    xs = inputs(30 if a.get("cold") else 1)
     out = np.empty(1000, np.float32)
     rate = timed(lambda i: m.run_tensor(xs[i % len(xs)], out), a["frames"])["rate"]
     m.close()
@@ -144,7 +146,7 @@ from app.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 n, model = a["frames"], a["model"]
-xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(30)]
+xs = inputs(30)
 gpu = HardwareAccelerator.GPU | HardwareAccelerator.CPU
 w = CompiledModel.from_file(model, options=Options(hardware_accelerators=gpu))
 wi, wo = w.create_input_buffers(0), w.create_output_buffers(0)
@@ -172,7 +174,7 @@ for _ in range(a["cycles"]):
 ratio = lambda x, y: round(statistics.median(t[x] / t[y] for t in turns), 3)
 spread = lambda x, y: [round(min(t[x] / t[y] for t in turns), 3), round(max(t[x] / t[y] for t in turns), 3)]
 print(json.dumps({"turns": turns, "rate": statistics.median(t["bench runtime buffers"] for t in turns),
-                  "ms_p50": 0.0, **{f"{x} / {y}": {"median": ratio(x, y), "range": spread(x, y)} for x, y in [
+                  **{f"{x} / {y}": {"median": ratio(x, y), "range": spread(x, y)} for x, y in [
                       ("bench runtime buffers", "wrapper"), ("bench runtime buffers", "C runtime buffers"),
                       ("bench host buffers", "wrapper"), ("bench host buffers", "C host buffers"),
                       ("C runtime buffers", "wrapper"), ("C host buffers", "wrapper")]}}))
@@ -312,15 +314,15 @@ def main() -> int:
         if not ok:
             print(f"| {name} | failed: {rows[-1].get('error')} | | | | |")
             continue
-        cpu = statistics.median(x.get("cpu_ms", x.get("thread_cpu_ms", 0.0)) for x in ok)
-        rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
-        same = "raw C gpu fp32" if "fp32" in name else "raw C gpu fp16"
-        own = ratio(rows, same) if name.startswith("bench gpu") else "–"
-        if name.startswith("interleaved"):
+        if name.startswith("interleaved"):  # its own ratios, per turn; no single rate or latency
             for key in [k for k in ok[0] if " / " in k]:
                 medians = [x[key]["median"] for x in ok]
                 print(f"| {name}: {key} | | | {statistics.median(medians):.3f} (per process: {medians}) | | |")
             continue
+        cpu = statistics.median(x.get("cpu_ms", x.get("thread_cpu_ms", 0.0)) for x in ok)
+        rate, ms = statistics.median(x["rate"] for x in ok), statistics.median(x["ms_p50"] for x in ok)
+        same = "raw C gpu fp32" if "fp32" in name else "raw C gpu fp16"
+        own = ratio(rows, same) if name.startswith("bench gpu") else "–"
         if name.startswith("same process"):
             own = f"{statistics.median(x['ratio'] for x in ok):.3f} (to its own loops, in-process)"
         print(f"| {name} | {rate:.0f} | {ratio(rows, 'raw gpu')} | {own} | {ms:.3f} | {cpu:.3f} |")

@@ -6,7 +6,8 @@ time.perf_counter on Linux) just before and after LiteRtRunCompiledModel, so a r
 write (the input copy), enter (ctypes and giving the GIL up), native (the run itself), exit (taking
 the GIL back), read (the output), and the gap to the next write (the inference thread's own
 Python: the slot, the hand-off, timing). The pipeline's parts of that gap are timed too. Three
-phases per process: the C loop, `bench` on the synthetic source, the C loop again.
+phases per process: the C loop (gpu_pipeline.py's timing loop and inputs), `bench` on the synthetic
+source, the C loop again.
 
     python benchmarks/gpu_run_anatomy.py [--frames 2000] [--processes 3] [--helper timed.so]
 
@@ -24,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from gpu_pipeline import TIMED
+
 ROOT = Path(__file__).resolve().parent.parent
 
 HELPER_C = r"""
@@ -39,9 +42,8 @@ int timed_run(run_fn fn, void* m, size_t sig, size_t nin, void* in, size_t nout,
 }
 """
 
-CHILD = r"""
-import collections, ctypes as C, json, statistics, sys, time
-import numpy as np
+CHILD = TIMED + r"""
+import collections, ctypes as C, json, sys
 import app.backends.litert_c as L
 from app.backends import gpu as G
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
@@ -90,12 +92,8 @@ content = open(model, "rb").read()
 def loop():
     RUNS.clear()
     m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
-    xs = [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(30)]
-    out = np.empty(1000, np.float32)
-    start = time.perf_counter()
-    for i in range(N):
-        m.run_tensor(xs[i % 30], out)
-    rate = N / (time.perf_counter() - start)
+    xs, out = inputs(30), np.empty(1000, np.float32)
+    rate = timed(lambda i: m.run_tensor(xs[i % 30], out), N)["rate"]
     m.close()
     return {"rate": round(rate), **anatomy(list(RUNS))}
 def bench():

@@ -13,12 +13,18 @@ def _item(i: int) -> RawOutput:
     return RawOutput(None, None, np.array([i]), 0.0, 0.0, 0.0, None, True, 1)  # type: ignore[arg-type]
 
 
-def test_a_full_handoff_holds_the_producer_until_the_consumer_is_done():
+def _full_with_a_put_waiting() -> tuple[Handoff, threading.Event, threading.Thread]:
+    """A hand-off holding _MAX_UNPUBLISHED unpublished items (0, 1, ...), and a thread putting item 99."""
     handoff, stop = Handoff(), threading.Event()
     for i in range(_MAX_UNPUBLISHED):
         handoff.put(_item(i), stop)
     blocked_put = threading.Thread(target=handoff.put, args=(_item(99), stop))
     blocked_put.start()
+    return handoff, stop, blocked_put
+
+
+def test_a_full_handoff_holds_the_producer_until_the_consumer_is_done():
+    handoff, _, blocked_put = _full_with_a_put_waiting()
     blocked_put.join(0.3)
     assert blocked_put.is_alive()  # no room: the ninth waits
     assert handoff.get().raw[0] == 0
@@ -35,11 +41,7 @@ def test_a_full_handoff_holds_the_producer_until_the_consumer_is_done():
 
 
 def test_at_shutdown_a_full_handoff_lets_the_producer_go():
-    handoff, stop = Handoff(), threading.Event()
-    for i in range(_MAX_UNPUBLISHED):
-        handoff.put(_item(i), stop)
-    blocked_put = threading.Thread(target=handoff.put, args=(_item(99), stop))
-    blocked_put.start()
+    handoff, stop, blocked_put = _full_with_a_put_waiting()
     time.sleep(0.1)
     stop.set()
     blocked_put.join(2.0)  # within a poll interval of the stop

@@ -165,9 +165,10 @@ def _held() -> C.PyDLL:
     the inference thread then waits for it back (docs/benchmarks.md, fifth session). Never for a run."""
     global _HELD
     if _HELD is None:
-        held = C.PyDLL(_lib()._name)  # the library already loaded: the same handle
-        held.LiteRtLockTensorBuffer.argtypes = [_P, C.POINTER(_P), C.c_int]
-        held.LiteRtUnlockTensorBuffer.argtypes = [_P]
+        lib = _lib()
+        held = C.PyDLL(lib._name)  # the library already loaded: the same handle
+        for name in ("LiteRtLockTensorBuffer", "LiteRtUnlockTensorBuffer"):
+            getattr(held, name).argtypes = getattr(lib, name).argtypes
         _HELD = held
     return _HELD
 
@@ -425,6 +426,10 @@ class NativeModel:
         tensor = np.ascontiguousarray(tensor)
         if tensor.nbytes != self._sizes[0]:
             raise ValueError(f"an input of {tensor.nbytes} bytes for a model that takes {self._sizes[0]}")
+        self._write_input(tensor)
+
+    def _write_input(self, tensor: np.ndarray) -> None:
+        """write_input for a tensor already checked (C-contiguous, the input's size): run_tensor's path."""
         host = self._host[0]
         if host is not None:
             _copy_holding_gil(host, tensor)
@@ -476,7 +481,7 @@ class NativeModel:
                 f"buffers of {tensor.nbytes} and {out.nbytes} bytes for a model of"
                 f" {self._sizes[0]} in and {self._sizes[1]} out"
             )
-        self.write_input(tensor)
+        self._write_input(tensor)
         self.run()
         self._read_output(out)
         return out
