@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from machine_load import OtherLoad  # noqa: E402
 
-from app.recording import cpu_name  # noqa: E402
+from app.recording.writer import cpu_name  # noqa: E402
 
 
 def classify(model: str) -> dict[str, list[dict]]:

@@ -1,7 +1,7 @@
 """Does pinning the inference thread to a CPU of its own help? One process, alternating.
 
 The Pipeline runs unpaced (throttle 0, 1 thread) on one source; every `--segment` inferences
-the pinning (app/cpu_affinity.py) is switched on or off, so pinned and unpinned stretches
+the pinning (app/system/cpu_affinity.py) is switched on or off, so pinned and unpinned stretches
 alternate under the same machine load. Per stretch: inferences per second (start to start),
 and from /proc the inference thread's time spent runnable but not running and its involuntary
 context switches, per inference. The figure quoted is the median over pinned stretches of
@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from inference_thread_switches import switches
 
-from app import cpu_affinity
 from app.pipeline import InferenceConfig, Pipeline, Result
+from app.system import cpu_affinity
 
 _SKIP = 5  # inferences after each change left out (a migration, a wake-up)
 

@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.metrics import ResourceSampler  # noqa: E402
+from app.metrics.window import ResourceSampler  # noqa: E402
 
 POLL_S = 0.01
 

@@ -27,12 +27,12 @@ sys.path.insert(0, str(ROOT))
 from app.backends import open_session  # noqa: E402
 from app.backends.options import default_threads  # noqa: E402
 from app.errors import BackendUnavailable  # noqa: E402
-from app.images import read_image  # noqa: E402
-from app.model import load_model_spec  # noqa: E402
-from app.native_log import NativeLogFile  # noqa: E402
-from app.postprocess import Postprocessor  # noqa: E402
-from app.preprocess import Preprocessor  # noqa: E402
-from app.recording import cpu_name  # noqa: E402
+from app.model.image_files import read_image  # noqa: E402
+from app.model.postprocess import Postprocessor  # noqa: E402
+from app.model.preprocess import Preprocessor  # noqa: E402
+from app.model.spec import load_model_spec  # noqa: E402
+from app.recording.writer import cpu_name  # noqa: E402
+from app.system.native_log import NativeLogFile  # noqa: E402
 
 PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg"))
 MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]

@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.model import load_model_spec  # noqa: E402
-from app.tflite_file import read_tflite  # noqa: E402
+from app.model.spec import load_model_spec  # noqa: E402
+from app.tflite.file import read_tflite  # noqa: E402
 from tests.model_fuzz import MUTATIONS, cases, run_cases  # noqa: E402
 
 CORAL = ROOT.parent / "shared" / "fixtures" / "coral"

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from app.postprocess import top_indices
+from app.model.postprocess import top_indices
 
 
 def timed(fn, calls: int) -> float:

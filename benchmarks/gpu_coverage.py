@@ -36,10 +36,10 @@ from ai_edge_litert.gpu_options import GpuOptions  # noqa: E402
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator  # noqa: E402
 from ai_edge_litert.options import Options  # noqa: E402
 
-from app.backends.gpu import probe  # noqa: E402
+from app.backends.gpu.backend import probe  # noqa: E402
 from app.coverage.gpu_nodes import one_node_model, parse_split  # noqa: E402
-from app.native_log import capture_stderr  # noqa: E402
-from app.tflite_graph import read_graph  # noqa: E402
+from app.system.native_log import capture_stderr  # noqa: E402
+from app.tflite.graph import read_graph  # noqa: E402
 from tests.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta  # noqa: E402
 
 # What SwiftShader's WebGPU took (docs/coverage.md): node -> delegated (None: one of equal partitions).

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PREPROCESS = """
 import json, sys, time
 import cv2, numpy as np
-from app.model import load_model_spec
-from app.preprocess import Preprocessor
+from app.model.spec import load_model_spec
+from app.model.preprocess import Preprocessor
 from app.sources import open_source
 threads = int(sys.argv[2])
 if threads:

@@ -100,13 +100,13 @@ SAME_PROCESS = (
 import json, sys
 import numpy as np
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler every 5 s without NVML
-    import app.bench, app.metrics, app.thread_cpu
-    app.thread_cpu.READ_EVERY_S = 1e9
-    app.bench.ResourceSampler = lambda: app.metrics.ResourceSampler(interval_s=5.0, gpu=False)
+    import app.tasks.bench, app.metrics.window, app.system.thread_cpu
+    app.system.thread_cpu.READ_EVERY_S = 1e9
+    app.tasks.bench.ResourceSampler = lambda: app.metrics.window.ResourceSampler(interval_s=5.0, gpu=False)
 if a.get("runtime_buffers"):  # the loops and the GPU session on the runtime's own buffers (lock, copy, unlock)
     NativeModel.HOST_BUFFERS = False
 content = open(a["model"], "rb").read()
@@ -142,7 +142,7 @@ from ai_edge_litert.compiled_model import CompiledModel
 from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 from ai_edge_litert.options import Options
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 n, model = a["frames"], a["model"]
@@ -184,7 +184,7 @@ print(json.dumps({"turns": turns, "rate": statistics.median(t["bench runtime buf
 BENCH = """
 import json, sys
 import cv2
-from app.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 if a.get("cv2_threads"):

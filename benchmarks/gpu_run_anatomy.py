@@ -47,7 +47,7 @@ import collections, ctypes as C, json, sys
 import app.backends.litert_c as L
 from app.backends import gpu as G
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 from app.pipeline import worker as W
 from app.pipeline.frame_slot import LatestFrameSlot

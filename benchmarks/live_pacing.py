@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.recording import read_recording  # noqa: E402
+from app.recording.writer import read_recording  # noqa: E402
 
 
 def analyse(csv_path: Path, summary_path: Path) -> None:

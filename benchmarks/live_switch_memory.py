@@ -3,7 +3,7 @@
 A LiveController (the window's engine, recording on) on a 1280x720 synthetic source; every
 `--every` seconds the next change of a cycle (threads, model, delegate with fallbacks, A/B
 on and off, source), printing RSS, threads and fds after each. `--only` keeps some of the
-cycle's steps; `--no-trim` turns off the heap trim after switches (app/heap.py), `--pin`
+cycle's steps; `--no-trim` turns off the heap trim after switches (app/system/heap.py), `--pin`
 pins glibc's mmap threshold instead (the first fix tried; it costs throughput).
 
     python benchmarks/live_switch_memory.py --switches 30
@@ -24,9 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
 
-from app import heap, live, pipeline
-from app.live import LiveController
+from app import pipeline
+from app.live import controller as live
+from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
+from app.system import heap
 
 FAST = "synthetic:1280x720@100"
 

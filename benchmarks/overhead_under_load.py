@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from switch_interval import pipeline_round, raw_rate
 
-from app.model import ModelSpec, load_model_spec
-from app.preprocess import Preprocessor
+from app.model.preprocess import Preprocessor
+from app.model.spec import ModelSpec, load_model_spec
 from app.sources import open_source
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.metrics import Metrics
+from app.metrics.window import Metrics
 from app.pipeline import InferenceConfig, Pipeline
 
 

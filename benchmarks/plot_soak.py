@@ -26,7 +26,7 @@ import psutil  # noqa: E402
 from PySide6 import __version__ as pyside_version  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from app.ui.plots import KEYS, LivePlots  # noqa: E402
+from app.ui.views.plots import KEYS, LivePlots  # noqa: E402
 
 
 def main() -> None:

@@ -19,8 +19,8 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.model import load_model_spec  # noqa: E402
-from app.preprocess import Preprocessor  # noqa: E402
+from app.model.preprocess import Preprocessor  # noqa: E402
+from app.model.spec import load_model_spec  # noqa: E402
 from app.sources import open_source  # noqa: E402
 
 

@@ -24,7 +24,7 @@ from functools import partial
 from app.backends import open_session
 from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
 
 DEFAULT_MODELS = [

@@ -1,5 +1,5 @@
 """What the window's Ops view costs the live session: the session's inference time with the background
-profiler (app.profile.live.LiveProfiler: 5 runs every 3 s at nice +10) off and on, in alternating windows.
+profiler (app.profile.background.LiveProfiler: 5 runs every 3 s at nice +10) off and on, in alternating windows.
 
 The live side is the app's CPU session (LiteRT Interpreter + XNNPACK) run back to back on this thread,
 as the inference thread does on an unthrottled source. Each window is `--window` seconds; windows
@@ -18,9 +18,9 @@ import time
 
 from app.backends import open_session
 from app.backends.options import BackendOptions
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
+from app.profile.background import INTERVAL_S, RUNS, LiveProfiler, Target
 from app.profile.cpu import sample_input
-from app.profile.live import INTERVAL_S, RUNS, LiveProfiler, Target
 
 
 def main() -> None:

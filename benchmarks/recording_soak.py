@@ -1,4 +1,4 @@
-"""An hour of recording through the window's own path (app.live.LiveController, 5 s metrics
+"""An hour of recording through the window's own path (app.live.controller.LiveController, 5 s metrics
 window, the Record button's writer) at full inference speed: the demo clip read as fast as
 inference takes it. Prints one line a minute: rows written and lost, RSS, threads, open
 files, inference fps; memory must not grow with the recording.
@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 import psutil  # noqa: E402
 
-from app.live import LiveController  # noqa: E402
+from app.live.controller import LiveController  # noqa: E402
 from app.pipeline import InferenceConfig  # noqa: E402
 
 

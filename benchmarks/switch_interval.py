@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.backends import open_session
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, Pipeline
 
 

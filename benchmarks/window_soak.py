@@ -5,7 +5,7 @@ recording on from the first second, throttle 0. Every `--switch-every` seconds i
 next change in a fixed cycle through the window's own entry points (threads, model, delegate
 with its fallbacks, A/B on and off, source). Every `--sample-every` seconds it samples RSS,
 OS threads, Python threads, open file descriptors, inferences, recorded rows, glibc's heap
-account (in use / held free / mmapped, arenas: `app.heap.heap_stats`) and the memory blocks
+account (in use / held free / mmapped, arenas: `app.system.heap.heap_stats`) and the memory blocks
 Python's allocator holds (`sys.getallocatedblocks`), so RSS growth can be told apart: live objects, memory the
 allocator keeps, or neither (native code outside malloc's view). At the end
 it stops the recording, checks the CSV (every row the recorder counted is in the file),
@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 from PySide6.QtCore import QSettings, QTimer
 
-from app.heap import heap_stats
+from app.system.heap import heap_stats
 from app.ui.app import application
 from app.ui.main_window import GuiOptions, MainWindow
 

@@ -49,11 +49,11 @@ else:  # run as a script: this folder is sys.path[0], the project root is its pa
 from app.backends.cpu import CpuBackend
 from app.backends.options import BackendOptions
 from app.backends.tf_reference import efficientnet_lite, torch_legacy  # shared with the TensorFlow reference
-from app.classify import ImageResult, classify_images
-from app.model import ModelSpec, load_model_spec
-from app.preprocess import Preprocessor
-from app.tflite_file import read_tflite
-from app.tflite_metadata import METADATA_NAME, parse_metadata, read_associated_file
+from app.model.preprocess import Preprocessor
+from app.model.spec import ModelSpec, load_model_spec
+from app.tasks.classify import ImageResult, classify_images
+from app.tflite.file import read_tflite
+from app.tflite.metadata import METADATA_NAME, parse_metadata, read_associated_file
 
 MODELS_DIR = Path(__file__).resolve().parent
 TEST_PHOTOS = MODELS_DIR.parent / "tests" / "data" / "photos"
@@ -255,7 +255,7 @@ def sidecar(variant: Variant, model_file: Path, quantization: str) -> dict:
         "background_class": False,
         "output": "probabilities",
         "quantization": quantization,
-        "coreml": f"{variant.name}.mlpackage",  # app/backends/coreml.py runs this on macOS
+        "coreml": f"{variant.name}.mlpackage",  # app/backends/coreml/backend.py runs this on macOS
         "build": {"script": "models/build_models.py", "tensorflow": tf.__version__, "seed": SEED},
     }
 

@@ -1,4 +1,4 @@
-"""Write TFLite Support metadata without the tflite-support package (the app reads it: app/tflite_metadata.py).
+"""Write TFLite Support metadata without the tflite-support package (the app reads it: app/tflite/metadata.py).
 
 Does what ``tflite_support.metadata.MetadataPopulator`` does for an image classifier:
 a ``ModelMetadata`` flatbuffer (tensorflow_lite_support/metadata/metadata_schema.fbs,

@@ -1,7 +1,7 @@
 """Entry point of the frozen bundle: the `delegate-scope` command, plus what `python -m` / `python -c` give.
 
 In a bundle `sys.executable` is this program, not a Python interpreter, yet the app starts helper
-processes as `[sys.executable, "-m", "app.backends.gpu_probe"]` (the GPU probe, which must stay a child
+processes as `[sys.executable, "-m", "app.backends.gpu.probe"]` (the GPU probe, which must stay a child
 so a broken driver cannot kill the app). So here `-m MODULE ARGS...` and `-c CODE ARGS...` behave as
 they do for the interpreter; anything else is the command line of `delegate-scope` itself.
 """
@@ -23,7 +23,7 @@ def main() -> int:
         exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})
         return 0
 
-    from app.cli import main as cli_main
+    from app.cli.main import main as cli_main
 
     return cli_main(argv)
 

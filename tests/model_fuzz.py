@@ -104,10 +104,10 @@ def _run_case(case: Case, image: Path, tmp: Path) -> dict:
 
     from app.backends import open_session
     from app.errors import ModelError
-    from app.images import read_image
-    from app.model import load_model_spec
-    from app.postprocess import Postprocessor
-    from app.preprocess import Preprocessor
+    from app.model.image_files import read_image
+    from app.model.postprocess import Postprocessor
+    from app.model.preprocess import Preprocessor
+    from app.model.spec import load_model_spec
 
     data = mutate(Path(case.seed_path).read_bytes(), case.mutation, random.Random(case.rng_seed))
     path = tmp / f"case{case.index}.tflite"

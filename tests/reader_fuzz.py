@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from app.errors import DelegateScopeError
-from app.recording import sidecar_path
+from app.recording.writer import sidecar_path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
@@ -170,7 +170,7 @@ def hostile_label_zip(rng: random.Random, label_name: str) -> bytes:
 
 def fuzz_model_sidecar(work: Path, seed: int, cases: int) -> Tally:
     """The JSON sidecar beside a model (labels, normalisation, name): load_model_spec."""
-    from app.model import load_model_spec
+    from app.model.spec import load_model_spec
 
     model = work / "model.tflite"
     shutil.copyfile(MODEL, model)
@@ -185,12 +185,12 @@ def fuzz_model_sidecar(work: Path, seed: int, cases: int) -> Tally:
 
 def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
     """A recording (CSV + JSON sidecar) as `report` and the window's review read it."""
-    from app.recording import read_recording
-    from app.report_compare import compare
-    from app.report_data import load_segments, load_session
-    from app.report_html import render_html
-    from app.report_tables import header_lines, summary_rows
-    from app.session_series import session_series
+    from app.recording.series import session_series
+    from app.recording.writer import read_recording
+    from app.report.compare import compare
+    from app.report.data import load_segments, load_session
+    from app.report.html import render_html
+    from app.report.tables import header_lines, summary_rows
 
     text = base.read_text(encoding="utf-8")
     meta = json.loads(sidecar_path(base).read_text(encoding="utf-8"))
@@ -201,7 +201,7 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
         session = load_session(csv_path, 0)
         figures = []
         if draw:  # the matplotlib figures cost ~1 s: drawn for every 20th case
-            from app import report_plots
+            from app.report import plots as report_plots
 
             figures = report_plots.html_figures([session])
         render_html([session], compare([session]), figures)
@@ -225,8 +225,8 @@ def fuzz_recording(work: Path, seed: int, cases: int, base: Path) -> Tally:
 
 def fuzz_metadata(work: Path, seed: int, cases: int) -> Tally:
     """TFLite Support metadata inside a model with no sidecar: bytes of its buffer mutated."""
-    from app.model import load_model_spec
-    from app.tflite_file import read_tflite
+    from app.model.spec import load_model_spec
+    from app.tflite.file import read_tflite
 
     data = MODEL.read_bytes()
     meta = read_tflite(data).metadata["TFLITE_METADATA"]
@@ -245,9 +245,9 @@ def fuzz_metadata(work: Path, seed: int, cases: int) -> Tally:
 
 def fuzz_label_zip(work: Path, seed: int, cases: int) -> Tally:
     """The label file zipped onto the end of a model (TFLite Support's associated files)."""
-    from app.model import load_model_spec
-    from app.tflite_file import read_tflite
-    from app.tflite_metadata import parse_metadata
+    from app.model.spec import load_model_spec
+    from app.tflite.file import read_tflite
+    from app.tflite.metadata import parse_metadata
 
     data = MODEL.read_bytes()
     label_name = parse_metadata(read_tflite(data).metadata["TFLITE_METADATA"]).label_files[0]
@@ -424,10 +424,10 @@ def _package_stage(message: str) -> str:
 
 def _open_package(model: Path) -> object:
     """What the Core ML backend does with a model's package before coremltools: find it, check it."""
-    from app.backends.coreml import find_mlpackage
-    from app.backends.coreml_package import check_package
+    from app.backends.coreml.backend import find_mlpackage
+    from app.backends.coreml.package import check_package
     from app.errors import BackendUnavailable
-    from app.model import load_model_spec
+    from app.model.spec import load_model_spec
 
     package = find_mlpackage(load_model_spec(model))
     if package is None:
@@ -439,7 +439,7 @@ def fuzz_mlpackage(work: Path, seed: int, cases: int) -> Tally:
     """A .mlpackage beside a model, damaged: the manifest (JSON mutations, hostile item paths and root
     identifiers), its files (links out of the package, loops, FIFOs, folders, huge sparse files), the
     specification's bytes, and the sidecar's "coreml" name; through find_mlpackage and check_package."""
-    import app.backends.coreml  # noqa: F401  (imported before the first case, so that is not timed)
+    import app.backends.coreml.backend  # noqa: F401  (imported before the first case, so that is not timed)
 
     model = work / "model.tflite"
     shutil.copyfile(MODEL, model)
@@ -459,8 +459,8 @@ def fuzz_mlpackage_coremltools(work: Path, seed: int, cases: int) -> Tally:
 
     if "_pytest" in sys.modules:
         raise RuntimeError("coremltools imports TensorFlow's converters: run this reader in a child process")
-    from app.backends.coreml import CoreMLSession, import_coremltools
-    from app.model import load_model_spec
+    from app.backends.coreml.backend import CoreMLSession, import_coremltools
+    from app.model.spec import load_model_spec
 
     import_coremltools()  # seconds, once: not counted in the first case
     model = work / "model.tflite"

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from app.backends import BackendOptions
-from app.live import LiveController
+from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
 
 SEGMENT_ROWS = 75  # rows per configuration: ~2.5 s of the 30 fps clip

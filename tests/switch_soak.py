@@ -12,8 +12,8 @@ from collections import Counter
 
 import psutil
 
-from app.heap import heap_stats
 from app.pipeline import InferenceConfig, Pipeline
+from app.system.heap import heap_stats
 
 # Alternate a real reopen on CPU (threads change), a fallback (Core ML off macOS, GPU without
 # an adapter) and a model change, so each switch closes one session and opens another.

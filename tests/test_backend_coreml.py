@@ -19,14 +19,15 @@ import numpy as np
 import pytest
 from ai_edge_litert import schema_py_generated as fb
 
-from app.backends.coreml import COMPUTE_UNITS, CoreMLBackend, compute_plan, find_mlpackage
+from app.backends.coreml.backend import CoreMLBackend, find_mlpackage
+from app.backends.coreml.plan import COMPUTE_UNITS, compute_plan
 from app.backends.cpu import CpuBackend
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable
-from app.images import read_image
-from app.model import load_model_spec
-from app.postprocess import Postprocessor
-from app.preprocess import Preprocessor
+from app.model.image_files import read_image
+from app.model.postprocess import Postprocessor
+from app.model.preprocess import Preprocessor
+from app.model.spec import load_model_spec
 from tests.conftest import PHOTOS, ROOT
 
 MODELS = ROOT / "models"
@@ -109,9 +110,9 @@ def test_a_package_core_ml_cannot_load_is_backend_unavailable_in_one_line():
     """
     _need("coremltools")
     code = (
-        "from app.backends.coreml import CoreMLSession\n"
+        "from app.backends.coreml.backend import CoreMLSession\n"
         "from app.errors import BackendUnavailable\n"
-        "from app.model import load_model_spec\n"
+        "from app.model.spec import load_model_spec\n"
         "from pathlib import Path\n"
         "try:\n"
         "    CoreMLSession(load_model_spec('efficientnet_lite0'), Path('models/efficientnet_lite0.mlpackage'), 'all')\n"
@@ -128,7 +129,7 @@ def test_the_backend_imports_coremltools_without_tensorflow():
     _need("coremltools")
     code = (
         "import sys\n"
-        "from app.backends.coreml import import_coremltools\n"
+        "from app.backends.coreml.backend import import_coremltools\n"
         "ct = import_coremltools()\n"
         "assert ct.ComputeUnit.CPU_AND_NE and 'tensorflow' not in sys.modules and 'torch' not in sys.modules\n"
         "import json; print(json.dumps('tensorflow' in sys.modules))\n"

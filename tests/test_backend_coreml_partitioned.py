@@ -18,10 +18,11 @@ import numpy as np
 import pytest
 
 from app.backends import open_session
-from app.backends.coreml import COMPUTE_UNITS, CoreMLBackend
+from app.backends.coreml.backend import CoreMLBackend
+from app.backends.coreml.plan import COMPUTE_UNITS
 from app.backends.cpu import CpuBackend
 from app.backends.options import BackendOptions
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 from tests.conftest import ROOT
 from tests.coreml_models import every_op_model
 
@@ -30,9 +31,9 @@ HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
 
 _OPEN = """
 import json, sys
-from app.backends.coreml_partitioned import PartitionedCoreMLSession
+from app.backends.coreml.partitioned import PartitionedCoreMLSession
 from app.errors import BackendUnavailable
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 try:
     PartitionedCoreMLSession(load_model_spec(sys.argv[1]), "all", "fp16", 1)
 except BackendUnavailable as exc:
@@ -62,9 +63,9 @@ def test_off_macos_the_programs_are_built_and_cached_then_core_ml_is_missing(tmp
 _UNTRANSLATABLE = """
 import sys
 from pathlib import Path
-from app.backends.coreml_partitioned import PartitionedCoreMLSession
+from app.backends.coreml.partitioned import PartitionedCoreMLSession
 from app.errors import BackendUnavailable
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 from tests.coreml_models import untranslatable_model
 path = Path(sys.argv[1])
 path.write_bytes(untranslatable_model())

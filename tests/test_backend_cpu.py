@@ -6,9 +6,9 @@ import numpy as np
 
 from app.backends import get_backend
 from app.backends.options import BackendOptions, default_threads
-from app.model import load_model_spec
-from app.postprocess import Postprocessor
-from app.preprocess import Preprocessor
+from app.model.postprocess import Postprocessor
+from app.model.preprocess import Preprocessor
+from app.model.spec import load_model_spec
 from tests.conftest import TEST_MODELS
 
 

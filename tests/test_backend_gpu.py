@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from app.backends.gpu import failure_reason, parse_log
-from app.backends.vulkan_devices import VulkanDevice
+from app.backends.gpu.backend import failure_reason, parse_log
+from app.backends.gpu.vulkan_devices import VulkanDevice
 from tests.conftest import NO_VULKAN, PHOTOS, ROOT, assert_one_line_error, run_cli
 
 PHOTO = PHOTOS / "coffee.jpg"
@@ -69,7 +69,7 @@ def test_delegates_json_tells_the_truth_without_a_gpu():
 def test_delegates_lists_the_real_vulkan_devices_of_this_machine():
     """Whatever this machine has (llvmpipe, SwiftShader, a real GPU), `delegates` reports what Vulkan reports."""
     code = (
-        "import json; from app.backends.vulkan_devices import list_devices; d, p = list_devices(); "
+        "import json; from app.backends.gpu.vulkan_devices import list_devices; d, p = list_devices(); "
         "print(json.dumps([x.describe() for x in d]))"
     )
     direct = json.loads(
@@ -132,8 +132,8 @@ def test_gpu_precision_option_is_validated():
 _GIL_PROBE = """
 import json, threading, time
 import numpy as np
-from app.backends.gpu import GpuSession
-from app.model import load_model_spec
+from app.backends.gpu.backend import GpuSession
+from app.model.spec import load_model_spec
 spec = load_model_spec("efficientnet_lite0_int8")
 s = GpuSession(spec, "fp16", 1, allow_software=True)
 x = np.zeros(spec.input.shape, spec.input.dtype)
@@ -174,7 +174,7 @@ _BUFFER_KINDS = """
 import json
 import numpy as np
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 out = {}
 for name in ("efficientnet_lite0", "efficientnet_lite0_int8"):
     spec = load_model_spec(name)

@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
+from app.tasks.bench import BenchConfig, run_bench
 from tests.tflite_builder import GraphBuilder, options
 
 

@@ -12,8 +12,8 @@ import pytest
 
 from app.backends import get_backend
 from app.backends.options import BackendOptions
-from app.classify import ImageResult, classify_images
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
+from app.tasks.classify import ImageResult, classify_images
 from tests.conftest import PHOTOS, ROOT
 
 MODELS = ROOT / "models"

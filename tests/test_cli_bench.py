@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from app.cpu_affinity import split_for
-from app.recording import COLUMNS, read_recording
+from app.recording.writer import COLUMNS, read_recording
+from app.system.cpu_affinity import split_for
 from tests.conftest import NO_VULKAN, assert_one_line_error, run_cli
 
 
@@ -106,9 +106,9 @@ def test_bench_exit_codes_for_bad_sources_and_models(tmp_path: Path):
 def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch):
     """A snapshot is O(rows in the window) and holds the GIL the measured threads need: bench must
     not take one per 50 ms poll (at 18,000 rows that cost 3.8 ms each here, 8% of a core)."""
-    from app.bench import BenchConfig, run_bench
-    from app.metrics import Metrics
+    from app.metrics.window import Metrics
     from app.pipeline import InferenceConfig
+    from app.tasks.bench import BenchConfig, run_bench
 
     calls = []
     real = Metrics.snapshot

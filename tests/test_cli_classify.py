@@ -171,7 +171,7 @@ def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
 
     from app.backends import BackendOptions, get_backend
     from app.errors import ModelError
-    from app.model import load_model_spec
+    from app.model.spec import load_model_spec
 
     rng = random.Random(7)
     target = tmp_path / "refused.tflite"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.model import bundled_models
+from app.model.spec import bundled_models
 from tests.conftest import NO_VULKAN, PHOTOS, assert_one_line_error, run_cli
 from tests.test_cli_classify import _bad_models
 

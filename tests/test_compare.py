@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from app.compare import ComparePipeline
 from app.pipeline import InferenceConfig
+from app.pipeline.compare import ComparePipeline
 
 
 def run_compare(a: InferenceConfig, b: InferenceConfig, frames: int, source: str = "demo") -> ComparePipeline:
@@ -125,7 +125,7 @@ def test_tensorflow_reference_as_side_b(tmp_path):
 
 
 def test_speed_sentence_names_a_tie_instead_of_one_point_oh_times_slower():
-    from app.describe import speed_sentence
+    from app.backends.describe import speed_sentence
 
     assert speed_sentence(10.0, 10.1, 10.0, 10.0).startswith("same speed (B within 1.0% of A)")
     assert speed_sentence(10.0, 12.0, 0.0, 0.0).startswith("B is 1.20× slower than A")

@@ -152,7 +152,7 @@ print(json.dumps({"hits": [r.entry.hit for r in runs], "seconds": [r.seconds for
 
 @pytest.mark.skipif(importlib.util.find_spec("coremltools") is None, reason="needs coremltools (the convert extra)")
 def test_real_programs_are_cached(tmp_path: Path):
-    from app.model import bundled_models
+    from app.model.spec import bundled_models
 
     path = bundled_models()["efficientnet_lite0"]
     proc = subprocess.run(

@@ -23,8 +23,8 @@ from app.coreml_mil.execute import LiteRTPiece, run_pieces
 from app.coreml_mil.split import piece_models, plan_pieces
 from app.coreml_mil.verify import random_inputs, whole_model_outputs
 from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
-from app.model import bundled_models
-from app.tflite_graph import read_graph
+from app.model.spec import bundled_models
+from app.tflite.graph import read_graph
 from tests.conftest import TEST_MODELS
 from tests.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 
@@ -298,10 +298,10 @@ import json, sys
 from pathlib import Path
 import numpy as np
 from app.coreml_mil.verify import end_to_end
-from app.images import read_image
-from app.model import load_model_spec
-from app.postprocess import Postprocessor
-from app.preprocess import Preprocessor
+from app.model.image_files import read_image
+from app.model.spec import load_model_spec
+from app.model.postprocess import Postprocessor
+from app.model.preprocess import Preprocessor
 spec = load_model_spec("efficientnet_lite0")
 pre, post = Preprocessor(spec), Postprocessor(spec)
 photos = sorted(Path("tests/data/photos").glob("*.jpg"))

@@ -18,8 +18,8 @@ from app.coverage import read_coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.coverage.measured import from_ops_details
 from app.coverage.partition import largest, partition
-from app.model import bundled_models
-from app.tflite_graph import read_graph
+from app.model.spec import bundled_models
+from app.tflite.graph import read_graph
 from tests.tflite_builder import GraphBuilder, options
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.coverage.coreml_rules import CoreMLOptions, node_refusal
-from app.tflite_graph import read_graph
+from app.tflite.graph import read_graph
 from tests.tflite_builder import GraphBuilder, options
 
 X = (1, 8, 8, 4)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app import cpu_affinity
-from app.cpu_affinity import CpuSplit, split_for
+from app.system import cpu_affinity
+from app.system.cpu_affinity import CpuSplit, split_for
 from tests.test_pipeline import pipelines, start, wait_until  # noqa: F401 (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import pytest
 from ai_edge_litert import schema_py_generated as fb
 
 from app.coverage.gpu_nodes import GpuSplit, one_node_model, parse_split, resolve
-from app.tflite_graph import read_graph
+from app.tflite.graph import read_graph
 from tests.conftest import PHOTOS, ROOT, run_cli
 from tests.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta
 
@@ -76,10 +76,10 @@ def test_an_answer_that_does_not_add_up_to_the_runtimes_count_is_not_given():
 
 _CONTRADICTED = """
 import json
-from app.backends.gpu import _compile_alone
+from app.backends.gpu.backend import _compile_alone
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.coverage.gpu_nodes import GpuSplit, resolve
-from app.tflite_graph import read_graph
+from app.tflite.graph import read_graph
 from tests.gpu_models import MIXED, chain
 content = chain(MIXED)
 model = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False)

@@ -38,7 +38,8 @@ def test_the_layer_loses_the_device_where_told(layer: Path, swiftshader: dict):
     """The fault is real: the driver's own traffic goes through the layer, and the device is lost after
     exactly N submits (the layer's trace), then Dawn reports the loss."""
     code = (
-        "import numpy as np; from app.model import load_model_spec; from app.backends.gpu import GpuSession\n"
+        "import numpy as np; from app.model.spec import load_model_spec\n"
+        "from app.backends.gpu.backend import GpuSession\n"
         "spec = load_model_spec('efficientnet_lite0_int8'); s = GpuSession(spec, 'fp16', 1, allow_software=True)\n"
         "x = np.zeros((1, 224, 224, 3), np.int8)\n"
         "for i in range(4):\n"

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 import pytest
 
-from app.heap import heap_stats, release_free_memory
+from app.system.heap import heap_stats, release_free_memory
 
 glibc = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
@@ -26,9 +26,9 @@ def test_heap_stats_sees_memory_allocated_and_freed():
 
 
 def test_heap_stats_is_none_off_glibc_rather_than_wrong(monkeypatch):
-    import app.heap
+    import app.system.heap
 
-    monkeypatch.setattr(app.heap, "_libc", lambda: None)
+    monkeypatch.setattr(app.system.heap, "_libc", lambda: None)
     assert heap_stats() is None
     assert release_free_memory() is False
 
@@ -36,7 +36,7 @@ def test_heap_stats_is_none_off_glibc_rather_than_wrong(monkeypatch):
 ARENA_PROBE = """
 import sys, threading
 import numpy as np
-from app.heap import heap_stats, limit_arenas
+from app.system.heap import heap_stats, limit_arenas
 if sys.argv[1] != "none":
     assert limit_arenas(int(sys.argv[1]))
 ready, done = threading.Barrier(7), threading.Event()

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import ModelError
-from app.labels import align_labels, parse_labels, read_labels_file
+from app.model.labels import align_labels, parse_labels, read_labels_file
 
 
 def test_plain_lines_keep_positions_and_drop_trailing_blanks():

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from app.errors import ModelError
-from app.labels import MAX_LABEL_CHARS, parse_labels
-from app.model import load_model_spec
+from app.model.labels import MAX_LABEL_CHARS, parse_labels
+from app.model.spec import load_model_spec
 from tests.conftest import PHOTOS, ROOT, assert_one_line_error, run_cli
 
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"

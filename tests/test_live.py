@@ -3,10 +3,10 @@
 import threading
 import time
 
-from app.describe import delegation_panel_facts, offload_sentence
-from app.live import LiveController
+from app.backends.describe import delegation_panel_facts, offload_sentence
+from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
-from app.recording import read_recording
+from app.recording.writer import read_recording
 
 
 def wait(condition, timeout: float = 30.0) -> None:

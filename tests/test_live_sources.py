@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from app.errors import SourceError, SourceLost
-from app.live import LiveController
+from app.live.controller import LiveController
 from app.pipeline import InferenceConfig, Pipeline
 from app.sources import STREAM_TIMEOUT_MS, open_source, parse_source_spec
 from tests.conftest import PHOTOS

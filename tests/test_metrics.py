@@ -15,7 +15,7 @@ import numpy as np
 import psutil
 import pytest
 
-from app.metrics import LATENCY_KEYS, READING_KEYS, InferenceTiming, Metrics, ResourceSampler
+from app.metrics.window import LATENCY_KEYS, READING_KEYS, InferenceTiming, Metrics, ResourceSampler
 
 
 class FakeClock:

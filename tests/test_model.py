@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import ModelError
-from app.model import DEFAULT_MODEL, bundled_models, load_model_spec
+from app.model.spec import DEFAULT_MODEL, bundled_models, load_model_spec
 from tests.conftest import ROOT, TEST_MODELS
 
 MODELS = ROOT / "models"

@@ -154,7 +154,7 @@ def test_bundle_reports_the_same_delegates(bundle: dict) -> None:
     installed = [e for e in installed if e["name"] not in DEV_ONLY_BACKENDS]
     assert _without(frozen) == _without(installed)
     gpu = next(d for d in frozen if d["name"] == "gpu")
-    assert "probe crashed" not in str(gpu["reason"])  # the probe child (`-m app.backends.gpu_probe`) ran
+    assert "probe crashed" not in str(gpu["reason"])  # the probe child (`-m app.backends.gpu.probe`) ran
     assert _run([bundle["executable"], "--version"], cwd).stdout == _run([*_installed(), "--version"], cwd).stdout
 
 

@@ -8,10 +8,10 @@ import cv2
 import numpy as np
 import pytest
 
-from app.metrics import Metrics
-from app.model import load_model_spec
+from app.metrics.window import Metrics
+from app.model.preprocess import Preprocessor
+from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
-from app.preprocess import Preprocessor
 from app.sources import Frame
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.postprocess import top_indices
+from app.model.postprocess import top_indices
 
 
 def reference(scores: np.ndarray, k: int) -> list[int]:

@@ -4,8 +4,8 @@ import cv2
 import numpy as np
 import pytest
 
-from app.model import Normalization, load_model_spec
-from app.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
+from app.model.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
+from app.model.spec import Normalization, load_model_spec
 from tests.conftest import TEST_MODELS
 
 
@@ -64,8 +64,8 @@ def test_grey_bgra_and_16_bit_frames_are_converted_and_others_refused():
 
 
 def test_fast_shrink_stays_close_to_area_averaging():
-    from app.images import read_image
-    from app.preprocess import shrink
+    from app.model.image_files import read_image
+    from app.model.preprocess import shrink
     from tests.conftest import PHOTOS
 
     crop = read_image(PHOTOS / "rocket.jpg")[:, 106:533]  # 427x427 centre square

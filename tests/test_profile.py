@@ -13,12 +13,12 @@ import pytest
 from app.backends import open_session
 from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
-from app.model import bundled_models, load_model_spec
+from app.model.spec import bundled_models, load_model_spec
 from app.profile.cpu import profile_cpu
-from app.profile.recording import read_profile, write_profile
+from app.profile.sidecar import read_profile, write_profile
 from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
-from app.tflite_graph import read_graph
+from app.tflite.graph import read_graph
 from tests.conftest import ROOT, run_cli
 
 CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quant.tflite")
@@ -237,7 +237,7 @@ def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, t
     script.write_text(
         "import json\n"
         "from app.backends.options import BackendOptions\n"
-        "from app.profile.live import LiveProfiler, Target\n"
+        "from app.profile.background import LiveProfiler, Target\n"
         "options = BackendOptions(threads=1, allow_software=True)\n"
         "target = Target('efficientnet_lite0_int8', 'gpu', options)\n"
         "profiler = LiveProfiler(lambda: {'a': target}, runs=2)\n"

@@ -43,10 +43,10 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     import json
     import shutil
 
-    from app.model import load_model_spec
-    from app.recording import read_recording, sidecar_path
-    from app.report_data import load_session
-    from app.session_series import session_series
+    from app.model.spec import load_model_spec
+    from app.recording.series import session_series
+    from app.recording.writer import read_recording, sidecar_path
+    from app.report.data import load_session
 
     model = tmp_path / "m.tflite"
     shutil.copyfile(reader_fuzz.MODEL, model)
@@ -119,10 +119,10 @@ def test_regressions_found_by_the_package_fuzzing(tmp_path: Path):
     import shutil
     import threading
 
-    from app.backends.coreml import find_mlpackage
-    from app.backends.coreml_package import check_package
+    from app.backends.coreml.backend import find_mlpackage
+    from app.backends.coreml.package import check_package
     from app.errors import BackendUnavailable
-    from app.model import load_model_spec
+    from app.model.spec import load_model_spec
 
     for bundled in sorted((reader_fuzz.ROOT / "models").glob("*.mlpackage")):  # the real ones pass
         assert check_package(bundled).specification.name == "model.mlmodel"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.recording import COLUMNS, RecordingWriter, neutralise, read_recording
+from app.recording.writer import COLUMNS, RecordingWriter, neutralise, read_recording
 from tests.conftest import ROOT
 
 
@@ -43,7 +43,7 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
     path = tmp_path / "killed.csv"
     code = (
         "import time, sys\n"
-        "from app.recording import RecordingWriter\n"
+        "from app.recording.writer import RecordingWriter\n"
         f"rec = RecordingWriter(__import__('pathlib').Path({str(path)!r}))\n"
         "i = 0\n"
         "while True:\n"
@@ -66,7 +66,7 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
 
 
 def test_every_field_round_trips(tmp_path: Path):
-    from app.recording import TEXT_COLUMNS
+    from app.recording.writer import TEXT_COLUMNS
 
     row = {c: f"{c} value" if c in TEXT_COLUMNS else 1.25 + i for i, c in enumerate(COLUMNS)}
     row.update(frame_id=41, threads=2, top1_index=652, top_indices="652|400", top_scores="0.5|0.25")
@@ -124,7 +124,7 @@ def test_a_full_disk_stops_the_recording_not_the_bench(tmp_path: Path):
         "import resource, signal, sys\n"
         "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"  # write() then fails with EFBIG instead of a signal
         f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
-        "from app.cli import main\n"
+        "from app.cli.main import main\n"
         f"sys.exit(main(['bench', '--source', 'synthetic:320x240@60', '--frames', '400', '--threads', '1', "
         f"'--model', 'efficientnet_lite0_int8', '--csv', {str(csv_path)!r}]))\n"
     )
@@ -159,7 +159,7 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
 def test_a_version_1_recording_is_read_with_the_per_thread_cpu_cells_empty(tmp_path):
     import csv
 
-    from app.recording import COLUMNS, COLUMNS_V1, read_recording
+    from app.recording.writer import COLUMNS, COLUMNS_V1, read_recording
 
     path = tmp_path / "v1.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
@@ -182,7 +182,7 @@ def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     csv_path, json_path = tmp_path / "run.csv", tmp_path / "run.json"
     run = run_cli("bench", "--source", "demo", "--frames", "8", "--warmup", "2", "--csv", csv_path, "--json", json_path)
     assert run.returncode == 0, run.stderr
-    from app.recording import sidecar_path
+    from app.recording.writer import sidecar_path
 
     assert sidecar_path(csv_path) == tmp_path / "run.csv.meta.json"
     summary = json.loads(json_path.read_text())

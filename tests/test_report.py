@@ -15,9 +15,9 @@ import pytest
 from PIL import Image
 
 from app.errors import UsageError
-from app.recording import RecordingWriter
-from app.report import build_report
-from app.report_data import dropped_frames
+from app.recording.writer import RecordingWriter
+from app.report.build import build_report
+from app.report.data import dropped_frames
 from tests.conftest import ROOT, assert_one_line_error, run_cli
 
 HOSTILE = "<script>alert(1)</script>"
@@ -215,14 +215,14 @@ def test_bad_input_is_one_line_and_exit_2(sessions, tmp_path):
 
 
 def test_other_commands_never_import_matplotlib():
-    code = "import sys, app.cli; print('matplotlib' in sys.modules)"
+    code = "import sys, app.cli.main; print('matplotlib' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "False"
     assert re.search(r"^\s+report\s", run_cli("--help").stdout, re.MULTILINE)
 
 
 def test_a_switch_is_labelled_with_what_changed(tmp_path):
-    from app.report_data import load_session
+    from app.report.data import load_session
 
     rows = [{"event": "open", "model": "m", "backend_used": "cpu", "message": "m on cpu"}]
     rows += [inference_row(i, "cat") for i in range(3)]
@@ -293,8 +293,8 @@ def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switch
     for hex_colour in ("#1f77b4", "#ff7f0e", "#2ca02c"):
         assert tuple(int(hex_colour[i : i + 2], 16) for i in (1, 3, 5)) in present, hex_colour
     # ... holding what ran and the delegation facts.
-    from app.report_data import load_segments
-    from app.report_tables import header_lines
+    from app.report.data import load_segments
+    from app.report.tables import header_lines
 
     lines = [dict(header_lines(s)) for s in load_segments(across_switches, 0)]
     assert [x["threads"] for x in lines] == ["2", "1", "1"]
@@ -303,8 +303,8 @@ def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switch
 
 
 def test_segments_are_labelled_by_the_change_not_by_the_reopen_that_follows(tmp_path):
-    from app.recording import read_recording
-    from app.recording_segments import split_segments
+    from app.recording.segments import split_segments
+    from app.recording.writer import read_recording
 
     rows = [{"event": "start", "message": "recording from the window"}]
     rows += [inference_row(i, "cat") for i in range(3)]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from app.sources import capture_frames
-from app.sweep import plan_sweep, thread_counts
+from app.tasks.sweep import plan_sweep, thread_counts
 from tests.conftest import NO_VULKAN, run_cli
 
 FLOAT, INT8 = "EfficientNet-Lite0 (float32)", "EfficientNet-Lite0 (int8)"
@@ -121,7 +121,7 @@ def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
     import threading
 
     from app.backends.options import BackendOptions
-    from app.sweep import Outcome, SweepEntry, SweepProgress, run_sweep
+    from app.tasks.sweep import Outcome, SweepEntry, SweepProgress, run_sweep
 
     captured = capture_frames("demo", 3)
     cpu = SweepEntry("efficientnet_lite0", "cpu", BackendOptions(threads=1), "1 thread")
@@ -149,7 +149,7 @@ def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwh
     """LiveController.pause/resume (the window's sweep) and set_pace (its unpaced mode), headless."""
     import time
 
-    from app.live import LiveController
+    from app.live.controller import LiveController
     from app.pipeline import InferenceConfig, State
 
     def wait(condition, timeout: float = 30.0) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from app.errors import ModelError
-from app.tflite_file import read_tflite
-from app.tflite_metadata import parse_metadata, read_associated_file
+from app.tflite.file import read_tflite
+from app.tflite.metadata import parse_metadata, read_associated_file
 from tests.conftest import TEST_MODELS
 
 
@@ -86,7 +86,7 @@ def _mutations(data: bytes, seed: int, cases: int, start: int = 0, end: int | No
 def test_damaged_tflite_support_metadata_is_refused_as_a_model_error():
     """Offsets pointing past the buffer used to escape as struct.error (exit 1 from classify):
     24 of 3,000 such mutations of the bundled model's metadata before the fix."""
-    from app.model import bundled_models
+    from app.model.spec import bundled_models
 
     meta = read_tflite(bundled_models()["efficientnet_lite0"].read_bytes()).metadata["TFLITE_METADATA"]
     for mutated in _mutations(meta, seed=1, cases=400):
@@ -98,7 +98,7 @@ def test_damaged_tflite_support_metadata_is_refused_as_a_model_error():
 
 def test_a_model_with_damaged_metadata_still_classifies_with_a_warning(tmp_path: Path):
     """Metadata is optional: unreadable, the model runs on its sidecar-less defaults and says so."""
-    from app.model import bundled_models
+    from app.model.spec import bundled_models
     from tests.conftest import PHOTOS, run_cli
 
     data = bundled_models()["efficientnet_lite0"].read_bytes()
@@ -141,8 +141,8 @@ def _structure_positions(data: bytes) -> list[int]:
 def test_seeded_mutations_of_the_graph_tables_never_break_the_graph_reader(model: str):
     """read_graph (coverage, inspect) walks every node, tensor and option of untrusted files: mutate
     the flatbuffer's structure (weights excluded, where mutations change nothing a reader sees)."""
-    from app.model import bundled_models
-    from app.tflite_graph import read_graph
+    from app.model.spec import bundled_models
+    from app.tflite.graph import read_graph
 
     path = bundled_models().get(model) or TEST_MODELS / f"{model}.tflite"
     data = path.read_bytes()

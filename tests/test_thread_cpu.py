@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from app.backends import open_session
-from app.model import load_model_spec
-from app.paths import resource_dir
-from app.thread_cpu import READ_EVERY_S, CpuMeter, decoder_threads, started_by
+from app.model.spec import load_model_spec
+from app.system.paths import resource_dir
+from app.system.thread_cpu import READ_EVERY_S, CpuMeter, decoder_threads, started_by
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread times are read from /proc")
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from app.backends.base import Backend, DelegationReport, ModelRunner, first_line
-from app.backends.coreml import CoreMLBackend
+from app.backends.coreml.backend import CoreMLBackend
 from app.backends.cpu import CpuBackend
-from app.backends.gpu import GpuBackend
+from app.backends.gpu.backend import GpuBackend
 from app.backends.options import BackendOptions
 from app.backends.reference import ReferenceBackend
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.errors import BackendUnavailable, ModelError
-from app.model import ModelSpec
-from app.tflite_graph import read_graph
+from app.model.spec import ModelSpec
+from app.tflite.graph import read_graph
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
@@ -34,7 +34,7 @@ def get_backend(name: str) -> Backend:
 
 def _predict_onto(report: DelegationReport, spec: ModelSpec) -> None:
     """A Core ML request's report: the delegate's predicted selection and, unless the session ran its own
-    pieces (app/backends/coreml_partitioned.py), the pieces a Mac would run it in."""
+    pieces (app/backends/coreml/partitioned.py), the pieces a Mac would run it in."""
     from app.coreml_mil.split import CoreMLPieces, coreml_pieces
 
     try:

@@ -16,7 +16,7 @@ import numpy as np
 from app.backends.options import BackendOptions
 from app.coverage import Coverage
 from app.errors import ModelError
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 
 if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces are made
     from app.coreml_mil.split import CoreMLPieces

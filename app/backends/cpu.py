@@ -11,8 +11,8 @@ from app.backends.base import DelegationReport, first_line, time_first_inference
 from app.backends.options import BackendOptions
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
-from app.model import ModelSpec
-from app.native_log import capture_stderr
+from app.model.spec import ModelSpec
+from app.system.native_log import capture_stderr
 
 _STALE_REFERENCE = "reference to internal data"
 _STALE_REFERENCE_WAITS_MS = (1, 2, 4, 8, 16, 32)  # 63 ms in all, then the error stands

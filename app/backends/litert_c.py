@@ -12,7 +12,7 @@ Two things the Python wrapper of ai-edge-litert 2.3.0 cannot do, this can:
   GIL through most of a GPU run, so no other Python thread of the process runs meanwhile: a
   pipeline's capture and results threads then queue behind every inference (docs/benchmarks.md,
   the H200 sections). A ctypes call of a `CDLL` releases the GIL for the call's duration, so the
-  GPU backend runs through this (`app/backends/gpu.py`) and the other threads overlap the run.
+  GPU backend runs through this (`app/backends/gpu/backend.py`) and the other threads overlap the run.
 
 Layouts and names follow LiteRT's headers for this release, named per item below; they are
 checked at run time where they can be (the event count against the buffer, the tags as strings).
@@ -29,7 +29,7 @@ from enum import IntEnum
 import numpy as np
 
 from app.errors import BackendUnavailable, ModelError
-from app.native_log import capture_stderr
+from app.system.native_log import capture_stderr
 
 _P = C.c_void_p
 

@@ -20,7 +20,7 @@ class BackendOptions:
     precision: str = "fp16"  # GPU, and Core ML's compute precision for translated float models: GPU_PRECISIONS
     allow_software: bool = False  # GPU: accept a software renderer (flagged as one)
     wait_hint: bool = False  # GPU: LiteRT's hint_waiting_for_completion
-    compute_units: str = "all"  # Core ML: app.backends.coreml.COMPUTE_UNITS
+    compute_units: str = "all"  # Core ML: app.backends.coreml.backend.COMPUTE_UNITS
 
     @classmethod
     def of(cls, value: BackendOptions | Mapping[str, object] | None) -> BackendOptions:

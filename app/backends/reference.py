@@ -21,7 +21,7 @@ import numpy as np
 from app.backends.base import DelegationReport, time_first_inference
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 
 CHILD = Path(__file__).resolve().parent / "tf_reference" / "child.py"  # run by path: see its docstring
 START_TIMEOUT_S = 120.0

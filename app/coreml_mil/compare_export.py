@@ -125,7 +125,7 @@ def compare(model: Path, package: Path) -> ExportMatch:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from app.model import bundled_models
+    from app.model.spec import bundled_models
 
     parser = argparse.ArgumentParser(
         prog="python -m app.coreml_mil.compare_export", description=__doc__.splitlines()[0]

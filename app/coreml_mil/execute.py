@@ -2,7 +2,7 @@
 
 Each piece reads whole-graph tensors from the model's inputs or from earlier pieces and hands
 its outputs on; a piece is anything with `run(list of arrays) -> list of arrays` in its own
-input and output order: LiteRT on the CPU here, a Core ML model on macOS (app/backends/coreml.py).
+input and output order: LiteRT on the CPU here, a Core ML model on macOS (app/backends/coreml/backend.py).
 """
 
 from __future__ import annotations

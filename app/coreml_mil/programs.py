@@ -16,7 +16,7 @@ from app.coreml_mil.cache import IO, CachedPiece, CacheEntry, CacheKey, ProgramC
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage import Coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
-from app.tflite_graph import Graph, read_graph
+from app.tflite.graph import Graph, read_graph
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from ai_edge_litert import schema_py_generated as fb
 from app.coverage import Coverage
 from app.coverage.partition import has_side_effects, subsets
 from app.errors import ModelError
-from app.tflite_graph import OPTIONAL_TENSOR, Graph
+from app.tflite.graph import OPTIONAL_TENSOR, Graph
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ from ai_edge_litert import schema_py_generated as fb
 
 from app.coreml_mil.split import Piece
 from app.errors import ModelError
-from app.tflite_file import buffer_view
-from app.tflite_graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
+from app.tflite.file import buffer_view
+from app.tflite.graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
 PRECISIONS = ("fp16", "fp32")
 TRANSLATOR_VERSION = 1  # part of the program cache's key: bump when the programs this writes change

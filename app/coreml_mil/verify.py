@@ -25,7 +25,7 @@ from ai_edge_litert.interpreter import Interpreter
 from app.coreml_mil.execute import LiteRTPiece, run_pieces
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage.coreml_rules import CoreMLOptions, predict
-from app.tflite_graph import Graph, read_graph
+from app.tflite.graph import Graph, read_graph
 
 
 @dataclass

@@ -23,7 +23,7 @@ import numpy as np
 
 from app.coverage import Coverage, NodeCoverage
 from app.coverage.partition import has_side_effects, largest, partition
-from app.tflite_graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
+from app.tflite.graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
 DEFAULT_COREML_VERSION = 3  # coreml_version 0 (the default) becomes 3 on iOS 13+ / macOS 10.15+
 MIN_NODES_PER_PARTITION = 2  # kMinNodesPerCoreMlDelegate

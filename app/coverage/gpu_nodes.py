@@ -38,7 +38,7 @@ from ai_edge_litert import schema_py_generated as fb
 
 from app.coverage import NOT_REPORTED
 from app.coverage.partition import partition
-from app.tflite_graph import OPTIONAL_TENSOR, Graph, GraphNode
+from app.tflite.graph import OPTIONAL_TENSOR, Graph, GraphNode
 
 # TFLite GPU delegate's summary (delegates/gpu/common/model_builder.cc, GetOpsToReplace), as LiteRT logs it.
 REFUSED_HEADER = "Following operations are not supported by GPU delegate:"

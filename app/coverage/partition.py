@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.tflite_graph import OPTIONAL_TENSOR, Graph
+from app.tflite.graph import OPTIONAL_TENSOR, Graph
 
 _NOT_READY = -1
 _ALWAYS_READY = -2  # graph inputs and constants: available to every subset

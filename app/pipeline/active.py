@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from app.backends import ModelRunner
-from app.model import ModelSpec
+from app.model.postprocess import Postprocessor
+from app.model.preprocess import Preprocessor
+from app.model.spec import ModelSpec
 from app.pipeline.types import InferenceConfig
-from app.postprocess import Postprocessor
-from app.preprocess import Preprocessor
-from app.thread_cpu import CpuMeter
+from app.system.thread_cpu import CpuMeter
 
 
 class ActiveSession:

@@ -18,8 +18,8 @@ from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
-from app.redact import redact_credentials
 from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source
+from app.system.redact import redact_credentials
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 

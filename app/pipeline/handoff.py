@@ -11,7 +11,7 @@ import numpy as np
 from app.pipeline.active import ActiveSession
 from app.pipeline.types import POLL_S
 from app.sources import Frame
-from app.thread_cpu import InferenceCpu
+from app.system.thread_cpu import InferenceCpu
 
 _MAX_UNPUBLISHED = 8  # raw outputs waiting for the results thread before inference waits for it
 

@@ -3,7 +3,7 @@
 Mirrors TensorFlow Lite's iOS camera sample (CameraFeedManager -> didOutput ->
 `delayBetweenInferencesMs` -> ModelDataHandler.runModel): `Capture` is the feed manager,
 each `InferenceWorker` a model data handler. A single run has one worker; an A/B comparison
-has two on the same frames (app/compare.py), sharing the preprocessing cache.
+has two on the same frames (app/pipeline/compare.py), sharing the preprocessing cache.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 
-from app import cpu_affinity
 from app.backends import DelegationReport
-from app.metrics import Metrics
+from app.metrics.window import Metrics
 from app.pipeline.capture import Capture
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import Event, InferenceConfig, Result, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.sources import CapturedFrames, Frame, SourceInfo
+from app.system import cpu_affinity
 
 
 class Feed:

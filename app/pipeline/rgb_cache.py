@@ -8,7 +8,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from app.preprocess import Preprocessor
+from app.model.preprocess import Preprocessor
 from app.sources import Frame
 
 

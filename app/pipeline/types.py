@@ -10,10 +10,10 @@ import numpy as np
 
 from app.backends import BackendOptions, DelegationReport
 from app.errors import DelegateScopeError, InternalError, error_for
-from app.metrics import InferenceTiming
-from app.model import DEFAULT_MODEL
-from app.postprocess import Prediction
-from app.preprocess import CropBox
+from app.metrics.window import InferenceTiming
+from app.model.postprocess import Prediction
+from app.model.preprocess import CropBox
+from app.model.spec import DEFAULT_MODEL
 from app.sources import SourceInfo
 
 POLL_S = 0.05  # how often a pipeline thread blocked in a wait looks at its stop flag

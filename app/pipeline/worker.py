@@ -15,21 +15,21 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from app import cpu_affinity
 from app.backends import DelegationReport, open_session
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
-from app.heap import release_free_memory
-from app.metrics import InferenceTiming, Metrics
-from app.model import ModelSpec, load_model_spec
+from app.metrics.window import InferenceTiming, Metrics
+from app.model.preprocess import Preprocessor
+from app.model.spec import ModelSpec, load_model_spec
 from app.pipeline.active import ActiveSession
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff, RawOutput
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result, State, Status
-from app.preprocess import Preprocessor
 from app.sources import Frame, SourceInfo
-from app.thread_cpu import decoder_threads, started_by
+from app.system import cpu_affinity
+from app.system.heap import release_free_memory
+from app.system.thread_cpu import decoder_threads, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
 
@@ -58,7 +58,7 @@ class InferenceWorker:
         self._rgb_cache = rgb_cache
         self._source_info = source_info
         self._on_result = on_result
-        self._pin_cpus = pin_cpus  # one inference thread per process only: see app/cpu_affinity.py
+        self._pin_cpus = pin_cpus  # one inference thread per process only: see app/system/cpu_affinity.py
         self._inference_cpus = inference_cpus  # None: by backend (cpu_affinity.inference_cpus)
         self._lock = threading.Lock()
         self._config = config
@@ -252,7 +252,7 @@ class InferenceWorker:
             started = time.perf_counter()
             active.close()
             close_ms = (time.perf_counter() - started) * 1e3
-            release_free_memory()  # the old session's buffers: see app/heap.py
+            release_free_memory()  # the old session's buffers: see app/system/heap.py
         try:
             new = self._open(config, spec)
         except DelegateScopeError as exc:

@@ -14,9 +14,10 @@ import sys
 import numpy as np
 
 from app.backends.base import ModelRunner, first_line
-from app.backends.coreml import COMPUTE_PLAN_MACOS, COMPUTE_UNITS, _device_name, import_coremltools, macos_version
+from app.backends.coreml.plan import COMPUTE_PLAN_MACOS, COMPUTE_UNITS, device_name, macos_version
+from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 from app.profile.gpu import time_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
@@ -42,7 +43,7 @@ def plan_rows(session: ModelRunner, units: str) -> list[tuple[str, str, float | 
             if op.operator_name == "const" or op.operator_name.startswith("constexpr_"):
                 continue
             usage = plan.get_compute_device_usage_for_mlprogram_operation(op)
-            device = _device_name(usage.preferred_compute_device if usage is not None else None)
+            device = device_name(usage.preferred_compute_device if usage is not None else None)
             estimate = plan.get_estimated_cost_for_mlprogram_operation(op)
             rows.append((op.operator_name, device, None if estimate is None else float(estimate.weight)))
         return rows

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.backends.litert_c import HW_CPU, EventType, NativeModel, RawEvent
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
-from app.tflite_graph import read_graph
+from app.tflite.graph import read_graph
 
 _OP_EVENTS = (EventType.OPERATOR_INVOKE_EVENT, EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT)
 WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its caches

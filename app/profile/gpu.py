@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from app.backends.base import ModelRunner
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
@@ -37,7 +37,7 @@ def time_runs(session: ModelRunner, spec: ModelSpec, runs: int) -> list[float]:
 
 
 def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) -> Profile:
-    """`session`: an open GPU session (app.backends.gpu); its coverage says which nodes the GPU took."""
+    """`session`: an open GPU session (app.backends.gpu.backend); its coverage says which nodes the GPU took."""
     report = session.report
     wall_ms = float(np.mean(time_runs(session, spec, runs)))
     coverage = report.coverage

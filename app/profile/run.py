@@ -7,7 +7,7 @@ from dataclasses import replace
 from app.backends import open_session
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable
-from app.model import ModelSpec
+from app.model.spec import ModelSpec
 from app.profile.cpu import profile_cpu
 from app.profile.types import Profile
 

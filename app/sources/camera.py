@@ -12,10 +12,10 @@ import cv2
 import numpy as np
 
 from app.errors import SourceError
-from app.native_log import capture_stderr
-from app.preprocess import as_bgr_uint8
+from app.model.preprocess import as_bgr_uint8
 from app.sources.base import SourceInfo
-from app.sources.capture import _LiveCapture, _open_capture, _valid_fps
+from app.sources.opencv import _LiveCapture, _open_capture, _valid_fps
+from app.system.native_log import capture_stderr
 
 # Measuring a camera's real rate when it reports 0: frames after the first (which carries
 # the start-up latency), for at most this long.

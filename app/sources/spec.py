@@ -9,7 +9,7 @@ from pathlib import Path
 from app.errors import SourceError
 from app.sources.base import MAX_FPS, FrameSource
 from app.sources.camera import CameraSource
-from app.sources.images import IMAGE_SUFFIXES, IMAGES_DEFAULT_FPS, ImageSource
+from app.sources.still_images import IMAGE_SUFFIXES, IMAGES_DEFAULT_FPS, ImageSource
 from app.sources.stream import StreamSource
 from app.sources.synthetic import SYNTHETIC_DEFAULT, SyntheticSource
 from app.sources.video import VideoSource, demo_clip_path

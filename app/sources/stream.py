@@ -9,9 +9,9 @@ import threading
 import cv2
 import numpy as np
 
-from app.redact import redact_credentials
 from app.sources.base import SourceInfo
-from app.sources.capture import _LiveCapture, _open_capture, _valid_fps
+from app.sources.opencv import _LiveCapture, _open_capture, _valid_fps
+from app.system.redact import redact_credentials
 
 # Opening, and waiting for the next frame. A sender that goes silent is lost after one to two
 # of these: FFmpeg hands out the frame it holds when the first wait ends.

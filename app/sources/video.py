@@ -9,10 +9,10 @@ import cv2
 import numpy as np
 
 from app.errors import SourceError, SourceLost
-from app.paths import resource_dir
-from app.preprocess import as_bgr_uint8
+from app.model.preprocess import as_bgr_uint8
 from app.sources.base import SourceInfo
-from app.sources.capture import _CaptureSource, _open_capture, _valid_fps
+from app.sources.opencv import _CaptureSource, _open_capture, _valid_fps
+from app.system.paths import resource_dir
 
 DEMO_CLIP_NAMES = ("demo.mp4", "demo.avi")
 

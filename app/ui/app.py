@@ -12,9 +12,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from app.errors import UsageError
-from app.heap import limit_arenas
-from app.model import load_model_spec
+from app.model.spec import load_model_spec
 from app.sources import parse_source_spec
+from app.system.heap import limit_arenas
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -26,7 +26,7 @@ ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
 # 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
 GUI_SWITCH_INTERVAL_S = 0.0005
 # Every switch in the window replaces worker threads; capped, they share arenas instead of each
-# keeping its own free memory (app.heap.limit_arenas; the 30-minute soak in docs/reliability.md).
+# keeping its own free memory (app.system.heap.limit_arenas; the 30-minute soak in docs/reliability.md).
 GUI_MALLOC_ARENAS = 2
 
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import QStandardPaths
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from app import __version__
-from app.recording import package_versions
+from app.recording.writer import package_versions
 from app.sources import parse_source_spec
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from PySide6.QtWidgets import QStatusBar
 
-from app.describe import backend_name
-from app.live import LiveController
+from app.backends.describe import backend_name
+from app.live.controller import LiveController
 from app.pipeline import Event, EventKind
-from app.ui.controls import ControlPanel
-from app.ui.delegation_panel import DelegationPanel
-from app.ui.plots import LivePlots
+from app.ui.panels.controls import ControlPanel
+from app.ui.panels.delegation import DelegationPanel
+from app.ui.views.plots import LivePlots
 
 _MARKER_EVENTS = {
     EventKind.OPEN,

@@ -1,4 +1,4 @@
-"""The main window: a thin view over app.live.LiveController.
+"""The main window: a thin view over app.live.controller.LiveController.
 
 It polls the controller at display rate (newest frame + newest result) and a few times a
 second (metrics, events, recording), and sends commands back (switch source, reconfigure,
@@ -16,32 +16,32 @@ from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QWidget
 
+from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
-from app.bottleneck import find_bottleneck
-from app.delegates import delegate_statuses
-from app.describe import backend_name
 from app.errors import DelegateScopeError, SourceError
-from app.live import LiveController, RecordingStatus
-from app.metrics import MetricsSnapshot
-from app.model import ModelSpec, bundled_models, load_model_spec
+from app.live.controller import LiveController, RecordingStatus
+from app.metrics.bottleneck import find_bottleneck
+from app.metrics.window import MetricsSnapshot
+from app.model.spec import ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
-from app.redact import redact_credentials
 from app.sources import CameraInfo, list_cameras
+from app.system.redact import redact_credentials
+from app.tasks.delegates import delegate_statuses
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
-from app.ui.compare_panel import ComparePanel
-from app.ui.controls import OPEN_FILE, BSide, ControlPanel
-from app.ui.delegation_panel import DelegationPanel
 from app.ui.event_view import EventView
 from app.ui.menus import build_menus
-from app.ui.ops_view import OpsView
-from app.ui.plots import LivePlots, snapshot_values
-from app.ui.review import ReviewWindow
+from app.ui.panels.compare import ComparePanel
+from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
+from app.ui.panels.delegation import DelegationPanel
+from app.ui.panels.review import ReviewWindow
+from app.ui.panels.sweep import SweepDock
 from app.ui.scripted import scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
-from app.ui.sweep_tab import SweepDock
-from app.ui.video_view import VideoView
+from app.ui.views.ops import OpsView
+from app.ui.views.plots import LivePlots, snapshot_values
+from app.ui.views.video import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
 
@@ -338,7 +338,7 @@ class MainWindow(QMainWindow):
         self.record_label.setText("")
         if status is not None:
             self.last_recording = status
-            self.ops_view.save_beside(status.path)  # the report's per-op chart (app/report_ops.py)
+            self.ops_view.save_beside(status.path)  # the report's per-op chart (app/report/ops.py)
             if status.error:
                 self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
             else:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QToolBar
 
-from app.ui.controls import OPEN_FILE
+from app.ui.panels.controls import OPEN_FILE
 
 if TYPE_CHECKING:
     from app.ui.main_window import MainWindow

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from app.live import LiveController
-from app.redact import redact_credentials
-from app.ui.plots import LivePlots
-from app.ui.video_view import VideoView
+from app.live.controller import LiveController
+from app.system.redact import redact_credentials
+from app.ui.views.plots import LivePlots
+from app.ui.views.video import VideoView
 from app.ui.window_probes import WindowProbes
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QDataStream, QSettings
 
 from app.backends import BACKENDS
-from app.backends.coreml import COMPUTE_UNITS
-from app.backends.gpu import PRECISIONS
+from app.backends.coreml.plan import COMPUTE_UNITS
+from app.backends.gpu.backend import PRECISIONS
 from app.errors import SourceError
-from app.model import bundled_models
+from app.model.spec import bundled_models
 from app.sources import parse_source_spec
 
 MAX_PATH_CHARS = 4096  # PATH_MAX on Linux; a longer "path" makes the OS raise instead of saying no

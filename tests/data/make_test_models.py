@@ -3,7 +3,7 @@
     pip install -e '.[convert]' && python tests/data/make_test_models.py
 
 Each model is real TFLite produced by TensorFlow's converter, shaped to hit one
-branch of the classifier checks in app/model.py. Weights are seeded.
+branch of the classifier checks in app/model/spec.py. Weights are seeded.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ where each op ran, and shows side B's table next to A's in A/B."""
 from __future__ import annotations
 
 from app.profile.types import Placement
-from app.ui.ops_view import CPU_COLOUR, PARTITION_COLOURS
+from app.ui.views.ops import CPU_COLOUR, PARTITION_COLOURS
 
 
 def test_off_by_default_then_profiles_the_running_session(make_window, qtbot):
@@ -43,7 +43,7 @@ def test_ab_shows_both_sides(make_window, qtbot):
 
 
 def test_a_recording_stopped_while_profiling_carries_the_profile(make_window, qtbot, tmp_path):
-    from app.profile.recording import read_profile
+    from app.profile.sidecar import read_profile
 
     window = make_window()
     view = window.ops_view

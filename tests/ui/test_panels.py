@@ -6,7 +6,7 @@ from PySide6.QtCore import QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
 from PySide6.QtWidgets import QApplication, QScrollArea
 
-from app.ui.controls import ControlPanel
+from app.ui.panels.controls import ControlPanel
 
 
 def _wheel(widget, steps: int) -> None:
@@ -58,7 +58,7 @@ def test_more_threads_than_cores_is_flagged_not_silent(qtbot):
 def test_fps_and_latency_axes_start_at_zero_so_noise_looks_like_noise(qtbot):
     import math
 
-    from app.ui.plots import KEYS, LivePlots
+    from app.ui.views.plots import KEYS, LivePlots
 
     plots = LivePlots()
     qtbot.addWidget(plots)

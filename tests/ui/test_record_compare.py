@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.recording import read_recording
+from app.recording.writer import read_recording
 
 pytest.importorskip("pytestqt")
 
@@ -56,7 +56,7 @@ def test_record_during_a_b_records_both_sides_and_the_comparison(qtbot, make_win
     assert 0.5 < a.metadata["agreement"]["top1_agreement"] <= 1.0
 
     # The per-frame comparison, in bench's columns, agrees with what each side recorded for that frame.
-    from app.compare import COMPARISON_COLUMNS
+    from app.pipeline.compare import COMPARISON_COLUMNS
 
     compared = rows_of(c_path)
     assert list(compared[0]) == COMPARISON_COLUMNS and len(compared) >= 40

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from app.recording import read_recording, sidecar_path
+from app.recording.writer import read_recording, sidecar_path
 from tests.conftest import TEST_MODELS, assert_one_line_error, run_cli
 
 pytest.importorskip("pytestqt")
@@ -157,7 +157,7 @@ def test_settings_are_remembered_and_bad_ones_ignored(qtbot, make_window, tmp_pa
 
 
 def test_frames_are_shown_without_a_copy(qtbot):
-    from app.ui.video_view import frame_to_qimage
+    from app.ui.views.video import frame_to_qimage
 
     image = np.zeros((4, 6, 3), np.uint8)
     qimage = frame_to_qimage(image)
@@ -168,7 +168,7 @@ def test_frames_are_shown_without_a_copy(qtbot):
 
 
 def test_plots_survive_many_updates_without_growing(qtbot):
-    from app.ui.plots import KEYS, LivePlots
+    from app.ui.views.plots import KEYS, LivePlots
 
     plots = LivePlots(history_s=10.0)
     qtbot.addWidget(plots)

@@ -58,7 +58,7 @@ def test_pieces_without_reported_times_say_so(qtbot):
     """A partitioned Core ML session whose report has no per-piece times: "not reported", never a guess."""
     from app.backends.base import DelegationReport
     from app.coreml_mil.split import CoreMLPieces, PieceSummary
-    from app.ui.delegation_panel import DelegationPanel
+    from app.ui.panels.delegation import DelegationPanel
 
     panel = DelegationPanel()
     qtbot.addWidget(panel)

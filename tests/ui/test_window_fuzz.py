@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from app.model import bundled_models
+from app.model.spec import bundled_models
 from tests.conftest import TEST_MODELS
 from tests.model_fuzz import MUTATIONS, Case, mutate
 

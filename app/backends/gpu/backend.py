@@ -1,0 +1,293 @@
+"""GPU backend: a LiteRT compiled model with the GPU accelerator (WebGPU over Vulkan on Linux and
+Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
+
+It is built and run through LiteRT's C API (`app/backends/litert_c.py`), not the Python wrapper's
+`CompiledModel`: the wrapper holds the GIL through a GPU run, which stalled every other thread of
+the pipeline behind each inference (docs/benchmarks.md, "fourth session: the GPU run without the
+GIL"). The C options also name the precision: the wrapper could only ask for fp32 or leave the
+runtime's default, which gave fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
+
+What the runtime does not say, this module finds out: which adapter it ran on
+(from the Vulkan loader), whether that adapter is a software renderer (a "GPU"
+that is really the CPU), and why a GPU could not be used (parsed from the
+native log). A software adapter is refused unless asked for, so that the
+fallback to the real CPU path is visible instead of a 100x slowdown.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from app.backends.base import DelegationReport, time_first_inference
+from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
+from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+from app.backends.options import GPU_PRECISIONS, BackendOptions
+from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
+from app.coverage.measured import gpu_coverage
+from app.errors import BackendUnavailable, ModelError, RunFailed
+from app.model.spec import ModelSpec
+from app.system.native_log import capture_stderr
+from app.tflite.graph import read_graph
+
+PRECISIONS = GPU_PRECISIONS
+PROBE_TIMEOUT_S = 90
+_SELECTED_ADAPTER = re.compile(r"[Ss]elected adapter:?\s*(.+)")
+_REPLACING = re.compile(
+    r"Replacing (\d+) out of (\d+) node\(s\) with delegate \(([^)]*)\) node, yielding (\d+) partitions"
+)
+_BACKEND_NAME = "Metal" if sys.platform == "darwin" else "WebGPU/Vulkan"
+
+
+@dataclass(frozen=True)
+class LogFacts:
+    adapter: str | None = None
+    nodes_delegated: int | None = None
+    nodes_total: int | None = None
+    subsets: int | None = None  # "yielding P partitions": every node subset, delegated or not
+    line: str | None = None  # that log line, word for word
+
+
+def pretty_adapter(raw: str) -> str:
+    """LiteRT's 'NVIDIA H200, arch=, vendor=nvidia, backend=Vulkan, adapterType=Discrete GPU'
+    -> 'NVIDIA H200 (Vulkan, Discrete GPU)'."""
+    name, *pairs = [part.strip() for part in raw.split(", ")]
+    fields = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+    details = [v for v in (fields.get("backend"), fields.get("adapterType")) if v]
+    return f"{name} ({', '.join(details)})" if details else raw
+
+
+def parse_log(lines: list[str]) -> LogFacts:
+    """Facts LiteRT states in its native log (how much it prints depends on the build)."""
+    adapter = nodes = total = subsets = said = None
+    for line in lines:
+        if m := _SELECTED_ADAPTER.search(line):
+            adapter = pretty_adapter(m.group(1).strip())
+        if m := _REPLACING.search(line):
+            nodes, total, subsets = int(m.group(1)), int(m.group(2)), int(m.group(4))
+            said = line[m.start() :].strip()
+    return LogFacts(adapter, nodes, total, subsets, said)
+
+
+def failure_reason(lines: list[str], devices: list[VulkanDevice], vulkan_problem: str | None) -> str:
+    """Why the GPU accelerator could not start, in words a user can act on."""
+    text = "\n".join(lines)
+    if "No adapters found" in text or "Failed to initialize WebGPU" in text:
+        if vulkan_problem:
+            return f"no GPU adapter found ({vulkan_problem})"
+        if devices:
+            listed = "; ".join(d.describe() for d in devices)
+            return f"no GPU adapter found: WebGPU rejected every Vulkan device ({listed})"
+        return "no GPU adapter found"
+    if "GPU accelerator" in text and "not" in text and "registered" in text:
+        return "the LiteRT GPU accelerator library could not be loaded"
+    errors = [line for line in lines if line.startswith(("ERROR", "E0000")) or "error" in line.lower()]
+    return f"the GPU accelerator failed to compile the model ({(errors or lines or ['no details'])[-1].strip()[:200]})"
+
+
+def _adapter(facts: LogFacts, devices: list[VulkanDevice]) -> tuple[str | None, bool]:
+    if facts.adapter:
+        lower = facts.adapter.lower()
+        return facts.adapter, "adaptertype=cpu" in lower or any(s in lower for s in SOFTWARE_NAMES)
+    if sys.platform == "darwin":
+        return "Apple GPU (Metal)", False
+    device = preferred(devices)
+    return (device.describe(), device.software) if device else (None, False)
+
+
+def _compile_alone(model: NativeModel) -> Callable[[bytes], tuple[bool, list[str]]]:
+    """Compile a (one-node) model with the session's options in its environment: (fully accelerated, log)."""
+
+    def compile_one(data: bytes) -> tuple[bool, list[str]]:
+        with capture_stderr() as log:
+            taken = model.fully_accelerates(data)  # one the runtime cannot even compile alone: not taken
+        return taken, log.lines()
+
+    return compile_one
+
+
+def _nodes_taken(spec: ModelSpec, split: GpuSplit | None, fully: bool, model: NativeModel) -> GpuNodes | str | None:
+    """Which nodes the GPU took of a model it did not take whole (app.coverage.gpu_nodes); None when the
+    log has no refused-ops block to start from, a sentence when the answer does not add up."""
+    if fully or split is None:
+        return None
+    try:
+        graph = read_graph(spec.content)
+    except ModelError as exc:
+        return f"the model's graph could not be read ({exc})"
+    return resolve(graph, spec.content, split, fully, _compile_alone(model))
+
+
+class GpuRunFailed(RunFailed):
+    """A run of an open GPU session failed (a lost device, a driver error): the pipeline falls back to
+    the CPU on it (app/pipeline/worker.py), and in the session's own first run it is a GPU that cannot
+    be used here, so opening falls back too."""
+
+
+class GpuSession:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        precision: str,
+        threads: int,
+        allow_software: bool,
+        wait_hint: bool = False,
+    ) -> None:
+        devices, vulkan_problem = list_devices()
+        started = time.perf_counter()
+        self._model: NativeModel | None = None
+        with capture_stderr() as log:
+            try:
+                # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
+                # thread then sleeps instead of spinning while the GPU runs (docs/benchmarks.md).
+                self._model = NativeModel(
+                    spec.content,
+                    HW_GPU | HW_CPU,
+                    threads,
+                    profiling=False,
+                    gpu_precision=precision,
+                    input_shape=tuple(spec.input.shape),
+                    wait_hint=wait_hint,
+                    capture_log=False,
+                )
+            except (BackendUnavailable, ModelError):
+                pass
+        if self._model is None:
+            raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem))
+        facts = parse_log(log.lines())
+        adapter, software = _adapter(facts, devices)
+        if software and not allow_software:
+            self.close()
+            raise BackendUnavailable(f"GPU adapter is a software renderer: {adapter}")
+        try:
+            fully = self._model.is_fully_accelerated()
+        except ModelError as exc:
+            self.close()
+            raise BackendUnavailable(f"the GPU accelerator could not say what it took ({exc})") from None
+        split = parse_split(log.lines())
+        taken = _nodes_taken(spec, split, fully, self._model)
+        self._out_count = spec.classes
+        self._out_dtype = np.dtype(spec.output.dtype)
+        self._in_dtype = np.dtype(spec.input.dtype)
+        init_ms = (time.perf_counter() - started) * 1000
+        nodes_total = facts.nodes_total or len(spec.op_types)
+        # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
+        delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (nodes_total if fully else None)
+        if delegated is None and split is not None and split.gpu_nodes is not None:
+            delegated = split.gpu_nodes  # "N operations will run on the GPU": the runtime's own count
+        # TFLite's "yielding P partitions" counts every node subset, the ones left on the CPU too
+        # (subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels: node_subsets.size()), so it is not the
+        # number of GPU partitions. A fully accelerated graph is one subset: the partitioner's first
+        # epoch takes every node when all are of one kind.
+        partitions = 1 if fully else (taken.partitions_delegated if isinstance(taken, GpuNodes) else None)
+        coverage = gpu_coverage(
+            spec.op_types,
+            spec.op_versions,
+            fully,
+            delegated,
+            partitions,
+            facts.line or (split.line if split else None),
+            facts.subsets,
+            taken,
+        )
+        self.report = DelegationReport(
+            requested="gpu",
+            used="gpu",
+            accelerator=f"LiteRT GPU ({_BACKEND_NAME}, {precision})",
+            init_ms=init_ms,
+            nodes_total=nodes_total,
+            nodes_delegated=delegated,
+            partitions=partitions,
+            fully_accelerated=fully,
+            coverage=coverage,
+            adapter=adapter,
+            software=software,
+            options={"precision": precision, "threads": threads},
+            native_log=log.lines(),
+        )
+        if software:
+            self.report.warnings.append(
+                f"the GPU adapter is a software renderer ({adapter}): 'GPU' inference runs on the CPU"
+            )
+        if not fully:
+            left = sorted({n.op for n in coverage.left_on_cpu})
+            self.report.cpu_ops = left
+            self.report.warnings.append(
+                f"not fully accelerated: {', '.join(left)} run on LiteRT's CPU kernels"
+                if left
+                else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
+            )
+        try:
+            self.report.first_inference_ms = time_first_inference(self, spec)
+        except GpuRunFailed as exc:  # e.g. the device lost at once: as unusable as no adapter
+            self.close()
+            raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
+
+    def run(self, input_tensor: np.ndarray) -> np.ndarray:
+        if self._model is None:
+            raise GpuRunFailed("the GPU run failed: the session is closed")
+        tensor = np.ascontiguousarray(input_tensor, dtype=self._in_dtype)
+        out = np.empty(self._out_count, self._out_dtype)
+        try:
+            # The GIL is released through the write, the run (the GPU's wait included) and the read:
+            # the pipeline's other threads run meanwhile (app/backends/litert_c.py).
+            return self._model.run_tensor(tensor, out)
+        except ModelError as exc:  # a failing device fails in the locks too: fall back, not crash
+            raise GpuRunFailed(f"the GPU run failed: {exc}") from None
+        except ValueError as exc:
+            raise ModelError(f"the GPU session cannot take this input: {exc}") from None
+
+    def close(self) -> None:
+        # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
+        with capture_stderr():
+            if self._model is not None:
+                self._model.close()
+            self._model = None
+            gc.collect()
+
+
+@lru_cache(maxsize=1)
+def probe() -> dict:
+    """Try the GPU once per process, in a child process: a driver that crashes or hangs cannot take the app down."""
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.backends.gpu.probe"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+        )
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "reason": f"the GPU probe did not finish within {PROBE_TIMEOUT_S} s"}
+    except (ValueError, IndexError, OSError) as exc:
+        return {"ok": False, "reason": f"the GPU probe crashed ({type(exc).__name__})"}
+
+
+class GpuBackend:
+    name = "gpu"
+    label = "GPU (LiteRT)"
+
+    def availability(self) -> str | None:
+        result = probe()
+        if not result.get("ok"):
+            return str(result.get("reason", "unknown"))
+        if result.get("software"):
+            return f"GPU adapter is a software renderer: {result.get('adapter')}"
+        return None
+
+    def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
+        if options.precision not in PRECISIONS:
+            raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
+        return GpuSession(
+            spec,
+            options.precision,
+            options.cpu_threads,
+            options.allow_software,
+            options.wait_hint,
+        )

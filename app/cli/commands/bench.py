@@ -1,0 +1,196 @@
+"""`delegate-scope bench`: the live pipeline run headless and summarised; with --compare-with, A
+against B on the same frames."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.backends import DelegationReport
+from app.backends.describe import delegation_line
+from app.cli.options import backend_options
+from app.cli.output import print_prediction, warn
+from app.errors import UsageError
+from app.metrics.window import MetricsSnapshot
+from app.model.spec import load_model_spec
+from app.pipeline import InferenceConfig, Status
+from app.recording.writer import sidecar_path
+from app.system.cpu_affinity import CpuSplit
+from app.system.redact import redact_credentials
+from app.tasks.bench import BenchConfig, run_bench
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    config = InferenceConfig(
+        model=args.model,
+        labels=args.labels,
+        delegate=args.delegate,
+        options=backend_options(args),
+        fallback=not args.no_fallback,  # refused: the open itself fails (exit 5), so nothing can fall back later
+        throttle_ms=args.throttle_ms,
+        top_k=5,
+    )
+    if args.csv and args.json_file and sidecar_path(args.csv).resolve() == args.json_file.resolve():
+        raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
+    if args.csv and args.csv.exists():
+        raise UsageError(f"{args.csv} exists; recordings are never overwritten")
+    load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
+    frames = args.frames if args.frames or args.seconds else 300
+    bench = BenchConfig(
+        args.source,
+        frames,
+        args.seconds,
+        args.warmup,
+        not args.no_pace,
+        args.csv,
+        not args.no_pin,
+        inference_cpus=args.inference_cpus,
+        decode_threads=args.decode_threads,
+    )
+    if args.compare_with or args.compare_model:
+        return _compare_bench(args, bench, config)
+    summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if args.json_file:
+        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        args.json_file.write_text(text + "\n", encoding="utf-8")
+    status = summary["status"]
+    error = Status(status["state"], status["message"], exit_code=status["exit_code"]).error()
+    if error is not None:  # the cause is the one line to show, with its own exit code
+        raise error
+    for event in summary["events"]:
+        if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
+            warn(f"{event['kind']}: {event['message']}")
+    _print_bench(summary)
+    return 0
+
+
+def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
+    bar = ""
+    if total:
+        filled = int(30 * min(done, total) / total)
+        bar = "[" + "#" * filled + "." * (30 - filled) + f"] {done}/{total} "
+    print(
+        f"\r{bar}{snap.inference_fps:6.1f} inf/s, inference p50 {snap.latency['inference'].p50:.2f} ms",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _print_bench(summary: dict) -> None:
+    m, d = summary["metrics"], summary["delegate"] or {}
+    src = summary["source"]
+    opened = [e["model"] for e in summary["events"] if isinstance(e.get("model"), dict)]
+    if opened:  # the model that ran last (a switch can change it)
+        print(f"model     {opened[-1]['name']}  ({opened[-1]['path']})")
+    print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
+    if d:
+        report = DelegationReport.from_dict(d)
+        print(f"delegate  {delegation_line(report)}")
+        print_prediction(report)
+    print(
+        f"measured  {m['inferences_total']} inferences in {m['window_s']:.1f} s; "
+        f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"
+    )
+    print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
+    if summary.get("bottleneck"):
+        print(f"bound     {summary['bottleneck']['evidence']['sentence']}")
+    reused = (summary.get("preprocessing") or {}).get("repeated_images_reused")
+    if reused:
+        print(
+            f"preproc   {reused} frames repeated an image already preprocessed (the synthetic cycle): "
+            "not preprocessed again (their preprocess figure is the lookup)"
+        )
+    split = summary.get("cpu_affinity")
+    print("cpus      " + (CpuSplit(**split).describe() if split else "not pinned (every thread on any CPU)"))
+    print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
+    for stage, st in m["latency"].items():
+        print(f"{stage:<12}{st['mean']:>9.2f}{st['p50']:>9.2f}{st['p95']:>9.2f}{st['max']:>9.2f}")
+    cpu = m.get("process_cpu_pct_machine")
+    cores = m.get("process_cpu_pct_cores")
+    print(
+        f"cpu       {m['cpu_ms_per_inference']:.2f} ms CPU per inference ({m['cpu_per_wall']:.2f}x its wall time); "
+        + (f"process {cpu:.0f}% of the machine ({cores:.0f}% summed over cores)" if cpu is not None else "process n/a")
+        + (f", system {m['system_cpu_pct']:.0f}%" if m.get("system_cpu_pct") is not None else "")
+    )
+    if m.get("rss_mb") is not None:
+        print(
+            f"memory    RSS {m['rss_mb']:.0f} MB" + (f", GPU {m['gpu_util_pct']:.0f}%" if m.get("gpu_util_pct") else "")
+        )
+    if m.get("gpu_busy_ms_per_inference"):  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
+        print(f"gpu       busy {m['gpu_busy_ms_per_inference']:.2f} ms per inference (NVML utilisation x interval)")
+    if summary.get("first_result_s") is not None:
+        print(f"start-up  first result {summary['first_result_s']:.2f} s after the process started")
+    if "csv" in summary:
+        c = summary["csv"]
+        print(
+            f"csv       {c['path']}: {c['rows']} rows, {c['lost_rows']} lost"
+            + (f"; {c['error']}" if c["error"] else "")
+        )
+
+
+def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig) -> int:
+    from dataclasses import replace
+
+    from app.tasks.bench_compare import run_compare_bench
+
+    b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
+    if args.csv:
+        from app.tasks.bench_compare import side_recording
+
+        for side in ("a", "b"):
+            if side_recording(args.csv, side).exists():
+                raise UsageError(f"{side_recording(args.csv, side)} exists; recordings are never overwritten")
+    if args.compare_model:
+        load_model_spec(args.compare_model)  # exit 3 before anything starts
+    summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
+    if args.json_file:
+        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        args.json_file.write_text(text + "\n", encoding="utf-8")
+    _print_compare(summary)
+    fell_back = [s for s in ("a", "b") if summary[s]["delegate"] and summary[s]["delegate"]["fallback_reason"]]
+    for side in fell_back:
+        warn(f"side {side.upper()} fell back: {summary[side]['delegate']['fallback_reason']}")
+    return 0
+
+
+def _print_compare(summary: dict) -> None:
+    def side_line(name: str) -> str:
+        s = summary[name]
+        d, t = s["delegate"] or {}, s["together"]
+        used = d.get("used", "?") + (f" (requested {d['requested']})" if d.get("fallback_reason") else "")
+        alone = s["alone"]
+        alone_text = f", alone {alone['inference_fps']:.1f}/s" if alone else ""
+        median = s["inference_ms_median"]
+        return (
+            f"{name.upper()}  {Path(s['config']['model']).name} on {used}: inference median "
+            f"{median:.2f} ms, {t['inference_fps']:.1f}/s together{alone_text}, "
+            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread"
+            + ("; TensorFlow works in a child process" if d.get("used") == "reference" else "")
+            + ")"
+            if median is not None
+            else f"{name.upper()}  no inference measured"
+        )
+
+    print(side_line("a"))
+    print(side_line("b"))
+    g = summary["agreement"]
+    if g["frames"]:
+        line = f"agreement  top-1 agrees on {g['top1_agreement']:.1%} of {g['frames']:,} frames"
+        line += f"; top-5 overlap {g['top5_overlap']:.1%}"
+        if g["scores_comparable"]:
+            line += f"; max score difference {g['max_abs_diff']:.3g}; mean total variation {g['mean_tv_distance']:.3g}"
+        else:
+            line += "; scores not comparable (different class sets): labels only"
+        print(line)
+    else:
+        print("agreement  no frame was inferred by both sides")
+    print(f"speed      {summary['speed']['sentence']}")
+    if "csv" in summary:
+        c = summary["csv"]
+        print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
+              f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip

@@ -1,0 +1,105 @@
+"""`delegate-scope classify`: image files through one model on one backend, a table or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.backends import DelegationReport, open_session
+from app.backends.describe import delegation_line
+from app.cli.options import backend_options
+from app.cli.output import PROG, print_prediction, warn
+from app.errors import BackendUnavailable, RunFailed
+from app.model.spec import ModelSpec, load_model_spec
+from app.system.thread_cpu import started_by
+from app.tasks.classify import ImageFailure, ImageResult, classify_images
+
+
+def cmd_classify(args: argparse.Namespace) -> int:
+    spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std)
+    session, runtime_threads = started_by(
+        lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
+    )
+    for warning in spec.warnings + session.report.warnings:  # after open: a refused model gets one line
+        warn(warning)
+    try:
+        if args.debug:
+            for line in session.report.native_log:
+                print(f"[runtime, opening] {line}", file=sys.stderr)
+        results: list[ImageResult] = []
+        failures: list[ImageFailure] = []
+        pending = list(args.images)
+        while pending:
+            try:
+                for outcome in classify_images(spec, session, list(pending), args.top_k, runtime_threads):
+                    pending.pop(0)
+                    if isinstance(outcome, ImageFailure):
+                        failures.append(outcome)
+                        print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
+                    else:
+                        results.append(outcome)
+            except RunFailed as exc:
+                used = session.report.used
+                if used == "cpu":
+                    raise
+                if args.no_fallback:  # the accelerator stopped working: exit 5, as when it cannot open
+                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
+                # An accelerator that fails mid-run (a lost GPU device): the rest on the CPU, as the
+                # live pipeline does (app/pipeline/worker.py), the image that failed included.
+                session.close()
+                reason = f"{used} failed mid-run: {exc}"
+                session, runtime_threads = started_by(lambda: open_session(spec, "cpu", backend_options(args)))
+                session.report.requested, session.report.fallback_reason = args.delegate, reason
+                session.report.warnings.append(f"fell back to CPU: {reason}")
+                warn(f"fell back to CPU: {reason}")
+    finally:
+        session.close()
+    if args.json:
+        out = {
+            "model": spec.summary(),
+            "delegate": _delegate_json(session.report, results),
+            "results": [r.to_dict() for r in results],
+            "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
+            "warnings": spec.warnings + session.report.warnings,
+        }
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    else:
+        _print_table(spec, session.report, results)
+    return failures[0].error.exit_code if failures else 0
+
+
+def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageResult]) -> None:
+    inp = spec.input
+    print(f"model     {spec.display_name}  ({spec.path})")
+    print(
+        f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, {spec.classes} classes, "
+        f"sha256 {spec.sha256[:12]}"
+    )
+    print(f"          labels: {spec.labels.source}; normalisation: {spec.normalization.describe()}")
+    print(f"delegate  {delegation_line(report)}")
+    print(f"          init {report.init_ms:.1f} ms, first inference {report.first_inference_ms:.1f} ms")
+    print_prediction(report)
+    for result in results:
+        print()
+        cpu = result.cpu
+        runtime = "n/a" if cpu.runtime_threads_ms is None else f"{cpu.runtime_threads_ms:.2f}"
+        print(
+            f"{result.image}   preprocess {result.preprocess_ms:.2f} ms, inference {result.inference_ms:.2f} ms "
+            f"(CPU {result.inference_cpu_ms:.2f} ms, {result.cpu_per_wall:.2f}x wall: its thread "
+            f"{cpu.inference_thread_ms:.2f}, the runtime's threads {runtime}; rest of the process "
+            f"{cpu.rest_of_process_ms:.2f} ms)"
+        )
+        for rank, p in enumerate(result.top, 1):
+            print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
+
+
+def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict:
+    out = {k: v for k, v in report.to_dict().items() if k != "native_log"}
+    for key in ("init_ms", "first_inference_ms"):
+        out[key] = round(out[key], 3)
+    ratios = sorted(r.cpu_per_wall for r in results)
+    # Offload evidence: process CPU time per inference over wall time (median over the images).
+    out["cpu_per_wall"] = round(ratios[len(ratios) // 2], 3) if ratios else None
+    return out

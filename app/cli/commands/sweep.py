@@ -1,0 +1,57 @@
+"""`delegate-scope sweep`: the same frames through every configuration this machine offers, side by
+side (app/tasks/sweep.py), as a table, JSON and an HTML report (app/report/sweep.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.cli.output import warn
+from app.model.spec import load_model_spec
+from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
+from app.sources import capture_frames
+from app.system.redact import redact_credentials
+from app.tasks.sweep import SweepProgress, default_models, plan_sweep, run_sweep
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    models = args.models or default_models()
+    for model in models:
+        load_model_spec(model)  # a bad model is exit 3 before anything runs
+    if args.json_file:
+        check_json_out(args.json_file)
+    if args.html:
+        check_html_out(args.html)
+    tty = sys.stderr.isatty()
+    if tty:
+        _progress(SweepProgress(0, 0, args.source, "capturing"))
+    captured = capture_frames(args.source, args.frames)  # a source that fails is exit 6 before the GPU probe
+    entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
+    progress = _progress if tty else None
+    result = run_sweep(captured, entries, warmup=args.warmup, progress=progress, pin_cpus=args.pin)
+    if tty:
+        print(file=sys.stderr)
+    if args.json_file:
+        text = redact_credentials(json.dumps(result.to_dict(), indent=2))
+        args.json_file.write_text(text + "\n", encoding="utf-8")
+    for line in header_lines(result):
+        print(redact_credentials(line))
+    print(text_table(result))
+    if args.html:
+        size = write_html(result, args.html)
+        print(f"report    {args.html} ({size / 1024:.0f} KiB)")
+    for row in result.rows:
+        if row.software:
+            warn(f"{row.label} ran on a software GPU renderer ({row.adapter}): its 'GPU' figures are the CPU's")
+    return 0
+
+
+def _progress(p: SweepProgress) -> None:
+    if p.phase == "capturing":
+        text = f"capturing frames from {redact_credentials(p.label)}…"
+    elif p.phase == "done":
+        text = "done"
+    else:
+        text = f"[{p.index + 1}/{p.total}] {p.label}: {p.phase} {p.done}/{p.frames}"
+    print(f"\r{text[:100]:<100}", end="", file=sys.stderr, flush=True)

@@ -1,0 +1,87 @@
+"""Command-line options shared by the commands: argument types that give one-line errors, and the
+model/backend options of every command that opens a model on a backend."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from app.backends import BACKENDS
+from app.backends.coreml.plan import COMPUTE_UNITS
+from app.backends.gpu.backend import PRECISIONS
+from app.backends.options import BackendOptions, default_threads
+from app.model.spec import DEFAULT_MODEL
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def one_or_three_floats(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected one number or three separated by commas, got '{text}'") from None
+    if len(values) not in (1, 3):
+        raise argparse.ArgumentTypeError(f"expected one number or three separated by commas, got '{text}'")
+    return values
+
+
+def positive_float(text: str) -> float:
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    return 0 if text.strip() == "0" else positive_int(text)
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    """Options shared by every command that opens a model on a backend."""
+    p.add_argument(
+        "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
+    )
+    p.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+    p.add_argument("--delegate", default="cpu", choices=list(BACKENDS), help="backend to run on (default cpu)")
+    p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
+    p.add_argument("--threads", type=positive_int, help=f"CPU threads (default {default_threads()} here)")
+    p.add_argument(
+        "--gpu-precision", choices=PRECISIONS, default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
+    )
+    p.add_argument(
+        "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
+    )
+    p.add_argument(
+        "--coreml-units",
+        choices=list(COMPUTE_UNITS),
+        default="all",
+        help="Core ML compute units (default all; the TFLite Core ML delegate hard-codes all)",
+    )
+
+
+def backend_options(args: argparse.Namespace) -> BackendOptions:
+    return BackendOptions(
+        threads=args.threads,
+        precision=args.gpu_precision,
+        allow_software=args.allow_software_gpu,
+        wait_hint=getattr(args, "gpu_wait_hint", False),
+        compute_units=args.coreml_units,
+    )

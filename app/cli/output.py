@@ -1,0 +1,25 @@
+"""What several commands print alike: the program's name in messages, warnings, and what the TFLite
+Core ML delegate would take of the model."""
+
+from __future__ import annotations
+
+import sys
+
+from app.backends import DelegationReport
+from app.backends.describe import coreml_prediction_sentence
+from app.coverage.text import left_on_cpu_lines
+
+PROG = "delegate-scope"
+
+
+def warn(message: str) -> None:
+    print(f"{PROG}: warning: {message}", file=sys.stderr)
+
+
+def print_prediction(report: DelegationReport) -> None:
+    """Core ML requested: what the TFLite Core ML delegate would take (predicted on any OS)."""
+    sentence = coreml_prediction_sentence(report)
+    if sentence and report.predicted is not None:
+        print(f"coreml    {sentence} {report.predicted.log or ''}".rstrip())
+        for line in left_on_cpu_lines(report.predicted, limit=6):
+            print(f"          left on the CPU: {line}")

@@ -1,0 +1,1 @@
+"""The controller layer the window drives: pipeline lifecycle, A/B, recording sessions. Qt-free."""

@@ -1,0 +1,507 @@
+"""Rolling pipeline metrics (FPS, per-stage latency, CPU cost per inference) and a resource sampler.
+
+`Metrics` is fed by the capture and inference threads and read by the UI a few times a second.
+Rates are events in a sliding window divided by the time the window really covers, never
+1 / last latency: a window that has only been running for 1 s is 1 s long, not `window_s`.
+
+Definitions (what the numbers mean, so they can be checked):
+
+- The window is the half-open interval (lo, now] with lo = max(start, now - window_s), where
+  start is construction or the last reset(). Frames and drops are placed by their timestamp,
+  inferences by `finished_at`. `MetricsSnapshot.window_s` is now - lo.
+- Percentiles: numpy's "linear" method (Hyndman & Fan type 7, numpy's default): p95 of a window
+  can fall between two observed latencies.
+- cpu_per_wall: mean CPU time of the inference (its thread and its runtime's threads, read per
+  thread: app/system/thread_cpu.py) during `invoke` over mean `invoke` wall time. About the number of
+  busy threads when the CPU does the work; on a GPU the calling thread may spin while it waits,
+  so near 1 there says nothing about where the model runs (the GPU's own busy time does).
+
+Memory: every stream is a numpy ring buffer of float64 rows, trimmed by age on insert and on
+snapshot, so it holds rate x window_s rows; its storage doubles as needed (never shrinks before
+reset()). At 1000 inferences/s and 1000 frames/s over 5 s: 5000 rows of 7 floats in an
+8192-row buffer (459 kB) plus 8192 frame timestamps (66 kB). A hard cap of `max_rows` rows per
+stream (default 200 000: 11 MB for inferences) holds even for a clock that never advances or a
+very long window; when the cap pushes rows out, lo moves up to the newest pushed-out timestamp,
+so rates and stats still describe one consistent, shorter span (window_s says which).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import psutil
+
+PERCENTILE_METHOD = "linear"
+LATENCY_KEYS = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
+STAGES = ("source", "preprocess", "inference", "results", "inference_thread", "capture_thread")
+DEFAULT_MAX_ROWS = 200_000
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class InferenceTiming:
+    frame_index: int
+    captured_at: float  # time.monotonic() when the frame was captured
+    started_at: float  # monotonic, when the inference thread took the frame
+    finished_at: float  # monotonic, when the result was published
+    preprocess_ms: float
+    inference_ms: float
+    postprocess_ms: float
+    # CPU time during the invoke: the inference thread + the threads its runtime started at open
+    # (XNNPACK's workers, a GPU driver's), read per thread (app/system/thread_cpu.py). Not the process's:
+    # capture, OpenCV's pool and the GUI run at the same time and are not the inference.
+    inference_cpu_ms: float
+    inference_thread_cpu_ms: float | None = None  # ... of which the calling thread
+    runtime_threads_cpu_ms: float | None = None  # ... and the runtime's threads (None: not readable here)
+    rest_of_process_cpu_ms: float | None = None  # every other thread of the process meanwhile
+    preprocessed_ahead: bool = True  # False: preprocessing ran on the inference thread, before the invoke
+
+    @property
+    def queue_ms(self) -> float:
+        return (self.started_at - self.captured_at) * 1e3
+
+    @property
+    def end_to_end_ms(self) -> float:
+        return (self.finished_at - self.captured_at) * 1e3
+
+    @property
+    def cpu_per_wall(self) -> float:
+        return self.inference_cpu_ms / self.inference_ms if self.inference_ms > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Milliseconds over the window's inferences; all zero with count 0 when there are none."""
+
+    mean: float
+    p50: float
+    p95: float
+    max: float
+    count: int
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> Stats:
+        if values.size == 0:
+            return cls(0.0, 0.0, 0.0, 0.0, 0)
+        p50, p95 = np.percentile(values, [50, 95], method=PERCENTILE_METHOD)
+        return cls(float(values.mean()), float(p50), float(p95), float(values.max()), int(values.size))
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    window_s: float  # the span the rates below really cover (<= the window)
+    capture_fps: float
+    inference_fps: float
+    frames_total: int
+    inferences_total: int
+    dropped_total: int
+    dropped_in_window: int
+    latency: dict[str, Stats]  # keys: LATENCY_KEYS
+    cpu_ms_per_inference: float  # mean inference_cpu_ms in the window
+    cpu_per_wall: float  # mean inference_cpu_ms / mean inference_ms in the window ("offload ratio")
+    process_cpu_pct_machine: float | None  # 0-100 of the whole machine
+    process_cpu_pct_cores: float | None  # sum over cores, 0-100*ncores (what `top` shows)
+    system_cpu_pct: float | None  # 0-100
+    rss_mb: float | None  # MiB
+    gpu_util_pct: float | None  # NVML, None when no NVIDIA GPU / nvidia-ml-py
+    gpu_name: str | None = None  # "index: name" of the GPU gpu_util_pct is about
+    gpu_process_listed: bool | None = None  # NVML lists this process on that GPU (it holds a context there)
+    # Busy share of wall time per stage over the window (app/metrics/bottleneck.py reads them):
+    # ms per item x items per second / 1000. 1.0 = the stage's thread never waited.
+    stage_busy: dict[str, float] | None = None  # keys: STAGES
+    # The GPU's own busy time per inference: NVML's utilisation (share of its last sample period,
+    # 1/6 to 1 s, in which a kernel ran) x 1000 / inferences per second. None without NVML.
+    gpu_busy_ms_per_inference: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Ring:
+    """float64 rows, oldest first, column 0 a timestamp: a circular buffer that grows to a hard cap."""
+
+    def __init__(self, width: int, cap: int) -> None:
+        self._width, self._cap = width, cap
+        self.clear()
+
+    def clear(self) -> None:
+        self._buf = np.empty((min(256, self._cap), self._width))
+        self._head = 0  # index of the oldest row
+        self._len = 0
+        self.evicted_at = -math.inf  # newest timestamp the cap (not age) pushed out
+
+    def append(self, row: Sequence[float]) -> None:
+        if self._len == len(self._buf):
+            if self._len < self._cap:
+                self._grow()
+            else:
+                self.evicted_at = max(self.evicted_at, float(self._buf[self._head, 0]))
+                self._pop_oldest()
+        self._buf[(self._head + self._len) % len(self._buf)] = row
+        self._len += 1
+
+    def trim(self, horizon: float) -> None:
+        """Drop leading rows at or before `horizon` (amortised O(1): each row leaves once)."""
+        while self._len and self._buf[self._head, 0] <= horizon:
+            self._pop_oldest()
+
+    def rows(self) -> np.ndarray:
+        """A copy, oldest first."""
+        end = self._head + self._len
+        if end <= len(self._buf):
+            return self._buf[self._head : end].copy()
+        return np.concatenate((self._buf[self._head :], self._buf[: end - len(self._buf)]))
+
+    def _pop_oldest(self) -> None:
+        self._head = (self._head + 1) % len(self._buf)
+        self._len -= 1
+
+    def _grow(self) -> None:
+        rows = self.rows()
+        self._buf = np.empty((min(2 * len(self._buf), self._cap), self._width))
+        self._buf[: len(rows)] = rows
+        self._head = 0
+
+
+def _in_window(rows: np.ndarray, lo: float, now: float) -> np.ndarray:
+    # Filter by time rather than trusting order: threads may append slightly out of order.
+    return rows[(rows[:, 0] > lo) & (rows[:, 0] <= now)]
+
+
+class Metrics:
+    """Thread-safe rolling counters and latency windows; see the module docstring for definitions.
+
+    Inserts are O(1) amortised; snapshot() is O(rows in the window) (numpy, outside the lock).
+    The sampler, if given, is only read: its owner starts and stops it.
+    """
+
+    def __init__(
+        self,
+        window_s: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        sampler: ResourceSampler | None = None,
+        max_rows: int = DEFAULT_MAX_ROWS,
+    ) -> None:
+        if window_s <= 0 or max_rows < 1:
+            raise ValueError("window_s must be > 0 and max_rows >= 1")
+        self.window_s = window_s
+        self._clock = clock
+        self._sampler = sampler
+        self._lock = threading.Lock()
+        self._frames = Ring(3, max_rows)  # (captured_at, source read ms, preprocess-ahead ms)
+        self._drops = Ring(2, max_rows)  # (t, n)
+        # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
+        self._timings = Ring(3 + len(LATENCY_KEYS), max_rows)  # ... + inference thread busy ms
+        self._published = Ring(2, max_rows)  # (t, results thread busy ms per result)
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._start = self._clock()
+            self._frames_total = self._inferences_total = self._dropped_total = 0
+            for ring in self._rings():
+                ring.clear()
+
+    def frame_captured(self, t: float | None = None, read_ms: float = 0.0, prepare_ms: float = 0.0) -> None:
+        """`read_ms`: the capture thread's time in the source's read (decoding, or waiting for a
+        paced frame); `prepare_ms`: its preprocessing ahead of the inference thread."""
+        with self._lock:
+            now = self._clock()
+            self._frames_total += 1
+            self._frames.append((now if t is None else t, read_ms, prepare_ms))
+            self._frames.trim(now - self.window_s)
+
+    def frames_dropped(self, n: int = 1, t: float | None = None) -> None:
+        with self._lock:
+            now = self._clock()
+            self._dropped_total += n
+            self._drops.append((now if t is None else t, n))
+            self._drops.trim(now - self.window_s)
+
+    def inference_done(self, timing: InferenceTiming) -> None:
+        row = (
+            timing.finished_at,
+            timing.queue_ms,
+            timing.preprocess_ms,
+            timing.inference_ms,
+            timing.postprocess_ms,
+            timing.end_to_end_ms,
+            timing.inference_cpu_ms,
+            timing.inference_ms + (0.0 if timing.preprocessed_ahead else timing.preprocess_ms),
+        )
+        with self._lock:
+            self._inferences_total += 1
+            self._timings.append(row)
+            self._timings.trim(self._clock() - self.window_s)
+
+    def result_published(self, busy_ms: float, t: float | None = None) -> None:
+        """The results thread's time for one result: postprocess, publish and callbacks (recording)."""
+        with self._lock:
+            now = self._clock()
+            self._published.append((now if t is None else t, busy_ms))
+            self._published.trim(now - self.window_s)
+
+    @property
+    def inferences_total(self) -> int:
+        """Inferences since the last reset: O(1), for polling loops (snapshot() is O(rows))."""
+        with self._lock:
+            return self._inferences_total
+
+    def snapshot(self) -> MetricsSnapshot:
+        with self._lock:
+            now = self._clock()
+            for ring in self._rings():
+                ring.trim(now - self.window_s)
+            lo = max(self._start, now - self.window_s, *(ring.evicted_at for ring in self._rings()))
+            frames, drops, timings, published = (ring.rows() for ring in self._rings())
+            totals = (self._frames_total, self._inferences_total, self._dropped_total)
+        span = max(0.0, now - lo)
+        frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
+        reading = self._sampler.latest() if self._sampler else {}
+        return MetricsSnapshot(
+            window_s=span,
+            capture_fps=len(frames) / span if span > 0 else 0.0,
+            inference_fps=len(timings) / span if span > 0 else 0.0,
+            frames_total=totals[0],
+            inferences_total=totals[1],
+            dropped_total=totals[2],
+            dropped_in_window=int(drops[:, 1].sum()),
+            latency={key: Stats.of(timings[:, 1 + i]) for i, key in enumerate(LATENCY_KEYS)},
+            **_cpu_cost(timings[:, 3], timings[:, 6]),
+            **{key: reading.get(key) for key in _SNAPSHOT_READING_KEYS},
+            stage_busy=_stage_busy(frames, timings, published, span),
+            gpu_busy_ms_per_inference=_gpu_busy_ms(reading.get("gpu_util_pct"), len(timings) / span if span > 0 else 0),
+        )
+
+    def _rings(self) -> tuple[Ring, Ring, Ring, Ring]:
+        return self._frames, self._drops, self._timings, self._published
+
+
+def _gpu_busy_ms(util_pct: float | None, rate: float) -> float | None:
+    if util_pct is None or rate <= 0:
+        return None
+    return util_pct / 100.0 * 1000.0 / rate
+
+
+def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, span: float) -> dict[str, float]:
+    """Each stage's busy milliseconds in the window over the window's milliseconds."""
+    if span <= 0:
+        return dict.fromkeys(STAGES, 0.0)
+    wall_ms = span * 1e3
+    inline_pre = timings[:, 7] - timings[:, 3]  # preprocessing the inference thread did itself
+    return {
+        "source": float(frames[:, 1].sum()) / wall_ms,
+        "preprocess": float(frames[:, 2].sum() + inline_pre.sum()) / wall_ms,
+        "inference": float(timings[:, 3].sum()) / wall_ms,
+        "results": float(published[:, 1].sum()) / wall_ms,
+        "inference_thread": float(timings[:, 7].sum()) / wall_ms,
+        "capture_thread": float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
+    }
+
+
+def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> dict[str, float]:
+    if inference_ms.size == 0:
+        return {"cpu_ms_per_inference": 0.0, "cpu_per_wall": 0.0}
+    wall, cpu = float(inference_ms.mean()), float(cpu_ms.mean())
+    return {"cpu_ms_per_inference": cpu, "cpu_per_wall": cpu / wall if wall > 0 else 0.0}
+
+
+# ---- resources ---------------------------------------------------------------------------------
+
+_SNAPSHOT_READING_KEYS = (
+    "process_cpu_pct_machine",
+    "process_cpu_pct_cores",
+    "system_cpu_pct",
+    "rss_mb",
+    "gpu_util_pct",
+    "gpu_name",
+    "gpu_process_listed",
+)
+# sampled_at: monotonic time of the reading; span_s: the wall time the CPU percentages cover.
+READING_KEYS = (*_SNAPSHOT_READING_KEYS, "sampled_at", "span_s")
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    wall: float
+    process_s: float  # user + system CPU seconds of the process (all its threads, no children)
+    system_busy_s: float
+    system_total_s: float
+
+
+def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
+    """The process's and the machine's CPU counters now (this process unless `proc`)."""
+    wall = time.monotonic()
+    pt = (proc or psutil.Process()).cpu_times()
+    st = psutil.cpu_times()
+    # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
+    # keeps one module-wide baseline that any other caller in the process would reset.
+    total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
+    idle = st.idle + getattr(st, "iowait", 0.0)
+    return CpuMark(wall, pt.user + pt.system, total - idle, total)
+
+
+def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> dict[str, float | None]:
+    wall = b.wall - a.wall
+    if wall <= 0:
+        return {}
+    # The kernel counts CPU time in clock ticks (10 ms at 100 Hz), so a short span can read a
+    # little above the physical maximum; clamping only removes that quantisation excess.
+    cores = min(100.0 * (b.process_s - a.process_s) / wall, 100.0 * ncpu)
+    total = b.system_total_s - a.system_total_s
+    busy = b.system_busy_s - a.system_busy_s
+    system = min(max(100.0 * busy / total, 0.0), 100.0) if total > 0 else 0.0  # max: float noise of big sums
+    return {
+        "process_cpu_pct_cores": cores,
+        "process_cpu_pct_machine": cores / ncpu,
+        "system_cpu_pct": system,
+        "span_s": wall,
+    }
+
+
+class _NvmlProbe:
+    """GPU utilisation through NVML (nvidia-ml-py's `pynvml`); any absence gives no reading."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._nvml = None
+        self._handles: list = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except Exception:  # ImportError, NVMLError_LibraryNotFound/DriverNotLoaded, OSError: no NVIDIA GPU here
+            return
+        try:
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except pynvml.NVMLError:
+            self._handles = []
+        if self._handles:
+            self._nvml = pynvml
+        else:
+            pynvml.nvmlShutdown()
+
+    def read(self) -> dict:
+        nvml = self._nvml
+        if nvml is None:
+            return {}
+        try:
+            index, listed = self._device_of_process()
+            handle = self._handles[index]
+            name = nvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else name
+            util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu
+        except nvml.NVMLError:
+            return {}
+        return {"gpu_util_pct": float(util), "gpu_name": f"{index}: {name}", "gpu_process_listed": listed}
+
+    def _device_of_process(self) -> tuple[int, bool]:
+        """The first GPU that lists this pid (compute or graphics/Vulkan context), else device 0.
+
+        Inside a container NVML reports host pids, so the match can fail there: device 0 then.
+        """
+        nvml = self._nvml
+        for index, handle in enumerate(self._handles):
+            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
+                try:
+                    if any(p.pid == self._pid for p in listing(handle)):
+                        return index, True
+                except nvml.NVMLError:
+                    continue
+        return 0, False
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.nvmlShutdown()
+            self._nvml = None
+
+
+class ResourceSampler:
+    """Samples process/system CPU %, RSS and GPU utilisation on a daemon thread every `interval_s`.
+
+    CPU percentages are deltas of cumulative CPU time between two samples over the wall time
+    between them, so the first reading comes one interval after start() (which primes them).
+    Readings before that, or after the process has gone, are None. start() and stop() belong to
+    one owner; latest() may be called from any thread.
+    """
+
+    def __init__(self, interval_s: float = 0.5, pid: int | None = None, gpu: bool = True) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval_s must be > 0")
+        self.interval_s = interval_s
+        self.pid = os.getpid() if pid is None else pid
+        self._gpu = gpu
+        self._ncpu = psutil.cpu_count() or 1
+        self._lock = threading.Lock()
+        self._latest: dict = dict.fromkeys(READING_KEYS)
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._nvml: _NvmlProbe | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        proc = psutil.Process(self.pid)
+        self._nvml = _NvmlProbe(self.pid) if self._gpu else None
+        mark = cpu_mark(proc)
+        self._publish({"rss_mb": proc.memory_info().rss / _MIB, **self._gpu_reading(), "sampled_at": mark.wall})
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Returns at once unless a sample is being taken (the wait is an Event, not a sleep)."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(timeout=self.interval_s + 2.0)
+        if thread.is_alive():  # stuck in a driver call: keep it visible as running, leave NVML to it
+            return
+        self._thread = None
+        if self._nvml is not None:
+            self._nvml.close()
+            self._nvml = None
+
+    def latest(self) -> dict:
+        """The newest reading: READING_KEYS, each None when not (yet) known."""
+        with self._lock:
+            return dict(self._latest)
+
+    def __enter__(self) -> ResourceSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                mark = cpu_mark(proc)
+                rss_mb = proc.memory_info().rss / _MIB
+            except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
+                self._publish({"sampled_at": time.monotonic()})
+                return
+            cpu = cpu_percentages(previous, mark, self._ncpu)
+            self._publish({**cpu, "rss_mb": rss_mb, **self._gpu_reading(), "sampled_at": mark.wall})
+            previous = mark
+
+    def _gpu_reading(self) -> dict:
+        return self._nvml.read() if self._nvml is not None else {}
+
+    def _publish(self, values: dict) -> None:
+        reading = dict.fromkeys(READING_KEYS)
+        reading.update(values)
+        with self._lock:
+            self._latest = reading

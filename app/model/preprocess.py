@@ -1,0 +1,127 @@
+"""Frame -> input tensor: centre crop to the model's aspect, resize, normalise, quantize.
+
+One Preprocessor per model, reused for every frame: the output buffers are
+allocated once and normalisation is a lookup table (figures against the naive
+PIL/numpy path: docs/benchmarks.md). The same code serves `classify`, the live pipeline and the
+benchmarks, so their numbers describe the same work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from app.model.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class CropBox:
+    """Region of the frame the model sees, in frame pixels."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+def centre_crop_box(frame_width: int, frame_height: int, aspect: float) -> CropBox:
+    """Largest centred box with width/height == aspect."""
+    if frame_width / frame_height > aspect:
+        w, h = max(1, round(frame_height * aspect)), frame_height
+    else:
+        w, h = frame_width, max(1, round(frame_width / aspect))
+    return CropBox((frame_width - w) // 2, (frame_height - h) // 2, w, h)
+
+
+def as_bgr_uint8(frame: np.ndarray) -> np.ndarray:
+    """Accept grey, BGR, BGRA and 16-bit frames; anything else is a ValueError."""
+    if frame.dtype == np.uint16:
+        frame = (frame >> 8).astype(np.uint8)
+    if frame.dtype != np.uint8:
+        raise ValueError(f"unsupported frame dtype {frame.dtype}; expected 8-bit images")
+    if frame.ndim == 2:
+        return cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+    if frame.ndim == 3 and frame.shape[2] == 3:
+        return frame
+    if frame.ndim == 3 and frame.shape[2] == 4:
+        return cv2.cvtColor(frame, cv2.COLOR_BGRA2BGR)
+    if frame.ndim == 3 and frame.shape[2] == 1:
+        return cv2.cvtColor(frame, cv2.COLOR_GRAY2BGR)
+    raise ValueError(f"unsupported frame shape {frame.shape}; expected HxW, HxWx3 or HxWx4")
+
+
+def shrink(image: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Resize with area averaging when shrinking, bilinear when enlarging.
+
+    cv2.INTER_AREA at a non-integer ratio (720 -> 224) costs ~3.5 ms here; bilinear to twice
+    the target and then INTER_AREA's integer x2 path costs ~0.5 ms and differs from it by
+    0.3 grey levels on average (benchmarks/preprocess.py). Plain bilinear would alias.
+    """
+    h, w = image.shape[:2]
+    if w <= width or h <= height:
+        return cv2.resize(image, (width, height), interpolation=cv2.INTER_LINEAR)
+    if w > 2 * width and h > 2 * height:
+        image = cv2.resize(image, (2 * width, 2 * height), interpolation=cv2.INTER_LINEAR)
+    return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
+
+
+class Preprocessor:
+    """Turns BGR uint8 frames into the model's input tensor (1, H, W, 3) of its dtype."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.height, self.width = spec.input_height, spec.input_width
+        self.dtype = spec.input_dtype
+        self._lut = self.lookup_table(spec)
+        self._rgb = np.empty((self.height, self.width, 3), np.uint8)
+        self._out = np.empty((1, self.height, self.width, 3), self.dtype)
+        self._key = (self.height, self.width, str(self.dtype), hashlib.sha1(self._lut.tobytes()).hexdigest())
+
+    @staticmethod
+    def lookup_table(spec: ModelSpec) -> np.ndarray:
+        """Pixel value -> model input value per RGB channel: normalisation and quantization
+        (round, clip) folded into one 256-entry table, applied by cv2.LUT in ~0.2 ms."""
+        inp, norm, dtype = spec.input, spec.normalization, spec.input_dtype
+        x = np.arange(256, dtype=np.float64)[:, None].repeat(3, axis=1)
+        if norm.raw:
+            values = x - 128.0 if dtype == np.int8 else x
+        else:
+            values = (x - np.asarray(norm.mean)) / np.asarray(norm.std)
+            if dtype != np.float32:
+                assert inp.scale is not None and inp.zero_point is not None
+                info = np.iinfo(dtype)
+                values = np.clip(np.rint(values / inp.scale + inp.zero_point), info.min, info.max)
+        return values.astype(dtype).reshape(1, 256, 3)
+
+    def crop_box(self, frame_width: int, frame_height: int) -> CropBox:
+        return centre_crop_box(frame_width, frame_height, self.width / self.height)
+
+    def __call__(self, frame: np.ndarray) -> np.ndarray:
+        """Return the input tensor. The buffer is reused: copy it to keep it past the next call."""
+        return self.from_rgb(self.rgb(frame, self._rgb))
+
+    def rgb(self, frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Stage 1, the costly part: centre crop, shrink to the input size, BGR -> RGB (uint8).
+        Two models with the same input size share this stage (A/B comparison)."""
+        bgr = as_bgr_uint8(frame)
+        box = self.crop_box(bgr.shape[1], bgr.shape[0])
+        crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
+        return cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=out)
+
+    def from_rgb(self, rgb: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Stage 2: normalisation and quantization for this model (one table lookup), into
+        this preprocessor's reused buffer unless `out` (same shape and dtype) is given."""
+        out = self._out if out is None else out
+        cv2.LUT(rgb, self._lut, dst=out[0])
+        return out
+
+    @property
+    def output_buffer(self) -> np.ndarray:
+        return self._out
+
+    @property
+    def key(self) -> tuple:
+        """Names this model's preprocessing (size, dtype, table): equal keys give equal tensors."""
+        return self._key

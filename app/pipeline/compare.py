@@ -1,0 +1,231 @@
+"""A/B comparison: the same frames through two sessions (any backend x model x options).
+
+One capture thread feeds two inference threads (each with its own latest-frame slot, so
+the faster side is never held back by the slower one). Stage 1 of preprocessing (crop,
+shrink, RGB) is computed once per frame and shared, so the sides see identical pixels and
+only the model/backend differs. A frame is compared only when both sides have a result
+for it. CPU time per inference is each side's own: its inference thread and the threads its
+runtime started when it opened (app/system/thread_cpu.py), never the other side's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.metrics.window import Metrics, MetricsSnapshot
+from app.pipeline import Event, Feed, InferenceConfig, Result
+
+_PENDING = 256  # results kept per side while waiting for the other side's result of that frame
+SPEED_FRAMES = 300  # the A/B speed ratio: medians over the last this many frames both sides inferred
+
+
+@dataclass(frozen=True)
+class SpeedWindow:
+    """Both sides' median inference and CPU milliseconds over the same recent frames (paired, so
+    the ratio compares like with like), and the span those frames cover."""
+
+    frames: int
+    seconds: float
+    a_ms: float
+    b_ms: float
+    a_cpu_ms: float
+    b_cpu_ms: float
+
+
+@dataclass(frozen=True)
+class FrameComparison:
+    frame_index: int
+    at: float  # monotonic, when the second result arrived
+    a_top1: str
+    b_top1: str
+    top1_agree: bool
+    top5_overlap: float  # |top5 A ∩ top5 B| / 5 (by label)
+    max_abs_diff: float | None  # max |score A - score B| over classes; None when class sets differ
+    tv_distance: float | None  # total variation between the two score vectors, 0..1
+    a_inference_ms: float
+    b_inference_ms: float
+    a_cpu_ms: float
+    b_cpu_ms: float
+
+
+@dataclass
+class AgreementSummary:
+    frames: int
+    top1_agreement: float | None
+    top5_overlap: float | None
+    max_abs_diff: float | None
+    mean_tv_distance: float | None
+    scores_comparable: bool
+    disagreements: list[FrameComparison] = field(default_factory=list)  # most recent few
+
+    def to_dict(self) -> dict:
+        return {
+            "frames": self.frames,
+            "top1_agreement": self.top1_agreement,
+            "top5_overlap": self.top5_overlap,
+            "max_abs_diff": self.max_abs_diff,
+            "mean_tv_distance": self.mean_tv_distance,
+            "scores_comparable": self.scores_comparable,
+            "disagreements": [{"frame": d.frame_index, "a": d.a_top1, "b": d.b_top1} for d in self.disagreements[-10:]],
+        }
+
+
+# The per-frame comparison's CSV columns (docs/csv-format.md, "Comparison CSV"): bench and the window.
+COMPARISON_COLUMNS = [
+    "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
+    "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
+]  # fmt: skip
+
+
+def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
+    a_labels = [p.label for p in a.top[:5]]
+    b_labels = [p.label for p in b.top[:5]]
+    comparable = a.scores.shape == b.scores.shape
+    diff = tv = None
+    if comparable:
+        delta = np.abs(a.scores.astype(np.float64) - b.scores.astype(np.float64))
+        diff = float(delta.max())
+        pa, pb = _as_distribution(a.scores), _as_distribution(b.scores)
+        tv = float(0.5 * np.abs(pa - pb).sum())
+    return FrameComparison(
+        frame_index=a.frame_index,
+        at=at,
+        a_top1=a_labels[0],
+        b_top1=b_labels[0],
+        top1_agree=a_labels[0] == b_labels[0],
+        top5_overlap=len(set(a_labels) & set(b_labels)) / max(1, min(5, len(a_labels), len(b_labels))),
+        max_abs_diff=diff,
+        tv_distance=tv,
+        a_inference_ms=a.timing.inference_ms,
+        b_inference_ms=b.timing.inference_ms,
+        a_cpu_ms=a.timing.inference_cpu_ms,
+        b_cpu_ms=b.timing.inference_cpu_ms,
+    )
+
+
+def _as_distribution(scores: np.ndarray) -> np.ndarray:
+    s = np.clip(scores.astype(np.float64), 0.0, None)
+    total = s.sum()
+    return s / total if total > 0 else s
+
+
+class Comparator:
+    """Matches A's and B's results by frame and keeps the comparisons (thread-safe)."""
+
+    def __init__(self, keep: int = 100_000) -> None:
+        self._lock = threading.Lock()
+        self._pending: dict[str, OrderedDict[int, Result]] = {"a": OrderedDict(), "b": OrderedDict()}
+        self.comparisons: deque[FrameComparison] = deque(maxlen=keep)
+        self._disagreements: deque[FrameComparison] = deque(maxlen=50)
+
+    def add(self, side: str, result: Result) -> FrameComparison | None:
+        other = "b" if side == "a" else "a"
+        with self._lock:
+            match = self._pending[other].pop(result.frame_index, None)
+            if match is None:
+                mine = self._pending[side]
+                mine[result.frame_index] = result
+                while len(mine) > _PENDING:
+                    mine.popitem(last=False)
+                return None
+            # Results older than the matched frame can never be matched now: drop them.
+            for index in [i for i in self._pending[other] if i < result.frame_index]:
+                del self._pending[other][index]
+            a, b = (result, match) if side == "a" else (match, result)
+            comparison = compare_results(a, b, time.monotonic())
+            self.comparisons.append(comparison)
+            if not comparison.top1_agree:
+                self._disagreements.append(comparison)
+            return comparison
+
+    def reset(self) -> None:
+        with self._lock:
+            self.comparisons.clear()
+            self._disagreements.clear()
+
+    def speed(self, frames: int = SPEED_FRAMES) -> SpeedWindow | None:
+        """Medians over the last `frames` frames both sides inferred: one slow frame or a few seconds of
+        contention move it little (the 5 s metrics window's p50 swung 1.5x-1.9x within seconds)."""
+        with self._lock:
+            rows = list(itertools.islice(reversed(self.comparisons), frames))
+        if not rows:
+            return None
+        medians = np.median([(c.a_inference_ms, c.b_inference_ms, c.a_cpu_ms, c.b_cpu_ms) for c in rows], axis=0)
+        return SpeedWindow(len(rows), rows[0].at - rows[-1].at, *(float(m) for m in medians))
+
+    def summary(self, since: float | None = None) -> AgreementSummary:
+        with self._lock:
+            rows = [c for c in self.comparisons if since is None or c.at > since]
+            disagreements = [c for c in self._disagreements if since is None or c.at > since]
+        if not rows:
+            return AgreementSummary(0, None, None, None, None, False, [])
+        diffs = [c.max_abs_diff for c in rows if c.max_abs_diff is not None]
+        tvs = [c.tv_distance for c in rows if c.tv_distance is not None]
+        return AgreementSummary(
+            frames=len(rows),
+            top1_agreement=sum(c.top1_agree for c in rows) / len(rows),
+            top5_overlap=float(np.mean([c.top5_overlap for c in rows])),
+            max_abs_diff=max(diffs) if diffs else None,
+            mean_tv_distance=float(np.mean(tvs)) if tvs else None,
+            scores_comparable=len(diffs) == len(rows),
+            disagreements=disagreements,
+        )
+
+
+class ComparePipeline(Feed):
+    """One capture, two inference workers ("a", "b"), and the comparator fed by both."""
+
+    def __init__(
+        self,
+        source: str,
+        a: InferenceConfig,
+        b: InferenceConfig,
+        *,
+        pace: bool = True,
+        loop: bool = True,
+        metrics: dict[str, Metrics] | None = None,
+        on_result: Callable[[str, Result], None] | None = None,
+        on_event: Callable[[str, Event], None] | None = None,
+        on_comparison: Callable[[FrameComparison], None] | None = None,
+    ) -> None:
+        self.comparator = Comparator()
+        self._on_comparison = on_comparison  # a recording of the comparison (the window's)
+        self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
+        self._on_side_result = on_result
+        metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
+        super().__init__(
+            source,
+            {"a": a, "b": b},
+            pace=pace,
+            loop=loop,
+            metrics=metrics,
+            on_result=self._result,
+            on_event=on_event,
+        )
+        self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
+
+    def _result(self, side: str, r: Result) -> None:
+        comparison = self.comparator.add(side, r)
+        if comparison is not None and self._on_comparison is not None:
+            self._on_comparison(comparison)
+        if comparison is not None and not comparison.top1_agree:
+            pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
+            if pixels is not None:
+                self.thumbnails.append((comparison, pixels))
+        if self._on_side_result:
+            self._on_side_result(side, r)
+
+    def reset(self) -> None:
+        for metrics in self.metrics.values():
+            metrics.reset()
+        self.comparator.reset()
+
+    def snapshots(self) -> dict[str, MetricsSnapshot]:
+        return {side: m.snapshot() for side, m in self.metrics.items()}

@@ -1,0 +1,170 @@
+"""Profiles of the running session, taken in the background at a low rate (the window's Ops view).
+
+The live inference thread runs LiteRT's Interpreter, whose Python wrapper has no profiler, and a
+GPU session cannot be profiled per op at all (app.profile.gpu). So profiles come from a runner of
+their own: one thread that, while switched on, profiles each side's model/delegate/options with a
+few runs, then sleeps. A CPU side's profiled model is compiled once per target, a GPU side's session
+opened once (by this thread, which then owns it). The thread runs at nice +10 (Linux: a thread's own
+priority), so on a busy machine the live inference thread wins the CPU; what it still costs the
+live session is measured in docs/benchmarks.md. Switched off, the thread is not running and nothing
+is profiled.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from app.backends import open_session
+from app.backends.base import ModelRunner
+from app.backends.litert_c import HW_CPU, NativeModel
+from app.backends.options import BackendOptions
+from app.errors import DelegateScopeError
+from app.model.spec import ModelSpec, load_model_spec
+from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.gpu import profile_gpu
+from app.profile.run import profile_model
+from app.profile.types import Profile
+
+INTERVAL_S = 3.0  # between two profiles of a side
+RUNS = 5  # runs per profile: a few, to keep what the live session loses small
+NICE = 10
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a side runs: the model reference, its delegate and options."""
+
+    model: str
+    delegate: str
+    options: BackendOptions
+    labels: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveProfile:
+    target: Target
+    profile: Profile | None
+    error: str | None
+    taken_at: float  # time.monotonic()
+    seq: int
+
+
+def _lower_priority() -> None:
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)  # Linux: per thread
+    except (AttributeError, OSError):
+        pass  # not Linux, or not allowed: it runs at the normal priority
+
+
+class LiveProfiler:
+    """Profiles the targets that `targets()` names (side -> Target) every INTERVAL_S while started."""
+
+    def __init__(
+        self, targets: Callable[[], dict[str, Target]], interval_s: float = INTERVAL_S, runs: int = RUNS
+    ) -> None:
+        self._targets = targets
+        self.interval_s, self.runs = interval_s, runs
+        self._lock = threading.Lock()
+        self._latest: dict[str, LiveProfile] = {}
+        self._seq = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._specs: dict[tuple[str, str | None], ModelSpec] = {}
+        # Per side, compiled or opened once per target and profiled again: a NativeModel (CPU) or a GPU session.
+        self._models: dict[str, tuple[Target, NativeModel | ModelRunner]] = {}
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="delegate-scope-profiler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self._thread = None
+
+    def latest(self) -> dict[str, LiveProfile]:
+        with self._lock:
+            return dict(self._latest)
+
+    def _spec(self, target: Target) -> ModelSpec:
+        key = (target.model, target.labels)
+        if key not in self._specs:
+            self._specs[key] = load_model_spec(target.model, labels_file=target.labels)
+        return self._specs[key]
+
+    def profile_once(self) -> None:
+        for side, target in self._targets().items():
+            if self._stop.is_set():
+                return
+            profile, error = None, None
+            try:
+                profile = self._profile(side, target)
+            except (DelegateScopeError, RuntimeError, ValueError) as exc:
+                error = str(exc)
+            with self._lock:
+                self._seq += 1
+                self._latest[side] = LiveProfile(target, profile, error, time.monotonic(), self._seq)
+
+    def _profile(self, side: str, target: Target) -> Profile:
+        spec = self._spec(target)
+        cached = self._models.get(side)
+        if cached is not None and cached[0] != target:  # the side now runs something else
+            self._close(side)
+            cached = None
+        if target.delegate == "gpu":
+            return self._profile_gpu(side, target, spec, cached)
+        if target.delegate != "cpu":  # Core ML: a session of its own each time (app.profile.run)
+            return profile_model(spec, target.delegate, target.options, runs=self.runs)
+        if cached is None:
+            # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
+            shape = (1, spec.input_height, spec.input_width, 3)
+            model = NativeModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
+            model.write_input(sample_input(spec))
+            for _ in range(WARMUP_RUNS):
+                model.run()
+            self._models[side] = cached = (target, model)
+        model = cached[1]
+        assert isinstance(model, NativeModel)
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=model)
+
+    def _profile_gpu(
+        self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, NativeModel | ModelRunner] | None
+    ) -> Profile:
+        """A GPU session of the profiler's own, opened once per target (GPU sessions belong to the thread that
+        opened them: this one); a GPU that cannot run here gives the CPU profile with the reason, as `profile`."""
+        if cached is None:
+            session = open_session(spec, "gpu", target.options, fallback=True)
+            if session.report.used != "gpu":
+                reason = session.report.fallback_reason
+                session.close()
+                profile = profile_model(spec, "cpu", target.options, runs=self.runs)
+                return replace(profile, requested="gpu", fallback_reason=reason)
+            self._models[side] = cached = (target, session)
+        return profile_gpu(spec, cached[1], target.options.cpu_threads, self.runs)
+
+    def _close(self, side: str) -> None:
+        entry = self._models.pop(side, None)
+        if entry is not None:
+            entry[1].close()
+
+    def _loop(self) -> None:
+        _lower_priority()
+        try:
+            while not self._stop.is_set():
+                self.profile_once()
+                self._stop.wait(self.interval_s)
+        finally:
+            for side in list(self._models):  # closed by the thread that made them
+                self._close(side)

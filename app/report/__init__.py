@@ -1,0 +1,1 @@
+"""Session reports: recordings and sweeps turned into HTML or PNG pages."""

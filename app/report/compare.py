@@ -1,0 +1,106 @@
+"""`report`'s comparison: every column after the first against its baseline (the first column, or for a
+segment of a recording the segment before it):
+speed and CPU ratios, and top-1 agreement on the frames both inferred."""
+
+from __future__ import annotations
+
+import math
+
+from app.recording.writer import cell_number, original_text
+from app.report.data import RecordingData, session_label
+
+MINUS = "\u2212"
+
+
+def ratio_text(base: float, other: float, better: str, worse: str) -> str:
+    """For a lower-is-better figure: "9.3× faster" / "1.5× slower" (base / other)."""
+    if any(math.isnan(v) for v in (base, other)) or base <= 0 or other <= 0:
+        return "n/a"
+    r = base / other
+    if abs(r - 1) < 0.005:
+        return "same"
+    return f"{r:.3g}× {better}" if r > 1 else f"{1 / r:.3g}× {worse}"
+
+
+def change_text(base: float, other: float) -> str:
+    """Relative change from the baseline: "−96%", "+12%"."""
+    if any(math.isnan(v) for v in (base, other)) or base == 0:
+        return "n/a"
+    pct = (other - base) / base * 100
+    rounded = f"{abs(pct):.0f}"
+    if rounded == "0":
+        return "±0%"
+    return f"{MINUS if pct < 0 else '+'}{rounded}%"
+
+
+def _replayable(source: str) -> bool:
+    """Frame ids name the same pixels across runs of a video, image folder, demo or synthetic source."""
+    return bool(source) and not source.startswith("camera")
+
+
+def label_agreement(a: RecordingData, b: RecordingData) -> dict:
+    """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
+
+    def by_frame(s: RecordingData) -> dict[tuple[str, int], str]:
+        out = {}
+        for r in s.inferences:
+            frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
+            if not math.isnan(frame) and _replayable(source):
+                out[(source, int(frame))] = original_text(r.get("top1_label", ""))
+        return out
+
+    fa, fb = by_frame(a), by_frame(b)
+    common = fa.keys() & fb.keys()
+    agree = sum(fa[k] == fb[k] for k in common)
+    la, lb = a.summary["labels"], b.summary["labels"]
+    na, nb = sum(la.values()), sum(lb.values())
+    overlap = sum(min(la[k] / na, lb[k] / nb) for k in la.keys() & lb.keys()) if na and nb else math.nan
+    if common:
+        text = f"{agree / len(common):.1%} of {len(common)} common frames"
+    elif any(s.startswith("camera") for s in a.summary["sources"] + b.summary["sources"]):
+        text = "not comparable (live camera: frame ids are not the same images)"
+    else:
+        text = "not comparable (no common frames)"
+    return {"frames": len(common), "agree": agree, "text": text, "distribution_overlap": overlap}
+
+
+def baseline_of(s: RecordingData, sessions: list[RecordingData]) -> RecordingData:
+    """What a column is compared with: a later segment of a recording with the segment before it (what
+    that one change did), anything else with the first column."""
+    if s.segmented and s.segment is not None and s.segment.number > 1:
+        return sessions[s.index - 1]
+    return sessions[0]
+
+
+def compare(sessions: list[RecordingData]) -> list[dict]:
+    """Each column after the first against its baseline (`baseline_of`)."""
+    out = []
+    for s in sessions[1:]:
+        base = baseline_of(s, sessions)
+        b, o = base.summary, s.summary
+        inf = ratio_text(b["stages"]["inference"]["median"], o["stages"]["inference"]["median"], "faster", "slower")
+        e2e = ratio_text(b["stages"]["end_to_end"]["median"], o["stages"]["end_to_end"]["median"], "faster", "slower")
+        p95 = ratio_text(b["stages"]["inference"]["p95"], o["stages"]["inference"]["p95"], "lower", "higher")
+        fps = ratio_text(o["inference_fps"], b["inference_fps"], "higher", "lower")  # higher is better
+        cpu = change_text(b["cpu_ms"], o["cpu_ms"])
+        proc = change_text(b["process_cpu_pct"], o["process_cpu_pct"])
+        agreement = label_agreement(base, s)
+        sentence = f"{s.label or session_label(o)}: inference {inf} than {base.label or session_label(b)}, "
+        sentence += f"CPU time per inference {cpu}"
+        if agreement["frames"]:
+            sentence += f", top-1 label agrees on {agreement['agree'] / agreement['frames']:.0%} of common frames"
+        out.append(
+            {
+                "session": s,
+                "baseline": base,
+                "inference": inf,
+                "end_to_end": e2e,
+                "inference_p95": p95,
+                "fps": fps,
+                "cpu_ms": cpu,
+                "process_cpu": proc,
+                "agreement": agreement,
+                "sentence": sentence,
+            }
+        )
+    return out

@@ -1,0 +1,278 @@
+"""A recording read for `report`: its rows, events and sidecar as RecordingData, and one
+session's summary (median/p95 per stage, rates, CPU, offload ratio, dropped frames, labels).
+The text report, the comparison and the plots all start from here."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from app.errors import UsageError
+from app.recording.segments import Segment, change_text, split_segments
+from app.recording.writer import Recording, cell_number, original_text, read_recording
+
+STAGES = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
+STAGE_NAMES = {
+    "queue": "queue",
+    "preprocess": "preprocess",
+    "inference": "inference",
+    "postprocess": "postprocess",
+    "end_to_end": "end to end",
+}
+# One colour per session (matplotlib's tab10 order, distinguishable for most colour-blind readers).
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+
+
+def _median(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.median(values)) if values.size else math.nan
+
+
+def _p95(values: np.ndarray) -> float:
+    values = values[~np.isnan(values)]
+    return float(np.percentile(values, 95)) if values.size else math.nan
+
+
+@dataclass
+class RecordedEvent:
+    t_s: float
+    kind: str
+    text: str  # short label for the plots ("fallback: Core ML needs macOS")
+
+
+@dataclass
+class RecordingData:
+    """One recording, read and summarised."""
+
+    path: Path
+    index: int
+    colour: str
+    meta: dict
+    skipped_lines: int
+    inferences: list[dict]  # every inference row, in time order
+    events: list[RecordedEvent]
+    measured_from: float | None  # t_s of bench's `measure` event (warm-up done), if any
+    label: str = ""  # legend text: model + backend
+    t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    summary: dict = field(default_factory=dict)
+    segment: Segment | None = None  # a part of a recording cut at its switches (app/recording/segments.py)
+    segments_in_recording: int = 1
+
+    @property
+    def facts(self) -> dict | None:
+        """The delegate facts of the session this ran (sidecar); None when not recorded."""
+        if self.segment is not None:
+            return self.segment.facts
+        sessions = [f for f in _dict(self.meta.get("sessions")).values() if isinstance(f, dict)]
+        return sessions[0] if len(sessions) == 1 else None
+
+    @property
+    def segmented(self) -> bool:
+        return self.segment is not None and self.segments_in_recording > 1
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def column(self, name: str, rows: list[dict] | None = None) -> np.ndarray:
+        return np.array([cell_number(r.get(name)) for r in (self.inferences if rows is None else rows)], dtype=float)
+
+    @property
+    def measured(self) -> list[dict]:
+        """The rows the figures summarise: after bench's warm-up when there was one, else all."""
+        if self.measured_from is None:
+            return self.inferences
+        rows = [r for r in self.inferences if cell_number(r["t_s"]) >= self.measured_from]
+        return rows or self.inferences
+
+
+def load_session(path: Path, index: int) -> RecordingData:
+    """Read one recording as one session; any problem is a UsageError with one plain line."""
+    path = Path(path)
+    session = _read(path)
+    return _build(path, index, session, [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))])
+
+
+def load_segments(path: Path, first_index: int) -> list[RecordingData]:
+    """Read one recording cut at every switch, fallback, source or A/B change: one RecordingData per
+    segment (one alone when nothing changed), numbered on from `first_index`."""
+    path = Path(path)
+    session = _read(path)
+    segments = [g for g in split_segments(session.rows, session.metadata) if g.inferences]
+    if len(segments) <= 1:
+        data = load_session(path, first_index)
+        data.segment = segments[0] if segments else None
+        return [data]
+    out = []
+    for i, segment in enumerate(segments):
+        data = _build(path, first_index + i, session, segment.rows)
+        data.segment, data.segments_in_recording = segment, len(segments)
+        data.summary = summarise(data)
+        out.append(data)
+    return out
+
+
+def _read(path: Path) -> Recording:
+    path = Path(path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not a recording (give the .csv file)")
+    try:
+        session = read_recording(path)
+    except ValueError:
+        raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if not any(not r.get("event") and not math.isnan(cell_number(r.get("t_s"))) for r in session.rows):
+        rows = [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))]
+        what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and" if rows else ""
+        raise UsageError(f"{path}: empty recording ({what} no inference rows): nothing to report")
+    return session
+
+
+def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> RecordingData:
+    inferences = [r for r in rows if not r.get("event")]
+    inferences.sort(key=lambda r: cell_number(r["t_s"]))
+    events: list[RecordedEvent] = []
+    measured_from = None
+    for r in rows:
+        kind = original_text(r["event"])
+        if not kind:
+            continue
+        t = cell_number(r["t_s"])
+        if kind == "measure":
+            measured_from = t
+        events.append(RecordedEvent(t, kind, _event_text(kind, r)))
+    meta = session.metadata if isinstance(session.metadata, dict) else {}
+    data = RecordingData(
+        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from
+    )
+    data.t = data.column("t_s")
+    data.summary = summarise(data)
+    return data
+
+
+def _event_text(kind: str, row: dict) -> str:
+    message = original_text(row.get("message", ""))
+    if kind == "measure":
+        return "warm-up done"
+    if kind in ("open", "switch"):
+        text = f"{kind}: {change_text(kind, row).removeprefix('switch to ')}"
+    elif kind == "stop":
+        text = "stop"
+    else:
+        text = f"{kind}: {message}" if message else kind
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def dropped_frames(rows: list[dict]) -> int:
+    """Frames captured but never inferred: frame_id gaps between consecutive inferences of one source.
+
+    The capture thread overwrites a frame that inference did not take in time; frame ids count on,
+    so a gap of k ids between two inferred frames is k frames dropped. A new source (or an id that
+    goes backwards) starts counting afresh."""
+    dropped = 0
+    previous: tuple[str, float] | None = None
+    for r in rows:
+        source, frame = r.get("source", ""), cell_number(r.get("frame_id"))
+        if math.isnan(frame):
+            previous = None
+            continue
+        if previous is not None and previous[0] == source and frame > previous[1] + 1:
+            dropped += int(frame - previous[1] - 1)
+        previous = (source, frame)
+    return dropped
+
+
+def _distinct(rows: list[dict], column: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for r in rows:
+        value = original_text(r.get(column, ""))
+        if value:
+            seen[value] = None
+    return list(seen)
+
+
+def _dict(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def summarise(s: RecordingData) -> dict:
+    rows = s.measured
+    t = s.column("t_s", rows)
+    span = float(t[-1] - t[0]) if len(t) > 1 else math.nan
+    stages = {}
+    for stage in STAGES:
+        values = s.column(f"{stage}_ms", rows)
+        stages[stage] = {"median": _median(values), "p95": _p95(values)}
+    cpu_ms = _median(s.column("inference_cpu_ms", rows))
+    inf_ms = stages["inference"]["median"]
+    dropped = dropped_frames(rows)
+    pairs = []
+    for r in s.inferences:
+        pair = (original_text(r.get("backend_requested", "")), original_text(r.get("backend_used", "")))
+        if pair not in pairs:
+            pairs.append(pair)
+    fallback_reasons = []
+    # A segment ran one session: its own facts, not every session of the recording.
+    all_facts = [s.segment.facts] if s.segment is not None else list(_dict(s.meta.get("sessions")).values())
+    for facts in all_facts:
+        if isinstance(facts, dict) and facts.get("fallback_reason"):
+            fallback_reasons.append(str(facts["fallback_reason"]))
+    fallback_reasons += [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
+    software = any(isinstance(f, dict) and f.get("software") for f in all_facts)
+    labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
+    labels.pop("", None)
+    lost = s.meta.get("lost_rows")
+    return {
+        "inferences": len(rows),
+        "inferences_total": len(s.inferences),
+        "warmup": len(s.inferences) - len(rows),
+        "duration_s": float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 0.0,
+        "span_s": span,
+        # inferences per second between the first and the last measured inference
+        "inference_fps": (len(rows) - 1) / span if span and span > 0 else math.nan,
+        "capture_fps": _median(s.column("capture_fps", rows)),
+        "stages": stages,
+        "cpu_ms": cpu_ms,
+        "offload_ratio": cpu_ms / inf_ms if inf_ms and inf_ms > 0 and not math.isnan(cpu_ms) else math.nan,
+        "process_cpu_pct": _median(s.column("process_cpu_pct", rows)),
+        "system_cpu_pct": _median(s.column("system_cpu_pct", rows)),
+        "rss_mb": _median(s.column("rss_mb", rows)),
+        "gpu_util_pct": _median(s.column("gpu_util_pct", rows)),
+        "dropped": dropped,
+        "dropped_share": dropped / (dropped + len(rows)) if rows else math.nan,
+        "models": _distinct(s.inferences, "model"),
+        "sources": _distinct(s.inferences, "source"),
+        "threads": _distinct(s.inferences, "threads"),
+        "throttle_ms": _distinct(s.inferences, "throttle_ms"),
+        "backends": pairs,
+        "fallback": any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
+        "fallback_reasons": list(dict.fromkeys(fallback_reasons)),
+        "software_gpu": software,
+        "labels": labels,
+        "lost_rows": lost if isinstance(lost, int) else None,
+        "skipped_lines": s.skipped_lines,
+        "complete": s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,
+        "error": str(s.meta["error"]) if s.meta.get("error") else None,
+    }
+
+
+def backend_text(summary: dict) -> str:
+    parts = []
+    for requested, used in summary["backends"]:
+        if requested and used and requested != used:
+            parts.append(f"{requested}→{used}")
+        else:
+            parts.append(used or requested or "?")
+    return " / ".join(parts) + (" (software GPU)" if summary.get("software_gpu") else "")
+
+
+def session_label(summary: dict) -> str:
+    text = f"{' / '.join(summary['models']) or '?'} on {backend_text(summary)}"
+    return text + (" (fallback)" if summary["fallback"] else "")

@@ -1,0 +1,103 @@
+"""`inspect`: what each backend would take of one model, without running a source.
+
+CPU coverage is measured by opening the model in LiteRT (XNNPACK applied); GPU
+coverage is measured in a child process where a GPU adapter exists (software
+renderers included, flagged) and otherwise says why it is unavailable; Core ML
+coverage is predicted from the TFLite Core ML delegate's rules on every OS.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, replace
+
+from app.backends import get_backend
+from app.backends.gpu.backend import probe
+from app.backends.options import BackendOptions
+from app.coverage import Coverage
+from app.coverage.coreml_rules import CoreMLOptions, predict
+from app.errors import ModelError
+from app.model.spec import ModelSpec
+from app.tflite.graph import read_graph
+
+GPU_CHILD_TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class ModelCoverage:
+    cpu: Coverage
+    gpu: Coverage
+    coreml: Coverage
+    gpu_adapter: str | None = None
+    gpu_software: bool = False
+
+    def by_delegate(self) -> dict[str, Coverage]:
+        return {"cpu": self.cpu, "gpu": self.gpu, "coreml": self.coreml}
+
+    def to_dict(self) -> dict:
+        return {name: c.to_dict() for name, c in self.by_delegate().items()}
+
+
+def unavailable(delegate: str, reason: str, nodes_total: int) -> Coverage:
+    return Coverage(delegate, "unavailable", reason, nodes_total, None, None, None, None, ())
+
+
+def cpu_coverage_of(spec: ModelSpec) -> Coverage:
+    session = get_backend("cpu").open(spec, BackendOptions(threads=1))
+    try:
+        coverage = session.report.coverage
+    finally:
+        session.close()
+    if coverage is None:  # every CPU session reports it; a missing one is a bug, not a model problem
+        raise RuntimeError("the CPU session reported no coverage")
+    return coverage
+
+
+def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
+    """(coverage, adapter, software). Measured in a child process; unavailable, with the reason, when
+    the GPU cannot start here or the child fails."""
+    status = probe()
+    if not status.get("ok"):
+        reason = f"no GPU here: {status.get('reason', 'unknown')}"
+        return unavailable("gpu", reason, len(spec.op_types)), None, False
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.backends.gpu.coverage_child", str(spec.path)],
+            capture_output=True,
+            text=True,
+            timeout=GPU_CHILD_TIMEOUT_S,
+        )
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        result = {"ok": False, "reason": f"the GPU did not open the model within {GPU_CHILD_TIMEOUT_S} s"}
+    except (ValueError, IndexError, OSError):
+        result = {"ok": False, "reason": f"the GPU child process failed (exit code {proc.returncode})"}
+    if not result.get("ok") or not isinstance(result.get("coverage"), dict):
+        reason = f"the GPU accelerator did not open this model: {result.get('reason', 'no coverage reported')}"
+        return unavailable("gpu", reason, len(spec.op_types)), None, False
+    coverage = Coverage.from_dict(result["coverage"])
+    software = bool(result.get("software"))
+    if software:
+        note = f"on a SOFTWARE RENDERER ({result.get('adapter')}): the 'GPU' work runs on the CPU; "
+        coverage = replace(coverage, reason=note + (coverage.reason or ""))
+    return coverage, result.get("adapter"), software
+
+
+def coreml_coverage_of(spec: ModelSpec, options: CoreMLOptions) -> Coverage:
+    try:
+        graph = read_graph(spec.content)
+    except ModelError as exc:
+        raise ModelError(f"{spec.path.name}: {exc}") from None
+    return predict(graph, options)
+
+
+def inspect_model(spec: ModelSpec, options: CoreMLOptions, gpu: bool = True) -> ModelCoverage:
+    coreml = coreml_coverage_of(spec, options)
+    cpu = cpu_coverage_of(spec)
+    if gpu:
+        gpu_cov, adapter, software = gpu_coverage_of(spec)
+    else:
+        gpu_cov, adapter, software = unavailable("gpu", "not measured (--no-gpu)", len(spec.op_types)), None, False
+    return ModelCoverage(cpu, gpu_cov, coreml, adapter, software)

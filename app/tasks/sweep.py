@@ -1,0 +1,342 @@
+"""The delegate sweep: the same frames through every configuration this machine offers.
+
+In the spirit of LiteRT's `benchmark_model_performance_options`, but on real frames and with
+agreement: the source is read once (`capture_frames`) and replayed, unpaced, to each
+configuration in turn (CPU at 1, 2 and all-cores threads, GPU fp16 and fp32, each Core ML
+compute-unit choice, for each model), each run by `run_bench` (the live pipeline, headless), so
+throughput, latency, CPU per inference (the per-thread attribution of `app/system/thread_cpu.py`),
+init and first-inference time are the figures `bench` would give. Each configuration's top-1
+answer on every captured frame is compared with the first configuration's.
+
+The sweep does not pin threads to CPUs unless asked (`pin_cpus`): bench's pinning applies only when
+the machine has more CPUs than the model has threads, so across thread counts it would change two
+things at once (on this 2-core VM it pins 1 thread, never 2).
+
+A configuration that cannot run here is listed with its reason, never dropped or silently run
+somewhere else: sessions open with `fallback=False`. A software GPU renderer (SwiftShader,
+llvmpipe: the CPU pretending) is included only when asked for (`allow_software_gpu`).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+
+from app.backends.coreml.plan import COMPUTE_UNITS
+from app.backends.gpu.backend import PRECISIONS
+from app.backends.options import BackendOptions
+from app.errors import BackendUnavailable
+from app.metrics.window import MetricsSnapshot
+from app.model.spec import bundled_models, load_model_spec
+from app.pipeline import InferenceConfig, Result
+from app.sources import CapturedFrames, capture_frames
+from app.system.redact import redact_credentials
+from app.tasks.bench import BenchConfig, run_bench
+
+DEFAULT_FRAMES = 100  # replayed to each configuration (720p demo frames: 2.6 MiB each in memory)
+DEFAULT_WARMUP = 5  # inferences of each configuration left out of its figures (after its first one)
+
+
+class Outcome(StrEnum):
+    MEASURED = "measured"
+    UNAVAILABLE = "unavailable"  # the backend cannot run on this machine: known before trying
+    REFUSED = "refused"  # tried: the backend would not open this model here (the reason says why)
+    FAILED = "failed"  # opened, then the run failed
+    SKIPPED = "skipped"  # the sweep was cancelled before this configuration
+
+
+@dataclass(frozen=True)
+class SweepEntry:
+    """One configuration to run: a model on a backend with its options."""
+
+    model: str  # bundled name or .tflite path
+    delegate: str  # "cpu" | "gpu" | "coreml"
+    options: BackendOptions
+    setting: str  # the option that varies, in words: "1 thread", "fp16", "all"
+    unavailable: str | None = None  # why it cannot run here, known before trying
+
+    def label(self, model_name: str = "") -> str:
+        name = {"cpu": "CPU", "gpu": "GPU", "coreml": "Core ML"}.get(self.delegate, self.delegate)
+        return f"{model_name + ' · ' if model_name else ''}{name} {self.setting}"
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """What one configuration did."""
+
+    model: str  # the model's display name
+    model_ref: str
+    delegate: str
+    setting: str
+    label: str
+    outcome: Outcome
+    reason: str | None = None  # not measured: why
+    accelerator: str | None = None
+    adapter: str | None = None
+    software: bool = False  # a software GPU renderer: "GPU" figures that are the CPU's
+    nodes_delegated: int | None = None
+    nodes_total: int | None = None
+    inferences: int = 0  # measured (after warm-up)
+    inference_fps: float | None = None  # throughput, unpaced
+    latency_p50_ms: float | None = None  # the inference stage
+    latency_p95_ms: float | None = None
+    end_to_end_p50_ms: float | None = None
+    cpu_ms_per_inference: float | None = None  # inference thread + the runtime's threads
+    cpu_per_wall: float | None = None
+    init_ms: float | None = None
+    first_inference_ms: float | None = None
+    top1_agreement: float | None = None  # with the first configuration, over the frames both answered
+    agreement_frames: int = 0
+    top1: dict[int, str] = field(default_factory=dict, repr=False)  # captured frame -> top-1 label
+
+    @property
+    def measured(self) -> bool:
+        return self.outcome == Outcome.MEASURED
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("top1")
+        return d
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    source: str
+    source_description: str
+    frame_size: tuple[int, int]  # width, height
+    frames: int  # captured, replayed to each configuration
+    warmup: int
+    machine: str
+    cpu_count: int
+    started: str  # ISO time
+    wall_s: float
+    baseline: str | None  # the first configuration measured: agreement is against it
+    rows: tuple[SweepRow, ...]
+    cancelled: bool = False
+    pinned: bool = False  # the inference thread pinned to CPUs of its own (bench's policy)
+
+    def measured(self) -> list[SweepRow]:
+        return [r for r in self.rows if r.measured]
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in asdict(self).items() if k != "rows"}
+        d["frame_size"] = list(self.frame_size)
+        d["rows"] = [r.to_dict() for r in self.rows]
+        return d
+
+
+@dataclass(frozen=True)
+class SweepProgress:
+    """Where a running sweep is: configuration `index` of `total`, `done` of `frames` inferences."""
+
+    index: int
+    total: int
+    label: str
+    phase: str  # "capturing", "opening", "measuring", "done"
+    done: int = 0
+    frames: int = 0
+
+
+class SweepCancelled(Exception):
+    """Raised inside a configuration's run to end it early (the pipeline stops cleanly)."""
+
+
+def thread_counts(cores: int | None = None) -> list[int]:
+    """1, 2 and all cores (N), each once and in order."""
+    n = max(1, cores or os.cpu_count() or 1)
+    return sorted({1, min(2, n), n})
+
+
+def plan_sweep(
+    models: list[str],
+    *,
+    allow_software_gpu: bool = False,
+    statuses: dict[str, dict] | None = None,
+    cores: int | None = None,
+) -> list[SweepEntry]:
+    """Every configuration for every model, in run order. `statuses` are `delegate_statuses()` by
+    name (the window has them already; None: asked now, which probes the GPU in a child process).
+    A backend that cannot run here gives one entry per model, with the reason."""
+    if statuses is None:
+        from app.tasks.delegates import delegate_statuses
+
+        statuses = {s["name"]: s for s in delegate_statuses()}
+    n = max(1, cores or os.cpu_count() or 1)
+    gpu_reason = _gpu_reason(statuses.get("gpu", {}), allow_software_gpu)
+    coreml_reason = statuses.get("coreml", {}).get("reason")
+    entries: list[SweepEntry] = []
+    for model in models:
+        for threads in thread_counts(n):
+            setting = f"{threads} thread{'s' if threads > 1 else ''}" + (" (all cores)" if threads == n > 1 else "")
+            entries.append(SweepEntry(model, "cpu", BackendOptions(threads=threads), setting))
+        if gpu_reason:
+            entries.append(SweepEntry(model, "gpu", BackendOptions(), " / ".join(PRECISIONS), gpu_reason))
+        else:
+            for precision in PRECISIONS:
+                options = BackendOptions(precision=precision, allow_software=allow_software_gpu)
+                entries.append(SweepEntry(model, "gpu", options, precision))
+        if coreml_reason:
+            entries.append(SweepEntry(model, "coreml", BackendOptions(), "(any compute units)", coreml_reason))
+        else:
+            for units in COMPUTE_UNITS:
+                entries.append(SweepEntry(model, "coreml", BackendOptions(compute_units=units), units))
+    return entries
+
+
+def _gpu_reason(status: dict, allow_software: bool) -> str | None:
+    reason = status.get("reason") if status else "not probed"
+    if reason and status.get("software"):
+        return None if allow_software else f"{reason} (included only when software GPU is allowed)"
+    return reason
+
+
+def run_sweep(
+    source: str | CapturedFrames,
+    entries: list[SweepEntry],
+    *,
+    frames: int = DEFAULT_FRAMES,
+    warmup: int = DEFAULT_WARMUP,
+    progress: Callable[[SweepProgress], None] | None = None,
+    stop: threading.Event | None = None,
+    pin_cpus: bool = False,
+) -> SweepResult:
+    """Capture `frames` frames from `source` (or take the frames given) and run every entry on
+    them in turn. SourceError when the source gives no frame; a model that cannot be read raises
+    ModelError before anything runs. `stop` ends the sweep early: the rows not run say so."""
+    started, wall_started = time.monotonic(), datetime.now().astimezone()
+    names = {m: load_model_spec(m).display_name for m in dict.fromkeys(e.model for e in entries)}
+    total = len(entries)
+    if progress:
+        progress(SweepProgress(0, total, redact_credentials(str(source)), "capturing"))
+    captured = source if isinstance(source, CapturedFrames) else capture_frames(source, frames)
+    count = len(captured.images)
+    rows: list[SweepRow] = []
+    baseline: SweepRow | None = None
+    for index, entry in enumerate(entries):
+        label = entry.label(names[entry.model])
+        if stop is not None and stop.is_set():
+            rows.append(_row(entry, names, Outcome.SKIPPED, "the sweep was cancelled"))
+            continue
+        if entry.unavailable:
+            rows.append(_row(entry, names, Outcome.UNAVAILABLE, entry.unavailable))
+            continue
+        if progress:
+            progress(SweepProgress(index, total, label, "opening", 0, count))
+        row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop)
+        if row.measured and baseline is None:
+            baseline = row
+        rows.append(_agree(row, baseline))
+    if progress:
+        progress(SweepProgress(total, total, "", "done", count, count))
+    return SweepResult(
+        source=redact_credentials(captured.spec),  # what the result says is shown and saved: no stream password
+        source_description=redact_credentials(captured.info.description),
+        frame_size=(captured.images[0].shape[1], captured.images[0].shape[0]),
+        frames=count,
+        warmup=warmup,
+        machine=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
+        cpu_count=os.cpu_count() or 1,
+        started=wall_started.isoformat(timespec="seconds"),
+        wall_s=time.monotonic() - started,
+        baseline=baseline.label if baseline else None,
+        rows=tuple(rows),
+        cancelled=stop is not None and stop.is_set(),
+        pinned=pin_cpus,
+    )
+
+
+def _measure(
+    entry: SweepEntry,
+    names: dict[str, str],
+    captured: CapturedFrames,
+    count: int,
+    warmup: int,
+    pin_cpus: bool,
+    index: int,
+    total: int,
+    progress: Callable[[SweepProgress], None] | None,
+    stop: threading.Event | None,
+) -> SweepRow:
+    label = entry.label(names[entry.model])
+    config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False)
+    # Unpaced replay: each captured frame is taken once per lap; warm-up plus `count` measured
+    # inferences cover every captured frame at least once.
+    bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus)
+    top1: dict[int, str] = {}
+
+    def on_result(result: Result) -> None:
+        top1[result.frame_index % count] = result.top[0].label if result.top else ""
+
+    def on_progress(done: int, frames: int | None, _snap: MetricsSnapshot) -> None:
+        if progress:
+            progress(SweepProgress(index, total, label, "measuring", done, frames or count))
+        if stop is not None and stop.is_set():
+            raise SweepCancelled
+
+    try:
+        summary = run_bench(bench, config, progress=on_progress, on_result=on_result)
+    except SweepCancelled:
+        return _row(entry, names, Outcome.SKIPPED, "the sweep was cancelled while this configuration ran")
+    status = summary["status"]
+    if status["state"] == "error":
+        refused = status["exit_code"] == BackendUnavailable.exit_code
+        return _row(entry, names, Outcome.REFUSED if refused else Outcome.FAILED, status["message"])
+    m, d = summary["metrics"], summary["delegate"] or {}
+    inference, e2e = m["latency"]["inference"], m["latency"]["end_to_end"]
+    if not inference["count"]:
+        return _row(entry, names, Outcome.FAILED, "no inference was measured")
+    return SweepRow(
+        **_names(entry, names),
+        outcome=Outcome.MEASURED,
+        accelerator=d.get("accelerator"),
+        adapter=d.get("adapter"),
+        software=bool(d.get("software")),
+        nodes_delegated=d.get("nodes_delegated"),
+        nodes_total=d.get("nodes_total"),
+        inferences=m["inferences_total"],
+        inference_fps=m["inference_fps"],
+        latency_p50_ms=inference["p50"],
+        latency_p95_ms=inference["p95"],
+        end_to_end_p50_ms=e2e["p50"],
+        cpu_ms_per_inference=m["cpu_ms_per_inference"],
+        cpu_per_wall=m["cpu_per_wall"],
+        init_ms=d.get("init_ms"),
+        first_inference_ms=d.get("first_inference_ms"),
+        top1=dict(top1),
+    )
+
+
+def _names(entry: SweepEntry, names: dict[str, str]) -> dict:
+    return {
+        "model": names[entry.model],
+        "model_ref": str(entry.model),
+        "delegate": entry.delegate,
+        "setting": entry.setting,
+        "label": entry.label(names[entry.model]),
+    }
+
+
+def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str) -> SweepRow:
+    return SweepRow(**_names(entry, names), outcome=outcome, reason=reason)
+
+
+def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
+    """The row with its top-1 agreement against the baseline, over the frames both answered."""
+    if not row.measured or baseline is None:
+        return row
+    common = row.top1.keys() & baseline.top1.keys()
+    if not common:
+        return row
+    same = sum(row.top1[k] == baseline.top1[k] for k in common)
+    return replace(row, top1_agreement=same / len(common), agreement_frames=len(common))
+
+
+def default_models() -> list[str]:
+    """The bundled models, in the order `bundled_models()` lists them."""
+    return list(bundled_models())

@@ -1,0 +1,85 @@
+"""The A/B panel: agreement and speed of the two sides, and thumbnails of frames they disagree on."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QIcon, QImage, QPixmap
+from PySide6.QtWidgets import QLabel, QListView, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+
+from app.backends.describe import speed_sentence
+from app.metrics.window import MetricsSnapshot
+from app.pipeline.compare import SPEED_FRAMES, AgreementSummary, FrameComparison, SpeedWindow
+
+
+class ComparePanel(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.summary)
+        self.thumbs = QListWidget()
+        self.thumbs.setViewMode(QListView.ViewMode.IconMode)
+        self.thumbs.setIconSize(QSize(96, 96))
+        self.thumbs.setFlow(QListView.Flow.LeftToRight)
+        self.thumbs.setWrapping(True)
+        self.thumbs.setResizeMode(QListView.ResizeMode.Adjust)
+        self.thumbs.setMinimumHeight(140)
+        self.thumbs.setToolTip("Frames where A and B disagree on the top-1 label (what both models saw)")
+        layout.addWidget(self.thumbs)
+        self._shown: tuple[int, int | None] = (0, None)
+        self._pixels: list[np.ndarray] = []  # keeps the arrays the thumbnails' QImages were made from
+
+    def set_summary(
+        self,
+        g: AgreementSummary,
+        a: MetricsSnapshot,
+        b: MetricsSnapshot,
+        names: tuple[str, str],
+        speed: SpeedWindow | None = None,
+    ) -> None:
+        rows = [f"<b>A</b> {html.escape(names[0])} · <b>B</b> {html.escape(names[1])}"]
+        if g.frames:
+            text = f"top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames; top-5 overlap {g.top5_overlap:.0%}"
+            if g.scores_comparable and g.max_abs_diff is not None:
+                text += f"; max score difference {g.max_abs_diff:.3g}"
+            rows.append(html.escape(text))
+        else:
+            rows.append("no frame inferred by both sides yet")
+        if speed is not None:
+            # Medians over the same recent frames (paired), with how many and how long, not the 5 s metrics
+            # window's p50 of each side apart, which swung 1.5x-1.9x within seconds.
+            over = f"the last {speed.frames:,} frames both inferred, {speed.seconds:.0f} s"
+            sentence = speed_sentence(speed.a_ms, speed.b_ms, speed.a_cpu_ms, speed.b_cpu_ms, over)
+            rows.append(f"<b>{html.escape(sentence)}</b>")
+            if speed.frames < SPEED_FRAMES:
+                rows.append(html.escape(f"(the window grows to the last {SPEED_FRAMES} frames)"))
+        if a.latency.get("inference") and b.latency.get("inference"):
+            rows.append(
+                html.escape(
+                    f"A {a.inference_fps:.1f} inf/s, B {b.inference_fps:.1f} inf/s, sharing one machine "
+                    "(each is slower than alone: bench --compare-with measures both)"
+                )
+            )
+        self.summary.setText("<br>".join(rows))
+
+    def set_thumbnails(self, items: list[tuple[FrameComparison, np.ndarray]]) -> None:
+        key = (len(items), items[-1][0].frame_index if items else None)
+        if key == self._shown:
+            return
+        self._shown = key
+        self.thumbs.clear()
+        self._pixels = []
+        for comparison, rgb in reversed(items):
+            pixels = np.ascontiguousarray(rgb)
+            self._pixels.append(pixels)
+            h, w = pixels.shape[:2]
+            image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_RGB888)
+            item = QListWidgetItem(QIcon(QPixmap.fromImage(image)), f"A {comparison.a_top1}\nB {comparison.b_top1}")
+            item.setToolTip(f"frame {comparison.frame_index}: A says {comparison.a_top1}, B says {comparison.b_top1}")
+            self.thumbs.addItem(item)

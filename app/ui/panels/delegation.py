@@ -1,0 +1,225 @@
+"""The delegation panel: what really runs, as the runtime reported it, and what the CPU time says."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from app.backends.base import DelegationReport
+from app.backends.describe import backend_name, coreml_prediction_sentence, delegation_panel_facts, offload_sentence
+from app.coverage.text import left_on_cpu_lines
+from app.metrics.bottleneck import Bottleneck
+from app.metrics.window import MetricsSnapshot
+from app.ui.views.coverage import CoverageStrip
+
+_COLOURS = {"ok": "#1b5e20", "info": "#555555", "warn": "#b71c1c"}
+_PIECES_SHOWN = 5  # pieces named in the panel's line; the tooltip lists them all
+
+
+class DelegationPanel(QWidget):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        self.facts = QLabel("No model open yet.")
+        self.coverage = QLabel("")
+        self.pieces = QLabel("")  # Core ML requested: the pieces a Mac runs the model in (app/coreml_mil/split.py)
+        self.strip = CoverageStrip()
+        self.legend = QLabel("")
+        self.left_on_cpu = QLabel("")
+        self.offload = QLabel("")
+        self.bound = QLabel("")  # which stage sets the rate (app/metrics/bottleneck.py)
+        self.switch = QLabel("")
+        labels = (self.coverage, self.pieces, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload,
+                  self.bound)  # fmt: skip
+        for label in (*labels, self.switch):
+            if isinstance(label, QLabel):
+                label.setWordWrap(True)
+                # Wrap to the dock's width instead of widening the panel past it (the strip must stay in view).
+                label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+                label.setTextFormat(Qt.TextFormat.RichText)
+                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            layout.addWidget(label)
+        self.strip.setVisible(False)
+        layout.addStretch(1)
+        self.report: DelegationReport | None = None
+        self.report_b: DelegationReport | None = None  # side B's, while A/B runs
+        self._a: tuple[str, str, tuple[str, ...]] = ("", "", ())  # A's model label, labels, label warnings
+        self._b: tuple[str, str] = ("", "")  # B's model label, labels
+
+    def set_report(
+        self,
+        report: DelegationReport | None,
+        model_label: str = "",
+        labels: str = "",
+        label_warnings: Sequence[str] = (),
+    ) -> None:
+        self.report = report
+        self._a = (model_label, labels, tuple(label_warnings))
+        if report is None:
+            self.facts.setText("No model open yet.")
+            return
+        self._show_facts()
+        self._show_coverage(report)
+
+    def set_report_b(self, report: DelegationReport | None, model_label: str = "", labels: str = "") -> None:
+        """Side B's facts beside A's while A/B runs (None: A alone again)."""
+        if (report, model_label, labels) == (self.report_b, *self._b):
+            return
+        self.report_b, self._b = report, (model_label, labels)
+        if self.report is not None:
+            self._show_facts()
+
+    def _show_facts(self) -> None:
+        """A's facts, and B's in a second column while comparing (rows matched by name)."""
+        assert self.report is not None
+        model_label, labels, label_warnings = self._a
+        columns = [_facts(self.report, model_label, labels, label_warnings)]
+        if self.report_b is not None:
+            columns.append(_facts(self.report_b, *self._b, ()))
+        names = list(dict.fromkeys(name for column in columns for name in column))
+        rows = []
+        if len(columns) > 1:
+            rows.append("<tr><td></td><td><b>A</b></td><td><b>B</b></td></tr>")
+        for name in names:
+            # &nbsp;: a name never wraps ("Nodes / delegated" read as two rows); the value column wraps instead.
+            cells = [
+                f"<td valign='top' style='padding-right:6px'><b>{html.escape(name).replace(' ', '&nbsp;')}</b></td>"
+            ]
+            for column in columns:
+                value, level = column.get(name, ("", "info"))
+                style = f"color:{_COLOURS[level]}; padding-right:6px"
+                text = _breakable(value) if len(columns) > 1 else html.escape(value)  # two columns are narrow
+                cells.append(f"<td valign='top' style='{style}'>{text}</td>")
+            rows.append("<tr>" + "".join(cells) + "</tr>")
+        width = " width='100%'" if len(columns) > 1 else ""  # two sides share the dock's width
+        self.facts.setText(f"<table cellspacing='2'{width}>" + "".join(rows) + "</table>")
+
+    def _show_coverage(self, report: DelegationReport) -> None:
+        """The node strip (what runs where, node by node) and, when Core ML was asked for, what the
+        TFLite Core ML delegate would take, with the nodes it would leave on the CPU and why."""
+        rows = []
+        if report.coverage is not None:
+            rows.append((f"Runs now: {backend_name(report.used)}", report.coverage))
+        parts, left_parts = [], []
+        sentence = coreml_prediction_sentence(report)
+        if sentence and report.predicted is not None:
+            rows.append(("Core ML (predicted)", report.predicted))
+            parts.append(f"<b>{html.escape(sentence)}</b>")
+            if report.predicted.log:
+                parts.append(f"<span style='color:{_COLOURS['info']}'>Its log would say: "
+                             f"<tt>{html.escape(report.predicted.log)}</tt></span>")  # fmt: skip
+            left = left_on_cpu_lines(report.predicted)
+            if left:
+                left_parts.append("Left on the CPU by the Core ML delegate:<br>" + "<br>".join(
+                    f"&nbsp;• {html.escape(line)}" for line in left))  # fmt: skip
+        self.coverage.setText("<br>".join(parts))
+        self.coverage.setVisible(bool(parts))
+        self._show_pieces(report)
+        self.left_on_cpu.setText("<br>".join(left_parts))
+        self.left_on_cpu.setVisible(bool(left_parts))
+        self.strip.set_rows(rows)
+        self.legend.setText(
+            "<small>Nodes in execution order. <span style='color:#2e7d32'>■</span><span style='color:#1565c0'>■</span> "
+            "delegated (a colour change is a partition boundary), <span style='color:#c62828'>■</span> left on the "
+            "CPU, <span style='color:#9e9e9e'>■</span> not reported. Hover a node for its op and reason.</small>"
+            if self.strip.rows
+            else ""
+        )
+
+    def _show_pieces(self, report: DelegationReport) -> None:
+        """The pieces Core ML runs the model in, one compact line as `inspect` prints it (at most
+        _PIECES_SHOWN named; all of them, one per line, in the tooltip); when this session ran them (the
+        partitioned Core ML session on a Mac), each piece's time in the first inference."""
+        plan = report.coreml_pieces
+        if report.requested != "coreml" or plan is None or not (plan.runs_core_ml or plan.not_split):
+            self.pieces.setText("")
+            self.pieces.setToolTip("")
+            self.pieces.setVisible(False)
+            return
+        ran = report.used == "coreml" and report.options.get("mode") == "partitioned"
+        where = "" if ran else "on a Mac"
+        # inspect's sentence, its headline in bold: "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → …"
+        headline, _, rest = plan.sentence(where, limit=_PIECES_SHOWN).partition(": ")
+        line = f"<b>{html.escape(headline)}</b>: {_unbroken(rest)}"
+        if len(plan.pieces) > _PIECES_SHOWN:
+            line += f" <span style='color:{_COLOURS['info']}'>(hover for all)</span>"
+        parts = [line]
+        tip = [f"{plan.headline(where)}, in order:"] if plan.pieces else [plan.sentence(where)]
+        for position, piece in enumerate(plan.pieces):
+            timed = f": {plan.piece_time(position)}" if ran else ""
+            tip.append(f"{position + 1}. {piece.text(max_ops=None)}{timed}")
+        if ran and plan.pieces:
+            times = " → ".join(plan.piece_time(i) for i in range(len(plan.pieces)))
+            if plan.first_inference_ms is None:
+                times = "not reported"
+            parts.append(f"<span style='color:{_COLOURS['info']}'>First inference, per piece: {_unbroken(times)}"
+                         "</span>")  # fmt: skip
+            tip.append("(times: the first inference, piece by piece)")
+        self.pieces.setText("<br>".join(parts))
+        self.pieces.setToolTip("\n".join(tip))
+        self.pieces.setVisible(True)
+
+    def set_switch_cost(self, text: str) -> None:
+        self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
+
+    def set_metrics(
+        self, snap: MetricsSnapshot, backend: str, shared: bool = False, bottleneck: Bottleneck | None = None
+    ) -> None:
+        stats = snap.latency.get("inference")
+        if not stats or not stats.count:
+            self.offload.setText("")
+            self.bound.setText("")
+            return
+        sentence = offload_sentence(snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean)
+        if snap.gpu_busy_ms_per_inference:  # the GPU's own evidence: a waiting thread may spin
+            sentence += f" NVML: the GPU itself was busy {snap.gpu_busy_ms_per_inference:.2f} ms per inference."
+        if shared:  # A/B: the CPU figure is this side's threads, and the two sides queue for cores
+            sentence += " (A/B running: two sides share the CPU, so wall time includes waiting for a core.)"
+        self.offload.setText(f"<b>Offload</b>: {html.escape(sentence)}")
+        self.bound.setText(f"<b>Rate</b>: {html.escape(bottleneck.sentence)}" if bottleneck else "")
+
+    def text(self) -> str:
+        """Everything shown, as plain text (tests and the clipboard)."""
+        doc = QTextDocument()
+        widgets = (self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
+        doc.setHtml("<br>".join(w.text() for w in widgets))
+        # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
+        return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "").replace(_JOIN, "")
+
+
+def _facts(
+    report: DelegationReport, model_label: str, labels: str, warnings: Sequence[str]
+) -> dict[str, tuple[str, str]]:
+    """One side's rows: name -> (value, level); labels in red when they do not fit the model's outputs."""
+    rows = {"Model": (model_label, "info")} if model_label else {}
+    if labels:
+        rows["Labels"] = (labels + ("; " + "; ".join(warnings) if warnings else ""), "warn" if warnings else "ok")
+    for fact in delegation_panel_facts(report):
+        name = fact.label
+        while name in rows:  # several warnings: each keeps its row
+            name += " "
+        rows[name] = (fact.value, fact.level)
+    return rows
+
+
+_BREAK = "\u200b"  # a zero-width space: where a long name may wrap
+_JOIN = "\u2060"  # a word joiner: where a line must not wrap
+
+
+def _unbroken(text: str) -> str:
+    """HTML for a pieces line that wraps only between its parts: never inside "0–57" (a line may break
+    after an en dash), "Core ML", or a time and its unit."""
+    return html.escape(text).replace("–", "–" + _JOIN).replace(" ms", "&nbsp;ms").replace("Core ML", "Core&nbsp;ML")
+
+
+def _breakable(value: str) -> str:
+    """HTML for a value that may wrap after '_', '/' and '.' too: a model name like
+    efficientnet_lite0_int8 fits a narrow column instead of running out of the dock."""
+    text = html.escape(value)
+    for mark in ("_", "/", "."):
+        text = text.replace(mark, mark + _BREAK)
+    return text

@@ -1,0 +1,208 @@
+"""Review a recorded session in the same plots the live window uses, as recorded: one point per
+inference (app/recording/series.py), nothing smoothed, and a table of the recording's segments in
+recorded order (what changed, what ran, the delegation facts, the figures and top-1 labels)."""
+
+from __future__ import annotations
+
+import html
+import math
+import statistics
+from collections import Counter
+from pathlib import Path
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.recording.segments import Segment, delegate_facts
+from app.recording.series import circled, recorded_series
+from app.recording.writer import cell_number, original_text, read_recording
+from app.ui.views.plots import LivePlots
+
+# Legend names for what Review draws: the recorded figures, named as such.
+_LEGEND = {
+    "capture_fps": "capture fps (as recorded)",
+    "inference_fps": "inference fps (as recorded)",
+    "inference_mean": "inference (each)",
+    "preprocess_mean": "preprocess (each)",
+    "postprocess_mean": "postprocess (each)",
+    "end_to_end_mean": "end to end (each)",
+}
+_NOT_RECORDED = ("display_fps", "inference_p95")  # live-only series: out of the legends here
+_TITLES = {
+    "fps": "Frames per second, as recorded",
+    "latency": "Latency (ms) of each inference",
+    "cpu": "CPU %, as recorded",
+}
+NOTE = (
+    "Drawn as recorded, one point per inference, nothing smoothed: latency is each inference's own; "
+    "fps and CPU % are the figures each row holds (the app's own measure over its window when the row was written)."
+)
+COLUMNS = (
+    "part", "seconds", "changed at its start", "model", "backend: runs on", "threads", "nodes delegated",
+    "ops left on CPU", "inferences", "inference ms (median)", "fps (median)", "top-1 labels", "labels file",
+)  # fmt: skip
+
+
+class ReviewWindow(QMainWindow):
+    def __init__(self, path: Path, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        session = read_recording(path)  # OSError/ValueError: the caller shows the message
+        self.setWindowTitle(f"Recording: {path.name} — Delegate Scope")
+        self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        series = recorded_series(session)
+        self.segments = [g for g in series.segments if g.inferences]
+        self.inferences = len(series.t)
+        self.markers = series.markers
+        meta = session.metadata
+        duration = float(series.t[-1] - series.t[0]) if len(series.t) > 1 else 0.0
+        parts = [f"<b>{html.escape(path.name)}</b>: {self.inferences} inferences over {duration:.1f} s"]
+        if len(self.segments) > 1:
+            parts.append(f"{len(self.segments)} parts, cut at every switch (below, in recorded order)")
+        lost = meta.get("lost_rows")
+        if isinstance(lost, int) and not isinstance(lost, bool) and lost > 0:  # the sidecar is untrusted
+            parts.append(f"<span style='color:#b71c1c'>{lost} rows lost while recording</span>")
+        if session.skipped_lines:
+            parts.append(f"{session.skipped_lines} incomplete line(s) skipped (the recording was cut short)")
+        if meta and meta.get("complete") is False:
+            parts.append("<span style='color:#b71c1c'>not stopped cleanly</span>")
+        compare = meta.get("compare") if isinstance(meta.get("compare"), dict) else {}
+        if isinstance(compare.get("b"), str):  # side A of an A/B recording: say where the rest is
+            b, c = html.escape(compare["b"]), html.escape(str(compare.get("comparison", "")))
+            parts.append(f"side A of an A/B recording (side B: {b}; per-frame comparison: {c})")
+        self.summary = QLabel(" · ".join(parts))
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.note = QLabel(NOTE)
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #444")
+        self.table = self._segment_table(self.segments, meta)
+        self.plots = LivePlots()
+        self.plots.set_static(series.t, series.values, series.markers)
+        self._name_recorded_series()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.addWidget(self.summary)
+        split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self.table)
+        below = QWidget()
+        below_layout = QVBoxLayout(below)
+        below_layout.setContentsMargins(0, 0, 0, 0)
+        below_layout.addWidget(self.note)
+        below_layout.addWidget(self.plots, 1)
+        split.addWidget(below)
+        split.setStretchFactor(1, 1)
+        layout.addWidget(split, 1)
+        self.setCentralWidget(central)
+        rows_shown = min(len(self.segments), 6)
+        table_h = (
+            self.table.horizontalHeader().sizeHint().height()
+            + sum(self.table.rowHeight(r) for r in range(rows_shown))
+            + self.table.horizontalScrollBar().sizeHint().height()
+            + 2 * self.table.frameWidth()
+        )
+        split.setSizes([table_h, 440])
+        self.resize(1400, 540 + table_h)
+        for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
+            QShortcut(keys, self, activated=self.close)  # Esc and Ctrl+W (Cmd+W) close a review
+
+    def segment_rows(self) -> list[dict[str, str]]:
+        """The table as text, row by row (tests and screenshots read this)."""
+        return [
+            {COLUMNS[c]: (self.table.item(r, c).text() if self.table.item(r, c) else "") for c in range(len(COLUMNS))}
+            for r in range(self.table.rowCount())
+        ]
+
+    def _name_recorded_series(self) -> None:
+        """The live plots name their series for live figures (means, p95, displayed fps); here they
+        hold recorded ones: say so in the titles and legends, and leave out what was not recorded."""
+        for name, plot in self.plots.plots.items():
+            plot.setTitle(_TITLES.get(name, name))
+            legend = self._legend(name)
+            if legend is None:
+                continue
+            for key, curve in self.plots.curves.items():
+                if key in _NOT_RECORDED or key in _LEGEND or key.startswith("b_"):
+                    legend.removeItem(curve)
+                if key in _LEGEND and curve in plot.listDataItems():
+                    legend.addItem(curve, _LEGEND[key])
+            legend.updateSize()
+
+    def _legend(self, name: str) -> pg.LegendItem | None:
+        """A plot's legend: over the plot, or in LivePlots' own row under it."""
+        legends = getattr(self.plots, "legends", None)
+        if isinstance(legends, dict) and legends.get(name) is not None:
+            return legends[name]
+        return getattr(self.plots.plots[name], "legend", None)
+
+    def legend_names(self) -> list[str]:
+        """Every name the legends show (tests read this)."""
+        names = []
+        for name in self.plots.plots:
+            legend = self._legend(name)
+            names += [label.text for _, label in legend.items] if legend is not None else []
+        return names
+
+    def _segment_table(self, segments: list[Segment], meta: dict) -> QTableWidget:
+        table = QTableWidget(len(segments), len(COLUMNS))
+        table.setHorizontalHeaderLabels(list(COLUMNS))
+        table.verticalHeader().setVisible(False)
+        table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        table.setWordWrap(False)
+        models = meta.get("models") if isinstance(meta.get("models"), dict) else {}
+        for row, segment in enumerate(segments):
+            for column, text in enumerate(_segment_cells(segment, models)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                if "FALLBACK" in text:
+                    item.setForeground(QColor("#b71c1c"))
+                table.setItem(row, column, item)
+        header = table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        return table
+
+
+def _segment_cells(segment: Segment, models: dict) -> list[str]:
+    rows = segment.inferences
+    facts = dict(delegate_facts(segment.facts, rows))
+    model_ids = list(dict.fromkeys(original_text(r.get("model_id", "")) for r in rows))
+    names = list(dict.fromkeys(original_text(r.get("model", "")) for r in rows))
+    labels = []
+    for model_id in model_ids:
+        model = models.get(model_id) if isinstance(models.get(model_id), dict) else {}
+        source = model.get("labels")
+        warnings = model.get("label_warnings") if isinstance(model.get("label_warnings"), list) else []
+        text = str(source) if source else "not recorded"
+        labels.append(text + (f" ({'; '.join(map(str, warnings))})" if warnings else ""))
+    inference_ms = [v for v in (cell_number(r.get("inference_ms")) for r in rows) if not math.isnan(v)]
+    fps = [v for v in (cell_number(r.get("inference_fps")) for r in rows) if not math.isnan(v)]
+    top1 = Counter(original_text(r.get("top1_label", "")) for r in rows)
+    top1.pop("", None)
+    total = sum(top1.values())
+    return [
+        circled(segment.number),
+        f"{segment.start_s:.1f}–{segment.end_s:.1f} s",
+        segment.change or ("–" if segment.number == 1 else "?"),
+        " / ".join(n for n in names if n) or "?",
+        f"{facts.get('backend', '?')}: {facts.get('runs on', 'not recorded')}",
+        facts.get("threads", "not recorded"),
+        facts.get("nodes delegated", "not recorded").replace(" nodes delegated", ""),
+        facts.get("ops left on CPU", "not recorded"),
+        str(len(rows)),
+        f"{statistics.median(inference_ms):.2f}" if inference_ms else "–",
+        f"{statistics.median(fps):.1f}" if fps else "–",
+        ", ".join(f"{label} {n / total:.0%}" for label, n in top1.most_common(3)) if total else "–",
+        " / ".join(labels) or "not recorded",
+    ]

@@ -1,0 +1,1 @@
+"""Views: widgets that draw data (video, plots, coverage strip, ops table)."""

@@ -1,0 +1,350 @@
+"""Live plots (pyqtgraph): fps, latency per stage, CPU %, over the last N seconds.
+
+Fed a few times a second from a MetricsSnapshot; each series lives in a numpy ring
+(app.metrics.window.Ring) and is pushed with setData, thin pens, no antialiasing. Switches
+of delegate or model are vertical labelled markers, so before/after reads at a glance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF, QResizeEvent
+from PySide6.QtWidgets import QWidget
+
+from app.metrics.window import MetricsSnapshot, Ring
+
+HISTORY_S = 60.0
+_MAX_POINTS = 4096  # > HISTORY_S x any sensible refresh rate
+LEGEND_TEXT_SIZE, LEGEND_TEXT_COLOUR = "8pt", "#222222"
+COMPACT_HEIGHT = 200  # pixels: a shorter plot area shows no legends or x axis label
+MIN_PLOT_WIDTH = 150  # pixels: a narrower area shows fewer plots
+MARKER_ROWS = 4  # switch labels close together stack up to this many rows up the line
+_MARKER_BOTTOM = 0.1  # a new label's place along its line (0 = bottom, 1 = top) until it is placed
+_LABEL_PAD = 12.0  # pixels: the label's own margins (4 a side) and a gap to its neighbour
+
+# (plot, key, legend, colour, dashed)
+SERIES = (
+    ("fps", "capture_fps", "capture fps", "#8c8c8c", False),
+    ("fps", "inference_fps", "inference fps", "#1f77b4", False),
+    ("fps", "display_fps", "displayed fps", "#2ca02c", True),
+    ("fps", "b_inference_fps", "B inference fps", "#ff7f0e", False),
+    ("latency", "inference_mean", "inference mean", "#1f77b4", False),
+    ("latency", "b_inference_mean", "B inference mean", "#ff7f0e", False),
+    ("latency", "inference_p95", "inference p95", "#1f77b4", True),
+    ("latency", "preprocess_mean", "preprocess", "#bcbd22", False),
+    ("latency", "postprocess_mean", "postprocess", "#9467bd", False),
+    ("latency", "end_to_end_mean", "end to end", "#d62728", False),
+    ("cpu", "process_cpu", "process (% of machine)", "#1f77b4", False),
+    ("cpu", "system_cpu", "system", "#8c8c8c", False),
+)
+KEYS = tuple(key for _, key, *_ in SERIES)
+_TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %"}
+
+
+def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapshot | None = None) -> dict[str, float]:
+    """The plotted numbers of one snapshot (NaN where not known: pyqtgraph leaves a gap)."""
+
+    def mean(stage: str) -> float:
+        s = snap.latency.get(stage)
+        return s.mean if s and s.count else np.nan
+
+    def p95(stage: str) -> float:
+        s = snap.latency.get(stage)
+        return s.p95 if s and s.count else np.nan
+
+    def known(value: float | None) -> float:
+        return np.nan if value is None else value
+
+    b_stats = b.latency.get("inference") if b is not None else None
+    return {
+        "b_inference_fps": b.inference_fps if b is not None else np.nan,
+        "b_inference_mean": b_stats.mean if b_stats and b_stats.count else np.nan,
+        "capture_fps": snap.capture_fps,
+        "inference_fps": snap.inference_fps,
+        "display_fps": display_fps,
+        "inference_mean": mean("inference"),
+        "inference_p95": p95("inference"),
+        "preprocess_mean": mean("preprocess"),
+        "postprocess_mean": mean("postprocess"),
+        "end_to_end_mean": mean("end_to_end"),
+        "process_cpu": known(snap.process_cpu_pct_machine),
+        "system_cpu": known(snap.system_cpu_pct),
+    }
+
+
+_PLOT_OF = {key: plot_name for plot_name, key, *_ in SERIES}
+
+
+class LivePlots(pg.GraphicsLayoutWidget):
+    def __init__(self, parent: QWidget | None = None, history_s: float = HISTORY_S) -> None:
+        super().__init__(parent)
+        self.setMinimumHeight(120)  # the plots stay in a small window (compact there: see resizeEvent)
+        self._compact: tuple[bool, int] | None = None  # (compact, plots shown) as last fitted
+        pg.setConfigOptions(antialias=False)
+        self.setBackground("w")
+        self.history_s = history_s
+        self.t0 = time.monotonic()
+        self._ring = Ring(1 + len(KEYS), _MAX_POINTS)
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.curves: dict[str, pg.PlotDataItem] = {}
+        self._markers: list[Marker] = []
+        self.legends: dict[str, pg.LegendItem] = {}
+        self.updates = 0  # setData rounds done (the soak benchmark counts these)
+        for col, name in enumerate(("fps", "latency", "cpu")):
+            plot = self.addPlot(row=0, col=col, title=_TITLES[name])
+            plot.showGrid(x=True, y=True, alpha=0.25)
+            plot.setMouseEnabled(x=False, y=False)
+            plot.hideButtons()
+            plot.setMenuEnabled(False)
+            # The legend sits under its plot, outside the data, in dark text (it was small grey text over the lines).
+            legend = pg.LegendItem(labelTextSize=LEGEND_TEXT_SIZE, labelTextColor=LEGEND_TEXT_COLOUR, frame=False)
+            legend.layout.setVerticalSpacing(0)
+            legend.layout.setHorizontalSpacing(2)
+            legend.layout.setContentsMargins(0, 0, 0, 0)
+            self.addItem(legend, row=1, col=col)
+            self.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+            self.legends[name] = legend
+            plot.setLabel("bottom", "seconds ago")
+            plot.disableAutoRange(axis="y")  # set in redraw: from 0, so noise around 30 fps looks like noise
+            self.plots[name] = plot
+        self.plots["cpu"].setYRange(0, 100)
+        for name in ("latency", "cpu"):
+            self.plots[name].setXLink(self.plots["fps"])
+        self._legend_names: dict[str, str] = {}
+        for plot_name, key, legend, colour, dashed in SERIES:
+            pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
+            b_side = key.startswith("b_")  # in the legend only while an A/B comparison runs
+            self.curves[key] = self.plots[plot_name].plot(pen=pen, connect="finite")
+            if not b_side:
+                self.legends[plot_name].addItem(self.curves[key], legend)
+            self._legend_names[key] = legend
+        for legend in self.legends.values():
+            legend.setColumnCount(3)
+        self._fit_legends()
+        self._b_shown = False
+
+    def show_b(self, on: bool) -> None:
+        """Name side B's curves in the legends while comparing, drop them after."""
+        if on == self._b_shown:
+            return
+        self._b_shown = on
+        for plot_name, key, *_ in SERIES:
+            if not key.startswith("b_"):
+                continue
+            legend = self.legends[plot_name]
+            if on:
+                legend.addItem(self.curves[key], self._legend_names[key])
+            else:
+                legend.removeItem(self.curves[key])
+        self._fit_legends()
+
+    def _fit_legends(self) -> None:
+        """Legends take the height their rows need, no more (the plots get the rest)."""
+        for legend in self.legends.values():
+            legend.updateSize()
+            height = legend.layout.preferredHeight() if legend.isVisible() else 0
+            legend.setMaximumHeight(height)
+            legend.setMinimumHeight(height)
+
+    def now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def add_point(self, values: dict[str, float], t: float | None = None) -> None:
+        t = self.now() if t is None else t
+        self._ring.append([t, *(values.get(k, np.nan) for k in KEYS)])
+        self._ring.trim(t - self.history_s)
+        self.redraw(t)
+
+    def redraw(self, t: float) -> None:
+        rows = self._ring.rows()
+        x = rows[:, 0] - t  # seconds relative to now: the right edge is "now"
+        for i, key in enumerate(KEYS, start=1):
+            self.curves[key].setData(x, rows[:, i])
+        self.plots["fps"].setXRange(-self.history_s, 0, padding=0)
+        self._fit_from_zero(rows)
+        for marker in self._markers:
+            for line in marker.lines:
+                line.setValue(marker.at - t)
+        self._drop_old_markers(t)
+        self.place_marker_labels()
+        self.updates += 1
+
+    def _fit_from_zero(self, rows: np.ndarray) -> None:
+        """fps and latency axes start at 0 and end just above the highest value shown: an autoscaled
+        29.6-30.2 fps axis made noise look dramatic, and with no data it showed -0.4..0.4."""
+        for name in ("fps", "latency"):
+            columns = [i for i, key in enumerate(KEYS, start=1) if _PLOT_OF[key] == name]
+            values = rows[:, columns] if len(rows) else np.zeros((0, 1))
+            top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+            self.plots[name].setYRange(0, max(1.0, top * 1.12), padding=0)
+
+    def set_static(self, t: np.ndarray, values: dict[str, np.ndarray], markers: list[tuple[float, str]]) -> None:
+        """Show a recorded session: absolute seconds on the x axis, markers where events were."""
+        self.clear_series()
+        for key, curve in self.curves.items():
+            curve.setData(t, values.get(key, np.full(len(t), np.nan)))
+        for plot in self.plots.values():
+            plot.setLabel("bottom", "seconds since the recording started")
+        if len(t):
+            self.plots["fps"].setXRange(float(t[0]), float(t[-1]), padding=0.01)
+        self._fit_from_zero(np.column_stack([t, *(values.get(k, np.full(len(t), np.nan)) for k in KEYS)]))
+        for at, text in markers:
+            self._add_marker_lines(text, at, at)
+        self.place_marker_labels()
+        self.updates += 1
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_to_height()
+        self.place_marker_labels()  # the labels' room changed with the plot's width
+
+    def _fit_to_height(self) -> None:
+        """A small window keeps readable plots: below COMPACT_HEIGHT the legends and the x axis' label
+        give their room to the data, and a narrow one shows fewer plots (fps first, then latency)."""
+        if not self.__dict__.get("legends"):
+            return
+        compact = self.height() < COMPACT_HEIGHT
+        shown = max(1, min(len(self.plots), self.width() // MIN_PLOT_WIDTH))
+        if (compact, shown) == self._compact:
+            return
+        self._compact = (compact, shown)
+        for col, (name, plot) in enumerate(self.plots.items()):
+            visible = col < shown
+            plot.getAxis("bottom").showLabel(not compact)
+            plot.setVisible(visible)
+            self.legends[name].setVisible(visible and not compact)
+            self.ci.layout.setColumnMaximumWidth(col, 1e6 if visible else 0)
+            self.ci.layout.setColumnMinimumWidth(col, 0)
+        self._fit_legends()
+
+    def add_marker(self, text: str, at: float | None = None) -> None:
+        """A labelled vertical line on every plot at time `at` (plot clock; default now)."""
+        at = self.now() if at is None else at
+        self._add_marker_lines(text, at, at - self.now())
+
+    def _add_marker_lines(self, text: str, at: float, x: float) -> None:
+        lines = []
+        for name, plot in self.plots.items():
+            line = _marker_line(text if name == "fps" else None, x)
+            plot.addItem(line, ignoreBounds=True)
+            lines.append(line)
+        self._markers.append(Marker(at, text, lines))
+        self._markers.sort(key=lambda m: m.at)
+
+    def place_marker_labels(self) -> None:
+        """Put each switch label where it neither covers another nor runs off the plot.
+
+        A label hangs left of its line (it ends at the switch) and flips to the right when that
+        would cross the plot's left edge; labels that would touch are stacked in rows up the line,
+        the newest lowest; a label with no free row, or wider than the plot, is elided (the full
+        text stays in its tooltip)."""
+        if not self.__dict__.get("plots"):  # a resize while the base class is being built
+            return
+        view = self.plots["fps"].getViewBox()
+        (x_lo, x_hi), width, height = view.viewRange()[0], view.width(), view.height()
+        if width <= 0 or height <= 0 or x_hi <= x_lo or not self._markers:
+            return
+        per_unit = width / (x_hi - x_lo)
+        row_h = self._markers[0].lines[0].label.boundingRect().height() + 2
+        n_rows = max(1, min(MARKER_ROWS, int((height * 0.8 - 2) // row_h)))  # the upper part is the data's
+        rows: list[list[tuple[float, float]]] = [[] for _ in range(n_rows)]
+        for marker in reversed(self._markers):  # newest first: it gets the lowest row
+            label = marker.lines[0].label
+            x = (marker.at_x() - x_lo) * per_unit
+            if not 0 <= x <= width:
+                label.setVisible(False)
+                continue
+            if not label.isVisible():
+                label.setVisible(True)
+            text = marker.text
+            full = _text_width(label, text) + _LABEL_PAD
+            right = full > x and width - x > x  # hangs left of its line unless only the right has room
+            room = width - x if right else x
+            if full > room:  # no room on either side: shortened to fit
+                text = _elide(label, text, int(room - _LABEL_PAD))
+                full = _text_width(label, text) + _LABEL_PAD
+            span = (x, x + full) if right else (x - full, x)
+            row = next((i for i, used in enumerate(rows) if all(span[1] <= a or span[0] >= b for a, b in used)), None)
+            if row is None:  # no free row: shortened into the row with the most room beside its line, or hidden
+                rooms = [_free_room(used, x, right, width) for used in rows]
+                row = max(range(n_rows), key=rooms.__getitem__)
+                if rooms[row] < 3 * _LABEL_PAD:
+                    label.setVisible(False)
+                    continue
+                text = _elide(label, text, int(rooms[row] - _LABEL_PAD))
+                span = (x, x + rooms[row]) if right else (x - rooms[row], x)
+            rows[row].append(span)
+            label.setFormat(text.replace("{", "{{").replace("}", "}}"))  # the line re-applies it as it moves
+            label.setToolTip(marker.text)
+            label.anchors = [(0, 1), (0, 1)] if right else [(1, 1), (1, 1)]  # the text's bottom at the point
+            label.setPosition(min(1.0, (2 + row * row_h) / height))
+
+    def marker_count(self) -> int:
+        return len(self._markers)
+
+    def clear_series(self) -> None:
+        self._ring.clear()
+        for marker in self._markers:
+            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
+                plot.removeItem(line)
+        self._markers.clear()
+
+    def _drop_old_markers(self, t: float) -> None:
+        # Markers that scrolled off are removed, so a long run does not accumulate items.
+        while self._markers and self._markers[0].at < t - self.history_s:
+            marker = self._markers.pop(0)
+            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
+                plot.removeItem(line)
+
+    def series(self, key: str) -> np.ndarray:
+        """The stored values of one series (tests and the soak benchmark read these)."""
+        return self._ring.rows()[:, 1 + KEYS.index(key)]
+
+
+@dataclass
+class Marker:
+    """A switch marker: when (plot clock, or a recording's seconds), its text, its line on each plot."""
+
+    at: float
+    text: str
+    lines: list[pg.InfiniteLine]
+
+    def at_x(self) -> float:
+        return self.lines[0].value()
+
+
+def _marker_line(label: str | None, at: float) -> pg.InfiniteLine:
+    return pg.InfiniteLine(
+        pos=at,
+        angle=90,
+        pen=pg.mkPen("#444444", width=1, style=Qt.PenStyle.DotLine),
+        label=None if label is None else label.replace("{", "{{").replace("}", "}}"),  # a format string
+        labelOpts={
+            "position": _MARKER_BOTTOM,
+            "color": "#222222",
+            "fill": (255, 255, 255, 220),
+            "anchors": [(1, 0), (1, 0)],
+        },
+    )
+
+
+def _free_room(used: list[tuple[float, float]], x: float, right: bool, width: float) -> float:
+    """Pixels free in a row of label spans from x rightwards (right) or leftwards."""
+    if any(a < x < b for a, b in used):
+        return 0.0
+    if right:
+        return min((a for a, _ in used if a >= x), default=width) - x
+    return x - max((b for _, b in used if b <= x), default=0.0)
+
+
+def _text_width(label: pg.TextItem, text: str) -> float:
+    return QFontMetricsF(label.textItem.font()).horizontalAdvance(text)
+
+
+def _elide(label: pg.TextItem, text: str, width: int) -> str:
+    return QFontMetricsF(label.textItem.font()).elidedText(text, Qt.TextElideMode.ElideRight, max(0, width))
