@@ -1,5 +1,5 @@
-"""Command-line options shared by the commands: argument types that give one-line errors, and the
-model/backend options of every command that opens a model on a backend."""
+"""Command-line options shared by the commands: argument types that give one-line errors, the model
+options of every command that reads a model, and the backend options of those that open it on one."""
 
 from __future__ import annotations
 
@@ -55,11 +55,15 @@ def non_negative_int(text: str) -> int:
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
-    """Options shared by every command that opens a model on a backend."""
+    """The model and its labels, for every command that reads one model."""
     p.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
     )
     p.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+
+
+def add_backend_options(p: argparse.ArgumentParser) -> None:
+    """The backend and its options, for every command that opens a model on one (see backend_options)."""
     p.add_argument("--delegate", default="cpu", choices=list(BACKENDS), help="backend to run on (default cpu)")
     p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
     p.add_argument("--threads", type=positive_int, help=f"CPU threads (default {default_threads()} here)")

@@ -12,8 +12,10 @@ from app.sources import list_cameras
 from app.ui.settings import SavedSettings
 
 
-@dataclass
+@dataclass(frozen=True)
 class GuiOptions:
+    """The `gui` command's options, built from its parser by field name (app/cli/commands/gui.py)."""
+
     source: str | None = None
     model: str | None = None
     delegate: str | None = None

@@ -8,9 +8,18 @@ import json
 import sys
 from pathlib import Path
 
-from app.backends import DelegationReport
+from app.backends import BACKENDS, DelegationReport
 from app.backends.describe import delegation_line
-from app.cli.options import backend_options
+from app.cli.command import Command
+from app.cli.options import (
+    add_backend_options,
+    add_model_options,
+    backend_options,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from app.cli.output import print_prediction, warn
 from app.errors import UsageError
 from app.metrics.window import MetricsSnapshot
@@ -22,7 +31,55 @@ from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, run_bench
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
+def add_arguments(b: argparse.ArgumentParser) -> None:
+    add_model_options(b)
+    add_backend_options(b)
+    b.add_argument("--source", default="demo", help="camera:N, video:PATH, images:PATH, demo (default), synthetic")
+    limit = b.add_mutually_exclusive_group()
+    limit.add_argument("--frames", type=positive_int, help="inferences to measure (default 300)")
+    limit.add_argument("--seconds", type=positive_float, help="measure for this long instead")
+    b.add_argument("--throttle-ms", type=non_negative_float, default=0.0, help="delay between inference starts")
+    b.add_argument("--warmup", type=non_negative_int, default=10, help="inferences left out of the figures")
+    b.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
+    b.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let every thread run on any CPU (default on Linux: the inference thread gets CPUs of its own, "
+        "the capture and other threads the rest, when there are more CPUs than --threads; A/B runs never pin)",
+    )
+    b.add_argument(
+        "--inference-cpus",
+        type=positive_int,
+        help="CPUs pinned for the inference thread (default by backend: --threads on the CPU, 1 for an accelerator)",
+    )
+    b.add_argument(
+        "--decode-threads",
+        type=non_negative_int,
+        default=None,
+        help="FFmpeg threads decoding a video file (default: 1 on machines of up to 4 CPUs, else 2; 0: one per core)",
+    )
+    b.add_argument(
+        "--gpu-wait-hint",
+        action="store_true",
+        help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
+    )
+    b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
+    b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
+    b.add_argument(
+        "--compare-with",
+        choices=list(BACKENDS),
+        help="A/B: run the same frames through a second session on this delegate (B)",
+    )
+    b.add_argument("--compare-model", help="A/B: B's model (default: A's); fp32 vs int8, for instance")
+    b.add_argument(
+        "--compare-alone-seconds",
+        type=non_negative_float,
+        default=5.0,
+        help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     config = InferenceConfig(
         model=args.model,
         labels=args.labels,
@@ -194,3 +251,13 @@ def _print_compare(summary: dict) -> None:
         c = summary["csv"]
         print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
               f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip
+
+
+COMMAND = Command(
+    name="bench",
+    help="run the live pipeline headless and summarise it",
+    description="Run the live pipeline (capture thread, throttled inference thread) on a source and summarise "
+    "throughput, latency per stage, CPU and delegation, as the window would show them.",
+    add_arguments=add_arguments,
+    run=run,
+)

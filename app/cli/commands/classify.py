@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from app.backends import DelegationReport, open_session
 from app.backends.describe import delegation_line
-from app.cli.options import backend_options
+from app.cli.command import Command
+from app.cli.options import add_backend_options, add_model_options, backend_options, one_or_three_floats, positive_int
 from app.cli.output import PROG, print_prediction, warn
 from app.errors import BackendUnavailable, RunFailed
 from app.model.spec import ModelSpec, load_model_spec
@@ -16,7 +18,19 @@ from app.system.thread_cpu import started_by
 from app.tasks.classify import ImageFailure, ImageResult, classify_images
 
 
-def cmd_classify(args: argparse.Namespace) -> int:
+def add_arguments(c: argparse.ArgumentParser) -> None:
+    add_model_options(c)
+    add_backend_options(c)
+    c.add_argument("--top-k", type=positive_int, default=5, help="predictions per image (default 5)")
+    c.add_argument(
+        "--mean", type=one_or_three_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)"
+    )
+    c.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+
+
+def run(args: argparse.Namespace) -> int:
     spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std)
     session, runtime_threads = started_by(
         lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
@@ -103,3 +117,12 @@ def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict
     # Offload evidence: process CPU time per inference over wall time (median over the images).
     out["cpu_per_wall"] = round(ratios[len(ratios) // 2], 3) if ratios else None
     return out
+
+
+COMMAND = Command(
+    name="classify",
+    help="classify image files",
+    description="Classify image files.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from pathlib import Path
 
+from app.backends import BACKENDS
+from app.cli.command import Command
+from app.cli.options import non_negative_float, positive_float, positive_int
 from app.errors import UsageError
 
 
-def cmd_gui(args: argparse.Namespace) -> int:
+def add_arguments(g: argparse.ArgumentParser) -> None:
+    # Each option's dest is the name of a GuiOptions field (tests/test_cli_commands.py holds them together).
+    g.add_argument("--source", help="camera:N, video:PATH, images:PATH, demo, synthetic")
+    g.add_argument("--model", help="bundled model name or .tflite path")
+    g.add_argument("--delegate", choices=list(BACKENDS), help="backend to start on")
+    g.add_argument("--threads", type=positive_int, help="CPU threads")
+    g.add_argument("--throttle-ms", type=non_negative_float, help="delay between inference starts")
+    g.add_argument("--settings", type=Path, dest="settings_file", help="settings file (INI) instead of the user's")
+    g.add_argument("--record", type=Path, help="start recording to this CSV at once")
+    g.add_argument("--exit-after", type=positive_float, help="close the window after this many seconds")
+    g.add_argument("--screenshot", type=Path, help="grab the window to this PNG just before --exit-after closes it")
+    g.add_argument("--stats", type=Path, dest="stats_file", help="write display/GUI-cost figures as JSON at exit")
+    g.add_argument(
+        "--save-settings",
+        action="store_true",
+        default=None,
+        help="remember this run's choices at exit (default: yes, except in --exit-after runs)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     from app.ui.app import run_gui  # Qt is imported only for the window
     from app.ui.window_config import GuiOptions
 
     if args.screenshot is not None and args.exit_after is None:
         raise UsageError("--screenshot is taken just before --exit-after closes the window: give both")
-    options = GuiOptions(
-        source=args.source,
-        model=args.model,
-        delegate=args.delegate,
-        threads=args.threads,
-        throttle_ms=args.throttle_ms,
-        settings_file=args.settings_file,
-        record=args.record,
-        exit_after=args.exit_after,
-        screenshot=args.screenshot,
-        stats_file=args.stats_file,
-        save_settings=args.save_settings,
-    )
+    given = vars(args)
+    # A field the command line has no option for (`dialogs`) keeps its default.
+    options = GuiOptions(**{f.name: given[f.name] for f in dataclasses.fields(GuiOptions) if f.name in given})
     return run_gui(options)
+
+
+COMMAND = Command(
+    name="gui",
+    help="open the window (the default command)",
+    description="Open the window: live video with labels, plots, delegate switching, recording. "
+    "Without --source: camera 0 if it opens, else the bundled demo clip.",
+    add_arguments=add_arguments,
+    run=run,
+)

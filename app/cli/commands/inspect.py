@@ -1,5 +1,4 @@
-"""`delegate-scope inspect` (what each backend would take of a model, node by node) and
-`delegate-scope delegates` (which backends can run here)."""
+"""`delegate-scope inspect`: what each backend would take of a model, node by node."""
 
 from __future__ import annotations
 
@@ -7,13 +6,26 @@ import argparse
 import json
 import sys
 
+from app.cli.command import Command
+from app.cli.options import add_model_options
 from app.cli.output import warn
-from app.coverage.coreml_rules import CoreMLOptions
+from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
 from app.model.spec import load_model_spec
-from app.tasks.delegates import delegate_statuses
 
 
-def cmd_inspect(args: argparse.Namespace) -> int:
+def add_arguments(i: argparse.ArgumentParser) -> None:
+    add_model_options(i)
+    i.add_argument(
+        "--coreml-version",
+        type=int,
+        choices=(2, 3),
+        default=DEFAULT_COREML_VERSION,
+        help=f"the Core ML delegate's coreml_version option (default {DEFAULT_COREML_VERSION}, as the delegate's)",
+    )
+    i.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
     from app.coreml_mil.split import coreml_pieces, pieces_to_dict
     from app.coverage.text import render
     from app.tasks.inspect import inspect_model
@@ -52,17 +64,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_delegates(args: argparse.Namespace) -> int:
-    statuses = delegate_statuses()
-    if args.json:
-        json.dump(statuses, sys.stdout, indent=2)
-        print()
-        return 0
-    for st in statuses:
-        state = "available" if st["available"] else "not available"
-        print(f"{st['name']:<7} {st['label']:<16} {state}" + (f": {st['reason']}" if st.get("reason") else ""))
-        for key in ("adapter", "devices", "threads"):
-            if st.get(key):
-                value = "; ".join(st[key]) if isinstance(st[key], list) else str(st[key])
-                print(f"        {key}: {value}")
-    return 0
+COMMAND = Command(
+    name="inspect",
+    help="what each backend would take of a model, node by node",
+    description="Show what each backend takes of a model without running a source: CPU (XNNPACK, measured), "
+    "GPU (measured where a GPU adapter exists, software renderers flagged) and Core ML (predicted on every OS "
+    "from the TFLite Core ML delegate's rules): nodes delegated, partitions, and why each node left on the CPU "
+    "stays there.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -5,14 +5,30 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
-from app.cli.options import backend_options
+from app.cli.command import Command
+from app.cli.options import add_backend_options, add_model_options, backend_options, positive_int
 from app.cli.output import warn
 from app.errors import UsageError
 from app.model.spec import load_model_spec
 
 
-def cmd_profile(args: argparse.Namespace) -> int:
+def add_arguments(pr: argparse.ArgumentParser) -> None:
+    add_model_options(pr)
+    add_backend_options(pr)
+    pr.add_argument("--runs", type=positive_int, default=20, help="profiled runs after a warm-up (default 20)")
+    pr.add_argument("--top", type=positive_int, default=10, help="rows in the top-by-time table (default 10)")
+    pr.add_argument(
+        "--model-explorer",
+        type=Path,
+        metavar="OUT.json",
+        help="also write the per-op times as Google AI Edge Model Explorer node data",
+    )
+    pr.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
     from app.profile.model_explorer import node_data
     from app.profile.run import profile_model
     from app.profile.text import render
@@ -44,3 +60,15 @@ def cmd_profile(args: argparse.Namespace) -> int:
     for line in render(profile, top=args.top):
         print(line)
     return 0
+
+
+COMMAND = Command(
+    name="profile",
+    help="which ops of a model cost what on a delegate",
+    description="Profile a model op by op on a delegate: run order, top ops by time, totals by op type, the ops "
+    "off the accelerator with their share of the time, and the partition boundaries. CPU times are LiteRT's own "
+    "profiler events; on the GPU the runtime has no per-op profile, so the whole run is measured, the ops left "
+    "on the CPU come from the CPU profile and the GPU partitions get the rest (docs/profile.md).",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -6,16 +6,55 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from app.cli.command import Command
+from app.cli.options import non_negative_int, positive_int
 from app.cli.output import warn
 from app.model.spec import load_model_spec
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
 from app.sources import capture_frames
 from app.system.redact import redact_credentials
-from app.tasks.sweep import SweepProgress, default_models, plan_sweep, run_sweep
+from app.tasks.sweep import DEFAULT_FRAMES, DEFAULT_WARMUP, SweepProgress, default_models, plan_sweep, run_sweep
 
 
-def cmd_sweep(args: argparse.Namespace) -> int:
+def add_arguments(s: argparse.ArgumentParser) -> None:
+    s.add_argument(
+        "--model",
+        action="append",
+        dest="models",
+        metavar="M",
+        help="bundled model name or .tflite path; repeat for several (default: every bundled model)",
+    )
+    s.add_argument("--source", default="demo", help="where the frames come from (default: the demo clip)")
+    s.add_argument(
+        "--frames",
+        type=positive_int,
+        default=DEFAULT_FRAMES,
+        help=f"frames replayed to each (default {DEFAULT_FRAMES})",
+    )
+    s.add_argument(
+        "--warmup",
+        type=non_negative_int,
+        default=DEFAULT_WARMUP,
+        help=f"inferences of each configuration left out of its figures (default {DEFAULT_WARMUP})",
+    )
+    s.add_argument(
+        "--allow-software-gpu",
+        action="store_true",
+        help="include the GPU even when its adapter is a software renderer (SwiftShader, llvmpipe), flagged as one",
+    )
+    s.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
+        "there are more CPUs than threads, which would differ between thread counts)",
+    )
+    s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
+    s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
+
+
+def run(args: argparse.Namespace) -> int:
     models = args.models or default_models()
     for model in models:
         load_model_spec(model)  # a bad model is exit 3 before anything runs
@@ -55,3 +94,15 @@ def _progress(p: SweepProgress) -> None:
     else:
         text = f"[{p.index + 1}/{p.total}] {p.label}: {p.phase} {p.done}/{p.frames}"
     print(f"\r{text[:100]:<100}", end="", file=sys.stderr, flush=True)
+
+
+COMMAND = Command(
+    name="sweep",
+    help="the same frames through every delegate configuration, side by side",
+    description="Capture frames once from a source and replay them, unpaced, through every configuration this "
+    "machine offers (CPU at 1, 2 and all-cores threads; GPU fp16 and fp32; Core ML compute units) for each "
+    "model: throughput, latency p50/p95, CPU per inference, init and first-inference time, and top-1 agreement "
+    "with the first configuration. Configurations that cannot run here are listed with the reason.",
+    add_arguments=add_arguments,
+    run=run,
+)

@@ -1,0 +1,39 @@
+"""`delegate-scope delegates`: every backend, whether it can run on this machine, and why not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from app.cli.command import Command
+from app.tasks.delegates import delegate_statuses
+
+
+def add_arguments(d: argparse.ArgumentParser) -> None:
+    d.add_argument("--json", action="store_true", help="print JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    statuses = delegate_statuses()
+    if args.json:
+        json.dump(statuses, sys.stdout, indent=2)
+        print()
+        return 0
+    for st in statuses:
+        state = "available" if st["available"] else "not available"
+        print(f"{st['name']:<7} {st['label']:<16} {state}" + (f": {st['reason']}" if st.get("reason") else ""))
+        for key in ("adapter", "devices", "threads"):
+            if st.get(key):
+                value = "; ".join(st[key]) if isinstance(st[key], list) else str(st[key])
+                print(f"        {key}: {value}")
+    return 0
+
+
+COMMAND = Command(
+    name="delegates",
+    help="list backends and whether they can run here",
+    description="List every backend with whether it can run on this machine, and why not.",
+    add_arguments=add_arguments,
+    run=run,
+)

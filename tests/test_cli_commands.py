@@ -1,0 +1,89 @@
+"""The command line as a package: every module of app/cli/commands/ is one command that registers
+its parser, each command's --help runs as a user runs it, and the `gui` options reach GuiOptions
+by field name."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import pkgutil
+from pathlib import Path
+
+import pytest
+
+import app.cli.commands
+from app.cli.main import COMMANDS, build_parser
+from tests.conftest import run_cli
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(app.cli.commands.__path__))
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+def test_every_command_module_is_registered_under_its_own_name():
+    assert MODULES, "no command modules found"
+    for name in MODULES:
+        module = importlib.import_module(f"app.cli.commands.{name}")
+        assert module.COMMAND.name == name, (name, module.COMMAND.name)
+    assert sorted(c.name for c in COMMANDS) == MODULES  # each once
+    parsers = _subparsers(build_parser())
+    assert sorted(parsers) == MODULES
+    for command in COMMANDS:  # each parser dispatches to its own module's run
+        assert parsers[command.name].get_default("handler") is command.run
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_help_of_every_command_exits_0(name: str):
+    run = run_cli(name, "--help")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith(f"usage: delegate-scope {name} "), run.stdout[:200]
+    assert "--debug" in run.stdout and run.stderr == ""
+
+
+def test_top_level_help_lists_every_command_in_order():
+    run = run_cli("--help")
+    assert run.returncode == 0, run.stderr
+    listed = [line.split()[0] for line in run.stdout.split("  COMMAND\n", 1)[1].splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]  # fmt: skip
+    assert listed == [c.name for c in COMMANDS], run.stdout
+
+
+def test_gui_options_are_guioptions_fields_and_reach_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    import app.ui.app
+    from app.ui.window_config import GuiOptions
+
+    gui = _subparsers(build_parser())["gui"]
+    dests = {a.dest for a in gui._actions if a.dest not in ("help", "debug")}
+    fields = {f.name for f in dataclasses.fields(GuiOptions)}
+    assert dests == fields - {"dialogs"}  # a new option needs a field, a new field an option or a default
+
+    received: list[GuiOptions] = []
+    monkeypatch.setattr(app.ui.app, "run_gui", lambda options: received.append(options) or 0)
+    argv = ["gui", "--source", "synthetic", "--model", "efficientnet_lite0_int8", "--delegate", "cpu",
+            "--threads", "3", "--throttle-ms", "2.5", "--settings", str(tmp_path / "s.ini"),
+            "--record", str(tmp_path / "r.csv"), "--exit-after", "4", "--screenshot", str(tmp_path / "w.png"),
+            "--stats", str(tmp_path / "stats.json"), "--save-settings"]  # fmt: skip
+    args = build_parser().parse_args(argv)
+    assert args.handler(args) == 0
+    assert received == [
+        GuiOptions(
+            source="synthetic",
+            model="efficientnet_lite0_int8",
+            delegate="cpu",
+            threads=3,
+            throttle_ms=2.5,
+            settings_file=tmp_path / "s.ini",
+            record=tmp_path / "r.csv",
+            exit_after=4.0,
+            screenshot=tmp_path / "w.png",
+            stats_file=tmp_path / "stats.json",
+            save_settings=True,
+            dialogs=True,
+        )
+    ]
+    args = build_parser().parse_args(["gui"])
+    assert args.handler(args) == 0 and received[-1] == GuiOptions()  # nothing given: every default
