@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from collections.abc import Callable
 
 from app import __version__
 from app.cli.command import Command
@@ -16,8 +17,15 @@ from app.errors import DelegateScopeError
 from app.system.native_log import NativeLogFile
 
 # In the order `delegate-scope --help` lists them.
-COMMANDS: tuple[Command, ...] = tuple(
-    m.COMMAND for m in (classify, inspect, delegates, profile, bench, sweep, gui, report)
+COMMANDS: tuple[Command, ...] = (
+    classify.COMMAND,
+    inspect.COMMAND,
+    delegates.COMMAND,
+    profile.COMMAND,
+    bench.COMMAND,
+    sweep.COMMAND,
+    gui.COMMAND,
+    report.COMMAND,
 )
 
 
@@ -40,9 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["gui", *argv]  # plain `delegate-scope [options]` opens the window
     args = parser.parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.handler  # the chosen Command's run
     native = NativeLogFile()
     try:
-        return args.handler(args)
+        return run(args)
     except DelegateScopeError as exc:
         if args.debug:
             traceback.print_exc()
