@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.backends import DelegationReport, open_session
 from app.backends.describe import delegation_line
@@ -109,7 +110,7 @@ def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageR
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
 
 
-def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict:
+def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict[str, Any]:
     out = {k: v for k, v in report.to_dict().items() if k != "native_log"}
     for key in ("init_ms", "first_inference_ms"):
         out[key] = round(out[key], 3)
