@@ -120,7 +120,7 @@ def build_keras_model(
     return model
 
 
-def _torch_to_keras(torch_key: str, layer: keras.layers.Layer, weights: dict) -> list[np.ndarray]:
+def _torch_to_keras(torch_key: str, layer: keras.layers.Layer, weights: dict[str, np.ndarray]) -> list[np.ndarray]:
     import keras
 
     if isinstance(layer, keras.layers.BatchNormalization):
