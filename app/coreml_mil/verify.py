@@ -18,14 +18,18 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from app.coreml_mil.execute import LiteRTPiece, run_pieces
+from app.coreml_mil.execute import LiteRTPiece, PieceRunner, run_pieces
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.tflite.graph import Graph, read_graph
+
+if TYPE_CHECKING:  # translate.py needs coremltools' MIL builder: imported where it is used
+    from app.coreml_mil.translate import Translation
 
 
 @dataclass
@@ -105,13 +109,13 @@ def all_tensors(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> dict
 
 
 def node_diffs(
-    translation: object, graph: Graph, piece: Piece, tensors: dict[int, np.ndarray]
+    translation: Translation, graph: Graph, piece: Piece, tensors: dict[int, np.ndarray]
 ) -> tuple[float, str, float]:
     """The largest difference between a node's result in the translated program and LiteRT's, node by node."""
     from app.coreml_mil import mil_numpy
 
-    function = translation.program.functions["main"]  # type: ignore[attr-defined]
-    feeds = {io.name: tensors.get(io.tensor) for io in translation.inputs}  # type: ignore[attr-defined]
+    function = translation.program.functions["main"]
+    feeds = {io.name: tensors.get(io.tensor) for io in translation.inputs}
     values = mil_numpy.evaluate(function, feeds, every_value=True)
     worst, where, relative = 0.0, "", 0.0
     for i in piece.nodes:
@@ -129,12 +133,12 @@ def node_diffs(
     return worst, where, relative
 
 
-def converted_function(mlmodel: object) -> object:
+def converted_function(mlmodel: Any) -> Any:  # coremltools' MLModel and pymil Function: untyped
     """The converted model's main function, read back from its spec and weight file (no Core ML runtime)."""
     from coremltools.converters.mil.frontend.milproto.load import load as load_mil
 
-    spec = mlmodel.get_spec()  # type: ignore[attr-defined]
-    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir or "")  # type: ignore[attr-defined]
+    spec = mlmodel.get_spec()
+    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir or "")
     return program.functions["main"]
 
 
@@ -222,7 +226,7 @@ def end_to_end(data: bytes, inputs: list[np.ndarray], precision: str) -> tuple[l
     graph = read_graph(data)
     pieces = plan_pieces(graph, predict(graph))
     models = piece_models(data, pieces)
-    runners = []
+    runners: list[PieceRunner] = []
     for piece, content in zip(pieces, models, strict=True):
         if piece.delegated:
             translation = translate(data, graph, piece)

@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 
@@ -134,7 +135,7 @@ def _finite(v: object) -> bool:
         return False
 
 
-def _numbers(value: object) -> bool:
+def _numbers(value: object) -> TypeGuard[list[float]]:
     return isinstance(value, list) and len(value) in (1, 3) and all(_finite(v) for v in value)
 
 
@@ -244,7 +245,7 @@ def _normalization(
             vals = vals * 3
         if len(vals) != 3 or not all(math.isfinite(v) for v in vals):
             raise ModelError(f"{what} must be one or three finite numbers, got {list(values)}")
-        return vals  # type: ignore[return-value]
+        return vals
 
     if mean is not None or std is not None:
         m = three(mean if mean is not None else (127.5,), "--mean")

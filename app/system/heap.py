@@ -118,7 +118,7 @@ def _arena_sizes(libc: ctypes.CDLL) -> list[int]:
     libc.malloc_info(0, stream)
     libc.fclose(stream)
     try:
-        xml = ctypes.string_at(buf.value, size.value).decode("ascii", "replace")
+        xml = ctypes.string_at(buf, size.value).decode("ascii", "replace")
     finally:
         libc.free(buf)
     # <heap nr="N"> ... <system type="current" size="BYTES"/> ... </heap>, one per arena
