@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
@@ -84,7 +85,7 @@ class ModelSpec:
     def label(self, index: int) -> str:
         return self.labels.name(index)
 
-    def summary(self) -> dict:
+    def as_json(self) -> dict[str, object]:
         """The `model` object of the CLI's JSON output."""
         return {
             "name": self.name,
@@ -95,7 +96,7 @@ class ModelSpec:
         }
 
 
-def bundled_models() -> dict[str, Path]:
+def bundled_models() -> Mapping[str, Path]:
     """Bundled model name -> .tflite path, from the sidecars in the models folder."""
     found: dict[str, Path] = {}
     folder = models_dir()

@@ -57,7 +57,7 @@ def cmd_classify(args: argparse.Namespace) -> int:
         session.close()
     if args.json:
         out = {
-            "model": spec.summary(),
+            "model": spec.as_json(),
             "delegate": _delegate_json(session.report, results),
             "results": [r.to_dict() for r in results],
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
