@@ -22,7 +22,7 @@ from pathlib import Path
 from app.backends import open_session
 from app.backends.base import ModelRunner
 from app.backends.litert_c import HW_CPU, NativeModel
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.errors import DelegateScopeError
 from app.model.spec import ModelSpec, load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
@@ -126,9 +126,9 @@ class LiveProfiler:
         if cached is not None and cached[0] != target:  # the side now runs something else
             self._close(side)
             cached = None
-        if target.delegate == "gpu":
+        if target.delegate == Delegate.GPU:
             return self._profile_gpu(side, target, spec, cached)
-        if target.delegate != "cpu":  # Core ML: a session of its own each time (app.profile.run)
+        if target.delegate != Delegate.CPU:  # Core ML: a session of its own each time (app.profile.run)
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
@@ -148,12 +148,12 @@ class LiveProfiler:
         """A GPU session of the profiler's own, opened once per target (GPU sessions belong to the thread that
         opened them: this one); a GPU that cannot run here gives the CPU profile with the reason, as `profile`."""
         if cached is None:
-            session = open_session(spec, "gpu", target.options, fallback=True)
-            if session.report.used != "gpu":
+            session = open_session(spec, Delegate.GPU, target.options, fallback=True)
+            if session.report.used != Delegate.GPU:
                 reason = session.report.fallback_reason
                 session.close()
-                profile = profile_model(spec, "cpu", target.options, runs=self.runs)
-                return replace(profile, requested="gpu", fallback_reason=reason)
+                profile = profile_model(spec, Delegate.CPU, target.options, runs=self.runs)
+                return replace(profile, requested=Delegate.GPU, fallback_reason=reason)
             self._models[side] = cached = (target, session)
         runner = cached[1]
         assert not isinstance(runner, NativeModel)  # the GPU side caches a session, the CPU side its NativeModel
