@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from app.backends.options import BackendOptions, Delegate
+from app.backends.options import BackendOptions, Delegate, Name
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model.spec import ModelSpec
@@ -23,7 +22,7 @@ if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces 
     from app.coreml_mil.split import CoreMLPieces
 
 
-class CoreMLMode(StrEnum):
+class CoreMLMode(Name):
     """How a Core ML session runs the model."""
 
     EXPORTED_PACKAGE = "exported package"  # a converted .mlpackage beside the model (integer models)

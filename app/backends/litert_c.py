@@ -181,8 +181,8 @@ def _copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[
     the inference thread waits for it back before the run: a 602 KB input copy took 123-135 us there
     against 62-68 us in a bare loop on the H200 host, and the same as the loop this way
     (docs/benchmarks.md, fifth session). A memoryview assignment copies under the GIL."""
-    # ignore: typeshed and numpy declare __buffer__ for Python 3.12 on; both export the buffer protocol on 3.11 too
-    memoryview(dst).cast("B")[:] = memoryview(src).cast("B")  # type: ignore[arg-type]
+    # Both export the buffer protocol; the stubs declare __buffer__ (what mypy checks) from Python 3.12 only.
+    memoryview(dst).cast("B")[:] = memoryview(src).cast("B")  # type: ignore[arg-type]  # stubs: __buffer__ is 3.12+
 
 
 class NativeRunFailed(ModelError):
