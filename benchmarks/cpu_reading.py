@@ -29,7 +29,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.metrics.window import ResourceSampler  # noqa: E402
+from app.metrics.resources import ResourceSampler  # noqa: E402
 
 POLL_S = 0.01
 
@@ -83,9 +83,9 @@ def child(phases: list[Phase], interval_s: float) -> int:
         last, finished_at = None, None
         while finished_at is None or time.monotonic() < finished_at + interval_s * 1.5:
             r = sampler.latest()
-            if r["span_s"] is not None and r["sampled_at"] != last:
-                last = r["sampled_at"]
-                emit(kind="reading", **r)
+            if r.span_s is not None and r.sampled_at != last:
+                last = r.sampled_at
+                emit(kind="reading", **r.to_dict())
             if finished_at is None and done.is_set():
                 finished_at = time.monotonic()
             time.sleep(POLL_S)

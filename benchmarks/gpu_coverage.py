@@ -119,7 +119,7 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     status = probe()
-    print(f"GPU: {status.get('adapter') or status.get('reason')}" + ("  [SOFTWARE]" if status.get("software") else ""))
+    print(f"GPU: {status.adapter or status.reason}" + ("  [SOFTWARE]" if status.software else ""))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         bundled = [ROOT / "models/efficientnet_lite0.tflite", ROOT / "models/efficientnet_lite0_int8.tflite"]

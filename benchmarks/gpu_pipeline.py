@@ -104,9 +104,9 @@ from app.tasks.bench import BenchConfig, run_bench
 from app.pipeline import InferenceConfig
 a = json.loads(sys.argv[1])
 if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler every 5 s without NVML
-    import app.tasks.bench, app.metrics.window, app.system.thread_cpu
+    import app.tasks.bench, app.metrics.resources, app.system.thread_cpu
     app.system.thread_cpu.READ_EVERY_S = 1e9
-    app.tasks.bench.ResourceSampler = lambda: app.metrics.window.ResourceSampler(interval_s=5.0, gpu=False)
+    app.tasks.bench.ResourceSampler = lambda: app.metrics.resources.ResourceSampler(interval_s=5.0, gpu=False)
 if a.get("runtime_buffers"):  # the loops and the GPU session on the runtime's own buffers (lock, copy, unlock)
     NativeModel.HOST_BUFFERS = False
 content = open(a["model"], "rb").read()

@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil
 from PySide6.QtCore import QSettings, QTimer
 
-from app.system.heap import heap_stats
+from app.system.heap import HeapStats, heap_stats
 from app.ui.app import application
 from app.ui.main_window import GuiOptions, MainWindow
 
@@ -89,7 +89,7 @@ def main() -> int:
     def sample() -> None:
         status = window.live.recording_status()
         snap = window.live.snapshot()
-        heap = heap_stats() or {}
+        heap = heap_stats() or HeapStats.unknown()
         samples.append(
             {
                 "minute": round((time.monotonic() - started) / 60, 3),
@@ -103,12 +103,12 @@ def main() -> int:
                 "lost_rows": status.lost_rows if status else 0,
                 "switches": len(done),
                 "state": window.live.status().state,
-                "heap_in_use_mib": round(heap.get("in_use", float("nan")), 2),
-                "heap_free_mib": round(heap.get("free", float("nan")), 2),
-                "heap_mmapped_mib": round(heap.get("mmapped", float("nan")), 2),
-                "main_arena_mib": round(heap.get("main_arena", float("nan")), 2),
-                "other_arenas_mib": round(heap.get("other_arenas", float("nan")), 2),
-                "arenas": heap.get("arenas", float("nan")),  # nan off glibc: heap_stats() is None
+                "heap_in_use_mib": round(heap.in_use, 2),
+                "heap_free_mib": round(heap.free, 2),
+                "heap_mmapped_mib": round(heap.mmapped, 2),
+                "main_arena_mib": round(heap.main_arena, 2),
+                "other_arenas_mib": round(heap.other_arenas, 2),
+                "arenas": heap.arenas,  # nan off glibc: heap_stats() is None
                 # Not len(gc.get_objects()): that list holds a reference to every object for a
                 # moment, and LiteRT's Interpreter.invoke() refuses to run while anything but the
                 # interpreter holds its wrapper ("There is at least 1 reference to internal data").

@@ -13,7 +13,7 @@ from collections import Counter
 import psutil
 
 from app.pipeline import InferenceConfig, Pipeline
-from app.system.heap import heap_stats
+from app.system.heap import HeapStats, heap_stats
 
 # Alternate a real reopen on CPU (threads change), a fallback (Core ML off macOS, GPU without
 # an adapter) and a model change, so each switch closes one session and opens another.
@@ -38,11 +38,11 @@ GPU_STEPS = (
 
 def _counts(proc: psutil.Process) -> dict:
     gc.collect()
-    heap = heap_stats() or {}
+    heap = heap_stats() or HeapStats.unknown()
     return {
         "rss_mib": proc.memory_info().rss / 2**20,
         # A leak grows what is in use; memory the allocator keeps free only moves RSS.
-        "heap_in_use_mib": heap.get("in_use", float("nan")),
+        "heap_in_use_mib": heap.in_use,
         "python_blocks": sys.getallocatedblocks(),
         "threads": threading.active_count(),
         "os_threads": proc.num_threads(),

@@ -20,9 +20,9 @@ import pytest
 from ai_edge_litert import schema_py_generated as fb
 
 from app.backends.coreml.backend import CoreMLBackend, find_mlpackage
-from app.backends.coreml.plan import COMPUTE_UNITS, compute_plan
+from app.backends.coreml.plan import compute_plan
 from app.backends.cpu import CpuBackend
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, ComputeUnits
 from app.errors import BackendUnavailable
 from app.model.image_files import read_image
 from app.model.postprocess import Postprocessor
@@ -229,7 +229,7 @@ def _scores(name: str, backend: CpuBackend | CoreMLBackend, options: BackendOpti
 
 
 @on_macos
-@pytest.mark.parametrize("units", COMPUTE_UNITS)
+@pytest.mark.parametrize("units", ComputeUnits)
 @pytest.mark.parametrize("name", VARIANTS)
 def test_core_ml_classifies_the_photos(name: str, units: str):
     backend = CoreMLBackend()
@@ -240,9 +240,10 @@ def test_core_ml_classifies_the_photos(name: str, units: str):
         assert (r.requested, r.used, r.accelerator) == ("coreml", "coreml", f"Core ML (compute units: {units})")
         assert r.options["compute_units"] == units and r.init_ms > 0 and r.first_inference_ms > 0
         # A float model runs the delegate's partitions (test_backend_coreml_partitioned.py); the int8 one its package.
-        assert r.options["mode"] == ("exported package" if VARIANTS[name] else "partitioned")
+        assert r.coreml_mode == ("exported package" if VARIANTS[name] else "partitioned")
+        assert r.to_dict()["options"]["mode"] == r.coreml_mode
         if "compute_plan" in r.options:
-            if r.options["mode"] == "exported package":
+            if r.coreml_mode == "exported package":
                 assert r.nodes_total == sum(r.options["compute_plan"].values()) > 0
                 if units == "cpu_only":
                     assert r.nodes_delegated == 0 and r.cpu_ops

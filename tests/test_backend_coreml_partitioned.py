@@ -19,9 +19,8 @@ import pytest
 
 from app.backends import open_session
 from app.backends.coreml.backend import CoreMLBackend
-from app.backends.coreml.plan import COMPUTE_UNITS
 from app.backends.cpu import CpuBackend
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, ComputeUnits
 from app.model.spec import load_model_spec
 from tests.conftest import ROOT
 from tests.coreml_models import every_op_model
@@ -118,7 +117,7 @@ def _inputs(spec, n: int = 3) -> list[np.ndarray]:
 
 
 @on_macos
-@pytest.mark.parametrize("units", COMPUTE_UNITS)
+@pytest.mark.parametrize("units", ComputeUnits)
 def test_partitioned_core_ml_runs_the_bundled_float_model(units: str):
     spec = load_model_spec("efficientnet_lite0")
     inputs = _inputs(spec)
@@ -126,7 +125,7 @@ def test_partitioned_core_ml_runs_the_bundled_float_model(units: str):
     cpu, _ = _run(CpuBackend(), spec, BackendOptions(threads=1), inputs)
     r = session.report
     assert (r.requested, r.used, r.accelerator) == ("coreml", "coreml", f"Core ML (compute units: {units})")
-    assert r.options["mode"] == "partitioned" and r.options["compute_units"] == units
+    assert r.coreml_mode == "partitioned" and r.options["compute_units"] == units
     assert [(p["where"], p["nodes"]) for p in r.options["pieces"]] == [("coreml", 58), ("cpu", 1), ("coreml", 2)]
     assert (r.nodes_total, r.nodes_delegated, r.partitions, r.cpu_ops) == (61, 60, 2, ["MEAN"])
     assert len(r.options["first_inference_pieces_ms"]) == 3
@@ -164,6 +163,6 @@ def test_second_open_reads_the_cache(tmp_path: Path, monkeypatch):
 def test_the_int8_model_runs_its_exported_package():
     session = CoreMLBackend().open(load_model_spec("efficientnet_lite0_int8"), BackendOptions())
     try:
-        assert session.report.options["mode"] == "exported package"
+        assert session.report.coreml_mode == "exported package"
     finally:
         session.close()

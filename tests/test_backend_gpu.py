@@ -208,3 +208,17 @@ def test_the_runtimes_buffers_and_host_memory_give_the_same_outputs(swiftshader:
         assert default["again"] and ours["again"], name
         assert ours["ours"], f"{name}: the runtime refused host memory"
     assert not runs["efficientnet_lite0 host=False"]["ours"]  # the default: the runtime's buffer
+
+
+def test_the_probe_reads_its_child_line_into_a_typed_result():
+    """What the probe child prints (app/backends/gpu/probe.py) read as a GpuProbe; a line that is not a JSON
+    object is the crash it is, never a half-read probe."""
+    from app.backends.gpu.backend import GpuProbe
+
+    line = '{"devices": ["SwiftShader Device (CPU, Vulkan 1.3)"], "vulkan_problem": null, "ok": true, ' \
+        '"adapter": "SwiftShader", "software": true, "fully_accelerated": false, "init_ms": 12.5}'
+    probe = GpuProbe.from_json(line)
+    assert probe == GpuProbe(True, None, "SwiftShader", True, False, 12.5, ("SwiftShader Device (CPU, Vulkan 1.3)",))
+    assert GpuProbe.from_json('{"devices": [], "ok": false, "reason": "no adapter"}').reason == "no adapter"
+    with pytest.raises(ValueError):
+        GpuProbe.from_json("[1]")

@@ -15,13 +15,13 @@ glibc = pytest.mark.skipif(
 @glibc
 def test_heap_stats_sees_memory_allocated_and_freed():
     before = heap_stats()
-    assert before is not None and before["arenas"] >= 1 and before["main_arena"] > 0
+    assert before is not None and before.arenas >= 1 and before.main_arena > 0
     blocks = [np.ones(12_500) for _ in range(400)]  # 100 kB each: below the mmap threshold, so heap
     held = heap_stats()
-    assert held["in_use"] - before["in_use"] >= 30, (before, held)
+    assert held.in_use - before.in_use >= 30, (before, held)
     del blocks
     after = heap_stats()
-    assert held["in_use"] - after["in_use"] >= 30, (held, after)
+    assert held.in_use - after.in_use >= 30, (held, after)
     assert release_free_memory() in (True, False)  # True when pages went back; never raises
 
 
@@ -48,7 +48,7 @@ threads = [threading.Thread(target=worker) for _ in range(6)]
 for t in threads:
     t.start()
 ready.wait()
-print(int(heap_stats()["arenas"]))
+print(int(heap_stats().arenas))
 done.set()
 """
 

@@ -15,7 +15,8 @@ import numpy as np
 import psutil
 import pytest
 
-from app.metrics.window import LATENCY_KEYS, READING_KEYS, InferenceTiming, Metrics, ResourceSampler
+from app.metrics.resources import ResourceReading, ResourceSampler
+from app.metrics.window import LATENCY_KEYS, InferenceTiming, Metrics
 
 
 class FakeClock:
@@ -330,13 +331,13 @@ def burn(stop: threading.Event, used: list[float]) -> None:
     used.append(100 * (time.thread_time() - c0) / (time.monotonic() - t0))
 
 
-def readings_between(sampler: ResourceSampler, t0: float, t1: float) -> list[dict]:
+def readings_between(sampler: ResourceSampler, t0: float, t1: float) -> list[ResourceReading]:
     """Distinct readings whose whole interval lies in [t0, t1], collected until t1."""
-    seen: dict[float, dict] = {}
+    seen: dict[float, ResourceReading] = {}
     while time.monotonic() < t1 + sampler.interval_s * 2:
         r = sampler.latest()
-        if r["span_s"] is not None and r["sampled_at"] - r["span_s"] >= t0 and r["sampled_at"] <= t1:
-            seen[r["sampled_at"]] = r
+        if r.span_s is not None and r.sampled_at is not None and r.sampled_at - r.span_s >= t0 and r.sampled_at <= t1:
+            seen[r.sampled_at] = r
         time.sleep(0.02)
     return list(seen.values())
 
@@ -356,28 +357,28 @@ def test_sampler_sees_a_busy_thread_and_an_idle_process():
         t1 = time.monotonic()
         idle = readings_between(sampler, t1 + 0.05, t1 + 0.8)
     assert len(busy) >= 5 and len(idle) >= 3, (busy, idle)
-    cores = [r["process_cpu_pct_cores"] for r in busy]
+    cores = [r.process_cpu_pct_cores for r in busy]
     # ~100 (one busy thread) on a free machine; on a crowded one the thread gets less, and the
     # reading must follow what it really got (its own thread CPU clock), not what it asked for.
     assert np.median(cores) == pytest.approx(used[0], abs=15), (cores, used)
     assert np.median(cores) > 50 or used[0] < 60, (cores, used)
     assert max(cores) <= 100 * ncpu
-    assert np.median([r["process_cpu_pct_cores"] for r in idle]) < 25, idle
+    assert np.median([r.process_cpu_pct_cores for r in idle]) < 25, idle
     for r in busy + idle:
-        assert r["process_cpu_pct_machine"] == pytest.approx(r["process_cpu_pct_cores"] / ncpu)
-        assert 0 <= r["system_cpu_pct"] <= 100
-        assert r["rss_mb"] > 10
-        assert 0.09 < r["span_s"] < 0.5
+        assert r.process_cpu_pct_machine == pytest.approx(r.process_cpu_pct_cores / ncpu)
+        assert 0 <= r.system_cpu_pct <= 100
+        assert r.rss_mb > 10
+        assert 0.09 < r.span_s < 0.5
 
 
 def test_sampler_primes_on_start_and_stops_quickly_and_idempotently():
     sampler = ResourceSampler(interval_s=0.5, gpu=False)
-    assert sampler.latest() == dict.fromkeys(READING_KEYS)
+    assert sampler.latest() == ResourceReading()
     sampler.stop()  # before start: nothing to do
     sampler.start()
     sampler.start()  # already running: no second thread
     first = sampler.latest()
-    assert first["rss_mb"] > 10 and first["process_cpu_pct_cores"] is None  # CPU % needs two samples
+    assert first.rss_mb > 10 and first.process_cpu_pct_cores is None  # CPU % needs two samples
     assert [t.name for t in threading.enumerate()].count("ResourceSampler") == 1
     time.sleep(0.05)
     t0 = time.monotonic()
@@ -386,28 +387,28 @@ def test_sampler_primes_on_start_and_stops_quickly_and_idempotently():
     assert not sampler.running
     sampler.stop()
     sampler.start()  # restartable
-    assert wait_for(lambda: sampler.latest()["process_cpu_pct_cores"] is not None, timeout=3)
+    assert wait_for(lambda: sampler.latest().process_cpu_pct_cores is not None, timeout=3)
     sampler.stop()
 
 
 def test_gpu_reading_is_a_percentage_or_none_and_never_fails():
     with ResourceSampler(interval_s=0.05) as sampler:
-        assert wait_for(lambda: sampler.latest()["span_s"] is not None)
+        assert wait_for(lambda: sampler.latest().span_s is not None)
         r = sampler.latest()
-    if r["gpu_util_pct"] is None:  # no NVIDIA GPU, driver or nvidia-ml-py here
-        assert r["gpu_name"] is None and r["gpu_process_listed"] is None
+    if r.gpu_util_pct is None:  # no NVIDIA GPU, driver or nvidia-ml-py here
+        assert r.gpu_name is None and r.gpu_process_listed is None
     else:
-        assert 0 <= r["gpu_util_pct"] <= 100 and r["gpu_name"]
+        assert 0 <= r.gpu_util_pct <= 100 and r.gpu_name
 
 
 def test_sampler_of_another_process_ends_cleanly_when_it_exits():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
     try:
         with ResourceSampler(interval_s=0.05, pid=child.pid, gpu=False) as sampler:
-            assert wait_for(lambda: sampler.latest()["process_cpu_pct_cores"] is not None)
+            assert wait_for(lambda: sampler.latest().process_cpu_pct_cores is not None)
             child.wait(timeout=10)
             assert wait_for(lambda: not sampler.running)
-            assert sampler.latest()["rss_mb"] is None  # gone: no stale reading
+            assert sampler.latest().rss_mb is None  # gone: no stale reading
     finally:
         child.kill()
         child.wait()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.backends.base import Backend, DelegationReport, ModelRunner, first_line
+from app.backends.base import Backend, CoreMLMode, DelegationReport, ModelRunner, first_line
 from app.backends.coreml.backend import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.gpu.backend import GpuBackend
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.backends.reference import ReferenceBackend
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.errors import BackendUnavailable, ModelError
@@ -42,7 +42,7 @@ def _predict_onto(report: DelegationReport, spec: ModelSpec) -> None:
         report.predicted = predict(graph, CoreMLOptions())
     except ModelError:  # the runtime already accepted the file; a graph it runs but we cannot read says nothing
         return
-    if report.coreml_pieces is None and report.options.get("mode") != "exported package":
+    if report.coreml_pieces is None and report.coreml_mode is not CoreMLMode.EXPORTED_PACKAGE:
         try:
             report.coreml_pieces = coreml_pieces(graph, report.predicted)
         except (ModelError, ValueError) as exc:
@@ -58,22 +58,22 @@ def open_session(
     a fallback off macOS still says what a Mac would have delegated."""
     backend = get_backend(requested)
     options = BackendOptions.of(options)
-    if requested == "cpu":
+    if requested == Delegate.CPU:
         return backend.open(spec, options)
     try:
         session = backend.open(spec, options)
     except BackendUnavailable as exc:
         reason = str(exc)
     else:
-        if requested == "coreml":
+        if requested == Delegate.COREML:
             _predict_onto(session.report, spec)
         return session
     if not fallback:
         raise BackendUnavailable(f"the {requested} delegate is not available: {reason}")
-    session = BACKENDS["cpu"].open(spec, options)
+    session = BACKENDS[Delegate.CPU].open(spec, options)
     session.report.requested = requested
     session.report.fallback_reason = reason
     session.report.warnings.append(f"fell back to CPU: {reason}")
-    if requested == "coreml":
+    if requested == Delegate.COREML:
         _predict_onto(session.report, spec)
     return session

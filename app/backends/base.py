@@ -9,17 +9,28 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate, Name
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model.spec import ModelSpec
 
 if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces are made
     from app.coreml_mil.split import CoreMLPieces
+
+
+class CoreMLMode(Name):
+    """How a Core ML session runs the model."""
+
+    EXPORTED_PACKAGE = "exported package"  # a converted .mlpackage beside the model (integer models)
+    PARTITIONED = "partitioned"  # ML programs translated from the delegate's partitions, LiteRT between them
+
+
+# JSON writes the mode inside "options", third: where the sessions wrote it before it was a field.
+_MODE_KEY, _MODE_AT = "mode", 2
 
 
 @dataclass
@@ -39,33 +50,44 @@ class DelegationReport:
     adapter: str | None = None
     software: bool = False  # a "GPU" that is really the CPU (llvmpipe, lavapipe, SwiftShader)
     fallback_reason: str | None = None
-    options: dict = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # what the session was opened with, as JSON facts
     warnings: list[str] = field(default_factory=list)
     native_log: list[str] = field(default_factory=list)
     coverage: Coverage | None = None  # node by node: what the backend took and what it left, and why
     predicted: Coverage | None = None  # Core ML requested: the TFLite Core ML delegate's selection, from its rules
     coreml_pieces: CoreMLPieces | None = None  # Core ML requested: the pieces a Mac runs it in, in order
+    coreml_mode: CoreMLMode | None = None  # a Core ML session: how it runs the model (in JSON: options["mode"])
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        mode = d.pop("coreml_mode")
+        if mode is not None:
+            items = list(d["options"].items())
+            items.insert(_MODE_AT, (_MODE_KEY, mode.value))
+            d["options"] = dict(items)
+        return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> DelegationReport:
+    def from_dict(cls, d: dict[str, Any]) -> DelegationReport:
         """Back from to_dict() (summaries, recording sidecars)."""
 
         def typed(value: object) -> Coverage | None:
             return Coverage.from_dict(value) if isinstance(value, dict) else None
 
+        options = dict(d.get("options") or {})
+        mode = options.pop(_MODE_KEY, None)
         pieces = d.get("coreml_pieces")
         return cls(**{
             **d,
+            "options": options,
+            "coreml_mode": CoreMLMode(mode) if mode in tuple(CoreMLMode) else None,
             "coverage": typed(d.get("coverage")),
             "predicted": typed(d.get("predicted")),
             "coreml_pieces": _pieces(pieces) if isinstance(pieces, dict) else None,
         })  # fmt: skip
 
 
-def _pieces(d: dict) -> CoreMLPieces | None:
+def _pieces(d: dict[str, Any]) -> CoreMLPieces | None:
     from app.coreml_mil.split import CoreMLPieces
 
     try:
@@ -89,7 +111,7 @@ class ModelRunner(Protocol):
 
 
 class Backend(Protocol):
-    name: str  # "cpu", "gpu", "coreml"
+    name: Delegate
     label: str  # shown in the UI: "CPU (XNNPACK)"
 
     def availability(self) -> str | None:

@@ -8,7 +8,7 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 from app.backends.base import DelegationReport, first_line, time_first_inference
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
 from app.model.spec import ModelSpec
@@ -65,7 +65,8 @@ class CpuSession:
         try:
             self._interpreter.set_tensor(self._input_index, input_tensor)
             self._invoke()
-            return self._interpreter.get_tensor(self._output_index).reshape(-1)
+            out: np.ndarray = self._interpreter.get_tensor(self._output_index)
+            return out.reshape(-1)
         except (RuntimeError, ValueError) as exc:  # ValueError: a corrupt model left a tensor unallocated
             raise ModelError(f"the LiteRT runtime failed to run the model: {first_line(exc)}") from None
 
@@ -90,11 +91,11 @@ class CpuSession:
         self._interpreter.invoke()
 
     def close(self) -> None:
-        self._interpreter = None  # type: ignore[assignment]
+        self._interpreter = None
 
 
 class CpuBackend:
-    name = "cpu"
+    name = Delegate.CPU
     label = "CPU (XNNPACK)"
 
     def availability(self) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.backends.base import DelegationReport
+from app.backends.options import Delegate
 from app.coverage import NOT_REPORTED
 
 
@@ -30,7 +31,7 @@ def offload_sentence(cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: 
     if cpu_per_wall < 0.85:
         return f"{head}: the CPU is idle part of the time, so part of the work runs elsewhere or waits."
     if cpu_per_wall <= 1.2:
-        if backend == "cpu":
+        if backend == Delegate.CPU:
             return f"{head}: one core is busy for the whole inference; the work runs on the CPU."
         return (
             f"{head}: a core is busy for the whole inference, either doing the work or "
@@ -81,7 +82,7 @@ def delegation_line(report: DelegationReport) -> str:
     return ", ".join(parts)
 
 
-_BACKEND_NAMES = {"coreml": "Core ML", "reference": "TF reference"}
+_BACKEND_NAMES: dict[str, str] = {Delegate.COREML: "Core ML", Delegate.REFERENCE: "TF reference"}
 
 
 def backend_name(name: str) -> str:
@@ -156,6 +157,6 @@ def coreml_prediction_sentence(report: DelegationReport) -> str | None:
         if predicted.nodes_delegated
         else f"none of the {predicted.nodes_total} nodes"
     )
-    if report.used == "coreml":
+    if report.used == Delegate.COREML:
         return f"The TFLite Core ML delegate would take {take} (predicted from its rules)."
     return f"Core ML can't run here; on a Mac the TFLite Core ML delegate would take {take}."

@@ -25,6 +25,7 @@ import os
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -132,7 +133,8 @@ _KEEP = _DESTRUCTOR(lambda _payload: None)  # payloads are Python-owned buffers 
 def runtime_dir() -> str:
     import ai_edge_litert
 
-    return os.path.dirname(os.path.abspath(ai_edge_litert.__file__))
+    package: str = ai_edge_litert.__file__
+    return os.path.dirname(os.path.abspath(package))
 
 
 def _lib() -> C.CDLL:
@@ -173,13 +175,14 @@ def _held() -> C.PyDLL:
     return _HELD
 
 
-def _copy_holding_gil(dst: np.ndarray | C.Array, src: np.ndarray | C.Array) -> None:
+def _copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[Any]) -> None:
     """Copy the bytes of C-contiguous `src` into C-contiguous `dst` (the same byte count) without giving
     the GIL up. `np.copyto` releases it for a large copy; in a pipeline another thread then takes it, and
     the inference thread waits for it back before the run: a 602 KB input copy took 123-135 us there
     against 62-68 us in a bare loop on the H200 host, and the same as the loop this way
     (docs/benchmarks.md, fifth session). A memoryview assignment copies under the GIL."""
-    memoryview(dst).cast("B")[:] = memoryview(src).cast("B")
+    # Both export the buffer protocol; the stubs declare __buffer__ (what mypy checks) from Python 3.12 only.
+    memoryview(dst).cast("B")[:] = memoryview(src).cast("B")  # type: ignore[arg-type]  # stubs: __buffer__ is 3.12+
 
 
 class NativeRunFailed(ModelError):
@@ -335,7 +338,7 @@ class NativeModel:
             lib.LiteRtDestroyModel(model)
             del self._keep[kept:]  # that model's data and options, read by nothing now
 
-    def _buffers(self, outputs: bool) -> tuple[C.Array, int, np.ndarray | None]:
+    def _buffers(self, outputs: bool) -> tuple[C.Array[_P], int, np.ndarray | None]:
         """The inputs' (outputs') buffers; the first one's bytes, and the numpy array it is made over
         when it is host memory of ours (`_host_memory`)."""
         lib = self._lib
@@ -352,7 +355,7 @@ class NativeModel:
             if outputs
             else lib.LiteRtGetCompiledModelInputBufferRequirements
         )
-        handles: list[int] = []
+        handles: list[int | None] = []
         first_size, host = 0, None
         for i in range(count.value):
             tensor = _P()
@@ -380,7 +383,7 @@ class NativeModel:
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
         return (_P * len(handles))(*handles), first_size, host
 
-    def _host_memory(self, ranked: C.Array, size: int) -> tuple[_P, np.ndarray] | None:
+    def _host_memory(self, ranked: C.Array[C.c_char], size: int) -> tuple[_P, np.ndarray] | None:
         """A buffer of `size` bytes over a numpy array of ours, for the first input (output), when
         HOST_BUFFERS is set (benchmarks/gpu_pipeline.py compares both). The runtime accepts
         host memory where it asked for its own buffer type (WebGPU buffers for the GPU's float32 models,
@@ -405,7 +408,7 @@ class NativeModel:
         _check(self._lib.LiteRtGetTensorBufferPackedSize(buffer, C.byref(size)), "size a buffer")
         return size.value
 
-    def _fix_dynamic_dims(self, ranked: C.Array, index: int, output: bool) -> None:
+    def _fix_dynamic_dims(self, ranked: C.Array[C.c_char], index: int, output: bool) -> None:
         """A dynamic dimension (-1; a dynamic batch) set to the one image the app runs: the input resized
         in the compiled model first, then every buffer's type made concrete to match."""
         rank = ranked.raw[_LAYOUT_WORD] & 0x7F
@@ -443,7 +446,7 @@ class NativeModel:
         else:
             self._copy(self._outputs[0], _LOCK_READ, out, "map the output")
 
-    def _copy(self, handle: int, mode: int, array: np.ndarray, what: str) -> None:
+    def _copy(self, handle: int | None, mode: int, array: np.ndarray, what: str) -> None:
         """Between a runtime-made buffer and `array` (its first array.nbytes bytes), under the buffer's
         lock. The copy and the unlock keep the GIL (`_held`, `_copy_holding_gil`), and so does the lock
         for writing; the lock for reading gives it up: on a GPU buffer it waits for the download from

@@ -5,8 +5,50 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
+from enum import StrEnum
+from typing import Any
 
-GPU_PRECISIONS = ("fp16", "fp32")
+
+class Name(StrEnum):
+    """A name the command line, the settings and the JSON/CSV files spell as its value: str(x) and
+    repr(x) are the value's, so argparse's "choose from" and every message quoting one read as before."""
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+
+class Delegate(Name):
+    """The backends, in the order the command line and the window list them."""
+
+    CPU = "cpu"
+    GPU = "gpu"
+    COREML = "coreml"
+    REFERENCE = "reference"  # TensorFlow in a child process: the numerics every delegate is compared with
+
+
+# They compute on the CPU's cores, so their sessions' threads are the inference's (app/system/cpu_affinity.py).
+CPU_DELEGATES = frozenset({Delegate.CPU, Delegate.REFERENCE})
+
+
+class GpuPrecision(Name):
+    """The GPU's precision, and Core ML's compute precision for the ML programs translated from float models."""
+
+    FP16 = "fp16"
+    FP32 = "fp32"
+
+
+class ComputeUnits(Name):
+    """Core ML compute units (coremltools' ComputeUnit members, lower-cased)."""
+
+    ALL = "all"
+    CPU_AND_NE = "cpu_and_ne"
+    CPU_AND_GPU = "cpu_and_gpu"
+    CPU_ONLY = "cpu_only"
+
+    @property
+    def coremltools_name(self) -> str:
+        """The member of coremltools.ComputeUnit: "CPU_AND_NE" for cpu_and_ne."""
+        return self.value.upper()
 
 
 def default_threads() -> int:
@@ -17,10 +59,12 @@ def default_threads() -> int:
 @dataclass(frozen=True)
 class BackendOptions:
     threads: int | None = None  # CPU threads (XNNPACK; the GPU's CPU kernels); None: default_threads()
-    precision: str = "fp16"  # GPU, and Core ML's compute precision for translated float models: GPU_PRECISIONS
+    # Strings from a caller (settings, a mapping) are kept as given: the backend that uses an option
+    # refuses a value outside its enum, with its own message.
+    precision: GpuPrecision | str = GpuPrecision.FP16  # GPU, and Core ML's for translated float models
     allow_software: bool = False  # GPU: accept a software renderer (flagged as one)
     wait_hint: bool = False  # GPU: LiteRT's hint_waiting_for_completion
-    compute_units: str = "all"  # Core ML: app.backends.coreml.backend.COMPUTE_UNITS
+    compute_units: ComputeUnits | str = ComputeUnits.ALL  # Core ML
 
     @classmethod
     def of(cls, value: BackendOptions | Mapping[str, object] | None) -> BackendOptions:
@@ -34,8 +78,9 @@ class BackendOptions:
         unknown = sorted(set(value) - known)
         if unknown:
             raise TypeError(f"unknown backend option(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        given = {k: v for k, v in value.items() if v is not None or k == "threads"}
-        return cls(**given)  # type: ignore[arg-type]
+        # The names are checked above; the values by the backend that uses them.
+        given: dict[str, Any] = {k: v for k, v in value.items() if v is not None or k == "threads"}
+        return cls(**given)
 
     @property
     def cpu_threads(self) -> int:
@@ -45,5 +90,5 @@ class BackendOptions:
             raise ValueError("threads must be at least 1")
         return threads
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from app.backends.base import DelegationReport, time_first_inference
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.errors import BackendUnavailable, ModelError
 from app.model.spec import ModelSpec
 
@@ -87,7 +87,7 @@ class ReferenceSession:
 
 
 class ReferenceBackend:
-    name = "reference"
+    name = Delegate.REFERENCE
     label = "TensorFlow reference"
 
     def availability(self) -> str | None:

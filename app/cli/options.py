@@ -7,9 +7,7 @@ import argparse
 from pathlib import Path
 
 from app.backends import BACKENDS
-from app.backends.coreml.plan import COMPUTE_UNITS
-from app.backends.gpu.backend import PRECISIONS
-from app.backends.options import BackendOptions, default_threads
+from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision, default_threads
 from app.model.spec import DEFAULT_MODEL
 
 
@@ -68,14 +66,14 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
     p.add_argument("--threads", type=positive_int, help=f"CPU threads (default {default_threads()} here)")
     p.add_argument(
-        "--gpu-precision", choices=PRECISIONS, default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
+        "--gpu-precision", choices=list(GpuPrecision), default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
     )
     p.add_argument(
         "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
     )
     p.add_argument(
         "--coreml-units",
-        choices=list(COMPUTE_UNITS),
+        choices=list(ComputeUnits),
         default="all",
         help="Core ML compute units (default all; the TFLite Core ML delegate hard-codes all)",
     )

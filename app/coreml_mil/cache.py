@@ -244,7 +244,7 @@ class ProgramCache:
                 pass
         entries = self.entries()
         sizes = {p: _entry_bytes(p) for p in entries}
-        removed = []
+        removed: list[Path] = []
         for p in entries:
             if len(entries) - len(removed) <= self.max_entries and sum(sizes.values()) <= self.max_bytes:
                 break

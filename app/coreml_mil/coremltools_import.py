@@ -20,7 +20,7 @@ def import_coremltools() -> Any:
         return sys.modules["coremltools"]
     blocked = [name for name in _CONVERTER_FRAMEWORKS if name not in sys.modules]
     for name in blocked:
-        sys.modules[name] = None  # type: ignore[assignment]
+        sys.modules[name] = None  # type: ignore[assignment]  # typeshed types the values as modules; None blocks
     try:
         import coremltools
     finally:

@@ -8,7 +8,7 @@ input and output order: LiteRT on the CPU here, a Core ML model on macOS (app/ba
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,7 +52,7 @@ class PieceTiming:
 def run_pieces(
     pieces: Sequence[Piece],
     runners: Sequence[PieceRunner],
-    feeds: dict[int, np.ndarray],
+    feeds: Mapping[int, np.ndarray],
     outputs: Sequence[int],
 ) -> tuple[list[np.ndarray], list[PieceTiming]]:
     """The model's outputs (whole-graph tensor indices `outputs`) from `feeds` (its inputs by tensor

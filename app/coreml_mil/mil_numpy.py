@@ -14,7 +14,7 @@ that difference is not modelled.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -63,7 +63,7 @@ def _spatial_pads(
     return pads
 
 
-def _windows(x: np.ndarray, kernel: tuple[int, int], strides: list[int], dilations: list[int]) -> np.ndarray:
+def _windows(x: np.ndarray, kernel: tuple[int, ...], strides: list[int], dilations: list[int]) -> np.ndarray:
     """(N, C, Ho, Wo, KH, KW) windows of an already padded (N, C, H, W) array."""
     dk = [(kernel[i] - 1) * dilations[i] + 1 for i in range(2)]
     view = sliding_window_view(x, dk, axis=(2, 3))
@@ -279,7 +279,7 @@ def _linear(op: Any, x: np.ndarray) -> np.ndarray:
 _X_OPS["linear"] = _linear
 
 
-def evaluate(function: Any, feeds: dict[str, np.ndarray], every_value: bool = False) -> dict[str, np.ndarray]:
+def evaluate(function: Any, feeds: Mapping[str, object], every_value: bool = False) -> Mapping[str, np.ndarray]:
     """Run a pymil Function on `feeds` (input name -> array); its outputs by name (every op's output
     by name with `every_value`)."""
     values: dict[str, np.ndarray] = {name: np.asarray(v) for name, v in feeds.items()}

@@ -12,7 +12,7 @@ LiteRT, in the runtime's order.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import flatbuffers
@@ -77,7 +77,7 @@ def plan_pieces(graph: Graph, coverage: Coverage) -> list[Piece]:
     return pieces
 
 
-def _fp16_dequantize_outputs(graph: Graph) -> dict[int, int]:
+def _fp16_dequantize_outputs(graph: Graph) -> Mapping[int, int]:
     """DEQUANTIZE output -> node, for DEQUANTIZEs of constant fp16 tensors (fp16 weights)."""
     found = {}
     for node in graph.nodes:

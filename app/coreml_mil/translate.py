@@ -25,6 +25,8 @@ from app.errors import ModelError
 from app.tflite.file import buffer_view
 from app.tflite.graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
+# app.backends.options.GpuPrecision's values (tests/test_backend_options.py holds them equal): this layer
+# sits below the backends, which choose the precision, so it cannot import their enum.
 PRECISIONS = ("fp16", "fp32")
 TRANSLATOR_VERSION = 1  # part of the program cache's key: bump when the programs this writes change
 # ActivationFunctionType -> how it is applied (SIGN_BIT is refused by the delegate's rules)

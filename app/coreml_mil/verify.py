@@ -16,16 +16,21 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from app.coreml_mil.execute import LiteRTPiece, run_pieces
+from app.coreml_mil.execute import LiteRTPiece, PieceRunner, run_pieces
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage.coreml_rules import CoreMLOptions, predict
 from app.tflite.graph import Graph, read_graph
+
+if TYPE_CHECKING:  # translate.py needs coremltools' MIL builder: imported where it is used
+    from app.coreml_mil.translate import Translation
 
 
 @dataclass
@@ -54,10 +59,10 @@ class ModelCheck:
     partitions: list[PieceCheck]
 
 
-def random_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
+def random_inputs(graph: Graph, seed: int = 0) -> Mapping[int, np.ndarray]:
     """Float inputs uniform in [-1, 1]; integer ones (token ids, say) in [0, 10)."""
     rng = np.random.default_rng(seed)
-    feeds = {}
+    feeds: dict[int, np.ndarray] = {}
     for t in graph.inputs:
         tensor = graph.tensors[t]
         if tensor.dtype.startswith("float"):
@@ -67,7 +72,7 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict[int, np.ndarray]:
     return feeds
 
 
-def whole_model_outputs(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> list[np.ndarray]:
+def whole_model_outputs(data: bytes, feeds: Mapping[int, np.ndarray], graph: Graph) -> list[np.ndarray]:
     interpreter = Interpreter(model_content=data, num_threads=1)
     interpreter.allocate_tensors()
     for detail, t in zip(interpreter.get_input_details(), graph.inputs, strict=True):
@@ -76,7 +81,9 @@ def whole_model_outputs(data: bytes, feeds: dict[int, np.ndarray], graph: Graph)
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
-def piece_values(pieces: list[Piece], models: list[bytes], feeds: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+def piece_values(
+    pieces: list[Piece], models: list[bytes], feeds: Mapping[int, np.ndarray]
+) -> Mapping[int, np.ndarray]:
     """Every tensor that crosses a piece boundary, from running the pieces in LiteRT."""
     values = dict(feeds)
     for piece, content in zip(pieces, models, strict=True):
@@ -85,7 +92,7 @@ def piece_values(pieces: list[Piece], models: list[bytes], feeds: dict[int, np.n
     return values
 
 
-def all_tensors(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> dict[int, np.ndarray]:
+def all_tensors(data: bytes, feeds: Mapping[int, np.ndarray], graph: Graph) -> Mapping[int, np.ndarray]:
     """Every tensor of the whole model, from LiteRT's built-in (reference) kernels: XNNPACK would keep
     the intermediate tensors of its partitions to itself."""
     from ai_edge_litert.interpreter import OpResolverType
@@ -105,13 +112,13 @@ def all_tensors(data: bytes, feeds: dict[int, np.ndarray], graph: Graph) -> dict
 
 
 def node_diffs(
-    translation: object, graph: Graph, piece: Piece, tensors: dict[int, np.ndarray]
+    translation: Translation, graph: Graph, piece: Piece, tensors: Mapping[int, np.ndarray]
 ) -> tuple[float, str, float]:
     """The largest difference between a node's result in the translated program and LiteRT's, node by node."""
     from app.coreml_mil import mil_numpy
 
-    function = translation.program.functions["main"]  # type: ignore[attr-defined]
-    feeds = {io.name: tensors.get(io.tensor) for io in translation.inputs}  # type: ignore[attr-defined]
+    function = translation.program.functions["main"]
+    feeds = {io.name: tensors.get(io.tensor) for io in translation.inputs}
     values = mil_numpy.evaluate(function, feeds, every_value=True)
     worst, where, relative = 0.0, "", 0.0
     for i in piece.nodes:
@@ -129,12 +136,12 @@ def node_diffs(
     return worst, where, relative
 
 
-def converted_function(mlmodel: object) -> object:
+def converted_function(mlmodel: Any) -> Any:  # coremltools' MLModel and pymil Function: untyped
     """The converted model's main function, read back from its spec and weight file (no Core ML runtime)."""
     from coremltools.converters.mil.frontend.milproto.load import load as load_mil
 
-    spec = mlmodel.get_spec()  # type: ignore[attr-defined]
-    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir or "")  # type: ignore[attr-defined]
+    spec = mlmodel.get_spec()
+    program = load_mil(spec, spec.specificationVersion, mlmodel.weights_dir or "")
     return program.functions["main"]
 
 
@@ -201,15 +208,15 @@ class NumpyProgramPiece:
     """A delegated piece run as its converted ML program, evaluated in numpy (mil_numpy): a stand-in for
     Core ML's prediction where there is no Core ML."""
 
-    def __init__(self, function: object, translation: object) -> None:
+    def __init__(self, function: Any, translation: Translation) -> None:  # function: a pymil Function
         self.function, self.translation = function, translation
 
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
         from app.coreml_mil import mil_numpy
 
-        names = [io.name for io in self.translation.inputs]  # type: ignore[attr-defined]
+        names = [io.name for io in self.translation.inputs]
         out = mil_numpy.evaluate(self.function, dict(zip(names, inputs, strict=True)))
-        return [out[io.name].astype(np.float32) for io in self.translation.outputs]  # type: ignore[attr-defined]
+        return [out[io.name].astype(np.float32) for io in self.translation.outputs]
 
 
 def end_to_end(data: bytes, inputs: list[np.ndarray], precision: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -222,7 +229,7 @@ def end_to_end(data: bytes, inputs: list[np.ndarray], precision: str) -> tuple[l
     graph = read_graph(data)
     pieces = plan_pieces(graph, predict(graph))
     models = piece_models(data, pieces)
-    runners = []
+    runners: list[PieceRunner] = []
     for piece, content in zip(pieces, models, strict=True):
         if piece.delegated:
             translation = translate(data, graph, piece)

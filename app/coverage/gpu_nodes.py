@@ -222,24 +222,24 @@ def resolve(
     number: list[int | None] = [None] * n
     taken_in_order = sorted((p for p in chosen if len(p) != open_size), key=min)
     for i, p in enumerate(taken_in_order):
-        for node in p:
-            delegated[node], number[node] = True, i
+        for member in p:
+            delegated[member], number[member] = True, i
     kept = f"its {k} largest partitions" if k != 1 else "its largest partition"
     for p in ordered:
         if open_size is not None and len(p) == open_size:
-            for node in p:
-                delegated[node] = None
-                reasons[node] = (
+            for member in p:
+                delegated[member] = None
+                reasons[member] = (
                     f"supported; the GPU took {sum(1 for q in chosen if len(q) == open_size)} of the "
                     f"{sum(1 for q in ordered if len(q) == open_size)} partitions of {open_size} nodes, "
                     f"and which is {NOT_REPORTED}"
                 )
         elif p not in chosen and k == 0:
-            for node in p:
-                reasons[node] = "the GPU accelerator takes it compiled alone, but took no node of this model"
+            for member in p:
+                reasons[member] = "the GPU accelerator takes it compiled alone, but took no node of this model"
         elif p not in chosen:
-            for node in p:
-                reasons[node] = (
+            for member in p:
+                reasons[member] = (
                     f"the GPU accelerator supports it, but delegates only {kept} "
                     f"({sizes[0]} nodes); this one's has {len(p)}"
                 )

@@ -19,7 +19,8 @@ from typing import Literal
 import numpy as np
 
 from app.backends import DelegationReport
-from app.metrics.window import Metrics, MetricsSnapshot, ResourceSampler
+from app.metrics.resources import ResourceSampler
+from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, State, Status
 from app.pipeline.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
 from app.pipeline.worker import InferenceWorker

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from app.metrics.window import MetricsSnapshot
+from app.metrics.window import MetricsSnapshot, StageBusy
 
 SATURATED = 0.8  # a thread busy this share of the time sets the pace (the rest: wake-ups, the GIL)
 
@@ -23,7 +23,7 @@ Stage = Literal["source", "preprocess", "inference", "results", "throttle"]
 class Bottleneck:
     stage: Stage
     rate_per_s: float  # the pipeline's inference rate over the window
-    busy_share: dict[str, float]  # per stage, and per thread (capture_thread, inference_thread)
+    busy_share: StageBusy  # per stage, and per thread (capture_thread, inference_thread)
     model_alone_per_s: float | None  # 1000 / mean inference ms: what the delegate alone could reach
     saturated: bool  # False: no thread was busy SATURATED of the time (the largest share is named)
     sentence: str
@@ -40,12 +40,12 @@ class Bottleneck:
             text += f" (model alone {self.model_alone_per_s:,.0f} /s)"
         return text
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "stage": self.stage,
             "evidence": {
                 "rate_per_s": self.rate_per_s,
-                "busy_share": self.busy_share,
+                "busy_share": self.busy_share.to_dict(),
                 "model_alone_per_s": self.model_alone_per_s,
                 "saturated": self.saturated,
                 "sentence": self.sentence,
@@ -61,31 +61,31 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
     if not busy or rate <= 0 or inference is None or inference.count == 0:
         return None
     alone = 1000.0 / inference.mean if inference.mean > 0 else None
-    inline_pre = max(0.0, busy["inference_thread"] - busy["inference"])
-    ahead_pre = max(0.0, busy["capture_thread"] - busy["source"])
+    inline_pre = max(0.0, busy.inference_thread - busy.inference)
+    ahead_pre = max(0.0, busy.capture_thread - busy.source)
     stage: Stage
-    if busy["results"] >= SATURATED and busy["results"] >= busy["inference_thread"]:
-        stage, share, saturated = "results", busy["results"], True
-    elif busy["inference_thread"] >= SATURATED:
-        stage = "preprocess" if inline_pre > busy["inference"] else "inference"
-        share, saturated = busy["inference_thread"], True
+    if busy.results >= SATURATED and busy.results >= busy.inference_thread:
+        stage, share, saturated = "results", busy.results, True
+    elif busy.inference_thread >= SATURATED:
+        stage = "preprocess" if inline_pre > busy.inference else "inference"
+        share, saturated = busy.inference_thread, True
     elif throttle_ms > 0 and rate >= SATURATED * 1000.0 / throttle_ms:
-        stage, share, saturated = "throttle", busy["inference_thread"], True
-    elif busy["capture_thread"] >= max(busy["inference_thread"], busy["results"]):
+        stage, share, saturated = "throttle", busy.inference_thread, True
+    elif busy.capture_thread >= max(busy.inference_thread, busy.results):
         # inference waits for frames: upstream, on the capture thread
-        stage = "source" if busy["source"] >= ahead_pre else "preprocess"
-        share = busy["capture_thread"]
+        stage = "source" if busy.source >= ahead_pre else "preprocess"
+        share = busy.capture_thread
         saturated = share >= SATURATED
     else:  # no thread saturated, and not capture: the busiest thread is named, and what is left
-        stage = "results" if busy["results"] > busy["inference_thread"] else "inference"
-        share, saturated = max(busy["results"], busy["inference_thread"]), False
+        stage = "results" if busy.results > busy.inference_thread else "inference"
+        share, saturated = max(busy.results, busy.inference_thread), False
     sentence = _sentence(stage, rate, share, alone, throttle_ms, busy)
-    return Bottleneck(stage, rate, dict(busy), alone, saturated, sentence)
+    return Bottleneck(stage, rate, busy, alone, saturated, sentence)
 
 
-def _sentence(stage: Stage, rate: float, share: float, alone: float | None, throttle_ms: float, busy: dict) -> str:
+def _sentence(stage: Stage, rate: float, share: float, alone: float | None, throttle_ms: float, busy: StageBusy) -> str:
     model = f"; the model alone: {alone:,.0f} /s" if alone else ""
-    if stage in ("inference", "preprocess") and share >= SATURATED and busy["inference_thread"] == share:
+    if stage in ("inference", "preprocess") and share >= SATURATED and busy.inference_thread == share:
         what = " (preprocessing and inference)" if stage == "preprocess" else ""
         return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time{what}"
     if stage == "throttle":
@@ -93,14 +93,14 @@ def _sentence(stage: Stage, rate: float, share: float, alone: float | None, thro
     if stage in ("inference", "results") and share < SATURATED:
         # Every thread waits part of each cycle: for a wake-up, or for the GIL another holds.
         return (
-            f"no thread is saturated at {rate:,.0f} /s (inference thread busy {busy['inference_thread']:.0%}, "
-            f"results {busy['results']:.0%}, capture {busy['capture_thread']:.0%}): the rest of each cycle is "
+            f"no thread is saturated at {rate:,.0f} /s (inference thread busy {busy.inference_thread:.0%}, "
+            f"results {busy.results:.0%}, capture {busy.capture_thread:.0%}): the rest of each cycle is "
             f"frames and results passing between threads; the busiest, {stage}, is named{model}"
         )
     if stage == "results":
         return f"results-bound at {rate:,.0f} /s: postprocessing and publishing take {share:.0%} of the time{model}"
     where = "capture" if stage == "source" else "preprocess"
-    detail = f"source {busy['source']:.0%}, preprocessing {busy['capture_thread'] - busy['source']:.0%}"
+    detail = f"source {busy.source:.0%}, preprocessing {busy.capture_thread - busy.source:.0%}"
     text = f"{where}-bound at {rate:,.0f} /s (the capture thread is busy {share:.0%}: {detail}){model}"
     if share < SATURATED:
         text += "; no thread is saturated, the busiest is named"

@@ -1,4 +1,4 @@
-"""Rolling pipeline metrics (FPS, per-stage latency, CPU cost per inference) and a resource sampler.
+"""Rolling pipeline metrics: FPS, per-stage latency, CPU cost per inference (the resources: resources.py).
 
 `Metrics` is fed by the capture and inference threads and read by the UI a few times a second.
 Rates are events in a sliding window divided by the time the window really covers, never
@@ -28,20 +28,19 @@ so rates and stats still describe one consistent, shorter span (window_s says wh
 from __future__ import annotations
 
 import math
-import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Final
 
 import numpy as np
-import psutil
 
-PERCENTILE_METHOD = "linear"
+from app.metrics.resources import ResourceReading, ResourceSampler
+
+PERCENTILE_METHOD: Final = "linear"
 LATENCY_KEYS = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
-STAGES = ("source", "preprocess", "inference", "results", "inference_thread", "capture_thread")
 DEFAULT_MAX_ROWS = 200_000
-_MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -89,8 +88,31 @@ class Stats:
     def of(cls, values: np.ndarray) -> Stats:
         if values.size == 0:
             return cls(0.0, 0.0, 0.0, 0.0, 0)
-        p50, p95 = np.percentile(values, [50, 95], method=PERCENTILE_METHOD)
+        p50, p95 = np.percentile(values, (50, 95), method=PERCENTILE_METHOD)
         return cls(float(values.mean()), float(p50), float(p95), float(values.max()), int(values.size))
+
+
+@dataclass(frozen=True)
+class StageBusy:
+    """Busy share of wall time per stage over the window: ms per item x items per second / 1000.
+    1.0 = the stage's thread never waited (app/metrics/bottleneck.py reads them)."""
+
+    source: float  # the capture thread in the source's read (decoding, or waiting for a paced frame)
+    preprocess: float  # ahead on the capture thread, or inline on the inference thread
+    inference: float  # the invokes
+    results: float  # the results thread: postprocess, publish, callbacks (recording)
+    inference_thread: float  # inference + the preprocessing done inline
+    capture_thread: float  # source + the preprocessing done ahead
+
+    @classmethod
+    def idle(cls) -> StageBusy:
+        return cls(*(0.0 for _ in fields(cls)))
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+STAGES = tuple(f.name for f in fields(StageBusy))
 
 
 @dataclass(frozen=True)
@@ -112,14 +134,12 @@ class MetricsSnapshot:
     gpu_util_pct: float | None  # NVML, None when no NVIDIA GPU / nvidia-ml-py
     gpu_name: str | None = None  # "index: name" of the GPU gpu_util_pct is about
     gpu_process_listed: bool | None = None  # NVML lists this process on that GPU (it holds a context there)
-    # Busy share of wall time per stage over the window (app/metrics/bottleneck.py reads them):
-    # ms per item x items per second / 1000. 1.0 = the stage's thread never waited.
-    stage_busy: dict[str, float] | None = None  # keys: STAGES
+    stage_busy: StageBusy | None = None  # in JSON: a dict keyed by STAGES
     # The GPU's own busy time per inference: NVML's utilisation (share of its last sample period,
     # 1/6 to 1 s, in which a kernel ran) x 1000 / inferences per second. None without NVML.
     gpu_busy_ms_per_inference: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -263,7 +283,8 @@ class Metrics:
             totals = (self._frames_total, self._inferences_total, self._dropped_total)
         span = max(0.0, now - lo)
         frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
-        reading = self._sampler.latest() if self._sampler else {}
+        reading = self._sampler.latest() if self._sampler else ResourceReading()
+        cpu_ms, cpu_per_wall = _cpu_cost(timings[:, 3], timings[:, 6])
         return MetricsSnapshot(
             window_s=span,
             capture_fps=len(frames) / span if span > 0 else 0.0,
@@ -273,10 +294,17 @@ class Metrics:
             dropped_total=totals[2],
             dropped_in_window=int(drops[:, 1].sum()),
             latency={key: Stats.of(timings[:, 1 + i]) for i, key in enumerate(LATENCY_KEYS)},
-            **_cpu_cost(timings[:, 3], timings[:, 6]),
-            **{key: reading.get(key) for key in _SNAPSHOT_READING_KEYS},
+            cpu_ms_per_inference=cpu_ms,
+            cpu_per_wall=cpu_per_wall,
+            process_cpu_pct_machine=reading.process_cpu_pct_machine,
+            process_cpu_pct_cores=reading.process_cpu_pct_cores,
+            system_cpu_pct=reading.system_cpu_pct,
+            rss_mb=reading.rss_mb,
+            gpu_util_pct=reading.gpu_util_pct,
+            gpu_name=reading.gpu_name,
+            gpu_process_listed=reading.gpu_process_listed,
             stage_busy=_stage_busy(frames, timings, published, span),
-            gpu_busy_ms_per_inference=_gpu_busy_ms(reading.get("gpu_util_pct"), len(timings) / span if span > 0 else 0),
+            gpu_busy_ms_per_inference=_gpu_busy_ms(reading.gpu_util_pct, len(timings) / span if span > 0 else 0),
         )
 
     def _rings(self) -> tuple[Ring, Ring, Ring, Ring]:
@@ -289,219 +317,25 @@ def _gpu_busy_ms(util_pct: float | None, rate: float) -> float | None:
     return util_pct / 100.0 * 1000.0 / rate
 
 
-def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, span: float) -> dict[str, float]:
+def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, span: float) -> StageBusy:
     """Each stage's busy milliseconds in the window over the window's milliseconds."""
     if span <= 0:
-        return dict.fromkeys(STAGES, 0.0)
+        return StageBusy.idle()
     wall_ms = span * 1e3
     inline_pre = timings[:, 7] - timings[:, 3]  # preprocessing the inference thread did itself
-    return {
-        "source": float(frames[:, 1].sum()) / wall_ms,
-        "preprocess": float(frames[:, 2].sum() + inline_pre.sum()) / wall_ms,
-        "inference": float(timings[:, 3].sum()) / wall_ms,
-        "results": float(published[:, 1].sum()) / wall_ms,
-        "inference_thread": float(timings[:, 7].sum()) / wall_ms,
-        "capture_thread": float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
-    }
+    return StageBusy(
+        source=float(frames[:, 1].sum()) / wall_ms,
+        preprocess=float(frames[:, 2].sum() + inline_pre.sum()) / wall_ms,
+        inference=float(timings[:, 3].sum()) / wall_ms,
+        results=float(published[:, 1].sum()) / wall_ms,
+        inference_thread=float(timings[:, 7].sum()) / wall_ms,
+        capture_thread=float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
+    )
 
 
-def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> dict[str, float]:
+def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> tuple[float, float]:
+    """(mean CPU ms per inference, that over the mean inference ms); zeros for no inferences."""
     if inference_ms.size == 0:
-        return {"cpu_ms_per_inference": 0.0, "cpu_per_wall": 0.0}
+        return 0.0, 0.0
     wall, cpu = float(inference_ms.mean()), float(cpu_ms.mean())
-    return {"cpu_ms_per_inference": cpu, "cpu_per_wall": cpu / wall if wall > 0 else 0.0}
-
-
-# ---- resources ---------------------------------------------------------------------------------
-
-_SNAPSHOT_READING_KEYS = (
-    "process_cpu_pct_machine",
-    "process_cpu_pct_cores",
-    "system_cpu_pct",
-    "rss_mb",
-    "gpu_util_pct",
-    "gpu_name",
-    "gpu_process_listed",
-)
-# sampled_at: monotonic time of the reading; span_s: the wall time the CPU percentages cover.
-READING_KEYS = (*_SNAPSHOT_READING_KEYS, "sampled_at", "span_s")
-
-
-@dataclass(frozen=True)
-class CpuMark:
-    wall: float
-    process_s: float  # user + system CPU seconds of the process (all its threads, no children)
-    system_busy_s: float
-    system_total_s: float
-
-
-def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
-    """The process's and the machine's CPU counters now (this process unless `proc`)."""
-    wall = time.monotonic()
-    pt = (proc or psutil.Process()).cpu_times()
-    st = psutil.cpu_times()
-    # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
-    # keeps one module-wide baseline that any other caller in the process would reset.
-    total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
-    idle = st.idle + getattr(st, "iowait", 0.0)
-    return CpuMark(wall, pt.user + pt.system, total - idle, total)
-
-
-def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> dict[str, float | None]:
-    wall = b.wall - a.wall
-    if wall <= 0:
-        return {}
-    # The kernel counts CPU time in clock ticks (10 ms at 100 Hz), so a short span can read a
-    # little above the physical maximum; clamping only removes that quantisation excess.
-    cores = min(100.0 * (b.process_s - a.process_s) / wall, 100.0 * ncpu)
-    total = b.system_total_s - a.system_total_s
-    busy = b.system_busy_s - a.system_busy_s
-    system = min(max(100.0 * busy / total, 0.0), 100.0) if total > 0 else 0.0  # max: float noise of big sums
-    return {
-        "process_cpu_pct_cores": cores,
-        "process_cpu_pct_machine": cores / ncpu,
-        "system_cpu_pct": system,
-        "span_s": wall,
-    }
-
-
-class _NvmlProbe:
-    """GPU utilisation through NVML (nvidia-ml-py's `pynvml`); any absence gives no reading."""
-
-    def __init__(self, pid: int) -> None:
-        self._pid = pid
-        self._nvml = None
-        self._handles: list = []
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-        except Exception:  # ImportError, NVMLError_LibraryNotFound/DriverNotLoaded, OSError: no NVIDIA GPU here
-            return
-        try:
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        except pynvml.NVMLError:
-            self._handles = []
-        if self._handles:
-            self._nvml = pynvml
-        else:
-            pynvml.nvmlShutdown()
-
-    def read(self) -> dict:
-        nvml = self._nvml
-        if nvml is None:
-            return {}
-        try:
-            index, listed = self._device_of_process()
-            handle = self._handles[index]
-            name = nvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else name
-            util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu
-        except nvml.NVMLError:
-            return {}
-        return {"gpu_util_pct": float(util), "gpu_name": f"{index}: {name}", "gpu_process_listed": listed}
-
-    def _device_of_process(self) -> tuple[int, bool]:
-        """The first GPU that lists this pid (compute or graphics/Vulkan context), else device 0.
-
-        Inside a container NVML reports host pids, so the match can fail there: device 0 then.
-        """
-        nvml = self._nvml
-        for index, handle in enumerate(self._handles):
-            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    if any(p.pid == self._pid for p in listing(handle)):
-                        return index, True
-                except nvml.NVMLError:
-                    continue
-        return 0, False
-
-    def close(self) -> None:
-        if self._nvml is not None:
-            self._nvml.nvmlShutdown()
-            self._nvml = None
-
-
-class ResourceSampler:
-    """Samples process/system CPU %, RSS and GPU utilisation on a daemon thread every `interval_s`.
-
-    CPU percentages are deltas of cumulative CPU time between two samples over the wall time
-    between them, so the first reading comes one interval after start() (which primes them).
-    Readings before that, or after the process has gone, are None. start() and stop() belong to
-    one owner; latest() may be called from any thread.
-    """
-
-    def __init__(self, interval_s: float = 0.5, pid: int | None = None, gpu: bool = True) -> None:
-        if interval_s <= 0:
-            raise ValueError("interval_s must be > 0")
-        self.interval_s = interval_s
-        self.pid = os.getpid() if pid is None else pid
-        self._gpu = gpu
-        self._ncpu = psutil.cpu_count() or 1
-        self._lock = threading.Lock()
-        self._latest: dict = dict.fromkeys(READING_KEYS)
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
-        self._nvml: _NvmlProbe | None = None
-
-    @property
-    def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
-
-    def start(self) -> None:
-        if self.running:
-            return
-        proc = psutil.Process(self.pid)
-        self._nvml = _NvmlProbe(self.pid) if self._gpu else None
-        mark = cpu_mark(proc)
-        self._publish({"rss_mb": proc.memory_info().rss / _MIB, **self._gpu_reading(), "sampled_at": mark.wall})
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        """Returns at once unless a sample is being taken (the wait is an Event, not a sleep)."""
-        thread = self._thread
-        if thread is None:
-            return
-        self._stop.set()
-        thread.join(timeout=self.interval_s + 2.0)
-        if thread.is_alive():  # stuck in a driver call: keep it visible as running, leave NVML to it
-            return
-        self._thread = None
-        if self._nvml is not None:
-            self._nvml.close()
-            self._nvml = None
-
-    def latest(self) -> dict:
-        """The newest reading: READING_KEYS, each None when not (yet) known."""
-        with self._lock:
-            return dict(self._latest)
-
-    def __enter__(self) -> ResourceSampler:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
-        while not self._stop.wait(self.interval_s):
-            try:
-                mark = cpu_mark(proc)
-                rss_mb = proc.memory_info().rss / _MIB
-            except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
-                self._publish({"sampled_at": time.monotonic()})
-                return
-            cpu = cpu_percentages(previous, mark, self._ncpu)
-            self._publish({**cpu, "rss_mb": rss_mb, **self._gpu_reading(), "sampled_at": mark.wall})
-            previous = mark
-
-    def _gpu_reading(self) -> dict:
-        return self._nvml.read() if self._nvml is not None else {}
-
-    def _publish(self, values: dict) -> None:
-        reading = dict.fromkeys(READING_KEYS)
-        reading.update(values)
-        with self._lock:
-            self._latest = reading
+    return cpu, cpu / wall if wall > 0 else 0.0

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 
@@ -83,7 +85,7 @@ class ModelSpec:
     def label(self, index: int) -> str:
         return self.labels.name(index)
 
-    def summary(self) -> dict:
+    def as_json(self) -> dict[str, object]:
         """The `model` object of the CLI's JSON output."""
         return {
             "name": self.name,
@@ -94,7 +96,7 @@ class ModelSpec:
         }
 
 
-def bundled_models() -> dict[str, Path]:
+def bundled_models() -> Mapping[str, Path]:
     """Bundled model name -> .tflite path, from the sidecars in the models folder."""
     found: dict[str, Path] = {}
     folder = models_dir()
@@ -134,7 +136,7 @@ def _finite(v: object) -> bool:
         return False
 
 
-def _numbers(value: object) -> bool:
+def _numbers(value: object) -> TypeGuard[list[float]]:
     return isinstance(value, list) and len(value) in (1, 3) and all(_finite(v) for v in value)
 
 
@@ -244,7 +246,7 @@ def _normalization(
             vals = vals * 3
         if len(vals) != 3 or not all(math.isfinite(v) for v in vals):
             raise ModelError(f"{what} must be one or three finite numbers, got {list(values)}")
-        return vals  # type: ignore[return-value]
+        return vals
 
     if mean is not None or std is not None:
         m = three(mean if mean is not None else (127.5,), "--mean")

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from app.backends import DelegationReport, open_session
+from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.metrics.window import InferenceTiming, Metrics
 from app.model.preprocess import Preprocessor
@@ -189,7 +190,7 @@ class InferenceWorker:
             threads = config.options.cpu_threads
         except (TypeError, ValueError):
             threads = 0  # not pinned; open_session reports the bad option
-        cpus = self._inference_cpus or cpu_affinity.inference_cpus(config.delegate, threads)
+        cpus = self._inference_cpus or cpu_affinity.inference_cpus(config.delegate in CPU_DELEGATES, threads)
         split = cpu_affinity.split_for(cpus)
         if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
             cpu_affinity.release(self)

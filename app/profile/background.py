@@ -15,13 +15,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from app.backends import open_session
 from app.backends.base import ModelRunner
 from app.backends.litert_c import HW_CPU, NativeModel
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.errors import DelegateScopeError
 from app.model.spec import ModelSpec, load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
@@ -94,14 +95,16 @@ class LiveProfiler:
             self._thread.join(timeout)
         self._thread = None
 
-    def latest(self) -> dict[str, LiveProfile]:
+    def latest(self) -> Mapping[str, LiveProfile]:
+        """side -> its newest profile: a copy, read by the window."""
         with self._lock:
             return dict(self._latest)
 
     def _spec(self, target: Target) -> ModelSpec:
         key = (target.model, target.labels)
         if key not in self._specs:
-            self._specs[key] = load_model_spec(target.model, labels_file=target.labels)
+            labels = Path(target.labels) if target.labels else None  # a str here failed in read_labels_file
+            self._specs[key] = load_model_spec(target.model, labels_file=labels)
         return self._specs[key]
 
     def profile_once(self) -> None:
@@ -123,9 +126,9 @@ class LiveProfiler:
         if cached is not None and cached[0] != target:  # the side now runs something else
             self._close(side)
             cached = None
-        if target.delegate == "gpu":
+        if target.delegate == Delegate.GPU:
             return self._profile_gpu(side, target, spec, cached)
-        if target.delegate != "cpu":  # Core ML: a session of its own each time (app.profile.run)
+        if target.delegate != Delegate.CPU:  # Core ML: a session of its own each time (app.profile.run)
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
@@ -135,9 +138,9 @@ class LiveProfiler:
             for _ in range(WARMUP_RUNS):
                 model.run()
             self._models[side] = cached = (target, model)
-        model = cached[1]
-        assert isinstance(model, NativeModel)
-        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=model)
+        native = cached[1]
+        assert isinstance(native, NativeModel)  # the CPU side caches its NativeModel, the GPU side a session
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=native)
 
     def _profile_gpu(
         self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, NativeModel | ModelRunner] | None
@@ -145,14 +148,16 @@ class LiveProfiler:
         """A GPU session of the profiler's own, opened once per target (GPU sessions belong to the thread that
         opened them: this one); a GPU that cannot run here gives the CPU profile with the reason, as `profile`."""
         if cached is None:
-            session = open_session(spec, "gpu", target.options, fallback=True)
-            if session.report.used != "gpu":
+            session = open_session(spec, Delegate.GPU, target.options, fallback=True)
+            if session.report.used != Delegate.GPU:
                 reason = session.report.fallback_reason
                 session.close()
-                profile = profile_model(spec, "cpu", target.options, runs=self.runs)
-                return replace(profile, requested="gpu", fallback_reason=reason)
+                profile = profile_model(spec, Delegate.CPU, target.options, runs=self.runs)
+                return replace(profile, requested=Delegate.GPU, fallback_reason=reason)
             self._models[side] = cached = (target, session)
-        return profile_gpu(spec, cached[1], target.options.cpu_threads, self.runs)
+        runner = cached[1]
+        assert not isinstance(runner, NativeModel)  # the GPU side caches a session, the CPU side its NativeModel
+        return profile_gpu(spec, runner, target.options.cpu_threads, self.runs)
 
     def _close(self, side: str) -> None:
         entry = self._models.pop(side, None)

@@ -14,7 +14,8 @@ import sys
 import numpy as np
 
 from app.backends.base import ModelRunner, first_line
-from app.backends.coreml.plan import COMPUTE_PLAN_MACOS, COMPUTE_UNITS, device_name, macos_version
+from app.backends.coreml.plan import COMPUTE_PLAN_MACOS, device_name, macos_version
+from app.backends.options import ComputeUnits
 from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable
 from app.model.spec import ModelSpec
@@ -36,7 +37,7 @@ def plan_rows(session: ModelRunner, units: str) -> list[tuple[str, str, float | 
     model = session._model  # the CoreMLSession's MLModel: its compiled path is what the plan reads
     try:
         plan = MLComputePlan.load_from_path(
-            model.get_compiled_model_path(), compute_units=getattr(ct.ComputeUnit, COMPUTE_UNITS[units])
+            model.get_compiled_model_path(), compute_units=getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
         )
         rows = []
         for op in plan.model_structure.program.functions["main"].block.operations:

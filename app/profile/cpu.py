@@ -59,13 +59,13 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
     # Partitions: the maximal runs of nodes not run by a built-in kernel (TFLite's partitioner keeps
     # execution order: tensorflow/lite/delegates/utils.cc GraphPartitionHelper).
     partitions: list[list[tuple[int, str]]] = []
-    for node in graph.nodes:
-        if node.index in on_cpu:
+    for graph_node in graph.nodes:
+        if graph_node.index in on_cpu:
             partitions.append([])
         else:
             if not partitions:
                 partitions.append([])
-            partitions[-1].append((node.index, node.op))
+            partitions[-1].append((graph_node.index, graph_node.op))
     partitions = [p for p in partitions if p]
     # The XNNPACK operators of each partition: consecutive delegate events, numbered from 0 per partition.
     groups: list[list[int]] = []
@@ -80,8 +80,8 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
     partition_of: dict[int, int] = {}
     for number, positions in enumerate(groups):
         nodes = partitions[number] if number < len(partitions) else []
-        for position, node in zip(positions, align([layout[p].tag for p in positions], nodes), strict=True):
-            node_of[position] = node
+        for position, aligned in zip(positions, align([layout[p].tag for p in positions], nodes), strict=True):
+            node_of[position] = aligned
             partition_of[position] = number
     names = {n.index: n.op for n in graph.nodes}
     rows = []

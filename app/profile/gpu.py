@@ -10,6 +10,7 @@ the same model (same kernels, same threads); the GPU partitions get the rest, by
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 
@@ -44,7 +45,8 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
     adapter = (
         f"GPU: {report.adapter}" + (" (software renderer)" if report.software else "") if report.adapter else "GPU"
     )
-    base = dict(
+    profile = partial(
+        Profile,
         model=spec.display_name,
         requested=report.requested,
         used="gpu",
@@ -59,8 +61,7 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
         whole = OpTime(
             0, None, "whole model", "GPU accelerator", Placement.ACCELERATOR, None, wall_ms, TimeSource.DIFFERENCE
         )
-        return Profile(
-            **base,
+        return profile(
             ops=(whole,),
             not_reported=(NO_GPU_OP_PROFILE, "which nodes the GPU took: not reported by the runtime for this model"),
         )
@@ -126,4 +127,4 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
     not_reported = [NO_GPU_OP_PROFILE]
     if len(partitions) > 1:
         not_reported.append(f"how the GPU's time divides between its {len(partitions)} partitions: not reported")
-    return Profile(**base, ops=tuple(rows), not_reported=tuple(not_reported), notes=tuple(notes))
+    return profile(ops=tuple(rows), not_reported=tuple(not_reported), notes=tuple(notes))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.backends import open_session
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, Delegate
 from app.errors import BackendUnavailable
 from app.model.spec import ModelSpec
 from app.profile.cpu import profile_cpu
@@ -22,16 +22,16 @@ def profile_model(
     if runs < 1:
         raise ValueError("runs must be at least 1")
     threads = options.cpu_threads
-    if requested == "cpu":
+    if requested == Delegate.CPU:
         return profile_cpu(spec, threads, runs)
     session = open_session(spec, requested, options, fallback=fallback)
     reason = session.report.fallback_reason
     try:
-        if session.report.used == "gpu":
+        if session.report.used == Delegate.GPU:
             from app.profile.gpu import profile_gpu
 
             return profile_gpu(spec, session, threads, runs)
-        if session.report.used == "coreml":
+        if session.report.used == Delegate.COREML:
             from app.profile.coreml_plan import profile_coreml
 
             try:

@@ -117,8 +117,8 @@ class Profile:
                     last.ms + op.ms,
                 )
             else:
-                first, last = (min(nodes), max(nodes)) if nodes else (None, None)
-                out.append(Segment(op.placement, op.partition, first, last, 1, op.ms))
+                lo, hi = (min(nodes), max(nodes)) if nodes else (None, None)
+                out.append(Segment(op.placement, op.partition, lo, hi, 1, op.ms))
         return out
 
     # --- JSON ----------------------------------------------------------------------------------

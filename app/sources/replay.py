@@ -58,7 +58,7 @@ def capture_frames(spec: str, count: int, *, decode_threads: int | None = None) 
                 f"{MAX_CAPTURED_BYTES / 1024**3:.0f} GiB, and no more than half the memory available); "
                 "ask for fewer frames"
             )
-        images = []
+        images: list[np.ndarray] = []
         while len(images) < count:
             frame = source.read()
             if frame is None:

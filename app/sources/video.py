@@ -73,7 +73,8 @@ class VideoSource(_CaptureSource):
         self._path = path
         self._decode_threads = default_decode_threads() if decode_threads is None else decode_threads
         self._loop = loop
-        self._pending, file_fps, count = self._open()
+        first, file_fps, count = self._open()
+        self._pending: np.ndarray | None = first  # decoded at open, handed out as the first frame
         warnings = []
         if not _valid_fps(file_fps):
             warnings.append(f"the file gives no usable frame rate ({file_fps:g}); playing at 30 fps")

@@ -59,10 +59,10 @@ def _cpus(cpus: tuple[int, ...]) -> str:
 ACCELERATOR_INFERENCE_CPUS = 1
 
 
-def inference_cpus(delegate: str, threads: int) -> int:
-    """CPUs the inference thread keeps for `delegate`: a CPU session's thread count (its XNNPACK
-    workers share them), an accelerator's ACCELERATOR_INFERENCE_CPUS."""
-    return threads if delegate in ("cpu", "reference") else ACCELERATOR_INFERENCE_CPUS
+def inference_cpus(on_cpu: bool, threads: int) -> int:
+    """CPUs the inference thread keeps: a session that computes on the CPU (app.backends.options.CPU_DELEGATES)
+    its thread count (its XNNPACK workers share them), an accelerator's ACCELERATOR_INFERENCE_CPUS."""
+    return threads if on_cpu else ACCELERATOR_INFERENCE_CPUS
 
 
 def split_for(threads: int, allowed: frozenset[int] | None = None) -> CpuSplit | None:

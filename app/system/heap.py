@@ -19,6 +19,7 @@ import ctypes.util
 import platform
 import re
 import sys
+from dataclasses import dataclass
 from functools import cache
 
 
@@ -85,27 +86,40 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
-def heap_stats() -> dict[str, float] | None:
-    """glibc's own account of the heap, in MiB, for soaks that must tell live memory from
-    memory the allocator keeps: `in_use` (allocated, not freed), `free` (kept by the
-    allocator for reuse; resident where touched since the last trim), `mmapped` (big blocks
-    served by mmap), `main_arena` and `other_arenas` (what the arenas hold from the system:
-    the main one serves the main thread, each other thread gets one of up to 8 per core, or of
-    the number `limit_arenas` set), `arenas` (how many). None where this is not glibc >= 2.33 (mallinfo2)."""
+@dataclass(frozen=True)
+class HeapStats:
+    """glibc's own account of the heap, in MiB, for soaks that must tell live memory from memory the
+    allocator keeps. `unknown()`: every figure NaN, for a soak's row where there is no glibc."""
+
+    in_use: float  # allocated, not freed
+    free: float  # kept by the allocator for reuse; resident where touched since the last trim
+    mmapped: float  # big blocks served by mmap
+    main_arena: float  # what the main thread's arena holds from the system
+    other_arenas: float  # ... the others': each other thread gets one of up to 8 per core, or of limit_arenas
+    arenas: float  # how many (a float, as the soaks' JSON has always written it)
+
+    @classmethod
+    def unknown(cls) -> HeapStats:
+        nan = float("nan")
+        return cls(nan, nan, nan, nan, nan, nan)
+
+
+def heap_stats() -> HeapStats | None:
+    """The heap now; None where this is not glibc >= 2.33 (mallinfo2)."""
     libc = _libc()
     if libc is None or not hasattr(libc, "mallinfo2"):
         return None
     info = libc.mallinfo2()
     arenas = _arena_sizes(libc)
     mib = 1 / 2**20
-    return {
-        "in_use": info.uordblks * mib,
-        "free": info.fordblks * mib,
-        "mmapped": info.hblkhd * mib,
-        "main_arena": (arenas[0] if arenas else 0) * mib,
-        "other_arenas": sum(arenas[1:]) * mib,
-        "arenas": float(len(arenas)),
-    }
+    return HeapStats(
+        in_use=info.uordblks * mib,
+        free=info.fordblks * mib,
+        mmapped=info.hblkhd * mib,
+        main_arena=(arenas[0] if arenas else 0) * mib,
+        other_arenas=sum(arenas[1:]) * mib,
+        arenas=float(len(arenas)),
+    )
 
 
 def _arena_sizes(libc: ctypes.CDLL) -> list[int]:
@@ -118,7 +132,7 @@ def _arena_sizes(libc: ctypes.CDLL) -> list[int]:
     libc.malloc_info(0, stream)
     libc.fclose(stream)
     try:
-        xml = ctypes.string_at(buf.value, size.value).decode("ascii", "replace")
+        xml = ctypes.string_at(buf, size.value).decode("ascii", "replace")
     finally:
         libc.free(buf)
     # <heap nr="N"> ... <system type="current" size="BYTES"/> ... </heap>, one per arena

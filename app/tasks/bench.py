@@ -12,7 +12,8 @@ from pathlib import Path
 import psutil
 
 from app.metrics.bottleneck import find_bottleneck
-from app.metrics.window import CpuMark, Metrics, MetricsSnapshot, ResourceSampler, cpu_mark, cpu_percentages
+from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
+from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import InferenceConfig, Pipeline, Result, State
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter
@@ -153,8 +154,8 @@ _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cp
 def _measured_cpu(start: tuple[CpuMark, float], end: tuple[CpuMark, float]) -> dict:
     """Process and system CPU between two (mark, wall clock) readings, as the sampler counts them."""
     span = cpu_percentages(start[0], end[0], os.cpu_count() or 1)
-    return {"from_wall": start[1], "to_wall": end[1], "seconds": span.get("span_s", 0.0)} | {
-        k: span.get(k, 0.0) for k in _SPAN_CPU_KEYS
+    return {"from_wall": start[1], "to_wall": end[1], "seconds": span.span_s if span else 0.0} | {
+        k: getattr(span, k) if span else 0.0 for k in _SPAN_CPU_KEYS
     }
 
 

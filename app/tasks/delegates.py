@@ -17,9 +17,9 @@ def delegate_statuses() -> list[dict]:
         if backend.name == "gpu":
             result = probe()
             status.update(
-                adapter=result.get("adapter"),
-                software=bool(result.get("software")),
-                devices=result.get("devices", []),
+                adapter=result.adapter,
+                software=result.software,
+                devices=list(result.devices),
             )
         statuses.append(status)
     return statuses

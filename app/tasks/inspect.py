@@ -59,8 +59,8 @@ def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
     """(coverage, adapter, software). Measured in a child process; unavailable, with the reason, when
     the GPU cannot start here or the child fails."""
     status = probe()
-    if not status.get("ok"):
-        reason = f"no GPU here: {status.get('reason', 'unknown')}"
+    if not status.ok:
+        reason = f"no GPU here: {status.reason}"
         return unavailable("gpu", reason, len(spec.op_types)), None, False
     try:
         proc = subprocess.run(

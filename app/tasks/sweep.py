@@ -28,9 +28,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from app.backends.coreml.plan import COMPUTE_UNITS
-from app.backends.gpu.backend import PRECISIONS
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import bundled_models, load_model_spec
@@ -176,15 +174,15 @@ def plan_sweep(
             setting = f"{threads} thread{'s' if threads > 1 else ''}" + (" (all cores)" if threads == n > 1 else "")
             entries.append(SweepEntry(model, "cpu", BackendOptions(threads=threads), setting))
         if gpu_reason:
-            entries.append(SweepEntry(model, "gpu", BackendOptions(), " / ".join(PRECISIONS), gpu_reason))
+            entries.append(SweepEntry(model, "gpu", BackendOptions(), " / ".join(GpuPrecision), gpu_reason))
         else:
-            for precision in PRECISIONS:
+            for precision in GpuPrecision:
                 options = BackendOptions(precision=precision, allow_software=allow_software_gpu)
                 entries.append(SweepEntry(model, "gpu", options, precision))
         if coreml_reason:
             entries.append(SweepEntry(model, "coreml", BackendOptions(), "(any compute units)", coreml_reason))
         else:
-            for units in COMPUTE_UNITS:
+            for units in ComputeUnits:
                 entries.append(SweepEntry(model, "coreml", BackendOptions(compute_units=units), units))
     return entries
 

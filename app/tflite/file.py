@@ -9,6 +9,7 @@ bytes becomes a ModelError naming the problem.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ai_edge_litert import schema_py_generated as fb
@@ -40,7 +41,7 @@ class TfliteInfo:
     outputs: list[TensorInfo]
     op_types: list[str]  # one entry per node of the main subgraph, in execution order
     op_versions: list[int]  # each node's operator version, same order
-    metadata: dict[str, bytes]  # model metadata entries by name (e.g. "TFLITE_METADATA")
+    metadata: Mapping[str, bytes]  # model metadata entries by name (e.g. "TFLITE_METADATA")
     description: str
 
 
@@ -104,7 +105,7 @@ def buffer_view(model: fb.Model, data: bytes, index: int, what: str) -> memoryvi
     return memoryview(buf.DataAsNumpy())
 
 
-def _metadata(model: fb.Model, data: bytes, limit: int) -> dict[str, bytes]:
+def _metadata(model: fb.Model, data: bytes, limit: int) -> Mapping[str, bytes]:
     entries: dict[str, bytes] = {}
     for i in range(check_len(model.MetadataLength(), limit, "the metadata list")):
         entry = model.Metadata(i)

@@ -40,7 +40,7 @@ class ClassifierMetadata:
 class _T:
     """A flatbuffer table with slot-numbered accessors (slot = field order in the .fbs)."""
 
-    def __init__(self, buf: bytes, pos: int) -> None:
+    def __init__(self, buf: bytes | bytearray, pos: int) -> None:
         self.t = Table(bytearray(buf) if not isinstance(buf, bytearray) else buf, pos)
 
     def _o(self, slot: int) -> int:

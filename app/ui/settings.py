@@ -12,8 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QDataStream, QSettings
 
 from app.backends import BACKENDS
-from app.backends.coreml.plan import COMPUTE_UNITS
-from app.backends.gpu.backend import PRECISIONS
+from app.backends.options import ComputeUnits, GpuPrecision
 from app.errors import SourceError
 from app.model.spec import bundled_models
 from app.sources import parse_source_spec
@@ -99,8 +98,8 @@ def load_settings(store: QSettings) -> tuple[SavedSettings, list[str]]:
         else:
             saved.model = model
     _choice(saved, raw, "delegate", tuple(BACKENDS), bad)
-    _choice(saved, raw, "precision", PRECISIONS, bad)
-    _choice(saved, raw, "units", tuple(COMPUTE_UNITS), bad)
+    _choice(saved, raw, "precision", tuple(GpuPrecision), bad)
+    _choice(saved, raw, "units", tuple(ComputeUnits), bad)
     _number(saved, raw, "threads", int, 1, 256, bad)
     _number(saved, raw, "throttle_ms", float, 0.0, 10_000.0, bad)
     _number(saved, raw, "top_k", int, 1, 10, bad)

@@ -56,14 +56,14 @@ def test_the_int8_model_shows_no_pieces(qtbot, make_window):
 
 def test_pieces_without_reported_times_say_so(qtbot):
     """A partitioned Core ML session whose report has no per-piece times: "not reported", never a guess."""
-    from app.backends.base import DelegationReport
+    from app.backends.base import CoreMLMode, DelegationReport
     from app.coreml_mil.split import CoreMLPieces, PieceSummary
     from app.ui.panels.delegation import DelegationPanel
 
     panel = DelegationPanel()
     qtbot.addWidget(panel)
     pieces = (PieceSummary(0, "coreml", tuple(range(58)), ("CONV_2D",)), PieceSummary(1, "cpu", (58,), ("MEAN",)))
-    report = DelegationReport("coreml", "coreml", "Core ML (compute units: all)", options={"mode": "partitioned"},
+    report = DelegationReport("coreml", "coreml", "Core ML (compute units: all)", coreml_mode=CoreMLMode.PARTITIONED,
                               coreml_pieces=CoreMLPieces(pieces))  # fmt: skip
     panel.set_report(report, "m")
     assert "Core ML runs it in 2 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN)" in panel.text()

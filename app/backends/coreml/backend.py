@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
 from app.backends.coreml.package import check_package, has_manifest, package_name
-from app.backends.coreml.plan import COMPUTE_UNITS, DEFAULT_COMPUTE_UNITS, compute_plan
-from app.backends.options import BackendOptions
+from app.backends.coreml.plan import compute_plan
+from app.backends.options import BackendOptions, ComputeUnits, Delegate
 from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
 from app.model.spec import ModelSpec, read_sidecar
@@ -54,7 +54,7 @@ class CoreMLSession:
             ct = import_coremltools()
         except ImportError as exc:
             raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
-        compute_units = getattr(ct.ComputeUnit, COMPUTE_UNITS[units])
+        compute_units = getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
         self._spec = spec
         started = time.perf_counter()
         try:
@@ -87,17 +87,17 @@ class CoreMLSession:
 
         plan, no_plan = compute_plan(self._model, compute_units)
         report_warnings = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
-        options: dict = {"compute_units": units, "mlpackage": package.name, "mode": "exported package"}
+        options: dict[str, object] = {"compute_units": units, "mlpackage": package.name}
         total = delegated = None
         cpu_ops: list[str] = []
         if plan is not None:
-            devices = plan["devices"]
+            devices = plan.devices
             total = sum(devices.values())
             delegated = devices.get("gpu", 0) + devices.get("neural_engine", 0)
-            cpu_ops = plan["cpu_ops"]
+            cpu_ops = plan.cpu_ops
             options["compute_plan"] = devices
-            if plan["cost"]:
-                options["compute_plan_cost"] = plan["cost"]  # Core ML's estimated share of the work
+            if plan.cost:
+                options["compute_plan_cost"] = plan.cost  # Core ML's estimated share of the work
         else:
             report_warnings.append(no_plan or "no per-op device plan")
         if quantized:
@@ -115,6 +115,7 @@ class CoreMLSession:
             cpu_ops=cpu_ops,
             fully_accelerated=None if total is None else delegated == total,
             options=options,
+            coreml_mode=CoreMLMode.EXPORTED_PACKAGE,
             warnings=report_warnings,
             native_log=log.lines(),
         )
@@ -137,7 +138,7 @@ class CoreMLSession:
 
 
 def _pick(features: Any, preferred: str, package: Path, what: str) -> str:
-    names = [f.name for f in features]
+    names: list[str] = [f.name for f in features]
     if preferred in names:
         return preferred
     if len(names) == 1:
@@ -146,7 +147,7 @@ def _pick(features: Any, preferred: str, package: Path, what: str) -> str:
 
 
 class CoreMLBackend:
-    name = "coreml"
+    name = Delegate.COREML
     label = "Core ML"
 
     def availability(self) -> str | None:
@@ -157,9 +158,9 @@ class CoreMLBackend:
         return None
 
     def open(self, spec: ModelSpec, options: BackendOptions) -> CoreMLSession | PartitionedCoreMLSession:
-        units = options.compute_units or DEFAULT_COMPUTE_UNITS
-        if units not in COMPUTE_UNITS:
-            raise ValueError(f"Core ML compute units must be one of {', '.join(COMPUTE_UNITS)}, got {units!r}")
+        units = options.compute_units or ComputeUnits.ALL
+        if units not in tuple(ComputeUnits):
+            raise ValueError(f"Core ML compute units must be one of {', '.join(ComputeUnits)}, got {units!r}")
         reason = self.availability()
         if reason:
             raise BackendUnavailable(reason)

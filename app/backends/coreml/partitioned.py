@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
+from app.backends.options import ComputeUnits
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
 from app.coreml_mil.programs import Prepared, load_or_convert
@@ -54,7 +55,7 @@ class PartitionedCoreMLSession:
     def __init__(
         self, spec: ModelSpec, units: str, precision: str, threads: int, cache: ProgramCache | None = None
     ) -> None:
-        from app.backends.coreml.plan import COMPUTE_UNITS, compute_plan
+        from app.backends.coreml.plan import compute_plan
         from app.coreml_mil.coremltools_import import import_coremltools
 
         if spec.input.dtype != "float32":
@@ -66,7 +67,7 @@ class PartitionedCoreMLSession:
             ct = import_coremltools()
         except ImportError as exc:
             raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
-        compute_units = getattr(ct.ComputeUnit, COMPUTE_UNITS[units])
+        compute_units = getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
         started = time.perf_counter()
         try:
             with capture_stderr() as log, warnings.catch_warnings(record=True) as caught:
@@ -98,11 +99,10 @@ class PartitionedCoreMLSession:
             if plan is None:
                 plan_warnings.append(no_plan or "no per-op device plan")
                 break
-            devices.update(plan["devices"])
-        options: dict = {
+            devices.update(plan.devices)
+        options: dict[str, object] = {
             "compute_units": units,
             "precision": precision,
-            "mode": "partitioned",
             "threads": threads,  # the LiteRT pieces
             "pieces": [{"piece": p.index, "where": p.where, "nodes": len(p.nodes)} for p in split.pieces],
             "programs": "cache hit" if prepared.entry.hit else "converted now",
@@ -130,6 +130,7 @@ class PartitionedCoreMLSession:
             cpu_ops=sorted({n.op for n in left}),
             fully_accelerated=not left,
             options=options,
+            coreml_mode=CoreMLMode.PARTITIONED,
             warnings=report_warnings,
             native_log=log.lines(),
             coverage=coverage,
@@ -143,7 +144,9 @@ class PartitionedCoreMLSession:
         )
 
     @staticmethod
-    def _runners(ct: Any, prepared: Prepared, compute_units: Any, threads: int) -> tuple[list[PieceRunner], list]:
+    def _runners(
+        ct: Any, prepared: Prepared, compute_units: Any, threads: int
+    ) -> tuple[list[PieceRunner], list[CoreMLPiece]]:
         by_piece = {p.piece: p for p in prepared.entry.pieces}
         runners: list[PieceRunner] = []
         core_ml: list[CoreMLPiece] = []

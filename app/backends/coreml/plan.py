@@ -1,4 +1,4 @@
-"""Core ML compute units and MLComputePlan: which device Core ML prefers for each op of a loaded model.
+"""MLComputePlan: which device Core ML prefers for each op of a loaded model.
 
 Shared by the bundled-package session and the partitioned one (app/backends/coreml/partitioned.py),
 which is why it lives apart from both.
@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections import Counter
+from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from app.backends.base import first_line
 
-COMPUTE_UNITS = {"all": "ALL", "cpu_and_ne": "CPU_AND_NE", "cpu_and_gpu": "CPU_AND_GPU", "cpu_only": "CPU_ONLY"}
-DEFAULT_COMPUTE_UNITS = "all"
 COMPUTE_PLAN_MACOS = (14, 4)
 _DEVICE_NAMES = {
     "MLCPUComputeDevice": "cpu",
@@ -33,8 +32,15 @@ def device_name(device: Any) -> str:
     return _DEVICE_NAMES.get(type(device).__name__, "unknown") if device is not None else "unknown"
 
 
-def compute_plan(model: Any, compute_units: Any) -> tuple[dict | None, str | None]:
-    """(plan facts, None) from MLComputePlan, or (None, the reason there is no plan).
+@dataclass(frozen=True)
+class ComputePlan:
+    devices: dict[str, int]  # MIL ops per preferred device ("cpu", "gpu", "neural_engine"), sorted by name
+    cost: dict[str, float] | None  # Core ML's estimated share of the work per device; None: no estimates (Intel)
+    cpu_ops: list[str]  # the MIL op types preferred on the CPU, sorted
+
+
+def compute_plan(model: Any, compute_units: Any) -> tuple[ComputePlan | None, str | None]:
+    """(the plan, None) from MLComputePlan, or (None, the reason there is no plan).
 
     Counts the ops of the main function that run: `const` and `constexpr_*` ops (weights,
     resolved when the model loads) are left out, so the fp16 and int8 models compare.
@@ -53,7 +59,7 @@ def compute_plan(model: Any, compute_units: Any) -> tuple[dict | None, str | Non
         if program is None or "main" not in program.functions:
             return None, "no per-op device plan: the model is not an ML program with a main function"
         devices: Counter[str] = Counter()
-        cost: Counter[str] = Counter()
+        cost: defaultdict[str, float] = defaultdict(float)
         cpu_ops: set[str] = set()
         for op in program.functions["main"].block.operations:
             if op.operator_name == "const" or op.operator_name.startswith("constexpr_"):
@@ -68,8 +74,8 @@ def compute_plan(model: Any, compute_units: Any) -> tuple[dict | None, str | Non
                 cost[device] += float(estimate.weight)
     except Exception as exc:  # the native bridge raises plain Exception/RuntimeError
         return None, f"no per-op device plan: MLComputePlan failed ({first_line(exc)})"
-    return {
-        "devices": dict(sorted(devices.items())),
-        "cost": {k: round(v, 4) for k, v in sorted(cost.items())} or None,
-        "cpu_ops": sorted(cpu_ops),
-    }, None
+    return ComputePlan(
+        devices=dict(sorted(devices.items())),
+        cost={k: round(v, 4) for k, v in sorted(cost.items())} or None,
+        cpu_ops=sorted(cpu_ops),
+    ), None

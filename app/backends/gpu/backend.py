@@ -31,7 +31,7 @@ import numpy as np
 from app.backends.base import DelegationReport, time_first_inference
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.backends.options import GPU_PRECISIONS, BackendOptions
+from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError, RunFailed
@@ -39,7 +39,6 @@ from app.model.spec import ModelSpec
 from app.system.native_log import capture_stderr
 from app.tflite.graph import read_graph
 
-PRECISIONS = GPU_PRECISIONS
 PROBE_TIMEOUT_S = 90
 _SELECTED_ADAPTER = re.compile(r"[Ss]elected adapter:?\s*(.+)")
 _REPLACING = re.compile(
@@ -255,35 +254,65 @@ class GpuSession:
             gc.collect()
 
 
+@dataclass(frozen=True)
+class GpuProbe:
+    """What the probe child said (app/backends/gpu/probe.py writes it as one JSON line)."""
+
+    ok: bool
+    reason: str | None = None  # not ok: why
+    adapter: str | None = None
+    software: bool = False
+    fully_accelerated: bool | None = None
+    init_ms: float | None = None
+    devices: tuple[str, ...] = ()  # the Vulkan loader's devices, described
+    vulkan_problem: str | None = None
+
+    @classmethod
+    def from_json(cls, line: str) -> GpuProbe:
+        d = json.loads(line)
+        if not isinstance(d, dict):
+            raise ValueError("the GPU probe wrote no JSON object")
+        return cls(
+            ok=bool(d.get("ok")),
+            reason=None if d.get("reason") is None else str(d["reason"]),
+            adapter=d.get("adapter"),
+            software=bool(d.get("software")),
+            fully_accelerated=d.get("fully_accelerated"),
+            init_ms=d.get("init_ms"),
+            devices=tuple(d.get("devices", ())),
+            vulkan_problem=d.get("vulkan_problem"),
+        )
+
+
 @lru_cache(maxsize=1)
-def probe() -> dict:
+def probe() -> GpuProbe:
     """Try the GPU once per process, in a child process: a driver that crashes or hangs cannot take the app down."""
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "app.backends.gpu.probe"], capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
         )
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        return GpuProbe.from_json(proc.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
-        return {"ok": False, "reason": f"the GPU probe did not finish within {PROBE_TIMEOUT_S} s"}
+        return GpuProbe(False, f"the GPU probe did not finish within {PROBE_TIMEOUT_S} s")
     except (ValueError, IndexError, OSError) as exc:
-        return {"ok": False, "reason": f"the GPU probe crashed ({type(exc).__name__})"}
+        return GpuProbe(False, f"the GPU probe crashed ({type(exc).__name__})")
 
 
 class GpuBackend:
-    name = "gpu"
+    name = Delegate.GPU
     label = "GPU (LiteRT)"
 
     def availability(self) -> str | None:
         result = probe()
-        if not result.get("ok"):
-            return str(result.get("reason", "unknown"))
-        if result.get("software"):
-            return f"GPU adapter is a software renderer: {result.get('adapter')}"
+        if not result.ok:
+            return result.reason or "unknown"
+        if result.software:
+            return f"GPU adapter is a software renderer: {result.adapter}"
         return None
 
     def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
-        if options.precision not in PRECISIONS:
-            raise ValueError(f"GPU precision must be one of {', '.join(PRECISIONS)}")
+        if options.precision not in tuple(GpuPrecision):
+            raise ValueError(f"GPU precision must be one of {', '.join(GpuPrecision)}")
         return GpuSession(
             spec,
             options.precision,

@@ -16,7 +16,7 @@ from app.model.spec import load_model_spec
 
 def main() -> int:
     devices, problem = list_devices()
-    result: dict = {"devices": [d.describe() for d in devices], "vulkan_problem": problem}
+    result: dict[str, object] = {"devices": [d.describe() for d in devices], "vulkan_problem": problem}
     try:
         session = GpuSession(load_model_spec(), "fp16", 1, allow_software=True)
     except DelegateScopeError as exc:

@@ -12,6 +12,7 @@ app package, and importing the app must not load TensorFlow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,7 @@ class BlockConfig:
         return self.stride == 1 and self.in_channels == self.out_channels
 
 
-def block_configs(weights: dict[str, np.ndarray]) -> list[BlockConfig]:
+def block_configs(weights: Mapping[str, np.ndarray]) -> list[BlockConfig]:
     """Derive the MBConv blocks from the weight shapes; a stage starts where channels change."""
     configs: list[BlockConfig] = []
     stage = -1
@@ -98,7 +99,7 @@ def _mbconv(x: keras.KerasTensor, cfg: BlockConfig) -> keras.KerasTensor:
 
 
 def build_keras_model(
-    weights: dict[str, np.ndarray], image_size: int = 224, name: str = "efficientnet_lite0"
+    weights: Mapping[str, np.ndarray], image_size: int = 224, name: str = "efficientnet_lite0"
 ) -> keras.Model:
     """Return the classifier (softmax included) with the weights loaded; batch fixed to 1."""
     import keras
@@ -120,7 +121,7 @@ def build_keras_model(
     return model
 
 
-def _torch_to_keras(torch_key: str, layer: keras.layers.Layer, weights: dict) -> list[np.ndarray]:
+def _torch_to_keras(torch_key: str, layer: keras.layers.Layer, weights: Mapping[str, np.ndarray]) -> list[np.ndarray]:
     import keras
 
     if isinstance(layer, keras.layers.BatchNormalization):
@@ -141,7 +142,7 @@ def _torch_key(layer_name: str) -> str:
     return f"_{layer_name}"
 
 
-def _load_weights(model: keras.Model, weights: dict[str, np.ndarray]) -> None:
+def _load_weights(model: keras.Model, weights: Mapping[str, np.ndarray]) -> None:
     used: set[str] = set()
     for layer in model.layers:
         if not layer.weights:

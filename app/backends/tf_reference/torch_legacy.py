@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import io
 import pickle
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def _read_storage(f: io.BytesIO, storage: _Storage) -> None:
     storage.data = np.frombuffer(raw, dtype=storage.dtype)
 
 
-def load_state_dict(path: Path) -> dict[str, np.ndarray]:
+def load_state_dict(path: Path) -> Mapping[str, np.ndarray]:
     """Return the tensors of a legacy torch state_dict file, by key, in file order."""
     data = Path(path).read_bytes()
     if data.startswith(b"PK"):

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         session.close()
     if args.json:
         out = {
-            "model": spec.summary(),
+            "model": spec.as_json(),
             "delegate": _delegate_json(session.report, results),
             "results": [r.to_dict() for r in results],
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],

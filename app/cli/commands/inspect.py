@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         warn(warning)
     if args.json:
         out = {
-            "model": spec.summary(),
+            "model": spec.as_json(),
             "coverage": result.to_dict(),
             "gpu_adapter": {"name": result.gpu_adapter, "software": result.gpu_software}
             if result.gpu_adapter

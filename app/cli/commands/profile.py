@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                 "(a GPU partition, an operator XNNPACK added) and are not in the Model Explorer data"
             )
     if args.json:
-        json.dump({"model": spec.summary(), "profile": profile.to_dict()}, sys.stdout, indent=2)
+        json.dump({"model": spec.as_json(), "profile": profile.to_dict()}, sys.stdout, indent=2)
         print()
         return 0
     for line in render(profile, top=args.top):

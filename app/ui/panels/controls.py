@@ -26,9 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.coreml.plan import COMPUTE_UNITS
-from app.backends.gpu.backend import PRECISIONS
-from app.backends.options import BackendOptions
+from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.model.spec import DEFAULT_MODEL, bundled_models
 from app.pipeline import InferenceConfig
 from app.sources import CameraInfo
@@ -108,14 +106,14 @@ class ControlPanel(QWidget):
         self.threads.valueChanged.connect(self._flag_oversubscription)
         form.addRow("Threads", self.threads)
         self.precision = QComboBox()
-        self.precision.addItems(list(PRECISIONS))
+        self.precision.addItems(list(GpuPrecision))
         self.precision.setToolTip("GPU: fp16 allowed (faster) or fp32 enforced")
         form.addRow("GPU precision", self.precision)
         self.allow_software = QCheckBox("Allow a software GPU")
         self.allow_software.setToolTip("Run on llvmpipe / SwiftShader ('GPU' work done by the CPU), flagged as such")
         form.addRow("", self.allow_software)
         self.units = QComboBox()
-        self.units.addItems(list(COMPUTE_UNITS))
+        self.units.addItems(list(ComputeUnits))
         self.units.setToolTip("Core ML compute units")
         form.addRow("Core ML units", self.units)
         self._delegate_form = form

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from app.backends.base import DelegationReport
+from app.backends.base import CoreMLMode, DelegationReport
 from app.backends.describe import backend_name, coreml_prediction_sentence, delegation_panel_facts, offload_sentence
 from app.coverage.text import left_on_cpu_lines
 from app.metrics.bottleneck import Bottleneck
@@ -140,7 +140,7 @@ class DelegationPanel(QWidget):
             self.pieces.setToolTip("")
             self.pieces.setVisible(False)
             return
-        ran = report.used == "coreml" and report.options.get("mode") == "partitioned"
+        ran = report.used == "coreml" and report.coreml_mode is CoreMLMode.PARTITIONED
         where = "" if ran else "on a Mac"
         # inspect's sentence, its headline in bold: "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → …"
         headline, _, rest = plan.sentence(where, limit=_PIECES_SHOWN).partition(": ")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -147,7 +148,7 @@ class OpsView(QWidget):
         super().__init__(parent)
         self.live: LiveController | None = None
         self.profiler: LiveProfiler | None = None
-        self.latest: dict[str, LiveProfile] = {}
+        self.latest: Mapping[str, LiveProfile] = {}
         layout = QVBoxLayout(self)
         self.enable = QCheckBox(f"Profile ops every {INTERVAL_S:.0f} s (a separate runner, low priority)")
         self.enable.setToolTip(

@@ -1,0 +1,244 @@
+"""What the process and the machine spend: CPU shares between two counter marks, and a sampler of
+process/system CPU %, RSS and (NVML) GPU utilisation on a daemon thread.
+
+`Metrics` (window.py) reads the sampler's newest reading into each snapshot; `bench` marks the
+CPU counters at the ends of its measured span.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psutil
+
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class CpuMark:
+    wall: float
+    process_s: float  # user + system CPU seconds of the process (all its threads, no children)
+    system_busy_s: float
+    system_total_s: float
+
+
+@dataclass(frozen=True)
+class CpuShares:
+    """CPU between two marks, as percentages of their wall time."""
+
+    process_cpu_pct_cores: float  # sum over cores, 0-100*ncores (what `top` shows)
+    process_cpu_pct_machine: float  # 0-100 of the whole machine
+    system_cpu_pct: float  # 0-100
+    span_s: float  # the wall time between the marks
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    gpu_util_pct: float  # NVML's utilisation of the GPU below
+    gpu_name: str  # "index: name"
+    gpu_process_listed: bool  # NVML lists this process on that GPU (it holds a context there)
+
+
+@dataclass(frozen=True)
+class ResourceReading:
+    """One sample; each figure None when not (yet) known: CPU shares need two samples, the GPU's NVML."""
+
+    process_cpu_pct_machine: float | None = None  # 0-100 of the whole machine
+    process_cpu_pct_cores: float | None = None  # sum over cores, 0-100*ncores
+    system_cpu_pct: float | None = None  # 0-100
+    rss_mb: float | None = None  # MiB
+    gpu_util_pct: float | None = None
+    gpu_name: str | None = None
+    gpu_process_listed: bool | None = None
+    sampled_at: float | None = None  # monotonic time of the reading
+    span_s: float | None = None  # the wall time the CPU percentages cover
+
+    @classmethod
+    def of(
+        cls, sampled_at: float, rss_mb: float | None = None, cpu: CpuShares | None = None, gpu: GpuReading | None = None
+    ) -> ResourceReading:
+        return cls(
+            process_cpu_pct_machine=cpu.process_cpu_pct_machine if cpu else None,
+            process_cpu_pct_cores=cpu.process_cpu_pct_cores if cpu else None,
+            system_cpu_pct=cpu.system_cpu_pct if cpu else None,
+            rss_mb=rss_mb,
+            gpu_util_pct=gpu.gpu_util_pct if gpu else None,
+            gpu_name=gpu.gpu_name if gpu else None,
+            gpu_process_listed=gpu.gpu_process_listed if gpu else None,
+            sampled_at=sampled_at,
+            span_s=cpu.span_s if cpu else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
+    """The process's and the machine's CPU counters now (this process unless `proc`)."""
+    wall = time.monotonic()
+    pt = (proc or psutil.Process()).cpu_times()
+    st = psutil.cpu_times()
+    # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
+    # keeps one module-wide baseline that any other caller in the process would reset.
+    total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
+    idle = st.idle + getattr(st, "iowait", 0.0)
+    return CpuMark(wall, pt.user + pt.system, total - idle, total)
+
+
+def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> CpuShares | None:
+    """None when no wall time passed between the marks."""
+    wall = b.wall - a.wall
+    if wall <= 0:
+        return None
+    # The kernel counts CPU time in clock ticks (10 ms at 100 Hz), so a short span can read a
+    # little above the physical maximum; clamping only removes that quantisation excess.
+    cores = min(100.0 * (b.process_s - a.process_s) / wall, 100.0 * ncpu)
+    total = b.system_total_s - a.system_total_s
+    busy = b.system_busy_s - a.system_busy_s
+    system = min(max(100.0 * busy / total, 0.0), 100.0) if total > 0 else 0.0  # max: float noise of big sums
+    return CpuShares(
+        process_cpu_pct_cores=cores, process_cpu_pct_machine=cores / ncpu, system_cpu_pct=system, span_s=wall
+    )
+
+
+class _NvmlProbe:
+    """GPU utilisation through NVML (nvidia-ml-py's `pynvml`); any absence gives no reading."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._nvml: Any = None  # the pynvml module once it has a device (it ships no type information)
+        self._handles: list[Any] = []
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except Exception:  # ImportError, NVMLError_LibraryNotFound/DriverNotLoaded, OSError: no NVIDIA GPU here
+            return
+        try:
+            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+        except pynvml.NVMLError:
+            self._handles = []
+        if self._handles:
+            self._nvml = pynvml
+        else:
+            pynvml.nvmlShutdown()
+
+    def read(self) -> GpuReading | None:
+        nvml = self._nvml
+        if nvml is None:
+            return None
+        try:
+            index, listed = self._device_of_process(nvml)
+            handle = self._handles[index]
+            name = nvml.nvmlDeviceGetName(handle)
+            name = name.decode() if isinstance(name, bytes) else name
+            util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu
+        except nvml.NVMLError:
+            return None
+        return GpuReading(gpu_util_pct=float(util), gpu_name=f"{index}: {name}", gpu_process_listed=listed)
+
+    def _device_of_process(self, nvml: Any) -> tuple[int, bool]:
+        """The first GPU that lists this pid (compute or graphics/Vulkan context), else device 0.
+
+        Inside a container NVML reports host pids, so the match can fail there: device 0 then.
+        """
+        for index, handle in enumerate(self._handles):
+            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
+                try:
+                    if any(p.pid == self._pid for p in listing(handle)):
+                        return index, True
+                except nvml.NVMLError:
+                    continue
+        return 0, False
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.nvmlShutdown()
+            self._nvml = None
+
+
+class ResourceSampler:
+    """Samples process/system CPU %, RSS and GPU utilisation on a daemon thread every `interval_s`.
+
+    CPU percentages are deltas of cumulative CPU time between two samples over the wall time
+    between them, so the first reading comes one interval after start() (which primes them).
+    Readings before that, or after the process has gone, are None. start() and stop() belong to
+    one owner; latest() may be called from any thread.
+    """
+
+    def __init__(self, interval_s: float = 0.5, pid: int | None = None, gpu: bool = True) -> None:
+        if interval_s <= 0:
+            raise ValueError("interval_s must be > 0")
+        self.interval_s = interval_s
+        self.pid = os.getpid() if pid is None else pid
+        self._gpu = gpu
+        self._ncpu = psutil.cpu_count() or 1
+        self._lock = threading.Lock()
+        self._latest = ResourceReading()
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._nvml: _NvmlProbe | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        if self.running:
+            return
+        proc = psutil.Process(self.pid)
+        self._nvml = _NvmlProbe(self.pid) if self._gpu else None
+        mark = cpu_mark(proc)
+        self._publish(ResourceReading.of(mark.wall, rss_mb=proc.memory_info().rss / _MIB, gpu=self._gpu_reading()))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Returns at once unless a sample is being taken (the wait is an Event, not a sleep)."""
+        thread = self._thread
+        if thread is None:
+            return
+        self._stop.set()
+        thread.join(timeout=self.interval_s + 2.0)
+        if thread.is_alive():  # stuck in a driver call: keep it visible as running, leave NVML to it
+            return
+        self._thread = None
+        if self._nvml is not None:
+            self._nvml.close()
+            self._nvml = None
+
+    def latest(self) -> ResourceReading:
+        """The newest reading (immutable: safe to hand to any thread)."""
+        with self._lock:
+            return self._latest
+
+    def __enter__(self) -> ResourceSampler:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                mark = cpu_mark(proc)
+                rss_mb = proc.memory_info().rss / _MIB
+            except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
+                self._publish(ResourceReading(sampled_at=time.monotonic()))
+                return
+            cpu = cpu_percentages(previous, mark, self._ncpu)
+            self._publish(ResourceReading.of(mark.wall, rss_mb=rss_mb, cpu=cpu, gpu=self._gpu_reading()))
+            previous = mark
+
+    def _gpu_reading(self) -> GpuReading | None:
+        return self._nvml.read() if self._nvml is not None else None
+
+    def _publish(self, reading: ResourceReading) -> None:
+        with self._lock:
+            self._latest = reading
