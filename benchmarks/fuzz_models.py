@@ -1,6 +1,6 @@
 """Fuzz campaign over model loading (issue: hardening). Thousands of seeded mutations of the
 bundled and fixture models through the app's own load path, each in a worker process
-(tests/model_fuzz.py), plus what the pure-Python flatbuffer check costs at load time.
+(tests/harness/model_fuzz.py), plus what the pure-Python flatbuffer check costs at load time.
 
     python benchmarks/fuzz_models.py [--cases 2000] [--seed 1]
 """
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.model.spec import load_model_spec  # noqa: E402
 from app.tflite.file import read_tflite  # noqa: E402
-from tests.model_fuzz import MUTATIONS, cases, run_cases  # noqa: E402
+from tests.harness.model_fuzz import MUTATIONS, cases, run_cases  # noqa: E402
 
 CORAL = ROOT.parent / "shared" / "fixtures" / "coral"
 
@@ -62,7 +62,7 @@ def main() -> None:
 
 def cases_for(seeds: list[Path]) -> list:
     """The unmutated seeds, to know each model's own answer ("append" of 0 bytes is a no-op)."""
-    from tests.model_fuzz import Case
+    from tests.harness.model_fuzz import Case
 
     return [Case(i, str(s), "none", 0) for i, s in enumerate(seeds)]
 

@@ -1,4 +1,4 @@
-"""Structure-aware fuzzing of the readers of user files (tests/reader_fuzz.py), thousands of cases
+"""Structure-aware fuzzing of the readers of user files (tests/harness/reader_fuzz.py), thousands of cases
 each, every reader in its own child process so a hang shows as a timeout rather than a stuck run.
 
     python benchmarks/fuzz_readers.py [--cases 2000] [--seed 1] [--timeout 1800] [--readers mlpackage ...]
@@ -20,13 +20,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.reader_fuzz import READERS  # noqa: E402
+from tests.harness.reader_fuzz import READERS  # noqa: E402
 
 _CHILD = """
 import json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from tests import reader_fuzz
+from tests.harness import reader_fuzz
 reader, seed, cases, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 with tempfile.TemporaryDirectory() as work:
     run = getattr(reader_fuzz, "fuzz_" + reader)

@@ -40,7 +40,7 @@ from app.backends.gpu.backend import probe  # noqa: E402
 from app.coverage.gpu_nodes import one_node_model, parse_split  # noqa: E402
 from app.system.native_log import capture_stderr  # noqa: E402
 from app.tflite.graph import read_graph  # noqa: E402
-from tests.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta  # noqa: E402
+from tests.builders.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta  # noqa: E402
 
 # What SwiftShader's WebGPU took (docs/coverage.md): node -> delegated (None: one of equal partitions).
 SWIFTSHADER = {

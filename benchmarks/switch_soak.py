@@ -4,7 +4,7 @@ python benchmarks/switch_soak.py [--switches 500] [--sample-every 100]
 VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu
     (the GPU path on a software Vulkan driver: GPU sessions, the software-renderer refusal, both precisions)
 VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/switch_soak.py --gpu-lost 30
-    (a GPU session whose device is lost mid-run, 30 times: tests/vulkan_fault's layer is built and enabled,
+    (a GPU session whose device is lost mid-run, 30 times: tests/harness/vulkan_fault's layer is built and enabled,
     the device lost after --lose-after queue submits; each time the pipeline must go on on the CPU)
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.switch_soak import GPU_STEPS, STEPS, run_switches
+from tests.harness.switch_soak import GPU_STEPS, STEPS, run_switches
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
@@ -32,12 +32,12 @@ if __name__ == "__main__":
         import subprocess
         import tempfile
 
-        from tests.vulkan_fault import build_layer, device_loss_env
+        from tests.harness.vulkan_fault import build_layer, device_loss_env
 
         with tempfile.TemporaryDirectory() as tmp:  # the loader reads the layer variables at start: a child
             env = {**os.environ, **device_loss_env(build_layer(Path(tmp)), submits=args.lose_after)}
             code = (
-                "import json; from tests.switch_soak import run_device_losses; "
+                "import json; from tests.harness.switch_soak import run_device_losses; "
                 f"print(json.dumps(run_device_losses({args.gpu_lost}, sample_every={args.sample_every}), indent=2))"
             )
             root = Path(__file__).resolve().parent.parent

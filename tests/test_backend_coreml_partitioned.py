@@ -22,8 +22,8 @@ from app.backends.coreml.backend import CoreMLBackend
 from app.backends.cpu import CpuBackend
 from app.backends.options import BackendOptions, ComputeUnits
 from app.model.spec import load_model_spec
+from tests.builders.coreml_models import every_op_model
 from tests.conftest import ROOT
-from tests.coreml_models import every_op_model
 
 on_macos = pytest.mark.skipif(sys.platform != "darwin", reason="Core ML predictions need macOS")
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
@@ -65,7 +65,7 @@ from pathlib import Path
 from app.backends.coreml.partitioned import PartitionedCoreMLSession
 from app.errors import BackendUnavailable
 from app.model.spec import load_model_spec
-from tests.coreml_models import untranslatable_model
+from tests.builders.coreml_models import untranslatable_model
 path = Path(sys.argv[1])
 path.write_bytes(untranslatable_model())
 try:

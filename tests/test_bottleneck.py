@@ -7,7 +7,7 @@ import pytest
 
 from app.pipeline import InferenceConfig
 from app.tasks.bench import BenchConfig, run_bench
-from tests.tflite_builder import GraphBuilder, options
+from tests.builders.tflite_builder import GraphBuilder, options
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,8 @@ from app.coreml_mil.verify import random_inputs, whole_model_outputs
 from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
 from app.model.spec import bundled_models
 from app.tflite.graph import read_graph
+from tests.builders.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 from tests.conftest import TEST_MODELS
-from tests.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
@@ -90,7 +90,7 @@ def _split_and_run(data: bytes, options: CoreMLOptions | None = None) -> tuple[l
 def test_pieces_read_as_inspect_prints_them_or_say_why_there_are_none():
     """CoreMLPieces: the one description of the pieces (inspect and the window's panel)."""
     from app.coreml_mil.split import PieceSummary, coreml_pieces
-    from tests.tflite_builder import GraphBuilder, options
+    from tests.builders.tflite_builder import GraphBuilder, options
 
     graph = read_graph(bundled_models()["efficientnet_lite0"].read_bytes())
     plan = coreml_pieces(graph, predict(graph, CoreMLOptions()))

@@ -20,7 +20,7 @@ from app.coverage.measured import from_ops_details
 from app.coverage.partition import largest, partition
 from app.model.spec import bundled_models
 from app.tflite.graph import read_graph
-from tests.tflite_builder import GraphBuilder, options
+from tests.builders.tflite_builder import GraphBuilder, options
 
 ROOT = Path(__file__).resolve().parent.parent
 X = (1, 8, 8, 4)

@@ -12,7 +12,7 @@ import pytest
 
 from app.coverage.coreml_rules import CoreMLOptions, node_refusal
 from app.tflite.graph import read_graph
-from tests.tflite_builder import GraphBuilder, options
+from tests.builders.tflite_builder import GraphBuilder, options
 
 X = (1, 8, 8, 4)
 

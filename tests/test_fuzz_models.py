@@ -2,7 +2,7 @@
 
 Each case mutates a real model (bit flips, random bytes, truncation, huge size fields,
 zeroed regions, trailing junk, valid flatbuffers with wrong shapes or tensor types) and runs
-it through the app's own load path in a worker process (tests/model_fuzz.py). Every case must end in
+it through the app's own load path in a worker process (tests/harness/model_fuzz.py). Every case must end in
 a clear ModelError or a sound result: never a native crash, a hang, another exception or
 NaN scores. benchmarks/fuzz_models.py runs thousands of cases on every bundled model.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections
 
 from tests.conftest import PHOTOS, TEST_MODELS
-from tests.model_fuzz import cases, run_cases
+from tests.harness.model_fuzz import cases, run_cases
 
 
 def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
@@ -30,7 +30,7 @@ def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
 def test_regression_unallocated_tensor_is_a_model_error():
     """Found by benchmarks/fuzz_models.py (seed 1, case 1918): a size field corrupted so that
     LiteRT leaves the input unallocated; set_tensor raised a bare ValueError (a traceback)."""
-    from tests.model_fuzz import Case
+    from tests.harness.model_fuzz import Case
 
     case = Case(1918, str(TEST_MODELS / "dynamic_batch_logits.tflite"), "size_field", 331899388)
     (result,) = run_cases([case], PHOTOS / "grace_hopper.jpg")

@@ -15,8 +15,8 @@ from ai_edge_litert import schema_py_generated as fb
 
 from app.coverage.gpu_nodes import GpuSplit, one_node_model, parse_split, resolve
 from app.tflite.graph import read_graph
+from tests.builders.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta
 from tests.conftest import PHOTOS, ROOT, run_cli
-from tests.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta
 
 PHOTO = PHOTOS / "coffee.jpg"
 
@@ -80,7 +80,7 @@ from app.backends.gpu.backend import _compile_alone
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.coverage.gpu_nodes import GpuSplit, resolve
 from app.tflite.graph import read_graph
-from tests.gpu_models import MIXED, chain
+from tests.builders.gpu_models import MIXED, chain
 content = chain(MIXED)
 model = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False)
 split = GpuSplit((("MUL", "made up for this test"),), 7, 1, None)

@@ -1,4 +1,4 @@
-"""A GPU session whose device is lost mid-run, for real: a Vulkan layer (tests/vulkan_fault) between Dawn
+"""A GPU session whose device is lost mid-run, for real: a Vulkan layer (tests/harness/vulkan_fault) between Dawn
 and the SwiftShader driver makes the device report VK_ERROR_DEVICE_LOST after N queue submits, so LiteRT's
 GPU accelerator fails as it does when a GPU hangs or is reset. The app must go on on the CPU, visibly:
 no exit 1, no hang, no crash, nothing leaked. Each run is a child process (the loader reads the layer
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PHOTOS, ROOT, run_cli
-from tests.vulkan_fault import NoCompiler, build_layer, device_loss_env
+from tests.harness.vulkan_fault import NoCompiler, build_layer, device_loss_env
 
 # The int8 model's session opens with 4 submits on SwiftShader and runs 4 per inference (float32: about
 # the same); the figures below leave a few inferences before the loss without depending on the exact count.
@@ -64,7 +64,7 @@ def test_a_gpu_device_lost_mid_run_falls_back_to_cpu_visibly_and_leaks_nothing(l
     the first two losses (the first GPU sessions fill Dawn's and SwiftShader's caches: +~80 MiB); RSS took
     one more step of +33 MiB between losses 5 and 10 of a 30-loss run, then stayed flat."""
     code = (
-        "import json; from tests.switch_soak import run_device_losses; "
+        "import json; from tests.harness.switch_soak import run_device_losses; "
         "print(json.dumps(run_device_losses(3, warmup=2), default=str))"
     )
     env = {**os.environ, **losing(layer, swiftshader, MID_RUN)}

@@ -216,7 +216,7 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     import random
 
     from tests.conftest import TEST_MODELS
-    from tests.model_fuzz import mutate
+    from tests.harness.model_fuzz import mutate
 
     seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
     nan_model = tmp_path / "nan.tflite"

@@ -183,7 +183,7 @@ def test_gpu_profile_on_the_software_vulkan_driver(swiftshader: dict):
 def test_gpu_profile_of_a_partly_accelerated_model(swiftshader: dict, tmp_path: Path):
     """EfficientNet-Lite0 whose SOFTMAX has beta 2: the GPU takes nodes 0-59 and leaves the SOFTMAX to the CPU
     (tests/test_gpu_coverage.py); the profile times the SOFTMAX from the CPU profile, the partition by difference."""
-    from tests.gpu_models import with_softmax_beta
+    from tests.builders.gpu_models import with_softmax_beta
 
     model = tmp_path / "beta2.tflite"
     model.write_bytes(with_softmax_beta(ROOT / "models/efficientnet_lite0.tflite", 2.0))

@@ -1,4 +1,4 @@
-"""Seeded structure-aware fuzzing of every reader of a file the user hands over (tests/reader_fuzz.py):
+"""Seeded structure-aware fuzzing of every reader of a file the user hands over (tests/harness/reader_fuzz.py):
 each case must load (a damaged optional part becomes a warning) or be refused with the app's own
 one-line error; never another exception. benchmarks/fuzz_readers.py runs thousands of cases."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import reader_fuzz
 from tests.conftest import run_cli
+from tests.harness import reader_fuzz
 
 CASES = 200
 
@@ -93,7 +93,7 @@ def test_damaged_core_ml_packages_through_coremltools(tmp_path: Path):
     from tests.conftest import ROOT
 
     code = (
-        "import json, sys; from pathlib import Path; from tests import reader_fuzz; "
+        "import json, sys; from pathlib import Path; from tests.harness import reader_fuzz; "
         "t = reader_fuzz.fuzz_mlpackage_coremltools(Path(sys.argv[1]), 11, 150); "
         "print(json.dumps({'outcomes': t.outcomes, 'stages': t.stages, 'failures': t.failures[:5]}))"
     )

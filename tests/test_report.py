@@ -235,7 +235,7 @@ def test_a_switch_is_labelled_with_what_changed(tmp_path):
 
 @pytest.fixture(scope="module")
 def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.recordings import record_across_switches
+    from tests.helpers.recordings import record_across_switches
 
     return record_across_switches(tmp_path_factory.mktemp("switches") / "rec.csv")
 

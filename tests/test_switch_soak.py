@@ -1,6 +1,6 @@
 """Switching delegates and models over and over on a live pipeline leaks nothing."""
 
-from tests.switch_soak import run_switches
+from tests.harness.switch_soak import run_switches
 
 
 def test_switching_100_times_leaks_no_threads_files_or_memory():
@@ -26,7 +26,7 @@ def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict):
     from tests.conftest import ROOT
 
     code = (
-        "import json; from tests.switch_soak import GPU_STEPS, run_switches; "
+        "import json; from tests.harness.switch_soak import GPU_STEPS, run_switches; "
         "r = run_switches(40, warmup=8, steps=GPU_STEPS); print(json.dumps(r, default=str))"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, cwd=ROOT,

@@ -15,7 +15,7 @@ pytest.importorskip("pytestqt")
 
 @pytest.fixture(scope="module")
 def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.recordings import record_across_switches
+    from tests.helpers.recordings import record_across_switches
 
     return record_across_switches(tmp_path_factory.mktemp("review") / "rec.csv")
 

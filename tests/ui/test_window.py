@@ -295,11 +295,11 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     qtbot.waitUntil(review.isActiveWindow, timeout=2_000)
     qtbot.keyClick(review.plots, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not review.isVisible(), timeout=2_000)
-    # Damaged recordings and sidecars (tests/reader_fuzz.py's mutations): a review window or one
+    # Damaged recordings and sidecars (tests/harness/reader_fuzz.py's mutations): a review window or one
     # message, never an exception out of the window (lost_rows of 1e400 used to raise OverflowError).
     import random
 
-    from tests.reader_fuzz import mutate_csv, mutate_json
+    from tests.harness.reader_fuzz import mutate_csv, mutate_json
 
     text, meta = path.read_text(encoding="utf-8"), json.loads(sidecar_path(path).read_text())
     rng = random.Random(3)

@@ -1,7 +1,7 @@
 """Model files are untrusted input: the window survives opening any of them.
 
 A real window (offscreen) runs the bundled model on the demo clip. Mutated models, made with
-tests/model_fuzz.py's own deterministic mutations (every kind, on two real seed models), are opened one
+tests/harness/model_fuzz.py's own deterministic mutations (every kind, on two real seed models), are opened one
 after another the way a user opens one: "Open .tflite…" in the model box (End key, as a pick
 from the list) or File > Open model…, with the file dialog answering the mutated file's path.
 
@@ -15,7 +15,7 @@ After every case the window still shows live frames and results, and the case en
                    why (the regression below), frames keep coming.
 No exception may reach sys.excepthook (pytest-qt's capture fails the test too) or
 threading.excepthook. A native crash kills the test process: reproduce the case headless
-with tests.model_fuzz.run_cases([Case(...)]) using the values the progress lines print (pytest -s).
+with tests.harness.model_fuzz.run_cases([Case(...)]) using the values the progress lines print (pytest -s).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pytest
 
 from app.model.spec import bundled_models
 from tests.conftest import TEST_MODELS
-from tests.model_fuzz import MUTATIONS, Case, mutate
+from tests.harness.model_fuzz import MUTATIONS, Case, mutate
 
 pytest.importorskip("pytestqt")
 
@@ -56,7 +56,7 @@ def window_fuzz_cases() -> list[Case]:
 
 
 def write_case(case: Case, folder: Path) -> tuple[Path, str]:
-    """The mutated model as a file (tests.model_fuzz.mutate: same case, same bytes) and its sha256[:12]."""
+    """The mutated model as a file (tests.harness.model_fuzz.mutate: same case, same bytes) and its sha256[:12]."""
     data = mutate(Path(case.seed_path).read_bytes(), case.mutation, random.Random(case.rng_seed))
     path = folder / f"case{case.index:02d}_{case.mutation}_{Path(case.seed_path).stem}.tflite"
     path.write_bytes(data)

@@ -8,7 +8,7 @@ protobuf). This module reads only that: the manifest (bounded in size, JSON, the
 reads with the types it expects) and where each item points (inside the package, no `..`, no absolute
 path, no symlink out of it, the specification a regular file of a sane size). It never reads the
 specification's bytes: coremltools parses those (a damaged one is its error, which the backend turns
-into a fallback; `tests/reader_fuzz.py` fuzzes coremltools' parser too).
+into a fallback; `tests/harness/reader_fuzz.py` fuzzes coremltools' parser too).
 """
 
 from __future__ import annotations

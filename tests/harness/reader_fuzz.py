@@ -1,5 +1,5 @@
 """Structure-aware fuzzing of the readers of files a user hands over (besides the model flatbuffer,
-which tests/model_fuzz.py covers, and labels files, tests/test_labels_fuzz.py).
+which tests/harness/model_fuzz.py covers, and labels files, tests/test_labels_fuzz.py).
 
 Each reader gets mutations that respect its format enough to reach deep into the reader: JSON
 that stays JSON with hostile values at random places, CSV rows with hostile cells, TFLite
@@ -29,7 +29,7 @@ from typing import Any
 from app.errors import DelegateScopeError
 from app.recording.writer import sidecar_path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
 
 _HOSTILE_VALUES: list[Any] = [

@@ -14,7 +14,7 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
-from tests.tflite_builder import GraphBuilder, options
+from tests.builders.tflite_builder import GraphBuilder, options
 
 X = (1, 8, 8, 3)
 

@@ -1,4 +1,4 @@
-"""Small float .tflite graphs for the Core ML translator, built with tests/tflite_builder.py (no TensorFlow).
+"""Small float .tflite graphs for the Core ML translator, built with tests/builders/tflite_builder.py (no TensorFlow).
 
 `every_op_model`: every op the Core ML delegate takes (app/coverage/coreml_rules.py) at least once,
 with an ABS (which the delegate refuses) in the middle, so the model splits into a delegated piece,
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.tflite_builder import GraphBuilder, options
+from tests.builders.tflite_builder import GraphBuilder, options
 
 SAME, VALID = 0, 1
 RELU, RELU_N1_TO_1, RELU6, TANH = 1, 2, 3, 4

@@ -110,7 +110,7 @@ def run_switches(
     }
 
 
-# A GPU session on the software renderer whose device the test layer (tests/vulkan_fault) loses mid-run.
+# A GPU session on the software renderer whose device the test layer (tests/harness/vulkan_fault) loses mid-run.
 GPU_LOST_STEP = {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp16"}, "model": Q}
 
 
@@ -118,7 +118,7 @@ def run_device_losses(
     cycles: int, warmup: int = 2, source: str = "synthetic:320x240@60", sample_every: int | None = None
 ) -> dict:
     """A GPU session that loses its device mid-run, `cycles` times on one live pipeline. Needs the
-    device-loss layer enabled in this process's environment (tests/vulkan_fault.device_loss_env). Each
+    device-loss layer enabled in this process's environment (tests/harness/vulkan_fault.device_loss_env). Each
     cycle: the GPU session runs until its device is lost, the pipeline must fall back to the CPU with a
     `fallback` event and go on there; then the GPU is requested again (a new device, lost again)."""
     proc = psutil.Process()

@@ -158,12 +158,12 @@ def run_cases(all_cases: list[Case], image: Path, timeout_s: float = 30.0) -> li
     pending = list(all_cases)
     while pending:
         proc = subprocess.Popen(
-            [sys.executable, "-c", f"from tests.model_fuzz import worker_main; worker_main({str(image)!r})"],
+            [sys.executable, "-c", f"from tests.harness.model_fuzz import worker_main; worker_main({str(image)!r})"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            cwd=Path(__file__).resolve().parent.parent,
+            cwd=Path(__file__).resolve().parents[2],
         )
         assert proc.stdin and proc.stdout
         lines: queue.Queue[str] = queue.Queue()  # a reader thread: no select() on a buffered pipe

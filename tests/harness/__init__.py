@@ -1,0 +1,1 @@
+"""Harnesses shared by tests and benchmarks/: fuzzers, the switch soak, the Vulkan fault layer."""
