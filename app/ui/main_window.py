@@ -20,6 +20,7 @@ from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, RecordingStatus
+from app.live.sweep import SweepRunner
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelSpec, bundled_models, load_model_spec
@@ -90,11 +91,31 @@ class MainWindow(QMainWindow):
         self._source_trial: tuple[str, str | None] | None = None  # (chosen source, the one to go back to)
 
         self._build_widgets()
-        self.sweep, self.unpaced = SweepDock(self), UnpacedMode(self)
-        self.record_action = build_menus(self)
-
         start = start_config(options, self.saved)
         self.live = LiveController(start.source, start.config)
+        self.sweep = SweepDock(
+            self,
+            SweepRunner(self.live),
+            allows_software_gpu=self.controls.allows_software_gpu,
+            statuses=lambda: self.delegate_statuses,
+            add_marker=self.plots.add_marker,
+            show_error=self.show_error,
+            show_message=self.statusBar().showMessage,
+        )
+        self.unpaced = UnpacedMode(
+            self,
+            self.statusBar(),
+            set_pace=self.live.set_pace,
+            source=lambda: self.live.source,
+            add_marker=self.plots.add_marker,
+        )
+        self.record_action = build_menus(
+            self,
+            self,
+            docks=(self.controls_dock, self.delegation_dock, self.ops_dock),
+            clear_plots=self.plots.clear_series,
+            benchmarks=(self.sweep.action, self.unpaced.action),
+        )
         self.ops_view.attach(self.live)
         self.event_view = EventView(self.live, self.plots, self.delegation, self.controls, self.statusBar())
         self.video.set_score_threshold(start.threshold)
