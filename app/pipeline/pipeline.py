@@ -99,9 +99,7 @@ class Feed:
         """The source ended and its last frame has been inferred everywhere (or side A stopped)."""
         if self._stops["a"].is_set():
             return True
-        return self.capture.done.is_set() and all(
-            not w.slot.has_fresh() and w.idle() for w in self.workers.values()
-        )
+        return self.capture.done.is_set() and all(not w.slot.has_fresh() and w.idle() for w in self.workers.values())
 
     def threads(self) -> list[threading.Thread]:
         return [self.capture.thread] + [t for w in self.workers.values() for t in w.threads()]
@@ -116,11 +114,41 @@ class Feed:
         """Side A's: the source's state, or the error that ended the run."""
         return self.workers["a"].log.status()
 
-    def events(self) -> list[Event]:
-        return self.workers["a"].log.events()
+    def events(self, side: str = "a") -> list[Event]:
+        """That side's retained events, oldest first (side A's hold the source's too)."""
+        return self.workers[side].log.events()
 
     def events_since(self, seq: int) -> list[Event]:
         return self.workers["a"].log.events_since(seq)
+
+    # What a controller reads of each side (app/live/controller.py), without reaching into workers.
+
+    compares = False  # an A/B comparison (app/pipeline/compare.py)
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return tuple(self.workers)
+
+    def side_config(self, side: str = "a") -> InferenceConfig:
+        """What the side runs, or will run once a pending change applies."""
+        return self.workers[side].config
+
+    def side_result(self, side: str = "a") -> Result | None:
+        return self.workers[side].latest_result()
+
+    def side_report(self, side: str = "a") -> DelegationReport | None:
+        return self.workers[side].delegation_report()
+
+    def reconfigure_side(self, side: str, **changes: object) -> None:
+        self.workers[side].reconfigure(**changes)
+
+    def inferring(self) -> bool:
+        """Some side's inference thread is on a frame now (see InferenceWorker.inferring)."""
+        return any(worker.inferring() for worker in self.workers.values())
+
+    def show_stopped(self, reason: str) -> None:
+        """After `stop()`: the status says why it stopped (a pause), not just "stopped"."""
+        self.workers["a"].log.set_status(Status(State.STOPPED, reason))
 
 
 class Pipeline(Feed):

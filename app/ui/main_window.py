@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QSc
 from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
-from app.live.controller import LiveController, RecordingStatus
+from app.live.controller import LiveController
+from app.live.recording import RecordingStatus
 from app.live.sweep import SweepRunner
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import MetricsSnapshot
