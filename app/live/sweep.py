@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 from app.errors import DelegateScopeError
 from app.live.controller import LiveController
@@ -88,7 +89,7 @@ class SweepRunner:
         *,
         frames: int,
         allow_software_gpu: bool,
-        statuses: dict[str, dict] | None,
+        statuses: dict[str, dict[str, Any]] | None,
     ) -> bool:
         """Pause the live pipeline and sweep `models` on its source; False when a sweep runs already.
         `statuses` are delegate_statuses() by name (None: the sweep probes the GPU itself)."""

@@ -65,7 +65,7 @@ class AgreementSummary:
     scores_comparable: bool
     disagreements: list[FrameComparison] = field(default_factory=list)  # most recent few
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "frames": self.frames,
             "top1_agreement": self.top1_agreement,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from app.backends import DelegationReport
 from app.metrics.window import Metrics
@@ -21,6 +22,8 @@ from app.pipeline.types import Event, InferenceConfig, Result, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.sources import CapturedFrames, Frame, SourceInfo
 from app.system import cpu_affinity
+
+T = TypeVar("T")
 
 
 class Feed:
@@ -35,7 +38,7 @@ class Feed:
         *,
         pace: bool = True,
         loop: bool = True,
-        source_options: dict | None = None,
+        source_options: dict[str, Any] | None = None,
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
@@ -49,10 +52,7 @@ class Feed:
         self._stops = {side: threading.Event() for side in configs}
         self.workers: dict[str, InferenceWorker] = {}
         for side, config in configs.items():
-            log = RunLog(
-                Status(State.STARTING, f"opening {source}"),
-                (lambda e, side=side: on_event(side, e)) if on_event else None,
-            )
+            log = RunLog(Status(State.STARTING, f"opening {source}"), _bound(on_event, side))
             self.workers[side] = InferenceWorker(
                 config,
                 log=log,
@@ -60,7 +60,7 @@ class Feed:
                 metrics=(metrics or {}).get(side) or Metrics(),
                 rgb_cache=self.rgb_cache,
                 source_info=self.source_info,
-                on_result=(lambda r, side=side: on_result(side, r)) if on_result else None,
+                on_result=_bound(on_result, side),
                 pin_cpus=pin_cpus,
                 inference_cpus=inference_cpus,
             )
@@ -151,6 +151,13 @@ class Feed:
         self.workers["a"].log.set_status(Status(State.STOPPED, reason))
 
 
+def _bound(callback: Callable[[str, T], None] | None, side: str) -> Callable[[T], None] | None:
+    """`callback` with its side given: what a worker calls with a result or event of its own."""
+    if callback is None:
+        return None
+    return lambda item: callback(side, item)
+
+
 class Pipeline(Feed):
     """A single run: one capture, one inference worker."""
 
@@ -161,7 +168,7 @@ class Pipeline(Feed):
         *,
         pace: bool = True,
         loop: bool = True,
-        source_options: dict | None = None,
+        source_options: dict[str, Any] | None = None,
         metrics: Metrics | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,

@@ -42,7 +42,7 @@ from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.panels.delegation import DelegationPanel
 from app.ui.panels.review import ReviewWindow
 from app.ui.panels.sweep import SweepDock
-from app.ui.scripted import scripted_outcome, window_stats, write_stats
+from app.ui.scripted import WindowStats, scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
@@ -124,8 +124,10 @@ class MainWindow(QMainWindow):
         self.live.start()
 
         self._statuses = self.background.run(delegate_statuses, "delegate-scope-probe")  # a child process
-        self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS, timeout=self._display_tick)
-        self._stats_timer = QTimer(self, interval=STATS_INTERVAL_MS, timeout=self._stats_tick)
+        self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS)
+        self._display_timer.timeout.connect(self._display_tick)
+        self._stats_timer = QTimer(self, interval=STATS_INTERVAL_MS)
+        self._stats_timer.timeout.connect(self._stats_tick)
         self._display_timer.start()
         self._stats_timer.start()
         if options.record:
@@ -289,7 +291,8 @@ class MainWindow(QMainWindow):
     def request_b_file(self, kind: str) -> None:
         """Open .tflite… or a labels file for side B: checked here first, as side A's are."""
         b = self.controls.b_side()
-        model, labels = b.model, b.labels
+        model: str | None = b.model
+        labels = b.labels
         if kind == "model":
             path = dialogs.ask_model(self)
             model, labels = (path, None) if path else (None, None)
@@ -551,7 +554,7 @@ class MainWindow(QMainWindow):
 
     # ---- scripted runs and shutdown --------------------------------------------------------
 
-    def stats(self) -> dict:
+    def stats(self) -> WindowStats:
         """Figures for benchmarks and scripted runs (--stats FILE)."""
         return window_stats(self.live, self.probes, self.video, self.plots)
 

@@ -36,7 +36,9 @@ def build_menus(
     clears the plots, Benchmark holds `benchmarks` (also on the toolbar). Returns the checkable Record
     action (the window keeps its check mark in step with the recording)."""
 
-    def action(text: str, slot: Callable[[], object], shortcut: QKeySequence | str | None = None) -> QAction:
+    def action(
+        text: str, slot: Callable[[], object], shortcut: QKeySequence | QKeySequence.StandardKey | str | None = None
+    ) -> QAction:
         a = QAction(text, window)
         if shortcut is not None:
             a.setShortcut(QKeySequence(shortcut))

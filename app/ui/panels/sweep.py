@@ -214,7 +214,8 @@ class SweepDock:
         self.panel.cancel_button.clicked.connect(self.cancel)
         self.panel.save_button.clicked.connect(self.ask_save)
         self.panel.set_running(False)
-        self._timer = QTimer(main, interval=POLL_MS, timeout=self._poll)
+        self._timer = QTimer(main, interval=POLL_MS)
+        self._timer.timeout.connect(self._poll)
 
     @property
     def running(self) -> bool:

@@ -73,7 +73,9 @@ class SideTable(QWidget):
             header.resizeSection(column, width)
         header.setSectionResizeMode(KERNEL, QHeaderView.ResizeMode.Stretch)  # the runtime's kernel name
         header.setStretchLastSection(True)  # when the kernel column is hidden (A/B)
-        self.table.horizontalHeaderItem(7).setToolTip("share of the ops' time, by median per run")
+        share = self.table.horizontalHeaderItem(7)
+        assert share is not None  # set by setHorizontalHeaderLabels above
+        share.setToolTip("share of the ops' time, by median per run")
         layout.addWidget(self.title)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
@@ -160,7 +162,8 @@ class OpsView(QWidget):
         layout.addWidget(self.enable)
         layout.addWidget(self.status)
         layout.addLayout(tables, 1)
-        self._timer = QTimer(self, interval=REFRESH_MS, timeout=self.refresh)
+        self._timer = QTimer(self, interval=REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
 
     def attach(self, profiler: OpsProfiles) -> None:
         self.profiler = profiler
