@@ -191,7 +191,7 @@ class LiveController:
 
     @property
     def comparing(self) -> bool:
-        return self._running().compares if self._feed is not None else False
+        return self._feed is not None and self._feed.compares
 
     def config(self, side: Side = "a") -> InferenceConfig:
         """What the side runs, or will run once a pending change applies."""
