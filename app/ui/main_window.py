@@ -79,7 +79,7 @@ class MainWindow(QMainWindow):
         self.delegate_statuses: dict[str, dict] | None = None  # by delegate name, once the GPU probe answered
         self._last_frame_index = -1
         self._last_result_id: tuple | None = None
-        self.paint = PaintDeferral()  # paints and refreshes wait while an inference runs, briefly
+        self.deferral = PaintDeferral()  # paints and refreshes wait while an inference runs, briefly
         self.last_recording: RecordingStatus | None = None
         self._closing = False
         self.last_error: str | None = None
@@ -114,7 +114,7 @@ class MainWindow(QMainWindow):
         )
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
-        self.events = EventDigest(self.live)
+        self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
         self._cameras = self.background.run(list_cameras, "delegate-scope-cameras")
@@ -408,12 +408,12 @@ class MainWindow(QMainWindow):
     @property
     def held_back_s(self) -> float:
         """How long the frame painted last had waited for an inference to end (tests read it)."""
-        return self.paint.held_back_s
+        return self.deferral.held_back_s
 
     def _display_tick(self) -> None:
         inferring = self.live.inferring()
         self._show_newest(inferring)
-        if self.paint.refresh_deferred(inferring):
+        if self.deferral.refresh_deferred(inferring):
             self._refresh_stats()
 
     def _show_newest(self, inferring: bool) -> None:
@@ -425,7 +425,7 @@ class MainWindow(QMainWindow):
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
-        if new_frame and not self.paint.paint_frame(inferring):
+        if new_frame and not self.deferral.paint_frame(inferring):
             return  # painted once the inference ends (with its result, if it ran on this frame)
         self._last_frame_index, self._last_result_id = frame.index, result_id
         self.video.set_frame(frame, result, result_b)
@@ -436,7 +436,7 @@ class MainWindow(QMainWindow):
     def _stats_tick(self) -> None:
         """Due every STATS_INTERVAL_MS; done at once between inferences, else by the display tick
         when the inference ends (or the deferral's limit has passed)."""
-        if self.paint.refresh_now(self.live.inferring()):
+        if self.deferral.refresh_now(self.live.inferring()):
             self._refresh_stats()
 
     def _refresh_stats(self) -> None:
@@ -457,7 +457,7 @@ class MainWindow(QMainWindow):
         self.video.inference_fps = snap.inference_fps
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
-        update = self.events.poll()
+        update = self.event_digest.poll()
         if update is not None:
             self._show_events(update)
         status = live.status()
