@@ -1,6 +1,6 @@
 """The live controller the window talks to: one facade over the running pipeline (or A/B
-comparison), its metrics and resource sampler, and an optional recording. Qt-free, so the
-window stays a thin view and this is tested headless.
+comparison), its metrics and resource sampler, and an optional recording (app/live/recording.py).
+Qt-free, so the window stays a thin view and this is tested headless.
 
 Data flows one way: source -> pipeline -> (metrics, recorder, latest frame/result, events) ->
 whoever polls. The window sends commands (switch source, reconfigure, compare, record) and
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gc
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,37 +18,19 @@ from typing import Literal
 import numpy as np
 
 from app.backends import DelegationReport
+from app.live.recording import RecordingSession, RecordingStatus, new_sink
 from app.metrics.resources import ResourceSampler
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, State, Status
+from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
 from app.pipeline.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
-from app.pipeline.worker import InferenceWorker
 from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
-from app.recording.writer import RecordingWriter
 from app.sources import Frame, SourceInfo
 from app.system.heap import release_free_memory
 
 STOP_TIMEOUT_S = 5.0
 
 Side = Literal["a", "b"]
-
-
-@dataclass(frozen=True)
-class RecordingStatus:
-    path: Path  # side A's recording (the only one without an A/B comparison)
-    rows: int
-    lost_rows: int  # all files together
-    seconds: float
-    error: str | None  # the first file's that failed
-    b_path: Path | None = None  # while or after B ran: side B's own recording ...
-    b_rows: int = 0
-    comparison_path: Path | None = None  # ... and the per-frame comparison
-    compared: int = 0  # its rows: frames both sides inferred
-
-    @property
-    def both_sides(self) -> bool:
-        return self.b_path is not None
 
 
 @dataclass(frozen=True)
@@ -73,18 +54,9 @@ class LiveController:
         self._config = config
         self._source = source
         self._feed: Feed | None = None
+        self._compare: ComparePipeline | None = None  # the feed, while it is an A/B comparison
         self._b_config: InferenceConfig | None = None
-        # While recording: a RowSink per side that runs (B's once B runs), and the A/B comparison's writer.
-        # Replaced, never mutated, so the pipeline threads that read them see a consistent set.
-        self._sinks: dict[str, RowSink] = {}
-        self._comparisons: ComparisonWriter | None = None
-        # The first frame each side's recording holds: comparisons of earlier frames (a side's result came
-        # before its recording opened) are not recorded, so X-compare.csv never names a frame that X.csv
-        # or X-b.csv lacks.
-        self._first_recorded: dict[str, int] = {}
-        self._recording_path: Path | None = None
-        self._sink_lock = threading.Lock()
-        self._recording_started = 0.0
+        self._recording: RecordingSession | None = None  # the pipeline threads read it once per call
         self._generation = 0
         self._paused = False
 
@@ -94,24 +66,26 @@ class LiveController:
         replacing = self._feed is not None
         self._generation += 1
         self._paused = False
+        generation = self._generation  # tags this pipeline's results: it numbers frames from 0 again
         if self._b_config is not None:
-            self._feed = ComparePipeline(
+            self._feed = self._compare = ComparePipeline(
                 self._source,
                 self._config,
                 self._b_config,
                 pace=self._pace,
                 metrics=self._metrics,
-                on_result=self._on_result,
+                on_result=lambda side, r: self._on_result(generation, side, r),
                 on_event=self._on_event,
-                on_comparison=self._on_comparison,
+                on_comparison=lambda c: self._on_comparison(generation, c),
             )
         else:
+            self._compare = None
             self._feed = Pipeline(
                 self._source,
                 self._config,
                 pace=self._pace,
                 metrics=self._metrics["a"],
-                on_result=lambda r: self._on_result("a", r),
+                on_result=lambda r: self._on_result(generation, "a", r),
                 on_event=lambda e: self._on_event("a", e),
             )
         if replacing:
@@ -132,8 +106,10 @@ class LiveController:
         for metrics in self._metrics.values():
             metrics.reset()
         self._record_event("compare", f"A/B comparison with {b.describe()}" if b else "A/B comparison ended")
-        if b is not None and self.recording:
-            self._record_side_b(b, already_open=False)  # before B's session opens: its open event is recorded
+        if b is not None and self._recording is not None:
+            self._record_side_b(
+                self._recording, b, already_open=False
+            )  # before B's session opens: its open event is recorded
         self.start()
         return stopped
 
@@ -174,7 +150,7 @@ class LiveController:
             return True
         stopped = self._stop_for_replacement()
         self._paused = True
-        self._running().workers["a"].log.set_status(Status(State.STOPPED, reason))
+        self._running().show_stopped(reason)
         self._record_event("pause", reason)
         return stopped
 
@@ -182,15 +158,15 @@ class LiveController:
         """Start again after `pause()`; nothing when not paused (a source switch meanwhile restarted it)."""
         if self._paused:
             feed = self._running()  # stopped; changes asked for meanwhile are its workers' pending configs
-            self._config = feed.workers["a"].config
-            if "b" in feed.workers:
-                self._b_config = feed.workers["b"].config
+            self._config = feed.side_config("a")
+            if "b" in feed.sides:
+                self._b_config = feed.side_config("b")
             self._record_event("resume", "live pipeline resumed")
             self.start()
 
     def reconfigure(self, **changes: object) -> None:
         """Change side A's model/delegate/options/throttle/top-k, live."""
-        self._worker("a").reconfigure(**changes)
+        self._running().reconfigure_side("a", **changes)
 
     def stop(self) -> tuple[bool, RecordingStatus | None]:
         """Stop everything; returns (threads ended in time, the finished recording if one ran)."""
@@ -215,27 +191,27 @@ class LiveController:
 
     @property
     def comparing(self) -> bool:
-        return isinstance(self._feed, ComparePipeline)
+        return self._feed is not None and self._feed.compares
 
     def config(self, side: Side = "a") -> InferenceConfig:
         """What the side runs, or will run once a pending change applies."""
         if side == "b" and not self.comparing:
             raise LookupError("no A/B comparison is running")
-        return self._worker(side).config
+        return self._running().side_config(side)
 
     def latest_frame(self) -> Frame | None:
         return self._running().latest_frame()
 
     def inferring(self) -> bool:
         """Some side's inference thread is on a frame now (see InferenceWorker.inferring)."""
-        return any(worker.inferring() for worker in self._running().workers.values())
+        return self._running().inferring()
 
     def latest_result(self, side: Side = "a") -> Result | None:
-        return self._worker(side).latest_result() if side == "a" or self.comparing else None
+        return self._running().side_result(side) if side == "a" or self.comparing else None
 
     def report(self, side: Side = "a") -> DelegationReport | None:
         """What really runs on that side: requested and used backend, coverage, fallback."""
-        return self._worker(side).delegation_report() if side == "a" or self.comparing else None
+        return self._running().side_report(side) if side == "a" or self.comparing else None
 
     def snapshot(self, side: Side = "a") -> MetricsSnapshot:
         return self._metrics[side].snapshot()
@@ -261,61 +237,55 @@ class LiveController:
         return self._generation
 
     def comparison(self) -> Comparison | None:
-        feed = self._feed
-        if not isinstance(feed, ComparePipeline):
+        feed = self._compare
+        if feed is None:
             return None
         return Comparison(feed.comparator.summary(), list(feed.thumbnails), feed.comparator.speed())
 
     def threads(self) -> list[threading.Thread]:
         return self._feed.threads() if self._feed else []
 
-    # ---- recording -------------------------------------------------------------------------
+    # ---- recording (app/live/recording.py) -----------------------------------------------------
 
     @property
     def recording(self) -> bool:
-        return bool(self._sinks)
+        return self._recording is not None
 
     def start_recording(self, path: Path) -> None:
         """Start writing the bench CSV format to `path` (side A); while an A/B comparison runs, side B
         and the per-frame comparison too (app/recording/ab.py). Raises OSError if a file cannot be created."""
-        if self._sinks:
+        if self._recording is not None:
             raise RuntimeError("already recording")
         path = Path(path)
         if self.comparing:  # refuse before creating anything: never half a set of files
             for other in (b_recording(path), comparison_recording(path)):
                 if other.exists():
                     raise OSError(f"will not overwrite an existing recording: {other}")
-        sink = self._new_sink(path, "a", self.config("a"), already_open=True)
-        self._recording_path = path
-        self._recording_started = time.monotonic()
-        with self._sink_lock:
-            self._first_recorded = {}
-            self._sinks = {"a": sink}
+        session = RecordingSession(path, self._new_sink(path, "a", self.config("a"), already_open=True))
+        self._recording = session
         if self.comparing:
-            self._record_side_b(self.config("b"), already_open=True)
+            self._record_side_b(session, self.config("b"), already_open=True)
 
     def _new_sink(self, path: Path, side: Side, config: InferenceConfig, *, already_open: bool) -> RowSink:
-        settings = {"source": self._source, "app": "window"}
-        if side == "b" or self.comparing:
-            settings["compare_side"] = side
-        recorder = RecordingWriter(path, {"settings": settings})
-        # Getters: read when rows come, from whichever pipeline runs then (a source or A/B change replaces it).
-        sink = RowSink(recorder, lambda: self._worker(side), lambda: self._source, self._metrics[side])
-        what = "side B of the A/B comparison" if side == "b" else "the window"
-        recorder.add_row({"event": "start", "message": f"recording {what} ({config.describe()})"})
+        opened = None
         if already_open:  # the session already open goes into the sidecar now
-            for event in reversed(self._running().workers[side].log.events()):
-                if event.model is not None:
-                    sink.describe_session(event, 0.0)
-                    break
-        return sink
+            opened = next((e for e in reversed(self._running().events(side)) if e.model is not None), None)
+        return new_sink(
+            path,
+            side,
+            config,
+            source=lambda: self._source,
+            worker=lambda: self._running().workers[side],
+            metrics=self._metrics[side],
+            comparing=self.comparing,
+            open_session=opened,
+        )
 
-    def _record_side_b(self, b: InferenceConfig, *, already_open: bool) -> None:
+    def _record_side_b(self, session: RecordingSession, b: InferenceConfig, *, already_open: bool) -> None:
         """Side B's recording and the comparison's, beside side A's, once B runs while recording."""
-        assert self._recording_path is not None
-        if "b" in self._sinks:
+        if session.has_side("b"):
             return  # B ran before in this recording: its files carry on (a `compare` row marks the gap)
-        path = self._recording_path
+        path = session.path
         sink = None
         try:
             sink = self._new_sink(b_recording(path), "b", b, already_open=already_open)
@@ -323,41 +293,25 @@ class LiveController:
         except OSError as exc:  # A's recording carries on and says why B's is missing
             if sink is not None:
                 sink.recorder.stop()
-            self._sinks["a"].recorder.add_row({"event": "error", "message": f"side B not recorded: {exc}"})
+            session.add_row({"event": "error", "message": f"side B not recorded: {exc}"})
             return
-        self._sinks["a"].recorder.update_metadata(
+        session.sinks["a"].recorder.update_metadata(
             compare={"b": b_recording(path).name, "comparison": comparison_recording(path).name}
         )
-        with self._sink_lock:
-            self._first_recorded.pop("b", None)
-            self._comparisons = comparisons
-            self._sinks = {**self._sinks, "b": sink}
+        session.add_side_b(sink, comparisons)
 
     def recording_status(self) -> RecordingStatus | None:
-        sinks, comparisons = self._sinks, self._comparisons
-        if not sinks:
-            return None
-        return _status(sinks, comparisons, time.monotonic() - self._recording_started)
+        session = self._recording
+        return session.status() if session is not None else None
 
     def stop_recording(self) -> RecordingStatus | None:
-        with self._sink_lock:
-            sinks, self._sinks = self._sinks, {}
-            comparisons, self._comparisons = self._comparisons, None
-        if not sinks:
+        session, self._recording = self._recording, None
+        if session is None:
             return None
-        seconds = time.monotonic() - self._recording_started
-        for side, sink in sinks.items():
-            sink.recorder.add_row({"event": "stop", "message": "recording stopped"})
-            sink.recorder.update_metadata(summary=self._metrics[side].snapshot().to_dict())
-        feed = self._feed
-        if comparisons is not None and isinstance(feed, ComparePipeline):
-            agreement = feed.comparator.summary(since=self._recording_started).to_dict()
-            sinks["a"].recorder.update_metadata(agreement=agreement)
-        for sink in sinks.values():
-            sink.recorder.stop()
-        if comparisons is not None:
-            comparisons.recorder.stop()
-        return _status(sinks, comparisons, seconds)
+        summaries = {side: self._metrics[side].snapshot().to_dict() for side in session.sinks}
+        compare = self._compare
+        agreement = compare.comparator.summary(since=session.started).to_dict() if compare is not None else None
+        return session.close(summaries, agreement)
 
     # ---- internals -------------------------------------------------------------------------
 
@@ -366,54 +320,33 @@ class LiveController:
             raise RuntimeError("LiveController.start() was not called")
         return self._feed
 
-    def _worker(self, side: Side) -> InferenceWorker:
-        return self._running().workers[side]
-
     def _stop_for_replacement(self) -> bool:
         """Stop the running pipeline, keeping its configs for the next; True when its threads
         ended in time."""
         feed = self._running()
-        self._config = feed.workers["a"].config
-        if "b" in feed.workers:
-            self._b_config = feed.workers["b"].config
+        self._config = feed.side_config("a")
+        if "b" in feed.sides:
+            self._b_config = feed.side_config("b")
         return feed.stop(STOP_TIMEOUT_S)  # start() frees what it held
 
-    # Pipeline callbacks (inference/capture threads):
+    # Pipeline callbacks (inference/capture threads): each reads the recording once.
 
-    def _on_result(self, side: str, result: Result) -> None:
-        sink = self._sinks.get(side)
-        if sink is not None:
-            sink.on_result(result)
-            self._first_recorded.setdefault(side, result.frame_index)
+    def _on_result(self, generation: int, side: str, result: Result) -> None:
+        session = self._recording
+        if session is not None:
+            session.on_result(generation, side, result)
 
     def _on_event(self, side: str, event: Event) -> None:
-        sink = self._sinks.get(side)
-        if sink is not None:
-            sink.on_event(event)
+        session = self._recording
+        if session is not None:
+            session.on_event(side, event)
 
-    def _on_comparison(self, comparison: FrameComparison) -> None:
-        writer, first = self._comparisons, self._first_recorded
-        if writer is not None and comparison.frame_index >= max(first.get("a", -1), first.get("b", -1)) >= 0:
-            writer.add(comparison)
+    def _on_comparison(self, generation: int, comparison: FrameComparison) -> None:
+        session = self._recording
+        if session is not None:
+            session.on_comparison(generation, comparison)
 
     def _record_event(self, kind: str, message: str) -> None:
-        for sink in self._sinks.values():  # a source or A/B change concerns both sides' recordings
-            sink.recorder.add_row({"event": kind, "message": message, "source": self._source})
-
-
-def _status(sinks: dict[str, RowSink], comparisons: ComparisonWriter | None, seconds: float) -> RecordingStatus:
-    a = sinks["a"].recorder.state
-    b = sinks["b"].recorder.state if "b" in sinks else None
-    c = comparisons.recorder.state if comparisons is not None else None
-    states = [x for x in (a, b, c) if x is not None]
-    return RecordingStatus(
-        a.path,
-        a.rows,
-        sum(x.lost_rows for x in states),
-        seconds,
-        next((x.error for x in states if x.error), None),
-        b_path=b.path if b else None,
-        b_rows=b.rows if b else 0,
-        comparison_path=c.path if c else None,
-        compared=c.rows if c else 0,
-    )
+        session = self._recording
+        if session is not None:  # a source or A/B change concerns both sides' recordings
+            session.add_row({"event": kind, "message": message, "source": self._source})

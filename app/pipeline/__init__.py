@@ -10,12 +10,14 @@ from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.pipeline import Feed, Pipeline
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.types import Event, EventKind, InferenceConfig, Result, State, Status
+from app.pipeline.worker import InferenceWorker
 
 __all__ = [
     "Event",
     "EventKind",
     "Feed",
     "InferenceConfig",
+    "InferenceWorker",
     "LatestFrameSlot",
     "Pipeline",
     "Result",

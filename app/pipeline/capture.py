@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from app.errors import SourceError, SourceLost
 from app.pipeline.rgb_cache import RgbCache
@@ -33,7 +34,7 @@ class Capture:
         log: RunLog,
         stop: threading.Event,
         rgb_cache: RgbCache,
-        source_options: dict,
+        source_options: dict[str, Any],
     ) -> None:
         self.spec = source
         self._shown = redact_credentials(str(source))  # in messages: no stream credentials

@@ -65,7 +65,7 @@ class AgreementSummary:
     scores_comparable: bool
     disagreements: list[FrameComparison] = field(default_factory=list)  # most recent few
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "frames": self.frames,
             "top1_agreement": self.top1_agreement,
@@ -211,7 +211,13 @@ class ComparePipeline(Feed):
         )
         self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 
+    compares = True
+
     def _result(self, side: str, r: Result) -> None:
+        # The side's own result goes out before the comparison it completes: a recording then holds
+        # this frame on both sides before it is asked to record their comparison (app/live/recording.py).
+        if self._on_side_result:
+            self._on_side_result(side, r)
         comparison = self.comparator.add(side, r)
         if comparison is not None and self._on_comparison is not None:
             self._on_comparison(comparison)
@@ -219,8 +225,6 @@ class ComparePipeline(Feed):
             pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
             if pixels is not None:
                 self.thumbnails.append((comparison, pixels))
-        if self._on_side_result:
-            self._on_side_result(side, r)
 
     def reset(self) -> None:
         for metrics in self.metrics.values():

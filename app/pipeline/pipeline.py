@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from app.backends import DelegationReport
 from app.metrics.window import Metrics
@@ -21,6 +22,8 @@ from app.pipeline.types import Event, InferenceConfig, Result, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.sources import CapturedFrames, Frame, SourceInfo
 from app.system import cpu_affinity
+
+T = TypeVar("T")
 
 
 class Feed:
@@ -35,7 +38,7 @@ class Feed:
         *,
         pace: bool = True,
         loop: bool = True,
-        source_options: dict | None = None,
+        source_options: dict[str, Any] | None = None,
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
@@ -49,10 +52,7 @@ class Feed:
         self._stops = {side: threading.Event() for side in configs}
         self.workers: dict[str, InferenceWorker] = {}
         for side, config in configs.items():
-            log = RunLog(
-                Status(State.STARTING, f"opening {source}"),
-                (lambda e, side=side: on_event(side, e)) if on_event else None,
-            )
+            log = RunLog(Status(State.STARTING, f"opening {source}"), _bound(on_event, side))
             self.workers[side] = InferenceWorker(
                 config,
                 log=log,
@@ -60,7 +60,7 @@ class Feed:
                 metrics=(metrics or {}).get(side) or Metrics(),
                 rgb_cache=self.rgb_cache,
                 source_info=self.source_info,
-                on_result=(lambda r, side=side: on_result(side, r)) if on_result else None,
+                on_result=_bound(on_result, side),
                 pin_cpus=pin_cpus,
                 inference_cpus=inference_cpus,
             )
@@ -99,9 +99,7 @@ class Feed:
         """The source ended and its last frame has been inferred everywhere (or side A stopped)."""
         if self._stops["a"].is_set():
             return True
-        return self.capture.done.is_set() and all(
-            not w.slot.has_fresh() and w.idle() for w in self.workers.values()
-        )
+        return self.capture.done.is_set() and all(not w.slot.has_fresh() and w.idle() for w in self.workers.values())
 
     def threads(self) -> list[threading.Thread]:
         return [self.capture.thread] + [t for w in self.workers.values() for t in w.threads()]
@@ -116,11 +114,48 @@ class Feed:
         """Side A's: the source's state, or the error that ended the run."""
         return self.workers["a"].log.status()
 
-    def events(self) -> list[Event]:
-        return self.workers["a"].log.events()
+    def events(self, side: str = "a") -> list[Event]:
+        """That side's retained events, oldest first (side A's hold the source's too)."""
+        return self.workers[side].log.events()
 
     def events_since(self, seq: int) -> list[Event]:
         return self.workers["a"].log.events_since(seq)
+
+    # What a controller reads of each side (app/live/controller.py), without reaching into workers.
+
+    compares = False  # an A/B comparison (app/pipeline/compare.py)
+
+    @property
+    def sides(self) -> tuple[str, ...]:
+        return tuple(self.workers)
+
+    def side_config(self, side: str = "a") -> InferenceConfig:
+        """What the side runs, or will run once a pending change applies."""
+        return self.workers[side].config
+
+    def side_result(self, side: str = "a") -> Result | None:
+        return self.workers[side].latest_result()
+
+    def side_report(self, side: str = "a") -> DelegationReport | None:
+        return self.workers[side].delegation_report()
+
+    def reconfigure_side(self, side: str, **changes: object) -> None:
+        self.workers[side].reconfigure(**changes)
+
+    def inferring(self) -> bool:
+        """Some side's inference thread is on a frame now (see InferenceWorker.inferring)."""
+        return any(worker.inferring() for worker in self.workers.values())
+
+    def show_stopped(self, reason: str) -> None:
+        """After `stop()`: the status says why it stopped (a pause), not just "stopped"."""
+        self.workers["a"].log.set_status(Status(State.STOPPED, reason))
+
+
+def _bound(callback: Callable[[str, T], None] | None, side: str) -> Callable[[T], None] | None:
+    """`callback` with its side given: what a worker calls with a result or event of its own."""
+    if callback is None:
+        return None
+    return lambda item: callback(side, item)
 
 
 class Pipeline(Feed):
@@ -133,7 +168,7 @@ class Pipeline(Feed):
         *,
         pace: bool = True,
         loop: bool = True,
-        source_options: dict | None = None,
+        source_options: dict[str, Any] | None = None,
         metrics: Metrics | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -32,9 +33,11 @@ class RgbCache:
     def __init__(self, keep: int = 8, repeat_bytes: int = 64 * 1024 * 1024) -> None:
         self._lock = threading.Lock()
         self._rgb: dict[tuple[int, int, int], tuple[np.ndarray, float]] = {}
-        self._tensors: dict[tuple[int, tuple], tuple[np.ndarray, float]] = {}  # (frame, Preprocessor.key)
+        self._tensors: dict[tuple[int, tuple[object, ...]], tuple[np.ndarray, float]] = {}  # (frame, Preprocessor.key)
         # Preprocessor.key -> content_id -> (rgb, rgb ms, tensor, total ms); least recently used key first.
-        self._repeats: OrderedDict[tuple, dict[int, tuple[np.ndarray, float, np.ndarray, float]]] = OrderedDict()
+        self._repeats: OrderedDict[tuple[object, ...], dict[int, tuple[np.ndarray, float, np.ndarray, float]]] = (
+            OrderedDict()
+        )
         self._repeat_bytes = repeat_bytes
         self._keep = keep
         self.computed = 0
@@ -140,6 +143,6 @@ class RgbCache:
             return cached
 
 
-def _trim(entries: dict, keep: int) -> None:
+def _trim(entries: dict[Any, Any], keep: int) -> None:
     while len(entries) > keep:
         entries.pop(next(iter(entries)))

@@ -78,7 +78,7 @@ class InferenceConfig:
             parts.append("fallback " + ("on" if self.fallback else "off"))
         return ", ".join(parts)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         """For JSON: paths as text, options as a mapping."""
         return {**asdict(self), "model": str(self.model), "labels": str(self.labels or "")}
 

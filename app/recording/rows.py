@@ -6,8 +6,7 @@ import time
 from collections.abc import Callable
 
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.pipeline import Event, Result
-from app.pipeline.worker import InferenceWorker
+from app.pipeline import Event, InferenceWorker, Result
 from app.recording.writer import RecordingWriter
 
 _BULKY = ("coverage", "predicted", "coreml_pieces", "native_log")  # DelegationReport fields kept out of `opened`

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from app.backends.describe import speed_sentence
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.pipeline import Feed, InferenceConfig, Pipeline
+from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline
 from app.pipeline.compare import COMPARISON_COLUMNS, ComparePipeline, FrameComparison
-from app.pipeline.worker import InferenceWorker
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
 from app.tasks.bench import BenchConfig

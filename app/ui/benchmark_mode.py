@@ -5,25 +5,33 @@ the settings: the next start is paced again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QStatusBar
 
 from app.errors import SourceError
 from app.sources import LIVE_KINDS, parse_source_spec
-
-if TYPE_CHECKING:
-    from app.ui.main_window import MainWindow
 
 BADGE = "UNPACED BENCHMARK"
 _STYLE = "color: white; background: #b35900; font-weight: bold; padding: 1px 6px; border-radius: 3px"
 
 
 class UnpacedMode:
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
-        self.action = QAction("&Unpaced: as fast as possible (benchmark)", window)
+    def __init__(
+        self,
+        parent: QObject,
+        status_bar: QStatusBar,
+        *,
+        set_pace: Callable[[bool], object],
+        source: Callable[[], str],
+        add_marker: Callable[[str], object],
+    ) -> None:
+        """`set_pace(paced)` restarts the pipeline paced or not; `source()` is the source running now;
+        `add_marker(text)` marks the switch on the plots."""
+        self._set_pace, self._source, self._add_marker = set_pace, source, add_marker
+        self.action = QAction("&Unpaced: as fast as possible (benchmark)", parent)
         self.action.setCheckable(True)
         self.action.setToolTip(
             "Benchmark mode: read the video or images as fast as inference takes them (not at the file's frame "
@@ -33,7 +41,7 @@ class UnpacedMode:
         self.label = QLabel("")
         self.label.setStyleSheet(_STYLE)
         self.label.setVisible(False)
-        window.statusBar().addPermanentWidget(self.label)
+        status_bar.addPermanentWidget(self.label)
 
     @property
     def unpaced(self) -> bool:
@@ -43,9 +51,8 @@ class UnpacedMode:
         if self.action.isChecked() != on:
             self.action.setChecked(on)  # toggled() comes back here once
             return
-        window = self.window
-        window.live.set_pace(not on)
-        window.plots.add_marker("unpaced (benchmark)" if on else "paced")
+        self._set_pace(not on)
+        self._add_marker("unpaced (benchmark)" if on else "paced")
         self.refresh()
 
     def refresh(self) -> None:
@@ -67,6 +74,6 @@ class UnpacedMode:
 
     def _live_source(self) -> bool:
         try:
-            return parse_source_spec(self.window.live.source)[0] in LIVE_KINDS
+            return parse_source_spec(self._source())[0] in LIVE_KINDS
         except SourceError:
             return False

@@ -19,7 +19,13 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QSc
 from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
-from app.live.controller import LiveController, RecordingStatus
+from app.live.controller import LiveController
+from app.live.events import EventDigest, EventUpdate, compare_marker, source_marker
+from app.live.ops import OpsProfiles
+from app.live.paint import PaintDeferral
+from app.live.recording import RecordingStatus
+from app.live.source_trial import SourceTrial
+from app.live.sweep import SweepRunner
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelSpec, bundled_models, load_model_spec
@@ -30,14 +36,13 @@ from app.tasks.delegates import delegate_statuses
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
-from app.ui.event_view import EventView
 from app.ui.menus import build_menus
 from app.ui.panels.compare import ComparePanel
 from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.panels.delegation import DelegationPanel
 from app.ui.panels.review import ReviewWindow
 from app.ui.panels.sweep import SweepDock
-from app.ui.scripted import scripted_outcome, window_stats, write_stats
+from app.ui.scripted import WindowStats, scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
@@ -45,14 +50,8 @@ from app.ui.views.video import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
 
-DISPLAY_INTERVAL_MS = 5  # polls the newest frame and the end of an inference (see DEFER_MAX_S)
+DISPLAY_INTERVAL_MS = 5  # polls the newest frame and the end of an inference (app/live/paint.py)
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
-# The window's heavy work (painting a new frame, refreshing plots and panel) waits while an inference
-# runs, at most this long: painting and the X server's copy of a 4K window took a core beside the
-# inference thread on a 2-core machine and slowed what the window measures (docs/benchmarks.md,
-# "The window's observer effect"). A frame then shows with its own result, once; a model slower than
-# this still gets every frame shown, this much late.
-DEFER_MAX_S = 0.025
 BACKGROUND_JOIN_S = 3.0
 DOCK_WIDTH = 320
 # The video's banner when the pipeline is not running (the status message goes below it).
@@ -80,23 +79,42 @@ class MainWindow(QMainWindow):
         self.delegate_statuses: dict[str, dict] | None = None  # by delegate name, once the GPU probe answered
         self._last_frame_index = -1
         self._last_result_id: tuple | None = None
-        self._holding_since: float | None = None  # since when new frames wait for an inference to end
-        self.held_back_s = 0.0  # how long the frame painted last had waited (tests read it)
-        self._stats_due: float | None = None  # when a plot/panel refresh fell due during an inference
+        self.deferral = PaintDeferral()  # paints and refreshes wait while an inference runs, briefly
         self.last_recording: RecordingStatus | None = None
         self._closing = False
         self.last_error: str | None = None
         self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
-        self._source_trial: tuple[str, str | None] | None = None  # (chosen source, the one to go back to)
+        self.source_trial = SourceTrial()  # a chosen source that never opens gives way to the one that ran
 
         self._build_widgets()
-        self.sweep, self.unpaced = SweepDock(self), UnpacedMode(self)
-        self.record_action = build_menus(self)
-
         start = start_config(options, self.saved)
         self.live = LiveController(start.source, start.config)
-        self.ops_view.attach(self.live)
-        self.event_view = EventView(self.live, self.plots, self.delegation, self.controls, self.statusBar())
+        self.sweep = SweepDock(
+            self,
+            SweepRunner(self.live),
+            allows_software_gpu=self.controls.allows_software_gpu,
+            statuses=lambda: self.delegate_statuses,
+            add_marker=self.plots.add_marker,
+            show_error=self.show_error,
+            show_message=self.statusBar().showMessage,
+        )
+        self.unpaced = UnpacedMode(
+            self,
+            self.statusBar(),
+            set_pace=self.live.set_pace,
+            source=lambda: self.live.source,
+            add_marker=self.plots.add_marker,
+        )
+        self.record_action = build_menus(
+            self,
+            self,
+            docks=(self.controls_dock, self.delegation_dock, self.ops_dock),
+            clear_plots=self.plots.clear_series,
+            benchmarks=(self.sweep.action, self.unpaced.action),
+        )
+        self.ops_profiles = OpsProfiles(self.live)
+        self.ops_view.attach(self.ops_profiles)
+        self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
         self._cameras = self.background.run(list_cameras, "delegate-scope-cameras")
@@ -106,8 +124,10 @@ class MainWindow(QMainWindow):
         self.live.start()
 
         self._statuses = self.background.run(delegate_statuses, "delegate-scope-probe")  # a child process
-        self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS, timeout=self._display_tick)
-        self._stats_timer = QTimer(self, interval=STATS_INTERVAL_MS, timeout=self._stats_tick)
+        self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS)
+        self._display_timer.timeout.connect(self._display_tick)
+        self._stats_timer = QTimer(self, interval=STATS_INTERVAL_MS)
+        self._stats_timer.timeout.connect(self._stats_tick)
         self._display_timer.start()
         self._stats_timer.start()
         if options.record:
@@ -191,16 +211,13 @@ class MainWindow(QMainWindow):
         self.switch_source(spec)
 
     def switch_source(self, spec: str) -> None:
-        # Until the new source delivers, the one that ran stays the way back (as a bad model keeps the
-        # previous one running): a stream that never opens no longer stops everything behind a banner.
-        running = self.live.status().state == State.RUNNING or self.live.latest_frame() is not None
-        previous = self.live.source if running else (self._source_trial or (None, None))[1]
-        self._source_trial = (spec, previous) if previous and previous != spec else None
+        delivering = self.live.status().state == State.RUNNING or self.live.latest_frame() is not None
+        self.source_trial.begin(spec, self.live.source, delivering)
         self.live.switch_source(spec)
         self._last_frame_index = -1
         self.video.set_message(f"Opening {spec}…")
         self.controls.show_sources(self.cameras, spec)
-        self.plots.add_marker(f"source: {Path(spec).name if ':' not in spec else spec.split(':', 1)[0]}")
+        self.plots.add_marker(source_marker(spec))
         self.statusBar().showMessage(f"Source: {redact_credentials(spec)}", 5000)
 
     def request_model(self, ref: str) -> None:
@@ -265,7 +282,7 @@ class MainWindow(QMainWindow):
         if on:
             self.compare_dock.raise_()
         self.plots.show_b(on)
-        self.plots.add_marker(f"A/B with {backend_name(b.delegate)} · {Path(b.model).stem}" if b else "A/B off")
+        self.plots.add_marker(compare_marker(b.model, b.delegate) if b else compare_marker(None, None))
         if not on:
             self.video.titles = ("", "")
         self.delegation.set_report_b(None)
@@ -274,7 +291,8 @@ class MainWindow(QMainWindow):
     def request_b_file(self, kind: str) -> None:
         """Open .tflite… or a labels file for side B: checked here first, as side A's are."""
         b = self.controls.b_side()
-        model, labels = b.model, b.labels
+        model: str | None = b.model
+        labels = b.labels
         if kind == "model":
             path = dialogs.ask_model(self)
             model, labels = (path, None) if path else (None, None)
@@ -338,7 +356,7 @@ class MainWindow(QMainWindow):
         self.record_label.setText("")
         if status is not None:
             self.last_recording = status
-            self.ops_view.save_beside(status.path)  # the report's per-op chart (app/report/ops.py)
+            self.ops_profiles.save_beside(status.path)  # the report's per-op chart (app/report/ops.py)
             if status.error:
                 self.statusBar().showMessage(f"{status.error}; {status.rows} rows kept in {status.path}", 15_000)
             else:
@@ -387,17 +405,18 @@ class MainWindow(QMainWindow):
 
     # ---- polling ---------------------------------------------------------------------------
 
+    @property
+    def held_back_s(self) -> float:
+        """How long the frame painted last had waited for an inference to end (tests read it)."""
+        return self.deferral.held_back_s
+
     def _display_tick(self) -> None:
-        now = time.monotonic()
         inferring = self.live.inferring()
-        self._show_newest(now, inferring)
-        # A refresh that fell due during an inference, after the frame: painting it first keeps it
-        # in the gap before the next frame's inference (at 4K a refresh first cost displayed frames).
-        if self._stats_due is not None and (not inferring or now - self._stats_due >= DEFER_MAX_S):
-            self._stats_due = None
+        self._show_newest(inferring)
+        if self.deferral.refresh_deferred(inferring):
             self._refresh_stats()
 
-    def _show_newest(self, now: float, inferring: bool) -> None:
+    def _show_newest(self, inferring: bool) -> None:
         started = self.probes.start()
         live = self.live
         frame = live.latest_frame()
@@ -406,16 +425,8 @@ class MainWindow(QMainWindow):
         if frame is None or (frame.index == self._last_frame_index and result_id == self._last_result_id):
             return
         new_frame = frame.index != self._last_frame_index
-        if new_frame:
-            if inferring:
-                # Held from the first frame since the last paint: newer frames arriving meanwhile (an
-                # unpaced source) must not restart the wait, or nothing would ever be painted.
-                if self._holding_since is None:
-                    self._holding_since = now
-                if now - self._holding_since < DEFER_MAX_S:
-                    return  # painted once the inference ends (with its result, if it ran on this frame)
-            self.held_back_s = 0.0 if self._holding_since is None else now - self._holding_since
-            self._holding_since = None
+        if new_frame and not self.deferral.paint_frame(inferring):
+            return  # painted once the inference ends (with its result, if it ran on this frame)
         self._last_frame_index, self._last_result_id = frame.index, result_id
         self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
@@ -424,13 +435,9 @@ class MainWindow(QMainWindow):
 
     def _stats_tick(self) -> None:
         """Due every STATS_INTERVAL_MS; done at once between inferences, else by the display tick
-        when the inference ends (or DEFER_MAX_S has passed)."""
-        if self.live.inferring():
-            if self._stats_due is None:
-                self._stats_due = time.monotonic()
-            return
-        self._stats_due = None
-        self._refresh_stats()
+        when the inference ends (or the deferral's limit has passed)."""
+        if self.deferral.refresh_now(self.live.inferring()):
+            self._refresh_stats()
 
     def _refresh_stats(self) -> None:
         live = self.live
@@ -450,9 +457,14 @@ class MainWindow(QMainWindow):
         self.video.inference_fps = snap.inference_fps
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
-        self.event_view.poll()
+        update = self.event_digest.poll()
+        if update is not None:
+            self._show_events(update)
         status = live.status()
-        if self._source_trial is not None and self._check_source_trial(status.state, status.message):
+        back = self.source_trial.check(status.state, status.message, live.latest_frame() is not None)
+        if back is not None:  # the chosen source never opened: the one that ran before runs again
+            self.switch_source(back.source)
+            self.show_error("Cannot open this source", back.message)
             return
         text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
         if bottleneck is not None and status.state == State.RUNNING:
@@ -467,22 +479,20 @@ class MainWindow(QMainWindow):
         self._poll_background()
         self._update_recording()
 
-    def _check_source_trial(self, state: State, message: str) -> bool:
-        """A newly chosen source that delivers is kept; one that never opened gives way to the source
-        that ran before, and the status bar says so. True when it went back."""
-        assert self._source_trial is not None
-        previous = self._source_trial[1]
-        if state == State.RUNNING or self.live.latest_frame() is not None:
-            self._source_trial = None
-            return False
-        if state != State.ERROR or previous is None:
-            return False
-        self._source_trial = None
-        self.switch_source(previous)
-        self.show_error(
-            "Cannot open this source", f"{redact_credentials(message)}; back on {redact_credentials(previous)}"
-        )
-        return True
+    def _show_events(self, update: EventUpdate) -> None:
+        """What the pipeline's new events change: plot markers, the delegation panel, the delegate and
+        model boxes, the status bar."""
+        for text, at in update.markers:
+            self.plots.add_marker(text, at=at - self.plots.t0)
+        for shown in update.reports:
+            self.delegation.set_report(shown.report, shown.model, shown.labels, shown.label_warnings)
+            self.controls.show_delegate(shown.report.requested)
+            if shown.switch_cost:
+                self.delegation.set_switch_cost(shown.switch_cost)
+        if update.model_running is not None:
+            self.controls.set_models(update.model_running)
+        for message in update.status:
+            self.statusBar().showMessage(message, 15_000)
 
     def _update_compare(self, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
         comparison = self.live.comparison()
@@ -544,7 +554,7 @@ class MainWindow(QMainWindow):
 
     # ---- scripted runs and shutdown --------------------------------------------------------
 
-    def stats(self) -> dict:
+    def stats(self) -> WindowStats:
         """Figures for benchmarks and scripted runs (--stats FILE)."""
         return window_stats(self.live, self.probes, self.video, self.plots)
 

@@ -77,8 +77,8 @@ def test_a_switch_marker_says_what_changed():
     import time
 
     from app.backends import DelegationReport
+    from app.live.events import marker_text
     from app.pipeline import Event, EventKind
-    from app.ui.event_view import marker_text
 
     report = DelegationReport(requested="cpu", used="cpu", accelerator="XNNPACK")
     switch = Event(EventKind.SWITCH, time.monotonic(), time.time(), "threads 2→1: m on cpu", report=report,

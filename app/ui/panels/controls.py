@@ -166,10 +166,12 @@ class ControlPanel(QWidget):
         self.model.activated.connect(self._model_activated)
         self.delegate.activated.connect(lambda _: self.delegate_requested.emit(self.delegate.currentData()))
         self.delegate.currentIndexChanged.connect(lambda _: self._show_relevant_options())
-        for widget in (self.threads, self.precision, self.allow_software, self.units):
-            signal = getattr(widget, "valueChanged", None) or getattr(widget, "currentIndexChanged", None)
-            if isinstance(widget, QCheckBox):
-                signal = widget.toggled
+        for signal in (
+            self.threads.valueChanged,
+            self.precision.currentIndexChanged,
+            self.allow_software.toggled,
+            self.units.currentIndexChanged,
+        ):
             signal.connect(lambda *_: self.options_changed.emit(self.options()))
         self.throttle.valueChanged.connect(lambda v: self.throttle_changed.emit(float(v)))
         self.top_k.valueChanged.connect(self.top_k_changed.emit)
@@ -185,7 +187,8 @@ class ControlPanel(QWidget):
         self.model.currentIndexChanged.connect(lambda _: self.model.setToolTip(self.model.currentText()))
         # Scrolling the panel must not change what runs: a wheel over an unfocused spin box or combo
         # (threads 2 -> 1 rebuilt the model mid-run) scrolls the panel instead.
-        for widget in self.findChildren(QAbstractSpinBox) + self.findChildren(QComboBox):
+        wheeled: list[QWidget] = [*self.findChildren(QAbstractSpinBox), *self.findChildren(QComboBox)]
+        for widget in wheeled:
             widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
             widget.installEventFilter(self)
 
@@ -374,8 +377,8 @@ class ControlPanel(QWidget):
                               (self.units, name == "coreml")):  # fmt: skip
             self._delegate_form.setRowVisible(widget, shown)
         on = self.compare.isChecked()
-        for widget in (self.b_model, self.b_labels, self.b_delegate):
-            self._compare_form.setRowVisible(widget, on)
+        for b_widget in (self.b_model, self.b_labels, self.b_delegate):
+            self._compare_form.setRowVisible(b_widget, on)
 
     def _source_activated(self, index: int) -> None:
         self.source_requested.emit(self.source.itemData(index))

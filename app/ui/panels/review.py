@@ -9,6 +9,7 @@ import math
 import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
@@ -77,7 +78,7 @@ class ReviewWindow(QMainWindow):
             parts.append(f"{session.skipped_lines} incomplete line(s) skipped (the recording was cut short)")
         if meta and meta.get("complete") is False:
             parts.append("<span style='color:#b71c1c'>not stopped cleanly</span>")
-        compare = meta.get("compare") if isinstance(meta.get("compare"), dict) else {}
+        compare = _mapping(meta.get("compare"))
         if isinstance(compare.get("b"), str):  # side A of an A/B recording: say where the rest is
             b, c = html.escape(compare["b"]), html.escape(str(compare.get("comparison", "")))
             parts.append(f"side A of an A/B recording (side B: {b}; per-frame comparison: {c})")
@@ -115,12 +116,12 @@ class ReviewWindow(QMainWindow):
         split.setSizes([table_h, 440])
         self.resize(1400, 540 + table_h)
         for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
-            QShortcut(keys, self, activated=self.close)  # Esc and Ctrl+W (Cmd+W) close a review
+            QShortcut(keys, self).activated.connect(self.close)  # Esc and Ctrl+W (Cmd+W) close a review
 
     def segment_rows(self) -> list[dict[str, str]]:
         """The table as text, row by row (tests and screenshots read this)."""
         return [
-            {COLUMNS[c]: (self.table.item(r, c).text() if self.table.item(r, c) else "") for c in range(len(COLUMNS))}
+            {COLUMNS[c]: (item.text() if (item := self.table.item(r, c)) else "") for c in range(len(COLUMNS))}
             for r in range(self.table.rowCount())
         ]
 
@@ -160,7 +161,7 @@ class ReviewWindow(QMainWindow):
         table.verticalHeader().setVisible(False)
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setWordWrap(False)
-        models = meta.get("models") if isinstance(meta.get("models"), dict) else {}
+        models = _mapping(meta.get("models"))
         for row, segment in enumerate(segments):
             for column, text in enumerate(_segment_cells(segment, models)):
                 item = QTableWidgetItem(text)
@@ -174,14 +175,19 @@ class ReviewWindow(QMainWindow):
         return table
 
 
-def _segment_cells(segment: Segment, models: dict) -> list[str]:
+def _mapping(value: object) -> dict[str, Any]:
+    """A sidecar's object, or an empty one where the file holds something else (a damaged sidecar)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _segment_cells(segment: Segment, models: dict[str, Any]) -> list[str]:
     rows = segment.inferences
     facts = dict(delegate_facts(segment.facts, rows))
     model_ids = list(dict.fromkeys(original_text(r.get("model_id", "")) for r in rows))
     names = list(dict.fromkeys(original_text(r.get("model", "")) for r in rows))
     labels = []
     for model_id in model_ids:
-        model = models.get(model_id) if isinstance(models.get(model_id), dict) else {}
+        model = _mapping(models.get(model_id))
         source = model.get("labels")
         warnings = model.get("label_warnings") if isinstance(model.get("label_warnings"), list) else []
         text = str(source) if source else "not recorded"

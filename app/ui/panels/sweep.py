@@ -1,16 +1,13 @@
-"""The window's delegate sweep: "Sweep delegates…" runs app/tasks/sweep.py on the current source and model(s)
-off the GUI thread, with the live pipeline paused (the sweep needs the CPU to itself), and shows the
-result in its own dock: a table and bar plots side by side, and a button that saves the HTML report.
+"""The window's delegate sweep: "Sweep delegates…" starts app/live/sweep.py's runner (the sweep off the GUI
+thread, the live pipeline paused around it) and shows its state in a dock of its own: progress, then a
+table and bar plots side by side, and a button that saves the HTML report.
 
-Nothing is pushed at the GUI: the sweep thread leaves its newest progress in a slot that a timer
-reads, as the main window polls the live pipeline."""
+Nothing is pushed at the GUI: a timer polls the runner, as the main window polls the live pipeline."""
 
 from __future__ import annotations
 
-import threading
-from concurrent.futures import Future
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pyqtgraph as pg
@@ -23,6 +20,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
+    QMainWindow,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -34,24 +32,11 @@ from PySide6.QtWidgets import (
 )
 
 from app.errors import DelegateScopeError
-from app.model.spec import resolve_model_path
+from app.live.sweep import SweepRunner, SweepState
 from app.report.sweep import COLUMNS, header_lines, row_cells, write_html
-from app.tasks.sweep import (
-    DEFAULT_FRAMES,
-    DEFAULT_WARMUP,
-    SweepProgress,
-    SweepResult,
-    SweepRow,
-    default_models,
-    plan_sweep,
-    run_sweep,
-)
-
-if TYPE_CHECKING:
-    from app.ui.main_window import MainWindow
+from app.tasks.sweep import DEFAULT_FRAMES, SweepProgress, SweepResult, SweepRow
 
 POLL_MS = 200
-PAUSE_REASON = "the delegate sweep is running; live inference resumes when it ends (it would compete for the CPU)"
 _NOT_MEASURED = QColor(120, 120, 120)
 _BAR = {"cpu": (76, 114, 176), "gpu": (85, 168, 104), "coreml": (196, 78, 82)}
 _SOFTWARE = (221, 132, 82)
@@ -193,18 +178,32 @@ def _runs_on(row: SweepRow) -> str:
 
 
 class SweepDock:
-    """The sweep in the window: its action, its dock, the run off the GUI thread, and the live
-    pipeline paused around it."""
+    """The sweep in the window: its action and its dock, rendering the runner's state. The window gives
+    it what it shows besides the dock: `add_marker` (the plots), `show_error`, `show_message` (the status
+    bar), and what a start reads: `allows_software_gpu()`, `statuses()` (the GPU probe's answer, None
+    until it came: the sweep then asks itself)."""
 
-    def __init__(self, window: MainWindow) -> None:
-        self.window = window
+    def __init__(
+        self,
+        main: QMainWindow,
+        runner: SweepRunner,
+        *,
+        allows_software_gpu: Callable[[], bool],
+        statuses: Callable[[], dict[str, dict] | None],
+        add_marker: Callable[[str], object],
+        show_error: Callable[[str, str], object],
+        show_message: Callable[[str, int], object],
+    ) -> None:
+        self._main, self.runner = main, runner
+        self._allows_software_gpu, self._statuses = allows_software_gpu, statuses
+        self._add_marker, self._show_error, self._show_message = add_marker, show_error, show_message
         self.panel = SweepPanel()
-        self.dock = QDockWidget("Delegate sweep", window)
+        self.dock = QDockWidget("Delegate sweep", main)
         self.dock.setObjectName("dock-sweep")
         self.dock.setWidget(self.panel)
-        window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
+        main.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
         self.dock.hide()  # shown once a sweep starts
-        self.action = QAction("S&weep delegates…", window)
+        self.action = QAction("S&weep delegates…", main)
         self.action.setToolTip(
             "Run the current source's frames through every delegate configuration (CPU threads, GPU precisions, "
             "Core ML units), unpaced, side by side"
@@ -215,87 +214,60 @@ class SweepDock:
         self.panel.cancel_button.clicked.connect(self.cancel)
         self.panel.save_button.clicked.connect(self.ask_save)
         self.panel.set_running(False)
-        self.result: SweepResult | None = None
-        self.error: str | None = None
-        self._future: Future[SweepResult] | None = None
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._progress: SweepProgress | None = None
-        self._timer = QTimer(window, interval=POLL_MS, timeout=self._poll)
+        self._timer = QTimer(main, interval=POLL_MS)
+        self._timer.timeout.connect(self._poll)
 
     @property
     def running(self) -> bool:
-        return self._future is not None
+        return self.runner.running
+
+    @property
+    def result(self) -> SweepResult | None:
+        return self.runner.result
+
+    @property
+    def error(self) -> str | None:
+        return self.runner.error
 
     def models(self) -> list[str]:
         """The current model, side B's when comparing, and the bundled ones when asked; each once."""
-        live = self.window.live
-        models = [str(live.config().model)]
-        if live.comparing:
-            models.append(str(live.config("b").model))
-        if self.panel.bundled.isChecked():
-            models.extend(default_models())
-        unique: dict[str, str] = {}  # by the file it resolves to: a bundled name and its path are one model
-        for model in models:
-            try:
-                key = str(resolve_model_path(model).resolve())
-            except DelegateScopeError:
-                key = model  # the sweep says what is wrong with it
-            unique.setdefault(key, model)
-        return list(unique.values())
+        return self.runner.models(bundled=self.panel.bundled.isChecked())
 
     def start(self) -> bool:
         """Sweep the current source and model(s); False when one is already running."""
         if self.running:
             return False
-        window = self.window
+        main = self._main
         if not self.dock.isVisible():
             self.dock.show()
             # A third of the height: the video and the plots stay in view (they show the pause).
-            window.resizeDocks([self.dock], [max(220, window.height() // 3)], Qt.Orientation.Vertical)
+            main.resizeDocks([self.dock], [max(220, main.height() // 3)], Qt.Orientation.Vertical)
         self.dock.raise_()
-        allow_software = self.panel.software.isChecked() or window.controls.allows_software_gpu()
+        allow_software = self.panel.software.isChecked() or self._allows_software_gpu()
         self.panel.software.setChecked(allow_software)
-        models, source, frames = self.models(), window.live.source, self.panel.frames.value()
-        statuses = window.delegate_statuses  # None until the GPU probe answered: the sweep then asks itself
-        self._stop.clear()
-        self._progress = None
-        self.error = None
-        window.live.pause(PAUSE_REASON)
-        window.plots.add_marker("sweep: live paused")
+        models = self.models()
+        self.runner.start(
+            models, frames=self.panel.frames.value(), allow_software_gpu=allow_software, statuses=self._statuses()
+        )
+        self._add_marker("sweep: live paused")
         self.panel.set_running(True)
-        self.panel.status.setText(f"Starting: {', '.join(Path(m).stem for m in models)} on {source}…")
-
-        def sweep() -> SweepResult:
-            entries = plan_sweep(models, allow_software_gpu=allow_software, statuses=statuses)
-            return run_sweep(source, entries, frames=frames, warmup=DEFAULT_WARMUP, progress=self._set_progress,
-                             stop=self._stop)  # fmt: skip
-
-        self._future = window.background.run(sweep, "delegate-scope-sweep")
+        self.panel.status.setText(f"Starting: {', '.join(Path(m).stem for m in models)} on {self.runner.source}…")
         self._timer.start()
         return True
 
     def cancel(self) -> None:
-        if self.running:
-            self._stop.set()
+        if self.runner.cancel():
             self.panel.status.setText("Cancelling after the configuration running now…")
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Closing the window: end a running sweep and wait for its threads."""
         self._timer.stop()
-        future = self._future
-        if future is not None:
-            self._stop.set()
-            try:
-                future.result(timeout=timeout_s)
-            except Exception:  # closing: the outcome no longer matters, only that its threads ended
-                pass
-            self._future = None
+        self.runner.shutdown(timeout_s)
 
     def ask_save(self) -> None:
         if self.result is None:
             return
-        path, _ = QFileDialog.getSaveFileName(self.window, "Save sweep report", "sweep.html", "HTML (*.html)")
+        path, _ = QFileDialog.getSaveFileName(self._main, "Save sweep report", "sweep.html", "HTML (*.html)")
         if path:
             self.save_report(Path(path))
 
@@ -305,43 +277,32 @@ class SweepDock:
         try:
             size = write_html(self.result, path)
         except DelegateScopeError as exc:
-            self.window.show_error("Cannot save the sweep report", str(exc))
+            self._show_error("Cannot save the sweep report", str(exc))
             return False
-        self.window.statusBar().showMessage(f"Sweep report saved: {path} ({size / 1024:.0f} KiB)", 10_000)
+        self._show_message(f"Sweep report saved: {path} ({size / 1024:.0f} KiB)", 10_000)
         return True
 
-    def _set_progress(self, p: SweepProgress) -> None:  # the sweep thread
-        with self._lock:
-            self._progress = p
-
     def _poll(self) -> None:
-        with self._lock:
-            progress = self._progress
-        if progress is not None:
-            self.panel.show_progress(progress)
-        future = self._future
-        if future is None or not future.done():
+        self.show_state(self.runner.poll())
+
+    def show_state(self, state: SweepState) -> None:
+        if state.progress is not None:
+            self.panel.show_progress(state.progress)
+        if not state.finished:
             return
-        self._future = None
         self._timer.stop()
         self.panel.set_running(False)
-        self.window.live.resume()
-        self.window.plots.add_marker("sweep done: live resumed")
-        try:
-            self.result = future.result()
-        except DelegateScopeError as exc:
-            self.error = str(exc)
-            self.panel.status.setText(f"The sweep failed: {exc}")
-            self.window.show_error("The sweep failed", str(exc))
+        self._add_marker("sweep done: live resumed")
+        if state.error is not None:
+            self.panel.status.setText(f"The sweep failed: {state.error}")
+            if not state.internal:  # a bug is said in the dock only; the window runs on
+                self._show_error("The sweep failed", state.error)
             return
-        except Exception as exc:  # a bug: say so in one line; the window runs on
-            self.error = f"internal error: {type(exc).__name__}: {exc}"
-            self.panel.status.setText(f"The sweep failed: {self.error}")
-            return
-        self.panel.show_result(self.result)
-        done = len(self.result.measured())
-        self.window.statusBar().showMessage(
-            f"Sweep {'cancelled' if self.result.cancelled else 'done'}: {done} of {len(self.result.rows)} "
+        assert state.result is not None
+        self.panel.show_result(state.result)
+        done = len(state.result.measured())
+        self._show_message(
+            f"Sweep {'cancelled' if state.result.cancelled else 'done'}: {done} of {len(state.result.rows)} "
             "configurations measured",
             10_000,
         )

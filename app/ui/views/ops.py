@@ -1,9 +1,9 @@
 """The Ops view: the running session's per-op profile, refreshed while profiling is on (off by default).
 
-Profiles come from app.profile.background.LiveProfiler, a runner of its own in a background thread at a
-low rate (the live inference thread keeps its session and its timing). Rows are coloured by where
-each op ran, in the node strip's colours (coverage_view.py): a delegated partition's colour, red
-for the ops off the accelerator. In A/B, side B's table stands beside side A's.
+Profiles come from app/live/ops.py (app.profile.background.LiveProfiler: a runner of its own in a background
+thread at a low rate; the live inference thread keeps its session and its timing); this view renders them.
+Rows are coloured by where each op ran, in the node strip's colours (coverage_view.py): a delegated
+partition's colour, red for the ops off the accelerator. In A/B, side B's table stands beside side A's.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import html
 import time
 from collections.abc import Mapping
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QColor
@@ -28,12 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.profile.background import INTERVAL_S, LiveProfile, LiveProfiler, Target
-from app.profile.sidecar import write_profile
+from app.live.ops import OpsProfiles
+from app.profile.background import INTERVAL_S, LiveProfile
 from app.profile.types import OpTime, Placement, Profile
-
-if TYPE_CHECKING:
-    from app.live.controller import LiveController
 
 REFRESH_MS = 500
 COLUMNS = ("#", "node", "op", "kernel", "where", "median ms", "mean ms", "share %")
@@ -78,7 +73,9 @@ class SideTable(QWidget):
             header.resizeSection(column, width)
         header.setSectionResizeMode(KERNEL, QHeaderView.ResizeMode.Stretch)  # the runtime's kernel name
         header.setStretchLastSection(True)  # when the kernel column is hidden (A/B)
-        self.table.horizontalHeaderItem(7).setToolTip("share of the ops' time, by median per run")
+        share = self.table.horizontalHeaderItem(7)
+        assert share is not None  # set by setHorizontalHeaderLabels above
+        share.setToolTip("share of the ops' time, by median per run")
         layout.addWidget(self.title)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
@@ -146,8 +143,7 @@ def _summary(p: Profile, age_s: float) -> str:
 class OpsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.live: LiveController | None = None
-        self.profiler: LiveProfiler | None = None
+        self.profiler: OpsProfiles | None = None
         self.latest: Mapping[str, LiveProfile] = {}
         layout = QVBoxLayout(self)
         self.enable = QCheckBox(f"Profile ops every {INTERVAL_S:.0f} s (a separate runner, low priority)")
@@ -166,21 +162,11 @@ class OpsView(QWidget):
         layout.addWidget(self.enable)
         layout.addWidget(self.status)
         layout.addLayout(tables, 1)
-        self._timer = QTimer(self, interval=REFRESH_MS, timeout=self.refresh)
+        self._timer = QTimer(self, interval=REFRESH_MS)
+        self._timer.timeout.connect(self.refresh)
 
-    def attach(self, live: LiveController) -> None:
-        self.live = live
-        self.profiler = LiveProfiler(self._targets)
-
-    def _targets(self) -> dict[str, Target]:
-        assert self.live is not None
-        sides = ("a", "b") if self.live.comparing else ("a",)
-        out = {}
-        for side in sides:
-            config = self.live.config(side)  # type: ignore[arg-type]
-            labels = str(config.labels) if config.labels else None
-            out[side] = Target(str(config.model), config.delegate, config.options, labels)
-        return out
+    def attach(self, profiler: OpsProfiles) -> None:
+        self.profiler = profiler
 
     def set_profiling(self, on: bool) -> None:
         if self.profiler is None:
@@ -198,11 +184,11 @@ class OpsView(QWidget):
             self.status.setText("profiling is off (the tables show the last profile)")
 
     def refresh(self) -> None:
-        if self.profiler is None or self.live is None:
+        if self.profiler is None:
             return
         latest = self.latest = self.profiler.latest()
         now = time.monotonic()
-        comparing = self.live.comparing
+        comparing = self.profiler.comparing
         self.side_b.setVisible(comparing)
         for table in (self.side_a, self.side_b):  # two tables share the width: the kernel name goes to the tooltip
             table.table.setColumnHidden(KERNEL, comparing)
@@ -214,16 +200,6 @@ class OpsView(QWidget):
             table.show_profile(entry, now)
         if self.profiler.running:
             self.status.setText(f"profiling every {INTERVAL_S:.0f} s on a separate runner")
-
-    def save_beside(self, recording: Path) -> Path | None:
-        """Write side A's last profile beside a recording that stopped while profiling was on."""
-        entry = self.profiler.latest().get("a") if self.profiler is not None and self.profiler.running else None
-        if entry is None or entry.profile is None:
-            return None
-        try:
-            return write_profile(recording, entry.profile)
-        except OSError:
-            return None  # the recording is what matters
 
     def stop(self) -> None:
         self._timer.stop()
