@@ -125,10 +125,13 @@ class CameraSource(_LiveCapture):
         return f"camera {self._camera} is still unavailable: {exc}"
 
 
-def list_cameras(max_index: int = 8) -> list[CameraInfo]:
-    """Cameras that open, with their default resolution. Quick and silent when there are none."""
+def list_cameras(max_index: int = 8, first_index: int = 0) -> list[CameraInfo]:
+    """Cameras that open, with their default resolution. Quick and silent when there are none.
+
+    `first_index` skips indices already probed (the window's start-up look at camera 0): opening a
+    camera is slow and some drivers dislike being opened twice in a row."""
     found = []
-    for index in _camera_candidates(max_index):
+    for index in (i for i in _camera_candidates(max_index) if i >= first_index):
         with capture_stderr():  # OpenCV and FFmpeg warn on fd 2 for every absent index
             cap = cv2.VideoCapture(index)
             try:

@@ -117,7 +117,9 @@ class MainWindow(QMainWindow):
         self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
-        self._cameras = self.background.run(list_cameras, "delegate-scope-cameras")
+        self._cameras = self.background.run(
+            lambda: [*start.cameras, *list_cameras(first_index=start.probed_below)], "delegate-scope-cameras"
+        )
         self.controls.show_config(start.config, start.threshold)
         for problem in problems:
             self.statusBar().showMessage(problem, 10_000)

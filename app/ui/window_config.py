@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.backends.options import BackendOptions, default_threads
 from app.pipeline import InferenceConfig
-from app.sources import list_cameras
+from app.sources import CameraInfo, list_cameras
 from app.ui.settings import SavedSettings
 
 
@@ -44,13 +44,19 @@ class StartConfig:
     config: InferenceConfig
     source: str
     threshold: float  # the overlay's score threshold, 0..1
+    # Cameras below this index were probed to choose the start source (found ones in `cameras`);
+    # the window's background listing starts after them instead of opening them again.
+    probed_below: int = 0
+    cameras: tuple[CameraInfo, ...] = ()
 
 
 def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
     s, o = saved, options
     source = o.source or s.source
-    if source is None:
-        source = "camera:0" if list_cameras(max_index=1) else "demo"
+    probed_below, cameras = 0, tuple[CameraInfo, ...]()
+    if source is None:  # a first start: camera 0 if it opens, else the demo clip
+        probed_below, cameras = 1, tuple(list_cameras(max_index=1))
+        source = "camera:0" if cameras else "demo"
     inference_options = BackendOptions(
         threads=o.threads or s.threads or default_threads(),
         precision=s.precision,
@@ -64,7 +70,7 @@ def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
         throttle_ms=o.throttle_ms if o.throttle_ms is not None else s.throttle_ms,
         top_k=s.top_k,
     )
-    return StartConfig(config, source, s.threshold)
+    return StartConfig(config, source, s.threshold, probed_below, cameras)
 
 
 def remember(saved: SavedSettings, config: InferenceConfig, source: str, threshold: float) -> None:
