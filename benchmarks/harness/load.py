@@ -35,6 +35,8 @@ def _own_s() -> float:
 
 
 class OtherLoad:
+    """The CPU everything but this process and its reaped children used while the block ran."""
+
     cores: float | None = None  # CPU used by other processes over the span, in cores (1.0 = one busy core)
 
     def __enter__(self) -> OtherLoad:
