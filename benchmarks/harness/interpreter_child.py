@@ -1,6 +1,6 @@
 """The raw Interpreter loop in a process of its own; prints "median_ms rate".
 
-    python -m benchmarks.harness.interpreter_child MODEL THREADS RUNS
+python -m benchmarks.harness.interpreter_child MODEL THREADS RUNS
 """
 
 from __future__ import annotations

@@ -36,7 +36,13 @@ class LoopResult:
 
 
 def interpreter_loop(
-    model: Path, threads: int, runs: int, *, fill: str = "random", warmup: int = 10, before_run: Callable[[], None] | None = None
+    model: Path,
+    threads: int,
+    runs: int,
+    *,
+    fill: str = "random",
+    warmup: int = 10,
+    before_run: Callable[[], None] | None = None,
 ) -> LoopResult:
     """The raw Interpreter loop in this process. fill: "random" (seeded integers in the input's
     dtype, as pipeline_overhead's child) or "zeros"."""

@@ -10,13 +10,12 @@ instead of the whole span's, and this column is what that figure could be compar
 
 Percent of the whole machine (100 = every core busy). Linux only.
 
-    python benchmarks/bench_cpu_check.py [--seconds 20] [--threads 1] [--source demo]
+    python -m benchmarks.suite.bench_cpu_check [--seconds 20] [--threads 1] [--source demo] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import subprocess
@@ -24,60 +23,28 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def proc_cpu_s(pid: int) -> float | None:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime (fields 14, 15 of stat)
-
-
-def at(samples: list[tuple[float, float]], t: float) -> float:
-    """CPU seconds at time t, interpolated between the nearest (time, cpu) samples."""
-    for (t0, c0), (t1, c1) in itertools.pairwise(samples):
-        if t0 <= t <= t1:
-            return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c0
-    raise ValueError("time outside the sampled span")
+from benchmarks.harness.children import app_command, write_json
+from benchmarks.harness.paths import ROOT
+from benchmarks.harness.procfs import cpu_between, poll_cpu
 
 
 def pct(samples: list[tuple[float, float]], t0: float, t1: float) -> float:
-    return (at(samples, t1) - at(samples, t0)) / (t1 - t0) * 100 / os.cpu_count()
+    cpu = cpu_between(samples, t0, t1)
+    if cpu is None:
+        raise ValueError("time outside the sampled span")
+    return cpu / (t1 - t0) * 100 / (os.cpu_count() or 1)
 
 
-def run(seconds: float, threads: int, source: str, extra: list[str]) -> dict:
+def run(seconds: float, threads: int, source: str, extra: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "s.json"
+        args = ["--seconds", str(seconds), "--threads", str(threads), "--source", source, "--json", str(out)]
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "app",
-                "bench",
-                "--seconds",
-                str(seconds),
-                "--threads",
-                str(threads),
-                "--source",
-                source,
-                "--json",
-                str(out),
-                *extra,
-            ],
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            app_command("bench", *args, *extra), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        samples: list[tuple[float, float]] = []  # (wall clock, CPU seconds of the child)
-        while proc.poll() is None:
-            cpu = proc_cpu_s(proc.pid)
-            if cpu is not None:
-                samples.append((time.time(), cpu))
-            time.sleep(0.02)
+        samples = poll_cpu(proc, 0.02, clock=time.time)  # (wall clock, CPU seconds of the child)
         summary = json.loads(out.read_text())
     measured = summary["measured_cpu"]
     start, end = measured["from_wall"], measured["to_wall"]
@@ -91,12 +58,14 @@ def run(seconds: float, threads: int, source: str, extra: list[str]) -> dict:
     }
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--source", default="demo")
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
+    results = {}
     print(f"{os.cpu_count()} cores; bench --seconds {args.seconds} --threads {args.threads} --source {args.source}")
     print(
         "| run | measured span s | bench process CPU % (printed) | outside, same span | difference (points) | "
@@ -104,11 +73,12 @@ def main() -> int:
     )
     print("| --- | --- | --- | --- | --- | --- |")
     for label, extra in (("paced", []), ("--no-pace", ["--no-pace"]), ("throttle 100 ms", ["--throttle-ms", "100"])):
-        r = run(args.seconds, args.threads, args.source, extra)
+        r = results[label] = run(args.seconds, args.threads, args.source, extra)
         print(
             f"| {label} | {r['span']:.2f} | {r['printed']:.1f} | {r['outside_span']:.1f} | "
             f"{r['printed'] - r['outside_span']:+.1f} | {r['outside_last_lo']:.1f} to {r['outside_last_hi']:.1f} |"
         )
+    write_json(args.json, results)
     return 0
 
 

@@ -1,12 +1,12 @@
 """Measure the bundled models for docs/models.md: top-1 on the test photos, fp32/int8 agreement,
 sizes, and single-thread inference time from LiteRT's own benchmark tool.
 
-    .venv/bin/python benchmarks/bundled_models.py [--rounds 5] > /tmp/models.md
+    .venv/bin/python -m benchmarks.suite.bundled_models [--rounds 5] [--json FILE] > /tmp/models.md
 
 then paste the printed markdown over the figures in docs/models.md's "Figures" section.
 Every figure comes from a real run on this machine; the markdown printed says which machine.
 The benchmark tool runs the two models alternately until each has `--rounds` undisturbed runs
-(other processes used at most 0.25 cores meanwhile, per machine_load.py) or 3 x `--rounds` runs;
+(other processes used at most 0.25 cores meanwhile, per benchmarks/harness/load.py) or 3 x `--rounds` runs;
 the table gives the median of each figure over the undisturbed runs, or over all of them,
 marked DISTURBED, when none was.
 """
@@ -20,78 +20,42 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from app.recording.writer import cpu_name
+from benchmarks.harness import paths
+from benchmarks.harness.children import app_command, write_json
+from benchmarks.harness.load import OtherLoad
+from benchmarks.harness.loops import litert_tool
+
 # The project's test photos, plus the third-party ones when the fixtures folder is there.
-PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg")) + sorted(
-    (ROOT.parent / "shared" / "fixtures" / "coral").glob("*.bmp")
-)
-MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]
-sys.path.insert(0, str(ROOT))
-
-from machine_load import OtherLoad  # noqa: E402
-
-from app.recording.writer import cpu_name  # noqa: E402
+PHOTOS = sorted(paths.PHOTOS.glob("*.jpg")) + sorted(paths.CORAL.glob("*.bmp"))
+MODELS = list(paths.BUNDLED)
 
 
-def classify(model: str) -> dict[str, list[dict]]:
+def classify(model: str) -> dict[str, list[dict[str, Any]]]:
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "app",
-            "classify",
-            "--model",
-            model,
-            "--threads",
-            "1",
-            "--top-k",
-            "5",
-            "--json",
-            *PHOTOS,
-        ],
+        app_command("classify", "--model", model, "--threads", "1", "--top-k", "5", "--json", *map(str, PHOTOS)),
         capture_output=True,
         text=True,
         check=True,
-        cwd=ROOT,
+        cwd=paths.ROOT,
     )
     return {Path(r["image"]).name: r["top"] for r in json.loads(out.stdout)["results"]}
 
 
-def litert_benchmark(path: Path, runs: int = 100) -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        result = Path(tmp) / "r.json"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ai_edge_litert.tools.benchmark_litert_model",
-                "--model",
-                str(path),
-                "--num_threads",
-                "1",
-                "--num_runs",
-                str(runs),
-                "--warmup_runs",
-                "10",
-                "--result_json",
-                str(result),
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return json.loads(result.read_text())
+def litert_benchmark(path: Path, runs: int = 100) -> dict[str, Any]:
+    return litert_tool(path, threads=1, runs=runs)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
 
     import ai_edge_litert  # noqa: F401 (version below)
 
@@ -121,18 +85,19 @@ def main() -> None:
         "`python -m ai_edge_litert.tools.benchmark_litert_model --model models/NAME.tflite --num_threads 1 "
         "--num_runs 100 --warmup_runs 10`\n"
     )
-    runs: dict[str, list[tuple[float, dict]]] = {m: [] for m in MODELS}  # (other processes' cores, result)
+    runs: dict[str, list[tuple[float, dict[str, Any]]]] = {m: [] for m in MODELS}  # (other processes' cores, result)
     while any(sum(o <= 0.25 for o, _ in r) < args.rounds for r in runs.values()) and all(
         len(r) < 3 * args.rounds for r in runs.values()
     ):
         for m in MODELS:
             with OtherLoad() as other:
-                bench = litert_benchmark(ROOT / "models" / f"{m}.tflite")
+                bench = litert_benchmark(paths.model_path(m))
             runs[m].append((other.cores or 0.0, bench))
     print("| model | file size | init | first run | median | p5 | p95 | fully accelerated (CPU) | runs |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    figures: dict[str, Any] = {"top": results}
     for m in MODELS:
-        path = ROOT / "models" / f"{m}.tflite"
+        path = paths.model_path(m)
         clean = [b for o, b in runs[m] if o <= 0.25][: args.rounds]
         used = clean or [b for _, b in runs[m]]
         note = (
@@ -147,7 +112,10 @@ def main() -> None:
             f"{lat['median_ms']:.2f} ms | {lat['p5_ms']:.2f} ms | {lat['p95_ms']:.2f} ms | "
             f"{used[0]['fully_accelerated']} | {note} |"
         )
+        figures[m] = {"size_bytes": path.stat().st_size, "latency": lat, "note": note}
+    write_json(args.json, figures)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -4,34 +4,33 @@ For each round, in this one process (coremltools imported once, without TensorFl
 at the delegate's partitions; translate and convert every delegated piece; open through a fresh
 cache (build) and then through the same cache again (hit). Prints medians and ranges in seconds.
 
-    python benchmarks/coreml_programs.py [--model models/efficientnet_lite0.tflite] [--rounds 5] [--precision fp16]
+    python -m benchmarks.suite.coreml_programs [--model models/efficientnet_lite0.tflite] [--rounds 5]
+        [--precision fp16] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.coreml_mil.cache import ProgramCache
 from app.coreml_mil.coremltools_import import import_coremltools
 from app.coreml_mil.programs import load_or_convert, split_model
 from app.coreml_mil.translate import convert, translate
+from benchmarks.harness.children import write_json
+from benchmarks.harness.paths import model_path
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--model", type=Path, default=Path(__file__).resolve().parent.parent / "models/efficientnet_lite0.tflite"
-    )
+    parser.add_argument("--model", type=Path, default=model_path("efficientnet_lite0"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--precision", choices=("fp16", "fp32"), default="fp16")
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write every round's seconds here")
+    args = parser.parse_args(argv)
     started = time.perf_counter()
     import_coremltools()
     print(f"import coremltools (no TensorFlow): {time.perf_counter() - started:.2f} s")
@@ -58,6 +57,7 @@ def main() -> int:
     print(f"{args.model.name}, {args.precision}, {args.rounds} rounds (translate/convert: the largest partition)")
     for name, values in times.items():
         print(f"  {name:9s} median {statistics.median(values):.3f} s  ({min(values):.3f}-{max(values):.3f})")
+    write_json(args.json, {"model": args.model.name, "precision": args.precision, "seconds": times})
     return 0
 
 

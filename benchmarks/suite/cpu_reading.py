@@ -1,13 +1,14 @@
 """Check the app's process CPU % (ResourceSampler) against a reading taken from outside (Linux).
 
-    python benchmarks/cpu_reading.py [--interval 0.5] [--pattern 1x3,2x3,0x2]
+    python -m benchmarks.suite.cpu_reading [--interval 0.5] [--pattern 1x3,2x3,0x2] [--json FILE]
 
 A child Python process runs a known load (the pattern: busy threads x seconds; each busy thread
 hashes a 1 MiB buffer, which releases the GIL, so n threads can really use n cores) while its own
 ResourceSampler reads it and it prints each reading. Meanwhile this process reads the child's
-utime + stime from /proc/<pid>/stat (clock ticks, SC_CLK_TCK per second) every 10 ms. For each of
-the child's readings, the outside figure is taken over exactly the same interval (both processes
-use CLOCK_MONOTONIC, tick counts interpolated linearly between polls). Prints both side by side,
+utime + stime from /proc/<pid>/stat (clock ticks, SC_CLK_TCK per second) every 10 ms
+(benchmarks/harness/procfs.py). For each of the child's readings, the outside figure is taken over
+exactly the same interval (both processes use CLOCK_MONOTONIC, CPU time interpolated linearly
+between polls). The child is this module run again with --child. Prints both side by side,
 the load the pattern asked for, and the largest difference in percentage points.
 """
 
@@ -23,13 +24,13 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.metrics.resources import ResourceSampler  # noqa: E402
+from app.metrics.resources import ResourceSampler
+from benchmarks.harness.children import module_command, write_json
+from benchmarks.harness.procfs import TICK, cpu_between, poll_cpu
 
 POLL_S = 0.01
 
@@ -95,38 +96,12 @@ def child(phases: list[Phase], interval_s: float) -> int:
 # ---- parent: the outside reading ----------------------------------------------------------------
 
 
-def read_ticks(pid: int) -> int | None:
-    """utime + stime of `pid` in clock ticks, from /proc/<pid>/stat (fields 14 and 15)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text[text.rindex(")") + 2 :].split()  # the command name may hold spaces: skip past it
-    return int(fields[11]) + int(fields[12])  # fields[0] is field 3 (state)
+def outside_pct(samples: list[tuple[float, float]], t0: float, t1: float) -> float | None:
+    cpu = cpu_between(samples, t0, t1)
+    return None if cpu is None else 100.0 * cpu / (t1 - t0)
 
 
-def poll_child(proc: subprocess.Popen) -> tuple[np.ndarray, np.ndarray]:
-    """(monotonic times, tick counts) of the child until it exits."""
-    times, ticks = [], []
-    while proc.poll() is None:
-        t0 = time.monotonic()
-        n = read_ticks(proc.pid)
-        t1 = time.monotonic()
-        if n is not None:
-            times.append((t0 + t1) / 2)
-            ticks.append(n)
-        time.sleep(POLL_S)
-    return np.array(times), np.array(ticks, dtype=float)
-
-
-def outside_pct(times: np.ndarray, ticks: np.ndarray, t0: float, t1: float, hz: int) -> float | None:
-    if len(times) < 2 or t0 < times[0] or t1 > times[-1]:
-        return None
-    c0, c1 = np.interp([t0, t1], times, ticks)
-    return 100.0 * (c1 - c0) / hz / (t1 - t0)
-
-
-def phase_at(phase_marks: list[dict], t0: float, t1: float) -> tuple[int | None, bool]:
+def phase_at(phase_marks: list[dict[str, Any]], t0: float, t1: float) -> tuple[int | None, bool]:
     """The phase an interval lies in, and whether it straddles a phase change."""
     starts = [m["t"] for m in phase_marks]
     i0 = int(np.searchsorted(starts, t0, side="right")) - 1
@@ -139,14 +114,16 @@ def parent(args: argparse.Namespace) -> int:
     if not Path("/proc/self/stat").is_file():
         print("cpu_reading: needs Linux /proc", file=sys.stderr)
         return 2
-    hz, ncpu = os.sysconf("SC_CLK_TCK"), os.cpu_count() or 1
+    hz, ncpu = TICK, os.cpu_count() or 1
     phases = parse_pattern(args.pattern)
-    cmd = [sys.executable, __file__, "--child", "--interval", str(args.interval), "--pattern", args.pattern]
+    cmd = module_command(__spec__.name, "--child", "--interval", str(args.interval), "--pattern", args.pattern)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)  # type: ignore[arg-type]
+    stdout = proc.stdout
+    assert stdout is not None  # stdout=PIPE
+    reader = threading.Thread(target=lambda: lines.extend(stdout), daemon=True)
     reader.start()
-    times, ticks = poll_child(proc)
+    samples = poll_cpu(proc, POLL_S)
     reader.join(timeout=5)
     if proc.returncode != 0:
         print(f"cpu_reading: child exited with {proc.returncode}", file=sys.stderr)
@@ -154,13 +131,14 @@ def parent(args: argparse.Namespace) -> int:
     records = [json.loads(line) for line in lines]
     marks = [r for r in records if r["kind"] == "phase"]
     readings = [r for r in records if r["kind"] == "reading"]
-    print_header(hz, ncpu, args, phases, len(times))
-    diffs = print_intervals(readings, marks, phases, times, ticks, hz)
-    print_phases(readings, marks, phases, times, ticks, hz)
+    print_header(hz, ncpu, args, phases, len(samples))
+    diffs = print_intervals(readings, marks, phases, samples)
+    print_phases(readings, marks, phases, samples)
     print(
         f"\nmax |sampler - /proc/stat| over {len(diffs)} intervals: {max(diffs):.2f} pp of one core "
         f"({max(diffs) / ncpu:.2f} pp of the machine); mean {np.mean(diffs):.2f} pp"
     )
+    write_json(args.json, {"readings": readings, "phases": marks, "max_diff_pp": max(diffs)})
     return 0
 
 
@@ -173,13 +151,16 @@ def print_header(hz: int, ncpu: int, args: argparse.Namespace, phases: list[Phas
 
 
 def print_intervals(
-    readings: list[dict], marks: list[dict], phases: list[Phase], times: np.ndarray, ticks: np.ndarray, hz: int
+    readings: list[dict[str, Any]],
+    marks: list[dict[str, Any]],
+    phases: list[Phase],
+    samples: list[tuple[float, float]],
 ) -> list[float]:
     t_zero, diffs = marks[0]["t"], []
     for r in readings:
         t1 = r["sampled_at"]
         t0 = t1 - r["span_s"]
-        outside = outside_pct(times, ticks, t0, t1, hz)
+        outside = outside_pct(samples, t0, t1)
         if outside is None:
             continue
         index, straddles = phase_at(marks, t0, t1)
@@ -195,7 +176,7 @@ def print_intervals(
 
 
 def print_phases(
-    readings: list[dict], marks: list[dict], phases: list[Phase], times: np.ndarray, ticks: np.ndarray, hz: int
+    readings: list[dict[str, Any]], marks: list[dict[str, Any]], phases: list[Phase], samples: list[tuple[float, float]]
 ) -> None:
     """Per phase: /proc/stat over the whole phase, and the mean of the sampler readings inside it."""
     print(f"\n{'phase':<22}{'asked':>7}{'sampler mean':>14}{'/proc whole phase':>19}")
@@ -206,19 +187,20 @@ def print_phases(
             for r in readings
             if r["sampled_at"] - r["span_s"] >= start and r["sampled_at"] <= end
         ]
-        whole = outside_pct(times, ticks, start, end, hz)
+        whole = outside_pct(samples, start, end)
         mean = f"{np.mean(inside):.1f} ({len(inside)})" if inside else "-"
         whole_text = f"{whole:.1f}" if whole is not None else "-"
         label = f"{i}: {phase.threads} threads {phase.seconds:g} s"
         print(f"{label:<22}{phase.threads * 100:>7}{mean:>14}{whole_text:>19}")
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--interval", type=float, default=0.5, help="ResourceSampler interval (s)")
     ap.add_argument("--pattern", default="1x3,2x3,0x2", help="busy threads x seconds, comma-separated")
+    ap.add_argument("--json", type=Path, help="write the readings here")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.child:
         return child(parse_pattern(args.pattern), args.interval)
     return parent(args)

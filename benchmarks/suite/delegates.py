@@ -2,7 +2,7 @@
 delegation facts and top-1 agreement with the CPU backend. All sides run in one process, one
 after the other, on the same preprocessed tensors.
 
-    python benchmarks/delegates.py [--runs 300] [--json FILE]
+    python -m benchmarks.suite.delegates [--runs 300] [--json FILE]
 
 Prints a markdown table (docs/benchmarks.md quotes it). Backends that are unavailable are
 listed with the reason, never silently replaced by CPU (fallback is off here).
@@ -11,7 +11,6 @@ listed with the reason, never silently replaced by CPU (fallback is off here).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -21,21 +20,21 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.backends import open_session
+from app.backends.options import default_threads
+from app.errors import BackendUnavailable
+from app.model.image_files import read_image
+from app.model.postprocess import Postprocessor
+from app.model.preprocess import Preprocessor
+from app.model.spec import load_model_spec
+from app.recording.writer import cpu_name
+from app.system.native_log import NativeLogFile
+from benchmarks.harness import paths
+from benchmarks.harness.children import write_json
+from benchmarks.harness.stats import p95
 
-from app.backends import open_session  # noqa: E402
-from app.backends.options import default_threads  # noqa: E402
-from app.errors import BackendUnavailable  # noqa: E402
-from app.model.image_files import read_image  # noqa: E402
-from app.model.postprocess import Postprocessor  # noqa: E402
-from app.model.preprocess import Preprocessor  # noqa: E402
-from app.model.spec import load_model_spec  # noqa: E402
-from app.recording.writer import cpu_name  # noqa: E402
-from app.system.native_log import NativeLogFile  # noqa: E402
-
-PHOTOS = sorted((ROOT / "tests" / "data" / "photos").glob("*.jpg"))
-MODELS = ["efficientnet_lite0", "efficientnet_lite0_int8"]
+PHOTOS = sorted(paths.PHOTOS.glob("*.jpg"))
+MODELS = list(paths.BUNDLED)
 
 
 def configs() -> list[tuple[str, str, dict]]:
@@ -66,7 +65,6 @@ def measure(model: str, backend: str, options: dict, runs: int) -> dict:
             t1, c1 = time.perf_counter(), time.process_time()
             walls.append((t1 - t0) * 1e3)
             cpus.append((c1 - c0) * 1e3)
-        walls.sort()
         return {
             "available": True,
             "used": r.used,
@@ -79,7 +77,7 @@ def measure(model: str, backend: str, options: dict, runs: int) -> dict:
             "init_ms": r.init_ms,
             "first_inference_ms": r.first_inference_ms,
             "median_ms": statistics.median(walls),
-            "p95_ms": walls[int(0.95 * (len(walls) - 1))],
+            "p95_ms": p95(walls),
             "cpu_per_wall": statistics.median(c / w for c, w in zip(cpus, walls, strict=True) if w > 0),
             "top1": top1,
             "scores": {k: v.tolist() for k, v in scores.items()},
@@ -88,11 +86,11 @@ def measure(model: str, backend: str, options: dict, runs: int) -> dict:
         session.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     NativeLogFile()  # keep the runtime's own logging out of the printed table
     results: dict = {
         "machine": f"{cpu_name()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}, "
@@ -125,8 +123,7 @@ def main() -> int:
                 f"{m['first_inference_ms']:.1f} | {m['median_ms']:.3f} | {m['p95_ms']:.3f} | {m['cpu_per_wall']:.2f} | "
                 f"{agree}/{len(m['top1'])} | {diff:.4f} |"
             )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    write_json(args.json, results)
     return 0
 
 

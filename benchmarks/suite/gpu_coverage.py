@@ -1,14 +1,14 @@
 """Which nodes LiteRT's GPU accelerator takes, and what finding out costs: `inspect`'s GPU coverage on
 the bundled models and on models the GPU takes only in part, timed end to end.
 
-    python benchmarks/gpu_coverage.py [--repeat 3] [--each-node] [--json FILE] [MODEL ...]
+    python -m benchmarks.suite.gpu_coverage [--repeat 3] [--each-node] [--json FILE] [MODEL ...]
 
 Run it on a machine with a real GPU (Linux: NVIDIA driver and Vulkan loader; see
-gpu_linux_nvidia.sh) to confirm that the hardware takes the same nodes as SwiftShader did
+benchmarks/suite/gpu_linux_nvidia.sh) to confirm that the hardware takes the same nodes as SwiftShader did
 here: the built models print MATCH or DIFFERENT against what SwiftShader took
 (tests/test_gpu_coverage.py checks the same nodes). Software adapters are allowed and
 flagged, so it also runs under SwiftShader:
-    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python benchmarks/gpu_coverage.py
+    VK_DRIVER_FILES=/usr/lib/chromium/vk_swiftshader_icd.json python -m benchmarks.suite.gpu_coverage
 
 --each-node also compiles every node alone (not only the nodes of kinds the runtime's log
 refuses, as inspect does): the worst-case cost of the per-node step, and a list of the nodes
@@ -26,21 +26,21 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from ai_edge_litert import schema_py_generated as fb
+from ai_edge_litert.compiled_model import CompiledModel
+from ai_edge_litert.gpu_options import GpuOptions
+from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+from ai_edge_litert.options import Options
 
-from ai_edge_litert import schema_py_generated as fb  # noqa: E402
-from ai_edge_litert.compiled_model import CompiledModel  # noqa: E402
-from ai_edge_litert.gpu_options import GpuOptions  # noqa: E402
-from ai_edge_litert.hardware_accelerator import HardwareAccelerator  # noqa: E402
-from ai_edge_litert.options import Options  # noqa: E402
-
-from app.backends.gpu.backend import probe  # noqa: E402
-from app.coverage.gpu_nodes import one_node_model, parse_split  # noqa: E402
-from app.system.native_log import capture_stderr  # noqa: E402
-from app.tflite.graph import read_graph  # noqa: E402
-from tests.builders.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta  # noqa: E402
+from app.backends.gpu.backend import probe
+from app.coverage.gpu_nodes import one_node_model, parse_split
+from app.system.native_log import capture_stderr
+from app.tflite.graph import read_graph
+from benchmarks.harness.children import app_command, write_json
+from benchmarks.harness.paths import ROOT, model_path
+from tests.builders.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta
 
 # What SwiftShader's WebGPU took (docs/coverage.md): node -> delegated (None: one of equal partitions).
 SWIFTSHADER = {
@@ -55,8 +55,8 @@ def build_models(folder: Path) -> list[Path]:
     made = {
         "mixed": chain(MIXED),
         "tie": chain(TIE),
-        "efficientnet_lite0_beta2": with_softmax_beta(ROOT / "models/efficientnet_lite0.tflite", 2.0),
-        "efficientnet_lite0_int8_beta2": with_softmax_beta(ROOT / "models/efficientnet_lite0_int8.tflite", 2.0),
+        "efficientnet_lite0_beta2": with_softmax_beta(model_path("efficientnet_lite0"), 2.0),
+        "efficientnet_lite0_int8_beta2": with_softmax_beta(model_path("efficientnet_lite0_int8"), 2.0),
     }
     paths = []
     for name, data in made.items():
@@ -66,12 +66,13 @@ def build_models(folder: Path) -> list[Path]:
     return paths
 
 
-def inspect(model: Path, repeat: int) -> tuple[dict, list[float]]:
-    times, out = [], {}
+def inspect(model: Path, repeat: int) -> tuple[dict[str, Any], list[float]]:
+    times: list[float] = []
+    out: dict[str, Any] = {}
     for _ in range(repeat):
         started = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "app", "inspect", "--model", str(model), "--json"],
+            app_command("inspect", "--model", str(model), "--json"),
             capture_output=True, text=True, cwd=ROOT, timeout=600,
         )  # fmt: skip
         times.append(time.perf_counter() - started)
@@ -111,18 +112,18 @@ def each_node(model: Path) -> tuple[list[int], dict[int, str], float]:
     return refused, reasons, seconds
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=Path, help="default: the bundled models and the built ones")
     parser.add_argument("--repeat", type=int, default=3, help="inspect runs per model (median reported)")
     parser.add_argument("--each-node", action="store_true", help="also compile every node alone")
     parser.add_argument("--json", type=Path, help="write the results here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     status = probe()
     print(f"GPU: {status.adapter or status.reason}" + ("  [SOFTWARE]" if status.software else ""))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
-        bundled = [ROOT / "models/efficientnet_lite0.tflite", ROOT / "models/efficientnet_lite0_int8.tflite"]
+        bundled = [model_path("efficientnet_lite0"), model_path("efficientnet_lite0_int8")]
         models = args.models or [*bundled, *build_models(Path(tmp))]
         print(
             "| model | nodes | GPU took | partitions (found) | left on the CPU | inspect, median s | vs SwiftShader |"
@@ -165,8 +166,7 @@ def main() -> int:
         said = {n["index"]: n["reason"] for n in mixed["left_on_cpu"] if n["index"] in MIXED_REFUSED}
         same = all(MIXED_REFUSED[i] in (said.get(i) or "") for i in MIXED_REFUSED)
         print(f"\nmixed: the runtime's reasons for nodes 3 and 5 {'MATCH' if same else 'DIFFER from'} SwiftShader's")
-    if args.json:
-        args.json.write_text(json.dumps({"gpu": status, "results": results}, indent=1))
+    write_json(args.json, {"gpu": status, "results": results})
     return 0
 
 

@@ -2,8 +2,8 @@
 Per minute: capture fps, inference fps, inference and end-to-end latency, RSS; plus the dropped
 count. Targets (issue 4): capture fps >= 29, latency flat, RSS growth <= 10 MB.
 
-    python benchmarks/live_pacing.py [--seconds 600] [--threads 1]      # runs bench, then analyses
-    python benchmarks/live_pacing.py --csv session.csv --summary s.json # analyses an existing run
+    python -m benchmarks.suite.live_pacing [--seconds 600] [--threads 1] [--json FILE]  # runs bench, analyses
+    python -m benchmarks.suite.live_pacing --csv session.csv --summary s.json         # analyses an existing run
 """
 
 from __future__ import annotations
@@ -15,19 +15,19 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.recording.writer import read_recording
+from benchmarks.harness.children import app_command, write_json
+from benchmarks.harness.paths import ROOT
 
-from app.recording.writer import read_recording  # noqa: E402
 
-
-def analyse(csv_path: Path, summary_path: Path) -> None:
+def analyse(csv_path: Path, summary_path: Path) -> dict[str, Any]:
     session = read_recording(csv_path)
     rows = [r for r in session.rows if r["event"] == ""]
     summary = json.loads(summary_path.read_text())
     start = float(rows[0]["t_s"])
-    minutes: dict[int, list[dict]] = {}
+    minutes: dict[int, list[dict[str, Any]]] = {}
     for r in rows:
         minutes.setdefault(int((float(r["t_s"]) - start) // 60), []).append(r)
     print(
@@ -35,11 +35,14 @@ def analyse(csv_path: Path, summary_path: Path) -> None:
         "end-to-end p50 ms | RSS MB (last) |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- |")
+    per_minute = []
     for minute, rs in sorted(minutes.items()):
 
-        def med(key: str, rs: list[dict] = rs) -> float:
+        def med(key: str, rs: list[dict[str, Any]] = rs) -> float:
             return statistics.median(float(r[key]) for r in rs if r[key])
 
+        keys = ("capture_fps", "inference_fps", "inference_ms", "end_to_end_ms")
+        per_minute.append({"minute": minute, "inferences": len(rs), **{k: med(k) for k in keys}})
         print(
             f"| {minute} | {len(rs)} | {med('capture_fps'):.2f} | {med('inference_fps'):.2f} | "
             f"{med('inference_ms'):.2f} | {med('end_to_end_ms'):.2f} | {float(rs[-1]['rss_mb']):.1f} |"
@@ -57,39 +60,25 @@ def analyse(csv_path: Path, summary_path: Path) -> None:
             f"RSS: {rss[0]:.1f} MB at the first row, {after_first_minute[0]:.1f} MB after 1 min, "
             f"{rss[-1]:.1f} MB at the end (growth after the first minute {rss[-1] - after_first_minute[0]:+.1f} MB)"
         )
+    return {"minutes": per_minute, "metrics": m, "rss_mb": [rss[0], rss[-1]] if rss else []}
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--csv", type=Path)
     parser.add_argument("--summary", type=Path)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write the per-minute figures here")
+    args = parser.parse_args(argv)
     if args.csv:
-        analyse(args.csv, args.summary or args.csv.with_name(args.csv.stem + "_summary.json"))
+        write_json(args.json, analyse(args.csv, args.summary or args.csv.with_name(args.csv.stem + "_summary.json")))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         csv_path, summary = Path(tmp) / "live.csv", Path(tmp) / "summary.json"
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "app",
-                "bench",
-                "--seconds",
-                str(args.seconds),
-                "--threads",
-                str(args.threads),
-                "--csv",
-                str(csv_path),
-                "--json",
-                str(summary),
-            ],
-            check=True,
-            cwd=ROOT,
-        )
-        analyse(csv_path, summary)
+        run = ["--seconds", str(args.seconds), "--threads", str(args.threads)]
+        subprocess.run(app_command("bench", *run, "--csv", str(csv_path), "--json", str(summary)), check=True, cwd=ROOT)
+        write_json(args.json, analyse(csv_path, summary))
     return 0
 
 

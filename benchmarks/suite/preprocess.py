@@ -1,7 +1,7 @@
 """Preprocessing cost of a 1280x720 BGR frame: the app's Preprocessor vs the obvious PIL/numpy
 approach, interleaved in one run (this machine is shared: compare the ratio, quote medians).
 
-    python benchmarks/preprocess.py [--runs 300]
+    python -m benchmarks.suite.preprocess [--runs 300] [--json FILE]
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ import cv2
 import numpy as np
 from PIL import Image
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.model.preprocess import Preprocessor  # noqa: E402
-from app.model.spec import load_model_spec  # noqa: E402
-from app.sources import open_source  # noqa: E402
+from app.model.preprocess import Preprocessor
+from app.model.spec import load_model_spec
+from app.sources import open_source
+from benchmarks.harness.children import write_json
+from benchmarks.harness.paths import BUNDLED
+from benchmarks.harness.stats import p95
 
 
 def naive(frame_bgr: np.ndarray, size: int = 224) -> np.ndarray:
@@ -31,16 +31,17 @@ def naive(frame_bgr: np.ndarray, size: int = 224) -> np.ndarray:
     return ((resized - 127.0) / 128.0)[np.newaxis]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write the medians and p95s here")
+    args = parser.parse_args(argv)
     source = open_source("demo", pace=False)
     frames = [source.read().image for _ in range(30)]  # real 1280x720 frames of the bundled clip
     source.close()
     assert frames[0].shape == (720, 1280, 3)
     results: dict[str, dict[str, list[float]]] = {}
-    for model in ("efficientnet_lite0", "efficientnet_lite0_int8"):
+    for model in BUNDLED:
         pre = Preprocessor(load_model_spec(model))
         app_ms, naive_ms = [], []
         for i in range(args.runs):
@@ -59,11 +60,13 @@ def main() -> int:
     )
     print("| model input | app Preprocessor median (p95) | PIL + numpy median (p95) | ratio |")
     print("| --- | --- | --- | --- |")
+    figures = {}
     for model, r in results.items():
-        a, n = sorted(r["app"]), sorted(r["naive"])
-        p95 = lambda v: v[int(0.95 * (len(v) - 1))]  # noqa: E731
+        a, n = r["app"], r["naive"]
         am, nm = statistics.median(a), statistics.median(n)
+        figures[model] = {"app_median_ms": am, "app_p95_ms": p95(a), "naive_median_ms": nm, "naive_p95_ms": p95(n)}
         print(f"| {model} | {am:.3f} ms ({p95(a):.3f}) | {nm:.3f} ms ({p95(n):.3f}) | {nm / am:.1f}x faster |")
+    write_json(args.json, {"runs": args.runs, "models": figures})
     return 0
 
 

@@ -11,45 +11,46 @@ op sets equal the first one's (and the smallest overlap). Then the cost: the mea
   C  the same with enable_profiling on and the profiler started,
 timed in interleaved rounds (A, B, C, A, B, C, ...) so the machine's load hits all three alike.
 
-    python benchmarks/profile_accuracy.py [--runs 20] [--profiles 5] [--rounds 7] [--threads 1] [MODEL ...]
+    python -m benchmarks.suite.profile_accuracy [--runs 20] [--profiles 5] [--rounds 7] [--threads 1]
+        [--json FILE] [MODEL ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
+import sys
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 from app.backends import open_session
 from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from benchmarks.harness.children import write_json
+from benchmarks.harness.loops import mean_ms
+from benchmarks.harness.paths import BUNDLED, CORAL
+from benchmarks.harness.rounds import alternate
 
 DEFAULT_MODELS = [
-    "efficientnet_lite0",
-    "efficientnet_lite0_int8",
-    "../shared/fixtures/coral/mobilenet_v2_1.0_224_quant.tflite",
-    "../shared/fixtures/coral/mobilenet_v1_0.25_128_quant.tflite",
+    *BUNDLED,
+    str(CORAL / "mobilenet_v2_1.0_224_quant.tflite"),
+    str(CORAL / "mobilenet_v1_0.25_128_quant.tflite"),
 ]
 
 
-def _timed(run, n: int) -> float:
-    started = time.perf_counter()
-    for _ in range(n):
-        run()
-    return (time.perf_counter() - started) * 1000 / n
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--profiles", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
+    ap.add_argument("--json", type=Path, help="write the figures here")
+    args = ap.parse_args(argv)
+    results: dict[str, Any] = {}
     for name in args.models:
         spec = load_model_spec(name)
         profiles = [profile_cpu(spec, args.threads, args.runs) for _ in range(args.profiles)]
@@ -78,13 +79,20 @@ def main() -> None:
                 m.run()
         on.start()
         n = max(5, int(300 / max(profiles[0].wall_ms, 0.1)))  # about 0.3 s per measurement
-        a, b, c = [], [], []
-        for _ in range(args.rounds):
-            a.append(_timed(partial(session.run, tensor), n))
-            b.append(_timed(off.run, n))
-            c.append(_timed(on.run, n))
+
+        def profiled(on: NativeModel = on, n: int = n) -> float:
+            ms = mean_ms(on.run, n)
             on.stop()
             on.start()  # a fresh buffer each round
+            return ms
+
+        legs = {
+            "app": partial(mean_ms, partial(session.run, tensor), n),
+            "off": partial(mean_ms, off.run, n),
+            "on": profiled,
+        }
+        cost = alternate(legs, args.rounds, rotate=False)  # A, B, C, A, B, C, ...
+        a, b, c = cost["app"], cost["off"], cost["on"]
         session.close()
         off.close()
         on.close()
@@ -93,7 +101,11 @@ def main() -> None:
             f"  cost ({args.rounds} rounds x {n} runs, medians): app session {ma:.3f} ms, C API profiling off "
             f"{mb:.3f} ms ({mb / ma:.3f}x), profiling on {mc:.3f} ms ({mc / mb:.3f}x of off)"
         )
+        results[spec.display_name] = {"ops_over_invoke": invoke, "ops_over_run": wall, "run_by_run": by_run,
+                                      "top5_same": same, "smallest_overlap": overlap, "cost_ms": cost}  # fmt: skip
+    write_json(args.json, results)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

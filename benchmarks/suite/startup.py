@@ -12,7 +12,7 @@ Runs, interleaved `--runs` times:
 Then once each with `python -X importtime` to list every module the command imports, and says
 whether TensorFlow is among them. Medians over the runs (this machine is shared and noisy).
 
-    python benchmarks/startup.py [--runs 7] [--model efficientnet_lite0]
+    python -m benchmarks.suite.startup [--runs 7] [--model efficientnet_lite0] [--json FILE]
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PHOTO = ROOT / "tests" / "data" / "photos" / "grace_hopper.jpg"
+from benchmarks.harness.children import write_json
+from benchmarks.harness.paths import GRACE_HOPPER as PHOTO
+from benchmarks.harness.paths import ROOT
+from benchmarks.harness.rounds import alternate
 
 
 def command() -> list[str]:
@@ -77,17 +79,20 @@ def imports_tensorflow(args: list[str]) -> tuple[bool, int]:
     return any(m.split(".")[0].strip() in ("tensorflow", "tf_keras", "keras") for m in modules), len(modules)
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--model", default="efficientnet_lite0")
-    args = parser.parse_args()
+    parser.add_argument("--json", type=Path, help="write the figures here")
+    args = parser.parse_args(argv)
     load = os.getloadavg()
     print(f"{os.cpu_count()} cores; command {' '.join(Path(c).name for c in command())}; {args.runs} runs interleaved")
-    bench, classify = [], []
-    for _ in range(args.runs):
-        bench.append(bench_once(args.model))
-        classify.append(classify_once(args.model))
+    runs = alternate(
+        {"bench": lambda: bench_once(args.model), "classify": lambda: classify_once(args.model)},
+        args.runs,
+        rotate=False,
+    )
+    bench, classify = runs["bench"], runs["classify"]
     outside, inside, wall = (sorted(column) for column in zip(*bench, strict=True))
     print(f"load average before: {load[0]:.2f}, after: {os.getloadavg()[0]:.2f}")
     print("| figure | median s | min s | max s |")
@@ -100,14 +105,17 @@ def main() -> int:
     ]
     for label, values in rows:
         print(f"| {label} | {statistics.median(values):.3f} | {values[0]:.3f} | {values[-1]:.3f} |")
+    imports = {}
     for label, cmd in (
         ("bench", ["bench", "--model", args.model, "--frames", "5", "--warmup", "0", "--json", "{tmp}/s.json"]),
         ("classify", ["classify", "--model", args.model, str(PHOTO)]),
     ):
         tf, count = imports_tensorflow(cmd)
+        imports[label] = {"modules": count, "tensorflow": tf}
         print(f"{label}: {count} modules imported, TensorFlow {'IMPORTED' if tf else 'not imported'}")
     if shutil.which("hyperfine") is None:
         print("(hyperfine not installed; the timing loop above is this script's own)")
+    write_json(args.json, {"runs_s": {label: values for label, values in rows}, "imports": imports})
     return 0
 
 
