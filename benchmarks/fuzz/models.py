@@ -2,7 +2,7 @@
 bundled and fixture models through the app's own load path, each in a worker process
 (tests/harness/model_fuzz.py), plus what the pure-Python flatbuffer check costs at load time.
 
-    python benchmarks/fuzz_models.py [--cases 2000] [--seed 1]
+    python -m benchmarks.fuzz.models [--cases 2000] [--seed 1]
 """
 
 from __future__ import annotations
@@ -12,26 +12,23 @@ import collections
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.model.spec import load_model_spec  # noqa: E402
-from app.tflite.file import read_tflite  # noqa: E402
-from tests.harness.model_fuzz import MUTATIONS, cases, run_cases  # noqa: E402
-
-CORAL = ROOT.parent / "shared" / "fixtures" / "coral"
+from app.model.spec import load_model_spec
+from app.tflite.file import read_tflite
+from benchmarks.harness.paths import BUNDLED, CORAL, GRACE_HOPPER, ROOT, model_path
+from tests.harness.model_fuzz import MUTATIONS, Case, cases, run_cases
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    seeds = [ROOT / "models" / "efficientnet_lite0.tflite", ROOT / "models" / "efficientnet_lite0_int8.tflite"]
+    args = parser.parse_args(argv)
+    seeds = [model_path(name) for name in BUNDLED]
     seeds += [*sorted(CORAL.glob("*.tflite")), ROOT / "tests" / "data" / "models" / "dynamic_batch_logits.tflite"]
-    image = ROOT / "tests" / "data" / "photos" / "grace_hopper.jpg"
+    image = GRACE_HOPPER
     originals = {s.name: r.get("top1") for s, r in zip(seeds, run_cases(cases_for(seeds), image), strict=True)}
 
     started = time.perf_counter()
@@ -58,20 +55,19 @@ def main() -> None:
         parse = statistics.median(_time(lambda data=data: read_tflite(data)) for _ in range(9))
         full = statistics.median(_time(lambda seed=seed: load_model_spec(seed)) for _ in range(9))
         print(f"  {seed.name} ({len(data) / 2**20:.1f} MiB): parse {parse:.1f} ms of load_model_spec {full:.1f} ms")
+    return 0
 
 
-def cases_for(seeds: list[Path]) -> list:
+def cases_for(seeds: list[Path]) -> list[Case]:
     """The unmutated seeds, to know each model's own answer ("append" of 0 bytes is a no-op)."""
-    from tests.harness.model_fuzz import Case
-
     return [Case(i, str(s), "none", 0) for i, s in enumerate(seeds)]
 
 
-def _time(fn) -> float:
+def _time(fn: Callable[[], object]) -> float:
     started = time.perf_counter()
     fn()
     return (time.perf_counter() - started) * 1000
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,7 +1,8 @@
 """Structure-aware fuzzing of the readers of user files (tests/harness/reader_fuzz.py), thousands of cases
-each, every reader in its own child process so a hang shows as a timeout rather than a stuck run.
+each, every reader in its own child process (benchmarks/fuzz/readers_child.py) so a hang shows as a
+timeout rather than a stuck run.
 
-    python benchmarks/fuzz_readers.py [--cases 2000] [--seed 1] [--timeout 1800] [--readers mlpackage ...]
+    python -m benchmarks.fuzz.readers [--cases 2000] [--seed 1] [--timeout 1800] [--readers mlpackage ...]
 
 Prints a markdown table (reader, cases, ok, refused, exception, slowest case, wall time) for
 docs/reliability.md, and the first failures of any reader that broke the contract.
@@ -16,48 +17,36 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.harness.reader_fuzz import READERS  # noqa: E402
-
-_CHILD = """
-import json, sys, tempfile
-from pathlib import Path
-sys.path.insert(0, {root!r})
-from tests.harness import reader_fuzz
-reader, seed, cases, base = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-with tempfile.TemporaryDirectory() as work:
-    run = getattr(reader_fuzz, "fuzz_" + reader)
-    extra = {{"base": Path(base)}} if reader == "recording" else {{}}
-    tally = run(Path(work), seed, cases, **extra)
-print(json.dumps({{"outcomes": dict(tally.outcomes), "failures": tally.failures[:10], "slowest_s": tally.slowest_s,
-                  "stages": dict(tally.stages)}}))
-"""
+from benchmarks.harness.children import app_command, module_command
+from benchmarks.harness.paths import ROOT
+from tests.harness.reader_fuzz import READERS
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=1800, help="per reader, seconds")
     parser.add_argument("--readers", nargs="+", choices=READERS, default=list(READERS))
-    args = parser.parse_args()
-    child = _CHILD.format(root=str(ROOT))
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "seed.csv"
-        subprocess.run([sys.executable, "-m", "app", "bench", "--source", "synthetic", "--frames", "60", "--warmup",
-                        "2", "--csv", str(base)], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
+        subprocess.run(app_command("bench", "--source", "synthetic", "--frames", "60", "--warmup", "2",
+                                   "--csv", str(base)), cwd=ROOT, check=True, capture_output=True)  # fmt: skip
         print("| reader | cases | ok | ok, with a warning | refused | exception | hang | slowest case | wall |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-        broken, stages = [], {}
+        broken: list[tuple[str, list[str]]] = []
+        stages: dict[str, dict[str, int]] = {}
         for reader in args.readers:
             started = time.perf_counter()
             try:
-                proc = subprocess.run([sys.executable, "-c", child, reader, str(args.seed), str(args.cases), str(base)],
-                                      cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)  # fmt: skip
-                result = json.loads(proc.stdout.strip().splitlines()[-1])
+                child = module_command(
+                    "benchmarks.fuzz.readers_child", reader, str(args.seed), str(args.cases), str(base)
+                )
+                proc = subprocess.run(child, cwd=ROOT, capture_output=True, text=True, timeout=args.timeout)
+                result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
                 hang = 0
             except subprocess.TimeoutExpired:
                 result, hang = {"outcomes": {}, "failures": ["timed out"], "slowest_s": float("nan")}, 1
@@ -74,7 +63,8 @@ def main() -> None:
             print(f"\n{reader}, refused by: " + "; ".join(f"{k} {v}" for k, v in sorted(counts.items())))
         for reader, failures in broken:
             print(f"\n{reader}:\n  " + "\n  ".join(failures))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -35,44 +35,44 @@ class LoopResult:
     times_ms: list[float]
 
 
-def interpreter_loop(
-    model: Path,
-    threads: int,
-    runs: int,
-    *,
-    fill: str = "random",
-    warmup: int = 10,
-    before_run: Callable[[], None] | None = None,
-) -> LoopResult:
-    """The raw Interpreter loop in this process. fill: "random" (seeded integers in the input's
-    dtype, as pipeline_overhead's child) or "zeros"."""
-    from ai_edge_litert.interpreter import Interpreter
+class InterpreterLoop:
+    """The raw Interpreter loop on one interpreter, run as often as asked. fill: "random" (seeded
+    integers in the input's dtype) or "zeros"."""
 
-    it = Interpreter(model_path=str(model), num_threads=threads)
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0], it.get_output_details()[0]
-    if fill == "zeros":
-        x = np.zeros(inp["shape"], inp["dtype"])
-    else:
-        x = np.random.default_rng(0).integers(-128, 128, inp["shape"]).astype(inp["dtype"])
+    def __init__(self, model: Path, threads: int, *, fill: str = "random") -> None:
+        from ai_edge_litert.interpreter import Interpreter
 
-    def once() -> None:
-        if before_run is not None:
-            before_run()
-        it.set_tensor(inp["index"], x)
-        it.invoke()
-        it.get_tensor(out["index"])
+        self._it = Interpreter(model_path=str(model), num_threads=threads)
+        self._it.allocate_tensors()
+        self._inp, self._out = self._it.get_input_details()[0], self._it.get_output_details()[0]
+        shape, dtype = self._inp["shape"], self._inp["dtype"]
+        if fill == "zeros":
+            self._x = np.zeros(shape, dtype)
+        else:
+            self._x = np.random.default_rng(0).integers(-128, 128, shape).astype(dtype)
 
+    def once(self) -> None:
+        self._it.set_tensor(self._inp["index"], self._x)
+        self._it.invoke()
+        self._it.get_tensor(self._out["index"])
+
+    def run(self, runs: int) -> LoopResult:
+        times = []
+        start = time.perf_counter()
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            self.once()
+            times.append((time.perf_counter() - t0) * 1e3)
+        rate = runs / (time.perf_counter() - start)
+        return LoopResult(statistics.median(times), rate, times)
+
+
+def interpreter_loop(model: Path, threads: int, runs: int, *, fill: str = "random", warmup: int = 10) -> LoopResult:
+    """A fresh interpreter: `warmup` runs, then `runs` timed."""
+    loop = InterpreterLoop(model, threads, fill=fill)
     for _ in range(warmup):
-        once()
-    times = []
-    start = time.perf_counter()
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        once()
-        times.append((time.perf_counter() - t0) * 1e3)
-    rate = runs / (time.perf_counter() - start)
-    return LoopResult(statistics.median(times), rate, times)
+        loop.once()
+    return loop.run(runs)
 
 
 def interpreter_in_child(model: Path, threads: int, runs: int) -> LoopResult:

@@ -7,8 +7,8 @@ and from /proc the inference thread's time spent runnable but not running and it
 context switches, per inference. The figure quoted is the median over pinned stretches of
 (pinned rate / mean of the two unpinned neighbours), with its quartiles. Linux only.
 
-    python benchmarks/cpu_pinning.py [--model efficientnet_lite0_int8] [--source demo]
-                                     [--segment 300] [--segments 41]
+    python -m benchmarks.investigations.cpu_pinning [--model efficientnet_lite0_int8] [--source demo]
+        [--segment 300] [--segments 41]
 """
 
 from __future__ import annotations
@@ -16,50 +16,34 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import threading
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from inference_thread_switches import switches
-
-from app.pipeline import InferenceConfig, Pipeline, Result
+from app.pipeline import InferenceConfig, Pipeline
 from app.system import cpu_affinity
+from benchmarks.harness.pipeline import ResultCounter
+from benchmarks.harness.procfs import thread_runnable_wait_us, thread_switches
 
 _SKIP = 5  # inferences after each change left out (a migration, a wake-up)
 
 
 def scheduler_counts(tid: int) -> tuple[float, int]:
     """(microseconds spent runnable waiting for a CPU, involuntary context switches) so far."""
-    waited_ns = int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[1])
-    return waited_ns / 1e3, switches(tid)[1]
+    return thread_runnable_wait_us(tid), thread_switches(tid)[1]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--source", default="demo")
     parser.add_argument("--segment", type=int, default=300, help="inferences per stretch")
     parser.add_argument("--segments", type=int, default=41, help="stretches, odd: pinned first and last")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     split = cpu_affinity.split_for(1)
     if split is None:
         raise SystemExit("nothing to compare: pinning needs Linux and at least 2 CPUs")
-    started: list[float] = []
-    cond = threading.Condition()
-
-    def on_result(result: Result) -> None:
-        with cond:
-            started.append(result.timing.started_at)
-            cond.notify_all()
-
-    def wait_for(n: int) -> None:
-        with cond:
-            if not cond.wait_for(lambda: len(started) >= n, 120):
-                raise SystemExit("the pipeline stopped delivering results")
-
+    results = ResultCounter()
+    wait_for = results.wait_for
     config = InferenceConfig(model=args.model, options={"threads": 1})
-    pipeline = Pipeline(args.source, config, pace=False, loop=True, on_result=on_result)
+    pipeline = Pipeline(args.source, config, pace=False, loop=True, on_result=results)
     owner = object()
     stretches: list[tuple[bool, float, float, float]] = []  # pinned, rate, waited us, switches per inference
     pipeline.start()
@@ -72,14 +56,12 @@ def main() -> int:
                 cpu_affinity.apply(owner, split, tid)
             else:
                 cpu_affinity.release(owner)
-            with cond:
-                first = len(started) + _SKIP
+            first = results.count() + _SKIP
             wait_for(first)
             waited0, switches0 = scheduler_counts(tid)
             wait_for(first + args.segment)
             waited1, switches1 = scheduler_counts(tid)
-            with cond:
-                ts = started[first : first + args.segment]
+            ts = results.between(first, first + args.segment)
             n = len(ts)
             stretches.append((pinned, (n - 1) / (ts[-1] - ts[0]), (waited1 - waited0) / n, (switches1 - switches0) / n))
     finally:

@@ -5,54 +5,39 @@ On a 2-core machine the pipeline's capture thread decodes and preprocesses the n
 while the model runs; this isolates that effect from the pipeline's own machinery
 (docs/benchmarks.md, "After moving postprocessing to a results thread").
 
-    python benchmarks/decode_contention.py [--model efficientnet_lite0_int8] [--pairs 3]
+    python -m benchmarks.investigations.decode_contention [--model efficientnet_lite0_int8] [--pairs 3]
+
+The neighbours are benchmarks/investigations/decode_contention_child.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
-from ai_edge_litert.interpreter import Interpreter
-
-ROOT = Path(__file__).resolve().parent.parent
-DECODE = (
-    "import cv2, time\nend = time.time() + {s}\nwhile time.time() < end:\n"
-    "    c = cv2.VideoCapture({clip!r})\n    while time.time() < end and c.read()[0]:\n        pass\n"
-)
-SPIN = "import time\nend = time.time() + {s}\nwhile time.time() < end:\n    pass\n"
+from benchmarks.harness.children import module_command
+from benchmarks.harness.loops import InterpreterLoop
+from benchmarks.harness.paths import DEMO_CLIP, ROOT, model_path
+from benchmarks.harness.rounds import alternate
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--runs", type=int, default=400)
-    args = parser.parse_args()
-    it = Interpreter(model_path=str(ROOT / "models" / f"{args.model}.tflite"), num_threads=1)
-    it.allocate_tensors()
-    inp, out = it.get_input_details()[0], it.get_output_details()[0]
-    x = np.zeros(inp["shape"], inp["dtype"])
+    args = parser.parse_args(argv)
+    loop = InterpreterLoop(model_path(args.model), 1, fill="zeros")
 
     def median_ms() -> float:
-        times = []
-        for _ in range(args.runs):
-            t = time.perf_counter()
-            it.set_tensor(inp["index"], x)
-            it.invoke()
-            it.get_tensor(out["index"])
-            times.append(time.perf_counter() - t)
-        return statistics.median(times) * 1e3
+        return loop.run(args.runs).median_ms
 
-    def beside(code: str) -> float:
+    def beside(kind: str) -> float:
         seconds = args.runs * 0.03 + 1  # outlasts the loop
-        script = code.format(s=seconds, clip=str(ROOT / "resources" / "demo.mp4"))
-        neighbour = subprocess.Popen([sys.executable, "-c", script])
+        child = module_command("benchmarks.investigations.decode_contention_child", kind, str(seconds), str(DEMO_CLIP))
+        neighbour = subprocess.Popen(child, cwd=ROOT)
         time.sleep(0.5)  # let it start working
         try:
             return median_ms()
@@ -60,14 +45,17 @@ def main() -> int:
             neighbour.kill()
             neighbour.wait()
 
-    median_ms()  # warm-up
-    print(f"{args.model}, 1 thread, median of {args.runs} runs")
-    for i in range(args.pairs):
-        alone, decoding, spinning = median_ms(), beside(DECODE), beside(SPIN)
+    def report(i: int, r: dict[str, float]) -> None:
+        alone, decoding, spinning = r["alone"], r["decoder"], r["spinner"]
         print(
             f"pair {i + 1}: alone {alone:.2f} ms; beside a decoder {decoding:.2f} ({decoding / alone - 1:+.1%}); "
             f"beside a Python spinner {spinning:.2f} ({spinning / alone - 1:+.1%})"
         )
+
+    median_ms()  # warm-up
+    print(f"{args.model}, 1 thread, median of {args.runs} runs")
+    legs = {"alone": median_ms, "decoder": lambda: beside("decode"), "spinner": lambda: beside("spin")}
+    alternate(legs, args.pairs, rotate=False, report=report)
     return 0
 
 

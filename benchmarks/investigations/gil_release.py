@@ -6,22 +6,24 @@ most of a run), that wait lands on the caller. Prints the median ms per call wit
 spinning thread, for 1,000 float32 scores: the mean, since most calls get the GIL straight back
 and a few wait a whole switch interval (5 ms), which is what throughput pays.
 
-    python benchmarks/gil_release.py [--calls 200]
+    python -m benchmarks.investigations.gil_release [--calls 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import threading
+import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from app.model.postprocess import top_indices
+from benchmarks.harness.spinner import Spinner
 
 
-def timed(fn, calls: int) -> float:
+def timed(fn: Callable[[], object], calls: int) -> float:
     times = []
     for _ in range(calls):
         t0 = time.perf_counter()
@@ -30,10 +32,10 @@ def timed(fn, calls: int) -> float:
     return statistics.mean(times)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     scores = np.random.default_rng(0).random(1000).astype(np.float32)
     calls = {
         "np.argpartition(-s, 4) (the old top-5)": lambda: np.argpartition(-scores, 4),
@@ -44,24 +46,14 @@ def main() -> None:
         "np.isfinite(s).all()": lambda: np.isfinite(scores).all(),
     }
     quiet = {name: timed(fn, args.calls) for name, fn in calls.items()}
-    stop = threading.Event()
-
-    def spin() -> None:
-        while not stop.is_set():
-            pass
-
-    spinner = threading.Thread(target=spin, daemon=True)
-    spinner.start()
-    try:
+    with Spinner():
         busy = {name: timed(fn, args.calls) for name, fn in calls.items()}
-    finally:
-        stop.set()
-        spinner.join()
     print("| call | ms alone (mean) | ms beside a thread holding the GIL (mean) |")
     print("| --- | --- | --- |")
     for name in calls:
         print(f"| {name} | {quiet[name]:.4f} | {busy[name]:.4f} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -13,8 +13,8 @@ To see where the sleeps are, trace the inference thread's switches with their na
 (`take_gil` under `raw_array_assign_array` is numpy copying with the GIL released; under
 `acquire_timed` a contended lock.)
 
-    python benchmarks/inference_thread_switches.py [--model efficientnet_lite0_int8] [--source demo]
-                                                   [--inferences 1500] [--no-pin]
+    python -m benchmarks.investigations.inference_thread_switches [--model efficientnet_lite0_int8]
+        [--source demo] [--inferences 1500] [--no-pin]
 """
 
 from __future__ import annotations
@@ -24,29 +24,18 @@ import os
 import sys
 import threading
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.pipeline import InferenceConfig, Pipeline
+from benchmarks.harness.procfs import thread_switches as switches
 
 
-def switches(tid: int) -> tuple[int, int]:
-    """(voluntary, involuntary) context switches of thread `tid` so far (Linux)."""
-    status = Path(f"/proc/self/task/{tid}/status").read_text()
-    return (
-        int(status.split("\nvoluntary_ctxt_switches:")[1].split()[0]),
-        int(status.split("nonvoluntary_ctxt_switches:")[1].split()[0]),
-    )
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--source", default="demo")
     parser.add_argument("--inferences", type=int, default=1500)
     parser.add_argument("--no-pin", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     done = threading.Semaphore(0)
     p = Pipeline(
         args.source,

@@ -17,8 +17,8 @@ pipeline / raw is the issue's figure; pipeline / (raw + capture work) is what th
 own machinery costs; (raw + capture work) / raw is what the capture work costs the model.
 Medians over rounds of the per-round ratios.
 
-    python benchmarks/overhead_under_load.py [--model efficientnet_lite0_int8] [--source demo]
-                                             [--rounds 6] [--inferences 300]
+    python -m benchmarks.investigations.overhead_under_load [--model efficientnet_lite0_int8] [--source demo]
+        [--rounds 6] [--inferences 300]
 """
 
 from __future__ import annotations
@@ -27,15 +27,14 @@ import argparse
 import statistics
 import sys
 import threading
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from switch_interval import pipeline_round, raw_rate
 
 from app.model.preprocess import Preprocessor
 from app.model.spec import ModelSpec, load_model_spec
 from app.sources import open_source
+from benchmarks.harness.loops import session_rate
+from benchmarks.harness.pipeline import pipeline_round
+from benchmarks.harness.rounds import alternate
+from benchmarks.harness.stats import median_ratio
 
 
 class CaptureWork:
@@ -74,44 +73,43 @@ class CaptureWork:
 def raw_round(spec: ModelSpec, n: int, source: str | None) -> float:
     """Runs per second of the raw loop, with the capture work beside it when `source` is given."""
     if source is None:
-        return raw_rate(spec, n)
+        return session_rate(spec, n)
     work = CaptureWork(spec, source)
     try:
-        return raw_rate(spec, n, before_run=work.take)
+        return session_rate(spec, n, before_run=work.take)
     finally:
         work.close()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--source", default="demo")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--inferences", type=int, default=300)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     spec = load_model_spec(args.model)
     legs = {
         "raw": lambda: raw_round(spec, args.inferences, None),
         "raw + capture work": lambda: raw_round(spec, args.inferences, args.source),
         "pipeline": lambda: pipeline_round(args.model, args.source, args.inferences)[0],
     }
-    rates: dict[str, list[float]] = {name: [] for name in legs}
     print(f"{args.model}, source {args.source} unpaced, 1 thread, {args.rounds} rounds of {args.inferences}")
-    names = list(legs)
-    for r in range(args.rounds):
-        for name in names[r % 3 :] + names[: r % 3]:  # rotate so no leg always runs first
-            rates[name].append(legs[name]())
-        raw, loaded, pipe = (rates[name][-1] for name in names)
+
+    def report(r: int, rates: dict[str, float]) -> None:
+        raw, loaded, pipe = rates.values()
         print(
             f"round {r + 1}: raw {raw:.1f}/s, raw + capture work {loaded:.1f}/s, pipeline {pipe:.1f}/s; "
             f"pipeline/raw {pipe / raw:.3f}, pipeline/(raw + capture work) {pipe / loaded:.3f}",
             flush=True,
         )
+
+    rates = alternate(legs, args.rounds, report=report)  # rotated: no leg always runs first
     med = statistics.median
-    raw, loaded, pipe = (rates[name] for name in names)
+    raw, loaded, pipe = rates.values()
 
     def ratio(a: list[float], b: list[float]) -> str:
-        return f"{med(x / y for x, y in zip(a, b, strict=True)):.3f}"
+        return f"{median_ratio(a, b):.3f}"
 
     print(
         "\n| model | raw /s | raw + capture work /s | pipeline /s | pipeline / raw "

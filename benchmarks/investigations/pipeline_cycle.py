@@ -9,29 +9,33 @@ capture thread and postprocessing on the results thread, so 1 - busy is what the
 own machinery costs the inference thread per cycle (taking the frame, the throttle check,
 handing the output over).
 
-    python benchmarks/pipeline_cycle.py MODEL SOURCE pace|nopace [FPS]
-    python benchmarks/pipeline_cycle.py efficientnet_lite0 demo nopace
-    python benchmarks/pipeline_cycle.py efficientnet_lite0 demo pace 120   # decode paced at 120 fps
+    python -m benchmarks.investigations.pipeline_cycle MODEL SOURCE pace|nopace [FPS]
+    python -m benchmarks.investigations.pipeline_cycle efficientnet_lite0 demo nopace
+    python -m benchmarks.investigations.pipeline_cycle efficientnet_lite0 demo pace 120   # decode paced at 120 fps
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import statistics
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from typing import Any
 
 from app.metrics.window import Metrics
 from app.pipeline import InferenceConfig, Pipeline
 
 
-def main() -> int:
-    model, src, pace = sys.argv[1], sys.argv[2], sys.argv[3] == "pace"
-    fps = float(sys.argv[4]) if len(sys.argv) > 4 else None
-    results: list = []
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("source")
+    parser.add_argument("pace", choices=("pace", "nopace"))
+    parser.add_argument("fps", nargs="?", type=float, help="the source's pace, frames per second")
+    args = parser.parse_args(argv)
+    model, src, pace, fps = args.model, args.source, args.pace == "pace", args.fps
+    results: list[Any] = []
     metrics = Metrics(window_s=3600)
     pipeline = Pipeline(
         src,

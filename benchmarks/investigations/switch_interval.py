@@ -10,8 +10,8 @@ reference, `--rounds` times, and reports per interval the median over rounds of:
 fps / raw, inference-stage p50 and p95. A "spinner" round adds a thread running pure Python
 (the worst case: a GUI thread drawing plots) to both the pipeline and the raw loop.
 
-    python benchmarks/switch_interval.py [--model efficientnet_lite0_int8] [--source demo]
-                                         [--intervals 5 0.5] [--rounds 6] [--inferences 300] [--spinner]
+    python -m benchmarks.investigations.switch_interval [--model efficientnet_lite0_int8] [--source demo]
+        [--intervals 5 0.5] [--rounds 6] [--inferences 300] [--spinner]
 """
 
 from __future__ import annotations
@@ -20,79 +20,15 @@ import argparse
 import contextlib
 import statistics
 import sys
-import threading
-import time
-from collections.abc import Callable
-from pathlib import Path
 
-import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from app.backends import open_session
 from app.model.spec import load_model_spec
-from app.pipeline import InferenceConfig, Pipeline
+from benchmarks.harness.loops import session_rate
+from benchmarks.harness.pipeline import pipeline_round
+from benchmarks.harness.rounds import rotated
+from benchmarks.harness.spinner import Spinner
 
 
-def raw_rate(spec, runs: int, before_run: Callable[[], None] = lambda: None) -> float:
-    """Runs per second of the raw CpuSession loop (1 thread); `before_run` is called before each."""
-    session = open_session(spec, "cpu", {"threads": 1})
-    x = np.zeros(spec.input.shape, spec.input.dtype)
-    try:
-        for _ in range(10):
-            before_run()
-            session.run(x)
-        started = time.perf_counter()
-        for _ in range(runs):
-            before_run()
-            session.run(x)
-        return runs / (time.perf_counter() - started)
-    finally:
-        session.close()
-
-
-def pipeline_round(model: str, source: str, n: int) -> tuple[float, float, float]:
-    """(inferences per second start-to-start, inference p50 ms, p95 ms) over n after 20 warm-up."""
-    timings: list = []
-    pipeline = Pipeline(
-        source,
-        InferenceConfig(model=model, options={"threads": 1}),
-        pace=False,
-        loop=True,
-        on_result=lambda r: timings.append(r.timing),
-    )
-    pipeline.start()
-    while len(timings) < 20 + n and pipeline.status().state in ("starting", "running"):
-        time.sleep(0.005)
-    pipeline.stop()
-    ts = timings[20 : 20 + n]
-    if len(ts) < n:
-        raise SystemExit(f"pipeline stopped early: {pipeline.status().message}")
-    span = ts[-1].started_at - ts[0].started_at
-    inf = [t.inference_ms for t in ts]
-    return (n - 1) / span, statistics.median(inf), float(np.percentile(inf, 95))
-
-
-class Spinner:
-    """A thread that runs Python bytecode flat out while it lives."""
-
-    def __enter__(self) -> Spinner:
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-        return self
-
-    def _spin(self) -> None:
-        n = 0
-        while not self._stop.is_set():
-            n += 1
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--source", default="demo")
@@ -100,17 +36,17 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--inferences", type=int, default=300)
     parser.add_argument("--spinner", action="store_true", help="a pure-Python thread runs beside everything")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     spec = load_model_spec(args.model)
     default = sys.getswitchinterval()
     rows: dict[float, list[tuple[float, float, float, float]]] = {ms: [] for ms in args.intervals}
     print(f"{args.model}, source {args.source} unpaced, 1 thread, {args.rounds} rounds, spinner {args.spinner}")
     for r in range(args.rounds):
-        for ms in args.intervals if r % 2 == 0 else reversed(args.intervals):
+        for ms in rotated(args.intervals, r):
             sys.setswitchinterval(ms / 1000)
             try:
                 with Spinner() if args.spinner else contextlib.nullcontext():
-                    raw = raw_rate(spec, args.inferences)
+                    raw = session_rate(spec, args.inferences)
                     fps, p50, p95 = pipeline_round(args.model, args.source, args.inferences)
             finally:
                 sys.setswitchinterval(default)

@@ -4,13 +4,15 @@
 - OpenCV converts and resizes to the view's size, Qt copies it unscaled,
 - OpenCV converts to 32-bit BGRA once at the frame's size, Qt scales it on its 32-bit path (the window now).
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/video_paint.py [--paints 30] [--rounds 3]
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.video_paint [--paints 30] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -18,14 +20,16 @@ from PySide6.QtCore import QPoint, QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QApplication
 
+from benchmarks.harness.rounds import alternate
+
 W, H = 3400, 1912
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paints", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     QApplication([])
     frame = np.random.default_rng(0).integers(0, 255, (720, 1280, 3)).astype(np.uint8)
     target = QImage(W, H, QImage.Format.Format_RGB32)  # what an xcb or offscreen backing store holds
@@ -50,14 +54,22 @@ def main() -> None:
 
     ways = {"Qt scales BGR888": qt_scales_bgr, "OpenCV resizes, Qt copies": opencv_resizes,
             "BGRA once, Qt scales RGB32": qt_scales_rgb32}  # fmt: skip
-    for r in range(args.rounds):
-        for name, paint in ways.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            for _ in range(args.paints):
-                paint()
-            wall, cpu = (time.perf_counter() - wall) / args.paints, (time.process_time() - cpu) / args.paints
+
+    def per_paint(paint: Callable[[], None]) -> tuple[float, float]:
+        """(wall, CPU) seconds per paint over `--paints` paints."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        for _ in range(args.paints):
+            paint()
+        return (time.perf_counter() - wall) / args.paints, (time.process_time() - cpu) / args.paints
+
+    def report(r: int, results: dict[str, tuple[float, float]]) -> None:
+        for name, (wall, cpu) in results.items():
             print(f"round {r + 1}  {name:28} wall {wall * 1000:6.2f} ms  CPU {cpu * 1000:6.2f} ms per paint")
+
+    legs = {name: lambda paint=paint: per_paint(paint) for name, paint in ways.items()}
+    alternate(legs, args.rounds, rotate=False, report=report)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -6,8 +6,8 @@ on and off, source), printing RSS, threads and fds after each. `--only` keeps so
 cycle's steps; `--no-trim` turns off the heap trim after switches (app/system/heap.py), `--pin`
 pins glibc's mmap threshold instead (the first fix tried; it costs throughput).
 
-    python benchmarks/live_switch_memory.py --switches 30
-    python benchmarks/live_switch_memory.py --switches 24 --only abon aboff
+    python -m benchmarks.soak.live_switch_memory --switches 30
+    python -m benchmarks.soak.live_switch_memory --switches 24 --only abon aboff
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import psutil
 
 from app import pipeline
@@ -33,14 +31,14 @@ from app.system import heap
 FAST = "synthetic:1280x720@100"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--switches", type=int, default=30)
     parser.add_argument("--every", type=float, default=2.0, help="seconds between switches")
     parser.add_argument("--only", nargs="*", help="names of the cycle's steps to keep")
     parser.add_argument("--no-trim", action="store_true", help="no heap trim after a switch")
     parser.add_argument("--pin", action="store_true", help="pin glibc's mmap threshold at 128 KiB")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.no_trim:
         heap.release_free_memory = lambda: False  # type: ignore[assignment]
         live.release_free_memory = pipeline.release_free_memory = heap.release_free_memory  # type: ignore[attr-defined]

@@ -6,7 +6,7 @@ LivePlots.add_point is one setData per series (10 series), plus a switch marker 
 points so marker add/remove is soaked too. Reports the time, RSS at the start/middle/end
 and the Python object count, so a leak shows as growth.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/plot_soak.py [--set-data-calls 1000000]
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.soak.plot_soak [--set-data-calls 1000000]
 """
 
 from __future__ import annotations
@@ -16,23 +16,19 @@ import gc
 import os
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+import psutil
+from PySide6 import __version__ as pyside_version
+from PySide6.QtWidgets import QApplication
 
-import psutil  # noqa: E402
-from PySide6 import __version__ as pyside_version  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
-
-from app.ui.views.plots import KEYS, LivePlots  # noqa: E402
+from app.ui.views.plots import KEYS, LivePlots
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set-data-calls", type=int, default=1_000_000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # read when the application starts
     app = QApplication([])
     plots = LivePlots()
     plots.resize(1000, 260)
@@ -61,7 +57,8 @@ def main() -> None:
     for n, rss, objects in marks:
         print(f"  after {n:>7,} updates: RSS {rss:7.1f} MiB, {objects:,} Python objects")
     print(f"  markers alive at the end: {plots.marker_count()} (older ones removed as they scroll off)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

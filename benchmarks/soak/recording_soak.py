@@ -3,7 +3,7 @@ window, the Record button's writer) at full inference speed: the demo clip read 
 inference takes it. Prints one line a minute: rows written and lost, RSS, threads, open
 files, inference fps; memory must not grow with the recording.
 
-    python benchmarks/recording_soak.py [--minutes 60] [--out DIR]
+    python -m benchmarks.soak.recording_soak [--minutes 60] [--out DIR]
 """
 
 from __future__ import annotations
@@ -16,21 +16,19 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+import psutil
 
-import psutil  # noqa: E402
-
-from app.live.controller import LiveController  # noqa: E402
-from app.pipeline import InferenceConfig  # noqa: E402
+from app.live.controller import LiveController
+from app.pipeline import InferenceConfig
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", type=Path, default=Path(tempfile.mkdtemp()))
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, help="folder for the recording (default: a new temporary one)")
+    args = parser.parse_args(argv)
+    args.out = args.out or Path(tempfile.mkdtemp())
     proc = psutil.Process()
     session = LiveController("demo", InferenceConfig(options={"threads": args.threads}), pace=False)
     session.start()
@@ -58,7 +56,8 @@ def main() -> None:
     ended, final = session.stop()
     print(f"stopped cleanly: {ended}; {final.rows if final else 0} rows, {final.lost_rows if final else 0} lost, "
           f"{path.stat().st_size / 2**20:.1f} MiB, pid {os.getpid()}")  # fmt: skip
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

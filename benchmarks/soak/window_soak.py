@@ -15,7 +15,7 @@ closes the window (no delegate-scope thread may be left) and writes:
     OUT/window_soak.png    the curves
     OUT/window_soak.json   summary (first/last/max of each, switches, rows, lost rows)
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/window_soak.py --minutes 30 --out /tmp/soak
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.soak.window_soak --minutes 30 --out /tmp/soak
 """
 
 from __future__ import annotations
@@ -29,9 +29,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import psutil
 from PySide6.QtCore import QSettings, QTimer
@@ -60,13 +57,14 @@ def switches(window: MainWindow) -> list[tuple[str, object]]:
     ]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--switch-every", type=float, default=60.0, help="seconds")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # read when the application starts
     args.out.mkdir(parents=True, exist_ok=True)
     recording = args.out / "window_soak_session.csv"
     recording.unlink(missing_ok=True)

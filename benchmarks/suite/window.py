@@ -36,7 +36,6 @@ import statistics
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from benchmarks.harness.children import app_command, run_checked, write_json
 from benchmarks.harness.paths import ROOT
