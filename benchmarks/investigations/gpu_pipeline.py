@@ -17,7 +17,10 @@ For `--rounds` rounds, each variant in its own process, alternated:
 Prints one line per run and a table of medians over rounds (pipeline rate / raw rate per
 round, medians), and writes every figure to --json.
 
-    python benchmarks/gpu_pipeline.py [--model efficientnet_lite0] [--rounds 3] [--frames 900]
+    python -m benchmarks.investigations.gpu_pipeline [--model models/efficientnet_lite0.tflite] [--rounds 3]
+        [--frames 900] [--only WORD ...] [--json FILE]
+
+The variants run in benchmarks/investigations/gpu_pipeline_child.py.
 """
 
 from __future__ import annotations
@@ -25,189 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-
-# Shared by the child scripts below: `once(i)` run 20 times to warm up, then `runs` times, timed;
-# the test inputs; what an output says of the precision that made it.
-TIMED = """
-import statistics, time
-import numpy as np
-def timed(once, runs):
-    for i in range(20):
-        once(i)
-    times = []
-    c0, p0, start = time.thread_time(), time.process_time(), time.perf_counter()
-    for i in range(runs):
-        t0 = time.perf_counter(); once(i); times.append((time.perf_counter() - t0) * 1e3)
-    wall = time.perf_counter() - start
-    return {"ms_p50": statistics.median(times), "rate": runs / wall,
-            "thread_cpu_ms": (time.thread_time() - c0) / runs * 1e3,
-            "process_cpu_ms": (time.process_time() - p0) / runs * 1e3}
-def inputs(n):  # n different float32 images, the same in every child
-    return [np.random.default_rng(i).random((1, 224, 224, 3), dtype=np.float32) for i in range(n)]
-def output_facts(out):  # which precision ran: fp16 and fp32 give different sums (docs/benchmarks.md)
-    order = sorted(range(len(out)), key=lambda k: -out[k])
-    return {"top5": [int(k) for k in order[:5]], "out_sum": float(out.sum()), "out_max": float(out.max())}
-"""
-
-RAW = (
-    TIMED
-    + """
-import json, sys
-import numpy as np
-from ai_edge_litert.compiled_model import CompiledModel
-from ai_edge_litert.gpu_options import GpuOptions
-from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-from ai_edge_litert.options import Options
-model, runs, hint = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-options = Options(hardware_accelerators=HardwareAccelerator.GPU | HardwareAccelerator.CPU,
-                  gpu_options=GpuOptions(hint_waiting_for_completion=hint))
-m = CompiledModel.from_file(model, options=options)
-inputs, outputs = m.create_input_buffers(0), m.create_output_buffers(0)
-x = inputs(1)[0]
-def once(_):
-    inputs[0].write(x); m.run_by_index(0, inputs, outputs); outputs[0].read(1000, np.float32)
-result = timed(once, runs)
-out = outputs[0].read(1000, np.float32)
-print(json.dumps({**result, **output_facts(out), "fully_accelerated": bool(m.is_fully_accelerated())}))
-"""
-)
-
-RAW_C = (
-    TIMED
-    + """
-import json, sys
-import numpy as np
-from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-model, runs, hint, precision = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4]
-NativeModel.HOST_BUFFERS = sys.argv[5] == "1"
-content = open(model, "rb").read()
-m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision=precision, wait_hint=hint)
-x = inputs(1)[0]
-out = np.empty(1000, np.float32)
-result = timed(lambda _: m.run_tensor(x, out), runs)
-print(json.dumps({**result, **output_facts(out), "fully_accelerated": m.is_fully_accelerated()}))
-"""
-)
-
-SAME_PROCESS = (
-    TIMED
-    + """
-import json, sys
-import numpy as np
-from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.tasks.bench import BenchConfig, run_bench
-from app.pipeline import InferenceConfig
-a = json.loads(sys.argv[1])
-if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler every 5 s without NVML
-    import app.tasks.bench, app.metrics.resources, app.system.thread_cpu
-    app.system.thread_cpu.READ_EVERY_S = 1e9
-    app.tasks.bench.ResourceSampler = lambda: app.metrics.resources.ResourceSampler(interval_s=5.0, gpu=False)
-if a.get("runtime_buffers"):  # the loops and the GPU session on the runtime's own buffers (lock, copy, unlock)
-    NativeModel.HOST_BUFFERS = False
-content = open(a["model"], "rb").read()
-def raw_loop():
-    m = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
-    # "cold": a different input each run, 30 in turn, as the synthetic source's 30 images give the pipeline
-    xs = inputs(30 if a.get("cold") else 1)
-    out = np.empty(1000, np.float32)
-    rate = timed(lambda i: m.run_tensor(xs[i % len(xs)], out), a["frames"])["rate"]
-    m.close()
-    return rate
-before = raw_loop()
-s = run_bench(BenchConfig(source="synthetic", frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"]),
-              InferenceConfig(model=a["model"], delegate="gpu", fallback=False))
-after = raw_loop()
-rate = s["metrics"]["inference_fps"]
-print(json.dumps({"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
-                  "raw_after": after, "ratio": rate / ((before + after) / 2), "bottleneck": s["bottleneck"]}))
-"""
-)
-
-# The references and the pipeline in one process, in short turns: the GPU's speed drifts by 10-25%
-# over seconds (even within a process), so each pipeline turn is compared with the loops' turns
-# just before it. A turn: the Python wrapper's loop, the C loop on the runtime's buffers, the C loop
-# on host-memory buffers, then bench on each kind of buffer (the session's NativeModel is opened per
-# bench; HOST_BUFFERS is read when it is).
-INTERLEAVED = (
-    TIMED
-    + """
-import json, statistics, sys
-import numpy as np
-from ai_edge_litert.compiled_model import CompiledModel
-from ai_edge_litert.hardware_accelerator import HardwareAccelerator
-from ai_edge_litert.options import Options
-from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
-from app.tasks.bench import BenchConfig, run_bench
-from app.pipeline import InferenceConfig
-a = json.loads(sys.argv[1])
-n, model = a["frames"], a["model"]
-xs = inputs(30)
-gpu = HardwareAccelerator.GPU | HardwareAccelerator.CPU
-w = CompiledModel.from_file(model, options=Options(hardware_accelerators=gpu))
-wi, wo = w.create_input_buffers(0), w.create_output_buffers(0)
-def wrapper(i):
-    wi[0].write(xs[i % 30]); w.run_by_index(0, wi, wo); wo[0].read(1000, np.float32)
-content = open(model, "rb").read()
-native = {}
-for host in (False, True):
-    NativeModel.HOST_BUFFERS = host
-    native[host] = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, gpu_precision="fp16")
-out = np.empty(1000, np.float32)
-def bench(host):
-    NativeModel.HOST_BUFFERS = host
-    s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True),
-                  InferenceConfig(model=model, delegate="gpu", fallback=False, options=a.get("options", {})))
-    return s["metrics"]["inference_fps"]
-turns = []
-for _ in range(a["cycles"]):
-    t = {"wrapper": timed(wrapper, n)["rate"],
-         "C runtime buffers": timed(lambda i: native[False].run_tensor(xs[i % 30], out), n)["rate"],
-         "C host buffers": timed(lambda i: native[True].run_tensor(xs[i % 30], out), n)["rate"],
-         "bench runtime buffers": bench(False), "bench host buffers": bench(True)}
-    turns.append(t)
-    print(json.dumps({k: round(v) for k, v in t.items()}), file=sys.stderr, flush=True)
-ratio = lambda x, y: round(statistics.median(t[x] / t[y] for t in turns), 3)
-spread = lambda x, y: [round(min(t[x] / t[y] for t in turns), 3), round(max(t[x] / t[y] for t in turns), 3)]
-print(json.dumps({"turns": turns, "rate": statistics.median(t["bench runtime buffers"] for t in turns),
-                  **{f"{x} / {y}": {"median": ratio(x, y), "range": spread(x, y)} for x, y in [
-                      ("bench runtime buffers", "wrapper"), ("bench runtime buffers", "C runtime buffers"),
-                      ("bench host buffers", "wrapper"), ("bench host buffers", "C host buffers"),
-                      ("C runtime buffers", "wrapper"), ("C host buffers", "wrapper")]}}))
-"""
-)
-
-BENCH = """
-import json, sys
-import cv2
-from app.tasks.bench import BenchConfig, run_bench
-from app.pipeline import InferenceConfig
-a = json.loads(sys.argv[1])
-if a.get("cv2_threads"):
-    cv2.setNumThreads(a["cv2_threads"])
-if a.get("runtime_buffers"):  # the GPU session's buffers as LiteRT made them (lock, copy, unlock)
-    from app.backends.litert_c import NativeModel
-    NativeModel.HOST_BUFFERS = False
-if a.get("switch_interval"):
-    sys.setswitchinterval(a["switch_interval"])
-if a.get("no_repeats"):  # the code before repeated images were preprocessed once: a zero budget
-    from app.pipeline.rgb_cache import RgbCache
-    RgbCache.__init__.__defaults__ = (8, 0)
-s = run_bench(BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
-                          inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads")),
-              InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False))
-m = s["metrics"]
-print(json.dumps({"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
-                  "cpu_ms": m["cpu_ms_per_inference"], "cpu_per_wall": m["cpu_per_wall"],
-                  "gpu_busy_ms": m.get("gpu_busy_ms_per_inference"), "gpu_util_pct": m.get("gpu_util_pct"),
-                  "bottleneck": s["bottleneck"], "cpu_affinity": s["cpu_affinity"],
-                  "used": (s["delegate"] or {}).get("used"), "status": s["status"],
-                  "preprocess_ms_p50": m["latency"]["preprocess"]["p50"], "preprocessing": s.get("preprocessing")}))
-"""
+from benchmarks.harness.children import last_json, run_module, write_json
+from benchmarks.harness.paths import model_path
 
 
 def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
@@ -269,28 +95,23 @@ def variants(model: str, frames: int) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
-def run(kind: str, args: list[str]) -> dict:
-    code = {"raw": RAW, "raw_c": RAW_C, "bench": BENCH, "same": SAME_PROCESS, "interleaved": INTERLEAVED}[kind]
-    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return {"error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
-    return json.loads(lines[-1])
+def run(kind: str, args: list[str]) -> dict[str, Any]:
+    return last_json(run_module("benchmarks.investigations.gpu_pipeline_child", kind, *args, timeout=300))
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(ROOT / "models" / "efficientnet_lite0.tflite"))
+    parser.add_argument("--model", default=str(model_path("efficientnet_lite0")))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=900)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", nargs="*", help="run only the variants whose name contains one of these")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     runs = variants(args.model, args.frames)
     if args.only:
         references = ("raw gpu", "raw C gpu fp16", "raw C gpu fp32")  # every ratio's denominators
         runs = {k: v for k, v in runs.items() if k in references or any(word in k for word in args.only)}
-    results: dict[str, list[dict]] = {name: [] for name in runs}
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in runs}
     for r in range(args.rounds):
         for name, (kind, argv) in runs.items():
             result = run(kind, argv)
@@ -302,7 +123,7 @@ def main() -> int:
     )
     print("| --- | --- | --- | --- | --- | --- |")
 
-    def ratio(rows: list[dict], reference: str) -> str:
+    def ratio(rows: list[dict[str, Any]], reference: str) -> str:
         raw = results.get(reference)
         if not raw:
             return "–"
@@ -326,8 +147,7 @@ def main() -> int:
         if name.startswith("same process"):
             own = f"{statistics.median(x['ratio'] for x in ok):.3f} (to its own loops, in-process)"
         print(f"| {name} | {rate:.0f} | {ratio(rows, 'raw gpu')} | {own} | {ms:.3f} | {cpu:.3f} |")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    write_json(args.json, results)
     return 0
 
 
