@@ -6,6 +6,7 @@ benchmarks/fuzz/readers.py: a hang shows there as a timeout. Prints one JSON lin
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -16,11 +17,16 @@ from tests.harness import reader_fuzz
 
 
 def main(argv: list[str] | None = None) -> int:
-    reader, seed, cases, base = argv or sys.argv[1:]
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("reader", choices=reader_fuzz.READERS)
+    parser.add_argument("seed", type=int)
+    parser.add_argument("cases", type=int)
+    parser.add_argument("base", type=Path, help="a recording, the seed of the recording reader's cases")
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
-        run = getattr(reader_fuzz, "fuzz_" + reader)
-        extra: dict[str, Any] = {"base": Path(base)} if reader == "recording" else {}
-        tally = run(Path(work), int(seed), int(cases), **extra)
+        run = getattr(reader_fuzz, "fuzz_" + args.reader)
+        extra: dict[str, Any] = {"base": args.base} if args.reader == "recording" else {}
+        tally = run(Path(work), args.seed, args.cases, **extra)
     print(json.dumps({"outcomes": dict(tally.outcomes), "failures": tally.failures[:10], "slowest_s": tally.slowest_s,
                       "stages": dict(tally.stages)}))  # fmt: skip
     return 0

@@ -24,7 +24,7 @@ from benchmarks.harness.rounds import alternate
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--runs", type=int, default=400)

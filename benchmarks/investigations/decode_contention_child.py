@@ -6,18 +6,23 @@ reads the clip with OpenCV over and over (what the capture thread does), "spin" 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 
 
 def main(argv: list[str] | None = None) -> int:
-    kind, seconds, *clip = argv or sys.argv[1:]
-    end = time.time() + float(seconds)
-    if kind == "decode":
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=("decode", "spin"))
+    parser.add_argument("seconds", type=float)
+    parser.add_argument("clip", nargs="?", help="the video file to decode")
+    args = parser.parse_args(argv)
+    end = time.time() + args.seconds
+    if args.kind == "decode":
         import cv2
 
         while time.time() < end:
-            capture = cv2.VideoCapture(clip[0])
+            capture = cv2.VideoCapture(args.clip)
             while time.time() < end and capture.read()[0]:
                 pass
     else:

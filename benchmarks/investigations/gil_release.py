@@ -33,7 +33,7 @@ def timed(fn: Callable[[], object], calls: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     args = parser.parse_args(argv)
     scores = np.random.default_rng(0).random(1000).astype(np.float32)

@@ -17,7 +17,7 @@ from benchmarks.harness.paths import model_path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(model_path("efficientnet_lite0")))
     args = parser.parse_args(argv)
     runs = [("preprocess, OpenCV's default threads", "preprocess", "0"),

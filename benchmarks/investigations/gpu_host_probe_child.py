@@ -6,6 +6,7 @@ python -m benchmarks.investigations.gpu_host_probe_child gil MODEL SLEEP_MS
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -91,8 +92,12 @@ def gil(model: str, sleep_ms: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    kind, model, value = argv or sys.argv[1:]
-    print(json.dumps({"preprocess": preprocess, "gil": gil}[kind](model, value)))
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=("preprocess", "gil"))
+    parser.add_argument("model")
+    parser.add_argument("value", help="preprocess: OpenCV's threads (0: its default); gil: ms to sleep before a read")
+    args = parser.parse_args(argv)
+    print(json.dumps({"preprocess": preprocess, "gil": gil}[args.kind](args.model, args.value)))
     return 0
 
 

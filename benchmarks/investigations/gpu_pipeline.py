@@ -100,7 +100,7 @@ def run(kind: str, args: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(model_path("efficientnet_lite0")))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--frames", type=int, default=900)

@@ -8,6 +8,7 @@ one JSON line. Each imports only what its variant needs (the raw wrapper loop ne
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -184,7 +185,11 @@ def interleaved(a: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    kind, *args = argv or sys.argv[1:]
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("kind", choices=("raw", "raw_c", "bench", "same", "interleaved"))
+    parser.add_argument("args", nargs="+", help="the variant's arguments (see above)")
+    parsed = parser.parse_args(argv)
+    kind, args = parsed.kind, parsed.args
     if kind == "raw":
         result = raw(*args)
     elif kind == "raw_c":

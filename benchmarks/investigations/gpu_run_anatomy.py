@@ -35,7 +35,7 @@ KEYS = ("rate", "write", "enter", "native", "exit", "read", "gap", "period_mean"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(model_path("efficientnet_lite0")))
     parser.add_argument("--frames", type=int, default=2000)
     parser.add_argument("--processes", type=int, default=3)

@@ -7,6 +7,7 @@ Prints one JSON line: a list of the three phases.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import ctypes as C
 import json
@@ -83,8 +84,13 @@ def anatomy(runs: list[tuple[int, ...]]) -> dict[str, float | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    helper, model, frames, allow_software = argv or sys.argv[1:]
-    n, software = int(frames), allow_software == "1"
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("helper", help="gpu_run_anatomy_helper.c, built")
+    parser.add_argument("model")
+    parser.add_argument("frames", type=int)
+    parser.add_argument("allow_software", choices=("0", "1"))
+    args = parser.parse_args(argv)
+    helper, model, n, software = args.helper, args.model, args.frames, args.allow_software == "1"
     assert time.get_clock_info("perf_counter").implementation == "clock_gettime(CLOCK_MONOTONIC)"
     time_runs_in_c(helper)
     for cls, name, label in [(LatestFrameSlot, "take", "slot.take"), (RgbCache, "tensor", "rgb_cache.tensor"),

@@ -28,7 +28,7 @@ from app.pipeline import InferenceConfig, Pipeline
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("source")
     parser.add_argument("pace", choices=("pace", "nopace"))

@@ -29,7 +29,7 @@ from benchmarks.harness.spinner import Spinner
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="efficientnet_lite0_int8")
     parser.add_argument("--source", default="demo")
     parser.add_argument("--intervals", type=float, nargs="+", default=[5.0, 0.5], help="milliseconds")

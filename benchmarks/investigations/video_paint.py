@@ -26,7 +26,7 @@ W, H = 3400, 1912
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--paints", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)

@@ -32,7 +32,7 @@ FAST = "synthetic:1280x720@100"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--switches", type=int, default=30)
     parser.add_argument("--every", type=float, default=2.0, help="seconds between switches")
     parser.add_argument("--only", nargs="*", help="names of the cycle's steps to keep")

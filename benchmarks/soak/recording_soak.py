@@ -23,7 +23,7 @@ from app.pipeline import InferenceConfig
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="folder for the recording (default: a new temporary one)")

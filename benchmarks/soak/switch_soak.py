@@ -26,7 +26,7 @@ from tests.harness.switch_soak import GPU_STEPS, STEPS, run_device_losses, run_s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--switches", type=int, default=500)
     parser.add_argument("--sample-every", type=int, default=100, help="switches between samples")
     parser.add_argument("--gpu", action="store_true", help="cycle through the GPU steps instead of CPU/Core ML")

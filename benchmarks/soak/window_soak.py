@@ -58,7 +58,7 @@ def switches(window: MainWindow) -> list[tuple[str, object]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=30.0)
     parser.add_argument("--switch-every", type=float, default=60.0, help="seconds")
     parser.add_argument("--sample-every", type=float, default=5.0, help="seconds")

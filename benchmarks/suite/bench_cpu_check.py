@@ -59,7 +59,7 @@ def run(seconds: float, threads: int, source: str, extra: list[str]) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--source", default="demo")

@@ -52,7 +52,7 @@ def litert_benchmark(path: Path, runs: int = 100) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args(argv)

@@ -25,7 +25,7 @@ from benchmarks.harness.paths import model_path
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=model_path("efficientnet_lite0"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--precision", choices=("fp16", "fp32"), default="fp16")

@@ -195,7 +195,7 @@ def print_phases(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.split("\n\n")[0])
     ap.add_argument("--interval", type=float, default=0.5, help="ResourceSampler interval (s)")
     ap.add_argument("--pattern", default="1x3,2x3,0x2", help="busy threads x seconds, comma-separated")
     ap.add_argument("--json", type=Path, help="write the readings here")

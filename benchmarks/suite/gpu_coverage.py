@@ -113,7 +113,7 @@ def each_node(model: Path) -> tuple[list[int], dict[int, str], float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=Path, help="default: the bundled models and the built ones")
     parser.add_argument("--repeat", type=int, default=3, help="inspect runs per model (median reported)")
     parser.add_argument("--each-node", action="store_true", help="also compile every node alone")

@@ -86,7 +86,7 @@ def figures(r: Round[Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5, help="undisturbed rounds wanted per model")
     parser.add_argument("--max-rounds", type=int, default=12, help="give up after this many per model")
     parser.add_argument("--max-other", type=float, default=0.25, help="other processes' CPU (cores) that disturbs")

@@ -32,7 +32,7 @@ def naive(frame_bgr: np.ndarray, size: int = 224) -> np.ndarray:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--json", type=Path, help="write the medians and p95s here")
     args = parser.parse_args(argv)

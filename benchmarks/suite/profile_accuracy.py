@@ -42,7 +42,7 @@ DEFAULT_MODELS = [
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--profiles", type=int, default=5)

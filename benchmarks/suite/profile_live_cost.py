@@ -29,7 +29,7 @@ from benchmarks.harness.rounds import alternate
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="efficientnet_lite0")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--window", type=float, default=5.0)

@@ -79,7 +79,7 @@ def long_run(seconds: float, common: list[str], keep: Path | None) -> dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--repeats", type=int, default=4)
     parser.add_argument("--long-seconds", type=float, default=3600.0)

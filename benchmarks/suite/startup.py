@@ -80,7 +80,7 @@ def imports_tensorflow(args: list[str]) -> tuple[bool, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--model", default="efficientnet_lite0")
     parser.add_argument("--json", type=Path, help="write the figures here")

@@ -9,6 +9,7 @@ app runs: this one, or another one to see what a change to the window did.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -19,13 +20,17 @@ from app.ui.main_window import GuiOptions, MainWindow
 
 
 def main(argv: list[str] | None = None) -> int:
-    w, h, seconds, threads, csv_path, stats = argv or sys.argv[1:]
-    width, height, record = int(w), int(h), Path(csv_path)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for name, kind in (("width", int), ("height", int), ("seconds", float), ("threads", int), ("csv", Path),
+                       ("stats", Path)):  # fmt: skip
+        parser.add_argument(name, type=kind)
+    args = parser.parse_args(argv)
+    width, height, record = args.width, args.height, args.csv
     QCoreApplication.setApplicationName("Delegate Scope observer-effect benchmark")
     app = application()
     settings = QSettings(str(record.with_suffix(".ini")), QSettings.Format.IniFormat)
-    options = GuiOptions(source="demo", threads=int(threads), record=record, exit_after=float(seconds),
-                         stats_file=Path(stats), dialogs=False, save_settings=False)  # fmt: skip
+    options = GuiOptions(source="demo", threads=args.threads, record=record, exit_after=args.seconds,
+                         stats_file=args.stats, dialogs=False, save_settings=False)  # fmt: skip
     window = MainWindow(options, settings)
     window.resize(width, height)
     window.show()
