@@ -17,13 +17,14 @@ displayed fps >= 29, GUI work p95 <= 5 ms, plots >= 5 Hz, inference throughput >
 (issue 5).
 
     python -m benchmarks.suite.window [--seconds 40] [--repeats 3] [--threads 1] [--sizes 1280x860 3840x2160]
-        [--old-window CHECKOUT] [--offscreen-4k] [--json FILE]
+        [--old-window CHECKOUT] [--offscreen-4k] [--offscreen] [--json FILE]
 
 --old-window adds the window at the largest of `--sizes` from another checkout (its app/ on
 PYTHONPATH), to see what a change to the window did, in the same rounds. --offscreen-4k adds the
 window at 3840x2160 on Qt's offscreen platform: everything the app paints, without an X server
 receiving it (under Xvfb the server's copy of a 4K window is work a GPU compositor would do on a
-desktop). The window runs in benchmarks/suite/window_child.py.
+desktop). --offscreen runs every window on the offscreen platform (no xvfb-run needed; what the X
+server's copy costs is then left out). The window runs in benchmarks/suite/window_child.py.
 """
 
 from __future__ import annotations
@@ -72,13 +73,15 @@ def headless(out: Path, seconds: float, threads: int) -> dict[str, float]:
     return {**figures(out), "inference_fps_run": json.loads(summary.read_text())["metrics"]["inference_fps"]}
 
 
-def windowed(name: str, out: Path, seconds: float, threads: int, code: Path) -> dict[str, float]:
+def windowed(
+    name: str, out: Path, seconds: float, threads: int, code: Path, offscreen: bool = False
+) -> dict[str, float]:
     """The window of checkout `code` at the size `name` ends with, under Xvfb or offscreen."""
     w, h = name.split()[-1].split("x")
     stats_path = out.with_suffix(".stats.json")
     env = {**os.environ, "PYTHONPATH": str(code)}
     child = [sys.executable, "-P", str(CHILD), w, h, str(seconds), str(threads), str(out), str(stats_path)]
-    if name.startswith("offscreen"):
+    if offscreen or name.startswith("offscreen"):
         run_checked(child, {**env, "QT_QPA_PLATFORM": "offscreen"})
     else:
         run_checked(under_xvfb(child, SCREEN), env)
@@ -99,9 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also the window at 3840x2160 on Qt's offscreen platform (no X server)",
     )
+    parser.add_argument("--offscreen", action="store_true", help="every window on Qt's offscreen platform, no Xvfb")
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args(argv)
-    require_xvfb()
+    if not args.offscreen:
+        require_xvfb()
     seconds = args.seconds + WARMUP_S
     largest = max(args.sizes, key=lambda s: int(s.split("x")[0]) * int(s.split("x")[1]))
     names = ["headless", *(f"window {size}" for size in args.sizes)]
@@ -117,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             if name == "headless":
                 return headless(out, seconds, args.threads)
             code = args.old_window.resolve() if name.startswith("old") else ROOT
-            return windowed(name, out, seconds, args.threads, code)
+            return windowed(name, out, seconds, args.threads, code, args.offscreen)
 
         def report(i: int, results: dict[str, dict[str, float]]) -> None:
             for name, r in results.items():
@@ -125,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
         results = alternate({name: lambda name=name: leg(name) for name in names}, args.repeats, report=report)
     print_tables(results, args)
-    write_json(args.json, {"seconds": args.seconds, "warmup_s": WARMUP_S, "threads": args.threads, "runs": results})
+    write_json(args.json, {"seconds": args.seconds, "warmup_s": WARMUP_S, "threads": args.threads,
+                           "offscreen": args.offscreen, "runs": results})  # fmt: skip
     return 0
 
 
