@@ -37,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--segment", type=int, default=300, help="inferences per stretch")
     parser.add_argument("--segments", type=int, default=41, help="stretches, odd: pinned first and last")
     args = parser.parse_args(argv)
+    if args.segments < 7 or args.segments % 2 == 0:
+        parser.error("--segments must be odd and at least 7 (quartiles need two inner pinned stretches)")
     split = cpu_affinity.split_for(1)
     if split is None:
         raise SystemExit("nothing to compare: pinning needs Linux and at least 2 CPUs")

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import app.backends.litert_c as L
-from app.backends import gpu as G
+from app.backends.gpu import backend as G
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.pipeline import InferenceConfig
 from app.pipeline import worker as W
