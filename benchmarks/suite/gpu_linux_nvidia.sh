@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU figures of docs/benchmarks.md: run on a Linux machine with an NVIDIA GPU, from the
-# repo root, with ai-edge-litert importable and the Vulkan loader installed. OUT names the
-# folder for the results (default ./gpu-results).
+# repo root (`bash benchmarks/suite/gpu_linux_nvidia.sh`), with ai-edge-litert importable and the
+# Vulkan loader installed. OUT names the folder for the results (default ./gpu-results).
+#   PYTHONPATH       where the wheels are unpacked, when they are not installed (`python -m` puts the
+#                    repo root before it, so `app` and `benchmarks` are this checkout's)
 #   VK_DRIVER_FILES  the NVIDIA Vulkan ICD JSON of the installed driver, if the loader does not find it
 set -u
 OUT="${OUT:-gpu-results}"
@@ -16,7 +18,7 @@ PY="${PYTHON:-python3}"
 for m in efficientnet_lite0 efficientnet_lite0_int8; do
     "$PY" -m app classify --model "$m" --delegate gpu --json tests/data/photos/*.jpg > "$OUT/gpu_$m.json" 2>> "$OUT/logs.txt"
 done
-PYTHONUNBUFFERED=1 "$PY" benchmarks/delegates.py --runs 300 --json "$OUT/bench.json" > "$OUT/bench.md" 2>> "$OUT/logs.txt"
+PYTHONUNBUFFERED=1 "$PY" -m benchmarks.suite.delegates --runs 300 --json "$OUT/bench.json" > "$OUT/bench.md" 2>> "$OUT/logs.txt"
 for m in efficientnet_lite0 efficientnet_lite0_int8; do
     echo "== LiteRT's own benchmark tool, $m, --use_gpu" >> "$OUT/logs.txt"
     "$PY" -m ai_edge_litert.tools.benchmark_litert_model --model "models/$m.tflite" --use_gpu --num_runs 300 \
