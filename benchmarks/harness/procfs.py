@@ -1,5 +1,6 @@
 """CPU and scheduling readings from /proc (Linux): a process's CPU time polled from outside, a thread's
-context switches and the time it waited runnable for a CPU."""
+context switches and the time it waited runnable for a CPU; and what soaks watch in this process
+(memory, threads, file descriptors)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import os
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import psutil
 
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -62,3 +65,24 @@ def thread_switches(tid: int) -> tuple[int, int]:
 def thread_runnable_wait_us(tid: int) -> float:
     """Microseconds thread `tid` of this process has spent runnable, waiting for a CPU, so far."""
     return int(Path(f"/proc/self/task/{tid}/schedstat").read_text().split()[1]) / 1e3
+
+
+@dataclass(frozen=True)
+class ProcessCounts:
+    """What a soak watches for growth in this process."""
+
+    rss_mib: float
+    os_threads: int
+    fds: int
+    open_files: int  # regular files only (psutil's open_files)
+
+
+def process_counts() -> ProcessCounts:
+    proc = psutil.Process()
+    return ProcessCounts(proc.memory_info().rss / 2**20, proc.num_threads(), proc.num_fds(), len(proc.open_files()))
+
+
+def rss_mib() -> float:
+    """This process's resident memory, MiB."""
+    rss: int = psutil.Process().memory_info().rss
+    return rss / 2**20

@@ -20,11 +20,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import psutil
-
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
 from app.system import heap
+from benchmarks.harness.procfs import process_counts
 
 FAST = "synthetic:1280x720@100"
 
@@ -67,15 +66,15 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if args.only:
             cycle = [step for step in cycle if step[0] in args.only]
-        proc = psutil.Process()
         print(f"heap trim after switches: {not args.no_trim}; mmap threshold pinned: {pinned}")
         rss = []
         for i in range(args.switches):
             name, step = cycle[i % len(cycle)]
             step()
             time.sleep(args.every)
-            rss.append(proc.memory_info().rss / 2**20)
-            print(f"{i + 1:3d} {name:9s} RSS {rss[-1]:6.1f} MiB  threads {proc.num_threads()}  fds {proc.num_fds()}")
+            now = process_counts()
+            rss.append(now.rss_mib)
+            print(f"{i + 1:3d} {name:9s} RSS {now.rss_mib:6.1f} MiB  threads {now.os_threads}  fds {now.fds}")
         status = s.stop_recording()
     s.stop()
     print(f"RSS after switch 1: {rss[0]:.1f} MiB, after the last: {rss[-1]:.1f}, max {max(rss):.1f}; "

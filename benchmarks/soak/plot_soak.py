@@ -17,11 +17,11 @@ import os
 import sys
 import time
 
-import psutil
 from PySide6 import __version__ as pyside_version
 from PySide6.QtWidgets import QApplication
 
 from app.ui.views.plots import KEYS, LivePlots
+from benchmarks.harness.procfs import rss_mib
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,7 +34,6 @@ def main(argv: list[str] | None = None) -> int:
     plots.resize(1000, 260)
     plots.show()
     rounds = -(-args.set_data_calls // len(KEYS))
-    proc = psutil.Process()
     marks = []
     values = {k: 0.0 for k in KEYS}
     started = time.perf_counter()
@@ -49,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
             app.processEvents()  # let Qt paint now and then, as the event loop would
         if i in (rounds // 10, rounds // 2, rounds - 1):
             gc.collect()
-            marks.append((i + 1, proc.memory_info().rss / 2**20, len(gc.get_objects())))
+            marks.append((i + 1, rss_mib(), len(gc.get_objects())))
     seconds = time.perf_counter() - started
     calls = rounds * len(KEYS)
     print(f"PySide6 {pyside_version}: {calls:,} setData calls ({rounds:,} plot updates) in {seconds:.0f} s")

@@ -16,10 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
-
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
+from benchmarks.harness.procfs import process_counts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +28,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="folder for the recording (default: a new temporary one)")
     args = parser.parse_args(argv)
     args.out = args.out or Path(tempfile.mkdtemp())
-    proc = psutil.Process()
     session = LiveController("demo", InferenceConfig(options={"threads": args.threads}), pace=False)
     session.start()
     while session.snapshot().inferences_total < 20:
@@ -44,10 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(max(0.0, started + minute * 60 - time.monotonic()))
         status = session.recording_status()
         snap = session.snapshot()
+        now = process_counts()
         assert status is not None
         print(
-            f"| {minute} | {status.rows} | {status.lost_rows} | {proc.memory_info().rss / 2**20:.1f} | "
-            f"{threading.active_count()} | {len(proc.open_files())} | {snap.inference_fps:.1f} |",
+            f"| {minute} | {status.rows} | {status.lost_rows} | {now.rss_mib:.1f} | "
+            f"{threading.active_count()} | {now.open_files} | {snap.inference_fps:.1f} |",
             flush=True,
         )
         if status.error:

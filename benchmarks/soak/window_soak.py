@@ -30,12 +30,12 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 from PySide6.QtCore import QSettings, QTimer
 
 from app.system.heap import HeapStats, heap_stats
 from app.ui.app import application
 from app.ui.main_window import GuiOptions, MainWindow
+from benchmarks.harness.procfs import process_counts
 
 FAST_SOURCE = "synthetic:1280x720@100"  # faster than any model here: inference runs flat out
 
@@ -76,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     window.resize(1280, 860)
     window.show()
-    proc = psutil.Process()
     started = time.monotonic()
     samples: list[dict] = []
     done: list[str] = []
@@ -88,13 +87,14 @@ def main(argv: list[str] | None = None) -> int:
         status = window.live.recording_status()
         snap = window.live.snapshot()
         heap = heap_stats() or HeapStats.unknown()
+        now = process_counts()
         samples.append(
             {
                 "minute": round((time.monotonic() - started) / 60, 3),
-                "rss_mib": round(proc.memory_info().rss / 2**20, 2),
-                "os_threads": proc.num_threads(),
+                "rss_mib": round(now.rss_mib, 2),
+                "os_threads": now.os_threads,
                 "py_threads": threading.active_count(),
-                "fds": proc.num_fds(),
+                "fds": now.fds,
                 "inferences_since_switch": snap.inferences_total,  # reset at each source switch and A/B on or off
                 "inference_fps": round(snap.inference_fps, 1),
                 "rows": status.rows if status else 0,
