@@ -4,7 +4,7 @@
 - stats: medians, p95, per-round ratios.
 - rounds: alternated and rotated rounds; rounds gated on the rest of the machine's load.
 - load: the CPU other processes used during a run (OtherLoad).
-- procfs: per-process and per-thread CPU, context switches and runnable waits from /proc.
+- procfs: per-process and per-thread CPU, context switches and runnable waits from /proc; what soaks watch.
 - loops: the raw LiteRT loops the pipeline is compared with, and a timed loop.
 - spinner: a thread that runs Python flat out (holds the GIL).
 - pipeline: the app's Pipeline run in-process for n inferences.

@@ -22,7 +22,7 @@ On a shared machine another process can take a core in the middle of a round; be
 pipeline. Each run records the CPU the rest of the machine used meanwhile (harness.load); a round
 where that exceeds `--max-other` cores in any of its runs is marked disturbed, and rounds continue
 (up to `--max-rounds`) until `--rounds` undisturbed ones are in. The medians are over the
-undisturbed rounds; every round is printed.
+undisturbed rounds (over every round, marked DISTURBED, when none was); every round is printed.
 
     python -m benchmarks.suite.pipeline_overhead [--rounds 5] [--frames 300] [--threads 1] [--source demo]
         [--model M ...] [--before CHECKOUT [--extra-before ARG ...]] [--json FILE]
@@ -131,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def used_rounds(per_round: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The undisturbed rounds and how many of all they are; every round, marked so, when none was."""
+    clean = [r for r in per_round if r["clean"]]
+    if clean:
+        return clean, f"{len(clean)} of {len(per_round)}"
+    return per_round, f"DISTURBED: all {len(per_round)}"
+
+
 def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
     print("\nPer round (others: the most CPU other processes used during any of the round's runs):\n")
     keys = [k for k in rows[0][1][0] if k != "clean"]
@@ -140,7 +148,7 @@ def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
         for i, r in enumerate(per_round, 1):
             cells = " | ".join(f"{r[k]:.3f}" if "/" in k else f"{r[k]:.2f}" for k in keys)
             print(f"| {model} | {i} | {'' if r['clean'] else 'DISTURBED'} | {cells} |")
-    print("\nMedians over the undisturbed rounds (each per-round figure's median):\n")
+    print("\nMedians over the undisturbed rounds (each per-round figure's median; over all, marked, if none was):\n")
     print(
         "| model | rounds | tool median ms | interp median ms | bench inference p50 ms | p50 vs tool | p50 vs interp "
         "| tool /s | interp /s | bench inference fps | bench / tool | bench / interp | "
@@ -148,13 +156,10 @@ def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for model, per_round in rows:
-        clean = [r for r in per_round if r["clean"]]
-        if not clean:
-            print(f"| {model} | 0 of {len(per_round)} | (every round disturbed) |")
-            continue
+        clean, label = used_rounds(per_round)
         med = {k: statistics.median(r[k] for r in clean) for k in keys}
         print(
-            f"| {model} | {len(clean)} of {len(per_round)} | {med['tool_med']:.2f} | {med['interp_med']:.2f} | "
+            f"| {model} | {label} | {med['tool_med']:.2f} | {med['interp_med']:.2f} | "
             f"{med['inf_p50']:.2f} | {med['p50 vs tool %']:+.1f}% | {med['p50 vs interp %']:+.1f}% | "
             f"{med['tool_rate']:.1f} | {med['interp_rate']:.1f} | {med['fps']:.1f} | {med['fps/tool']:.3f} | "
             f"{med['fps/interp']:.3f} | {med['pre_p50']:.2f} | {med['post_p50']:.2f} | {med['capture_fps']:.0f} |"
@@ -168,15 +173,12 @@ def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for model, per_round in rows:
-        clean = [r for r in per_round if r["clean"]]
-        if not clean:
-            print(f"| {model} | 0 of {len(per_round)} | (every round disturbed) |")
-            continue
+        clean, label = used_rounds(per_round)
         ratios = sorted(r["fps/before"] for r in clean)
         med = {k: statistics.median(r[k] for r in clean) for k in clean[0] if k != "clean"}
         wins = sum(r["fps"] > r["before_fps"] for r in clean)
         print(
-            f"| {model} | {len(clean)} of {len(per_round)} | {med['fps/before']:.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})"
+            f"| {model} | {label} | {med['fps/before']:.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})"
             f" | {wins} of {len(clean)} | {med['inf_p50']:.2f} | {med['before_inf_p50']:.2f} | {med['fps/tool']:.3f} "
             f"| {med['before/tool']:.3f} | {med['fps/interp']:.3f} | {med['before/interp']:.3f} |"
         )
