@@ -196,7 +196,7 @@ print(json.dumps(out))
 
 def test_the_runtimes_buffers_and_host_memory_give_the_same_outputs(swiftshader: dict):
     """The GPU session writes and reads the runtime's own buffers under their locks (the default), or
-    buffers over numpy arrays of ours (HOST_BUFFERS, compared in benchmarks/gpu_pipeline.py): the same
+    buffers over numpy arrays of ours (HOST_BUFFERS, compared in benchmarks/investigations/gpu_pipeline.py): the same
     bytes out either way, on the float32 and the int8 model, under SwiftShader."""
     proc = subprocess.run([sys.executable, "-c", _BUFFER_KINDS], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **swiftshader}, timeout=600)  # fmt: skip

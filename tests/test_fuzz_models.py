@@ -4,7 +4,7 @@ Each case mutates a real model (bit flips, random bytes, truncation, huge size f
 zeroed regions, trailing junk, valid flatbuffers with wrong shapes or tensor types) and runs
 it through the app's own load path in a worker process (tests/harness/model_fuzz.py). Every case must end in
 a clear ModelError or a sound result: never a native crash, a hang, another exception or
-NaN scores. benchmarks/fuzz_models.py runs thousands of cases on every bundled model.
+NaN scores. benchmarks/fuzz/models.py runs thousands of cases on every bundled model.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
 
 
 def test_regression_unallocated_tensor_is_a_model_error():
-    """Found by benchmarks/fuzz_models.py (seed 1, case 1918): a size field corrupted so that
+    """Found by benchmarks/fuzz/models.py (seed 1, case 1918): a size field corrupted so that
     LiteRT leaves the input unallocated; set_tensor raised a bare ValueError (a traceback)."""
     from tests.harness.model_fuzz import Case
 

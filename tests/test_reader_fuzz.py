@@ -1,6 +1,6 @@
 """Seeded structure-aware fuzzing of every reader of a file the user hands over (tests/harness/reader_fuzz.py):
 each case must load (a damaged optional part becomes a warning) or be refused with the app's own
-one-line error; never another exception. benchmarks/fuzz_readers.py runs thousands of cases."""
+one-line error; never another exception. benchmarks/fuzz/readers.py runs thousands of cases."""
 
 from __future__ import annotations
 

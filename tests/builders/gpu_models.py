@@ -3,7 +3,7 @@
 Under SwiftShader's WebGPU the accelerator refuses LOG_SOFTMAX ("Operation is not supported.") and a
 SOFTMAX whose beta is not 1 ("Softmax.beta != 1 is not supported.") while it takes a SOFTMAX with
 beta 1: one op kind both taken and refused, which only a node-by-node answer can tell apart.
-Used by tests/test_gpu_coverage.py and benchmarks/gpu_coverage.py (to compare a real GPU).
+Used by tests/test_gpu_coverage.py and benchmarks/suite/gpu_coverage.py (to compare a real GPU).
 """
 
 from __future__ import annotations

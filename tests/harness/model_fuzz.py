@@ -3,7 +3,7 @@ path (parse -> classifier checks -> LiteRT CPU session -> one inference -> score
 process, so that a native crash or hang is observed from outside instead of taking us down.
 
 Used by tests/test_fuzz_models.py (a fixed, seeded few hundred cases in CI) and
-benchmarks/fuzz_models.py (thousands). Outcomes:
+benchmarks/fuzz/models.py (thousands). Outcomes:
   model_error  the app refused the file with a clear one-line ModelError (the contract)
   ok           it loaded and ran, scores finite and of the model's class count
   nonfinite    it ran but produced NaN/Inf scores (a silent wrong answer unless flagged)

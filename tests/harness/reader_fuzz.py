@@ -8,7 +8,7 @@ Every case goes through the app's own entry point and must end as "ok" (possibly
 warning) or "refused" (the app's typed error, one line); anything else is a bug.
 
 Used by tests/test_reader_fuzz.py (a few hundred seeded cases per reader in CI) and
-benchmarks/fuzz_readers.py (thousands, with the counts in docs/reliability.md).
+benchmarks/fuzz/readers.py (thousands, with the counts in docs/reliability.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Delegate switching in a loop on a live pipeline: memory, threads and open files before and
 after (hardening: switching must leak nothing). Used by tests/test_switch_soak.py (a short run
-in CI) and benchmarks/switch_soak.py (500 switches)."""
+in CI) and benchmarks/soak/switch_soak.py (500 switches)."""
 
 from __future__ import annotations
 

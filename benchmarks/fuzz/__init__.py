@@ -1,0 +1,1 @@
+"""Fuzz campaigns over user files (the harnesses live in tests/harness, shared with the tests)."""

@@ -1,0 +1,1 @@
+"""One-off questions, kept so their answers in docs/ can be re-asked."""

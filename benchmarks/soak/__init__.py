@@ -1,0 +1,1 @@
+"""Long runs that must stay flat: memory, threads, files, rows."""

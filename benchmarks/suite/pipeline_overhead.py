@@ -1,0 +1,188 @@
+"""Pipeline overhead and agreement with raw LiteRT loops, side by side in one run; optionally against
+another checkout's pipeline in the same rounds.
+
+For each model, in rounds (the order rotated from round to round), each run in its own process:
+
+- "tool": LiteRT's `benchmark_litert_model` (CompiledModel API, `run_by_name` on fixed buffers);
+  throughput = 1000 / its mean ms (runs per second of its loop), latency = its median.
+- "interp": the raw LiteRT Interpreter loop the app's CPU backend uses (`set_tensor`, `invoke`,
+  `get_tensor` on one fixed tensor, nothing else); throughput = runs / loop seconds.
+- "bench": `delegate-scope bench --no-pace --throttle-ms 0` of this checkout (the full pipeline:
+  capture thread reading the source flat out, inference thread, results thread).
+- "before" (with `--before CHECKOUT`): the same bench command run in that checkout (a git worktree,
+  e.g. `git worktree add /tmp/before COMMIT`), with `--extra-before` arguments added. For a change
+  meant to leave the pipeline's speed alone, or to speed it up.
+
+Per round the ratios bench inference fps / raw throughput (and bench / before), and bench's
+inference-stage p50 against the raw median; the tables show the median over rounds of each
+per-round figure, plus the pipeline's preprocess and postprocess p50 (work a raw loop does not do).
+
+On a shared machine another process can take a core in the middle of a round; bench needs two
+(capture and inference) where the raw loops need one, so such a round says nothing about the
+pipeline. Each run records the CPU the rest of the machine used meanwhile (harness.load); a round
+where that exceeds `--max-other` cores in any of its runs is marked disturbed, and rounds continue
+(up to `--max-rounds`) until `--rounds` undisturbed ones are in. The medians are over the
+undisturbed rounds (over every round, marked DISTURBED, when none was); every round is printed.
+
+    python -m benchmarks.suite.pipeline_overhead [--rounds 5] [--frames 300] [--threads 1] [--source demo]
+        [--model M ...] [--before CHECKOUT [--extra-before ARG ...]] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.children import bench_summary, write_json
+from benchmarks.harness.loops import interpreter_in_child, tool_loop
+from benchmarks.harness.paths import BUNDLED, ROOT, model_path
+from benchmarks.harness.rounds import Round, gated_rounds
+
+
+def pipeline(
+    model: str, threads: int, frames: int, source: str, checkout: Path = ROOT, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """bench's metrics for an unpaced run; `checkout` is the project directory whose app runs."""
+    args = ["--model", model, "--threads", str(threads), "--source", source, "--no-pace", "--throttle-ms", "0"]
+    summary = bench_summary([*args, "--frames", str(frames), *extra], checkout=checkout)
+    metrics: dict[str, Any] = summary["metrics"]
+    return metrics
+
+
+def figures(r: Round[Any]) -> dict[str, float]:
+    """One round's figures, as the tables show them."""
+    tool, interp, m = r.results["tool"], r.results["interp"], r.results["bench"]
+    lat = m["latency"]
+    row = {
+        "others (cores)": r.others,
+        "tool_med": tool.median_ms,
+        "tool_rate": tool.rate,
+        "interp_med": interp.median_ms,
+        "interp_rate": interp.rate,
+        "fps": m["inference_fps"],
+        "inf_p50": lat["inference"]["p50"],
+        "pre_p50": lat["preprocess"]["p50"],
+        "post_p50": lat["postprocess"]["p50"],
+        "capture_fps": m["capture_fps"],
+        "fps/tool": m["inference_fps"] / tool.rate,
+        "fps/interp": m["inference_fps"] / interp.rate,
+        "p50 vs tool %": (lat["inference"]["p50"] / tool.median_ms - 1) * 100,
+        "p50 vs interp %": (lat["inference"]["p50"] / interp.median_ms - 1) * 100,
+    }
+    if "before" in r.results:
+        b = r.results["before"]
+        row |= {
+            "before_fps": b["inference_fps"],
+            "before_inf_p50": b["latency"]["inference"]["p50"],
+            "fps/before": m["inference_fps"] / b["inference_fps"],
+            "before/tool": b["inference_fps"] / tool.rate,
+            "before/interp": b["inference_fps"] / interp.rate,
+        }
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="undisturbed rounds wanted per model")
+    parser.add_argument("--max-rounds", type=int, default=12, help="give up after this many per model")
+    parser.add_argument("--max-other", type=float, default=0.25, help="other processes' CPU (cores) that disturbs")
+    parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--source", default="demo")
+    parser.add_argument("--model", nargs="+", default=list(BUNDLED), help="bundled model names")
+    parser.add_argument("--before", type=Path, help="another checkout whose bench runs in the same rounds")
+    parser.add_argument("--extra-before", nargs="*", default=[], help="extra bench arguments for 'before'")
+    parser.add_argument("--json", type=Path, help="write every round's figures here")
+    args = parser.parse_args(argv)
+    before = f"; before = {args.before.resolve()}" if args.before else ""
+    print(
+        f"{os.cpu_count()} cores; threads {args.threads}; source {args.source} unpaced, throttle 0; "
+        f"rounds of tool / interp / bench{' / before' if args.before else ''} (order rotated) until {args.rounds} "
+        f"undisturbed (others <= {args.max_other} cores); {args.frames} runs or measured inferences each{before}",
+        flush=True,
+    )
+    rows: list[tuple[str, list[dict[str, Any]]]] = []
+    for model in args.model:
+        legs: dict[str, Any] = {
+            "tool": lambda m=model: tool_loop(model_path(m), args.threads, args.frames),
+            "interp": lambda m=model: interpreter_in_child(model_path(m), args.threads, args.frames),
+            "bench": lambda m=model: pipeline(m, args.threads, args.frames, args.source),
+        }
+        if args.before:
+            legs["before"] = lambda m=model: pipeline(
+                m, args.threads, args.frames, args.source, args.before.resolve(), tuple(args.extra_before)
+            )
+
+        def report(r: Round[Any], model: str = model) -> None:
+            f = figures(r)
+            line = f"{model}: {'' if r.clean else 'DISTURBED '}bench/tool {f['fps/tool']:.3f}"
+            if "fps/before" in f:
+                line += f", bench/before {f['fps/before']:.3f}"
+            print(f"{line}; others {r.others:.2f} cores", flush=True)
+
+        rounds = gated_rounds(legs, args.rounds, args.max_rounds, args.max_other, report=report)
+        rows.append((model, [{"clean": r.clean, **figures(r)} for r in rounds]))
+    print_tables(rows)
+    write_json(args.json, {"args": vars(args), "models": dict(rows)})
+    return 0
+
+
+def used_rounds(per_round: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """The undisturbed rounds and how many of all they are; every round, marked so, when none was."""
+    clean = [r for r in per_round if r["clean"]]
+    if clean:
+        return clean, f"{len(clean)} of {len(per_round)}"
+    return per_round, f"DISTURBED: all {len(per_round)}"
+
+
+def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    print("\nPer round (others: the most CPU other processes used during any of the round's runs):\n")
+    keys = [k for k in rows[0][1][0] if k != "clean"]
+    print("| model | round | disturbed | " + " | ".join(keys) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in keys) + " |")
+    for model, per_round in rows:
+        for i, r in enumerate(per_round, 1):
+            cells = " | ".join(f"{r[k]:.3f}" if "/" in k else f"{r[k]:.2f}" for k in keys)
+            print(f"| {model} | {i} | {'' if r['clean'] else 'DISTURBED'} | {cells} |")
+    print("\nMedians over the undisturbed rounds (each per-round figure's median; over all, marked, if none was):\n")
+    print(
+        "| model | rounds | tool median ms | interp median ms | bench inference p50 ms | p50 vs tool | p50 vs interp "
+        "| tool /s | interp /s | bench inference fps | bench / tool | bench / interp | "
+        "bench preprocess p50 ms | postprocess p50 ms | capture fps |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, per_round in rows:
+        clean, label = used_rounds(per_round)
+        med = {k: statistics.median(r[k] for r in clean) for k in keys}
+        print(
+            f"| {model} | {label} | {med['tool_med']:.2f} | {med['interp_med']:.2f} | "
+            f"{med['inf_p50']:.2f} | {med['p50 vs tool %']:+.1f}% | {med['p50 vs interp %']:+.1f}% | "
+            f"{med['tool_rate']:.1f} | {med['interp_rate']:.1f} | {med['fps']:.1f} | {med['fps/tool']:.3f} | "
+            f"{med['fps/interp']:.3f} | {med['pre_p50']:.2f} | {med['post_p50']:.2f} | {med['capture_fps']:.0f} |"
+        )
+    if "fps/before" not in rows[0][1][0]:
+        return
+    print("\nThis checkout's bench (after) against the other checkout's (before), undisturbed rounds:\n")
+    print(
+        "| model | rounds | after / before, median (range) | after faster in | after inference p50 ms "
+        "| before inference p50 ms | after / tool | before / tool | after / interp | before / interp |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, per_round in rows:
+        clean, label = used_rounds(per_round)
+        ratios = sorted(r["fps/before"] for r in clean)
+        med = {k: statistics.median(r[k] for r in clean) for k in clean[0] if k != "clean"}
+        wins = sum(r["fps"] > r["before_fps"] for r in clean)
+        print(
+            f"| {model} | {label} | {med['fps/before']:.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f})"
+            f" | {wins} of {len(clean)} | {med['inf_p50']:.2f} | {med['before_inf_p50']:.2f} | {med['fps/tool']:.3f} "
+            f"| {med['before/tool']:.3f} | {med['fps/interp']:.3f} | {med['before/interp']:.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
