@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PHOTOS, ROOT, run_cli
 from tests.harness.vulkan_fault import NoCompiler, build_layer, device_loss_env
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import PHOTOS, ROOT
 
 # The int8 model's session opens with 4 submits on SwiftShader and runs 4 per inference (float32: about
 # the same); the figures below leave a few inferences before the loss without depending on the exact count.

@@ -13,32 +13,8 @@ from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
 from app.sources import Frame
-
-
-def wait_until(predicate, timeout: float = 20.0, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
-
-
-@pytest.fixture
-def pipelines():
-    """Every pipeline a test starts is stopped, and must leave no thread behind."""
-    started: list[Pipeline] = []
-    yield started
-    for p in started:
-        assert p.stop(timeout=10), "pipeline did not stop in time"
-        assert not any(t.is_alive() for t in p.threads())
-
-
-def start(pipelines: list, source: str, config: InferenceConfig | None = None, **kwargs) -> Pipeline:
-    p = Pipeline(source, config or InferenceConfig(options={"threads": 1}), **kwargs)
-    pipelines.append(p)
-    p.start()
-    return p
+from tests.helpers.pipelines import start
+from tests.helpers.wait import wait_until
 
 
 def frame(i: int) -> Frame:
@@ -215,8 +191,8 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     # opens, and every score it gives is NaN.
     import random
 
-    from tests.conftest import TEST_MODELS
     from tests.harness.model_fuzz import mutate
+    from tests.helpers.paths import TEST_MODELS
 
     seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
     nan_model = tmp_path / "nan.tflite"

@@ -19,7 +19,8 @@ from app.profile.sidecar import read_profile, write_profile
 from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.tflite.graph import read_graph
-from tests.conftest import ROOT, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import ROOT
 
 CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quant.tflite")
 
@@ -261,7 +262,7 @@ def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, t
 
 
 def test_a_dynamic_batch_is_fixed_to_one_image_as_the_cpu_session_does():
-    from tests.conftest import TEST_MODELS
+    from tests.helpers.paths import TEST_MODELS
 
     model = TEST_MODELS / "dynamic_batch_logits.tflite"
     run = run_cli("profile", "--model", model, "--threads", "1", "--runs", "3", "--json", timeout=300)

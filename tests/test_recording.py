@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.recording.writer import COLUMNS, RecordingWriter, neutralise, read_recording
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "\rx"])
@@ -177,7 +177,7 @@ def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     sidecar is now run.csv.meta.json; report reads it (and a recording's old NAME.json sidecar)."""
     import json
 
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     csv_path, json_path = tmp_path / "run.csv", tmp_path / "run.json"
     run = run_cli("bench", "--source", "demo", "--frames", "8", "--warmup", "2", "--csv", csv_path, "--json", json_path)

@@ -18,7 +18,8 @@ from app.errors import UsageError
 from app.recording.writer import RecordingWriter
 from app.report.build import build_report
 from app.report.data import dropped_frames
-from tests.conftest import ROOT, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import ROOT
 
 HOSTILE = "<script>alert(1)</script>"
 

@@ -23,7 +23,7 @@ def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers.paths import ROOT
 
     code = (
         "import json; from tests.harness.switch_soak import GPU_STEPS, run_switches; "

@@ -8,7 +8,7 @@ import pytest
 from app.errors import ModelError
 from app.tflite.file import read_tflite
 from app.tflite.metadata import parse_metadata, read_associated_file
-from tests.conftest import TEST_MODELS
+from tests.helpers.paths import TEST_MODELS
 
 
 def test_reads_io_ops_and_metadata_of_a_real_third_party_model(coral: Path):
@@ -99,7 +99,8 @@ def test_damaged_tflite_support_metadata_is_refused_as_a_model_error():
 def test_a_model_with_damaged_metadata_still_classifies_with_a_warning(tmp_path: Path):
     """Metadata is optional: unreadable, the model runs on its sidecar-less defaults and says so."""
     from app.model.spec import bundled_models
-    from tests.conftest import PHOTOS, run_cli
+    from tests.helpers.cli import run_cli
+    from tests.helpers.paths import PHOTOS
 
     data = bundled_models()["efficientnet_lite0"].read_bytes()
     meta = read_tflite(data).metadata["TFLITE_METADATA"]
