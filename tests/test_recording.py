@@ -11,6 +11,7 @@ import pytest
 
 from app.recording.writer import COLUMNS, RecordingWriter, neutralise, read_recording
 from tests.helpers.paths import ROOT
+from tests.helpers.wait import wait_until
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "\rx"])
@@ -141,7 +142,7 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     folder = tmp_path / "gone"
     rec = RecordingWriter(folder / "r.csv")
     rec.add_row({"frame_id": 0})
-    time.sleep(0.7)
+    assert wait_until(lambda: rec.state.rows == 1, timeout=10)  # written: the file is in use when it goes
     (folder / "r.csv").unlink()
     (folder / "r.csv.meta.json").unlink()
     folder.rmdir()
