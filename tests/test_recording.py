@@ -53,11 +53,10 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
         "    if i % 100 == 0: time.sleep(0.001)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
-    deadline = time.monotonic() + 30
-    while (not path.exists() or path.stat().st_size < 500_000) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    written = wait_until(lambda: path.exists() and path.stat().st_size >= 500_000, timeout=30)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert written
     session = read_recording(path)
     assert session.skipped_lines <= 1
     assert len(session.rows) > 1000
