@@ -7,9 +7,7 @@ needed). On macOS only: real Core ML predictions on the test photos.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +26,8 @@ from app.model.image_files import read_image
 from app.model.postprocess import Postprocessor
 from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
-from tests.conftest import PHOTOS, ROOT
+from tests.helpers.extras import need_convert_extra
+from tests.helpers.paths import PHOTOS, ROOT
 
 MODELS = ROOT / "models"
 FLOAT_TFLITE = MODELS / "efficientnet_lite0.tflite"
@@ -38,17 +37,8 @@ LAYER_OPS = (fb.BuiltinOperator.CONV_2D, fb.BuiltinOperator.DEPTHWISE_CONV_2D, f
 on_macos = pytest.mark.skipif(sys.platform != "darwin", reason="Core ML predictions need macOS")
 
 
-def _need(*modules: str) -> None:
-    """Skip without the modules, except in CI, where a missing one is a failure."""
-    missing = [m for m in modules if importlib.util.find_spec(m) is None]
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but {', '.join(missing)} is not installed (the 'convert' extra)")
-        pytest.skip(f"needs {', '.join(missing)} (the 'convert' extra)")
-
-
 def _read(name: str) -> dict:
-    _need("coremltools")
+    need_convert_extra("coremltools")
     from models.coreml_export import read_mlpackage
 
     return read_mlpackage(MODELS / f"{name}.mlpackage")
@@ -108,7 +98,7 @@ def test_a_package_core_ml_cannot_load_is_backend_unavailable_in_one_line():
 
     In a fresh process: the backend's coremltools import hides TensorFlow for the whole process.
     """
-    _need("coremltools")
+    need_convert_extra("coremltools")
     code = (
         "from app.backends.coreml.backend import CoreMLSession\n"
         "from app.errors import BackendUnavailable\n"
@@ -126,7 +116,7 @@ def test_a_package_core_ml_cannot_load_is_backend_unavailable_in_one_line():
 
 def test_the_backend_imports_coremltools_without_tensorflow():
     """coremltools imports TensorFlow when it is installed; the app's runtime path must not."""
-    _need("coremltools")
+    need_convert_extra("coremltools")
     code = (
         "import sys\n"
         "from app.backends.coreml.backend import import_coremltools\n"

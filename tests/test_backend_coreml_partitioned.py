@@ -23,7 +23,7 @@ from app.backends.cpu import CpuBackend
 from app.backends.options import BackendOptions, ComputeUnits
 from app.model.spec import load_model_spec
 from tests.builders.coreml_models import every_op_model
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 on_macos = pytest.mark.skipif(sys.platform != "darwin", reason="Core ML predictions need macOS")
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None

@@ -9,7 +9,7 @@ from app.backends.options import BackendOptions, default_threads
 from app.model.postprocess import Postprocessor
 from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
-from tests.conftest import TEST_MODELS
+from tests.helpers.paths import TEST_MODELS
 
 
 def test_delegation_facts_match_the_log_line_people_quote(coral: Path):

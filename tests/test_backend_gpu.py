@@ -10,7 +10,9 @@ import pytest
 
 from app.backends.gpu.backend import failure_reason, parse_log
 from app.backends.gpu.vulkan_devices import VulkanDevice
-from tests.conftest import NO_VULKAN, PHOTOS, ROOT, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import PHOTOS, ROOT
+from tests.helpers.vulkan import NO_VULKAN
 
 PHOTO = PHOTOS / "coffee.jpg"
 

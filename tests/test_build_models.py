@@ -14,7 +14,7 @@ from app.backends import get_backend
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
 from app.tasks.classify import ImageResult, classify_images
-from tests.conftest import PHOTOS, ROOT
+from tests.helpers.paths import PHOTOS, ROOT
 
 MODELS = ROOT / "models"
 NAMES = ("efficientnet_lite0", "efficientnet_lite0_int8")

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from app.recording.writer import COLUMNS, read_recording
 from app.system.cpu_affinity import split_for
-from tests.conftest import NO_VULKAN, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.vulkan import NO_VULKAN
 
 
 def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):

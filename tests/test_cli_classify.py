@@ -1,12 +1,13 @@
 """`delegate-scope classify` as users and scripts call it: real models, real photos, real bad files."""
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import PHOTOS, TEST_MODELS, assert_one_line_error, run_cli
+from tests.helpers.bad_models import bad_models
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import PHOTOS
 
 # Top-1 that the bundled models must give on the bundled test photos (docs/models.md has the scores).
 EXPECTED_TOP1 = {
@@ -119,30 +120,6 @@ def test_usage_errors_exit_2():
     assert run_cli("frobnicate").returncode == 2
 
 
-def _bad_models(tmp_path: Path, coral_dir: Path | None) -> dict[str, tuple[Path, str]]:
-    source = (TEST_MODELS / "detector_like.tflite").read_bytes()
-    empty = tmp_path / "empty.tflite"
-    empty.write_bytes(b"")
-    truncated = tmp_path / "truncated.tflite"
-    truncated.write_bytes(source[: len(source) // 3])
-    text = tmp_path / "notes.tflite"
-    text.write_text("this is a text file that someone renamed\n")
-    jpeg = tmp_path / "photo.tflite"
-    shutil.copy(PHOTOS / "coffee.jpg", jpeg)
-    return {
-        "missing": (tmp_path / "nope.tflite", "not found"),
-        "unknown name": (Path("efficientnet_b7"), "unknown model"),
-        "folder": (tmp_path, "folder"),
-        "empty": (empty, "empty"),
-        "truncated": (truncated, "truncated"),
-        "not tflite": (text, "not a TFLite model"),
-        "a jpeg": (jpeg, "not a TFLite model"),
-        "detector": (TEST_MODELS / "detector_like.tflite", "4 outputs"),
-        "text input": (TEST_MODELS / "text_input.tflite", "not an RGB image classifier"),
-        "dynamic size": (TEST_MODELS / "dynamic_size.tflite", "dynamic image size"),
-    }
-
-
 @pytest.mark.parametrize(
     "case",
     [
@@ -159,7 +136,7 @@ def _bad_models(tmp_path: Path, coral_dir: Path | None) -> dict[str, tuple[Path,
     ],
 )
 def test_model_problems_exit_3_with_one_line(tmp_path: Path, case: str):
-    path, fragment = _bad_models(tmp_path, None)[case]
+    path, fragment = bad_models(tmp_path)[case]
     assert_one_line_error(run_cli("classify", "--model", path, PHOTOS / "coffee.jpg"), 3, fragment)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import app.cli.commands
 from app.cli.main import COMMANDS, build_parser
-from tests.conftest import run_cli
+from tests.helpers.cli import run_cli
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(app.cli.commands.__path__))
 

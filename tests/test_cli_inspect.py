@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from app.model.spec import bundled_models
-from tests.conftest import NO_VULKAN, PHOTOS, assert_one_line_error, run_cli
-from tests.test_cli_classify import _bad_models
+from tests.helpers.bad_models import bad_models
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import PHOTOS
+from tests.helpers.vulkan import NO_VULKAN
 
 COVERAGE_KEYS = {"delegate", "source", "reason", "nodes_total", "nodes_delegated", "partitions",
                  "delegated_partitions", "log", "nodes"}  # fmt: skip
@@ -81,7 +83,7 @@ def test_every_bundled_and_fixture_model(coral: Path):
 
 @pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "detector", "dynamic size"])
 def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
-    path, fragment = _bad_models(tmp_path, None)[case]
+    path, fragment = bad_models(tmp_path)[case]
     assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
 
 

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from app.pipeline import InferenceConfig
 from app.pipeline.compare import ComparePipeline
+from tests.helpers.wait import wait_until
 
 
 def run_compare(a: InferenceConfig, b: InferenceConfig, frames: int, source: str = "demo") -> ComparePipeline:
     cp = ComparePipeline(source, a, b, pace=False)
     cp.start()
     try:
-        deadline = time.monotonic() + 120
-        while len(cp.comparator.comparisons) < frames:
-            assert time.monotonic() < deadline, "timed out waiting for compared frames"
-            assert cp.status().state != "error", cp.status().message
-            time.sleep(0.05)
+        compared = wait_until(lambda: len(cp.comparator.comparisons) >= frames or cp.status().state == "error", 120)
+        assert cp.status().state != "error", cp.status().message
+        assert compared, "timed out waiting for compared frames"
     finally:
         assert cp.stop()
     assert not any(t.is_alive() for t in cp.threads())
@@ -71,7 +68,7 @@ def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     import csv
     import json
 
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     summary, table = tmp_path / "s.json", tmp_path / "frames.csv"
     run = run_cli(
@@ -105,7 +102,7 @@ def test_tensorflow_reference_as_side_b(tmp_path):
     import json
 
     from app.backends import BACKENDS
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     reason = BACKENDS["reference"].availability()
     if reason:

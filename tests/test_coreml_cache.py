@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.coreml_mil.cache import IO, MANIFEST, CachedPiece, CacheKey, ProgramCache, tree_sha256
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import ROOT
 
 
 def _key(n: int = 0, precision: str = "fp16") -> CacheKey:

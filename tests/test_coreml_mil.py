@@ -26,9 +26,8 @@ from app.coverage.coreml_rules import _CHECKS, CoreMLOptions, predict
 from app.model.spec import bundled_models
 from app.tflite.graph import read_graph
 from tests.builders.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
-from tests.conftest import TEST_MODELS
+from tests.helpers.paths import ROOT, TEST_MODELS
 
-ROOT = Path(__file__).resolve().parent.parent
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 

@@ -22,7 +22,6 @@ from app.model.spec import bundled_models
 from app.tflite.graph import read_graph
 from tests.builders.tflite_builder import GraphBuilder, options
 
-ROOT = Path(__file__).resolve().parent.parent
 X = (1, 8, 8, 4)
 
 
@@ -71,8 +70,8 @@ def runtime_partitions(data: bytes) -> list[list[int]]:
     return sorted(parts.values())
 
 
-def model_files() -> list[Path]:
-    coral = ROOT.parent / "shared" / "fixtures" / "coral"
+def model_files(coral: Path) -> list[Path]:
+    """The bundled models and the third-party ones (the `coral` fixture, tests/conftest.py)."""
     return sorted(bundled_models().values()) + sorted(coral.glob("*.tflite"))
 
 
@@ -89,7 +88,7 @@ def test_the_partitioner_reproduces_the_runtimes_xnnpack_partitions(make):
 
 
 def test_the_partitioner_reproduces_the_runtime_on_every_bundled_and_fixture_model(coral: Path):
-    for path in model_files():
+    for path in model_files(coral):
         data = path.read_bytes()
         expected = runtime_partitions(data)
         graph = read_graph(data)

@@ -3,15 +3,15 @@
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from app.system import cpu_affinity
 from app.system.cpu_affinity import CpuSplit, split_for
-from tests.test_pipeline import pipelines, start, wait_until  # noqa: F401 (fixture)
+from tests.helpers.paths import ROOT
+from tests.helpers.pipelines import start
+from tests.helpers.wait import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 ALLOWED = frozenset(cpu_affinity._ALLOWED)
 pinnable = pytest.mark.skipif(
     not cpu_affinity._SUPPORTED or len(ALLOWED) < 2,
@@ -30,7 +30,7 @@ def test_the_last_cpus_go_to_inference_and_none_is_left_without_others():
 
 
 @pinnable
-def test_a_pinned_pipeline_keeps_its_inference_cpu_to_itself_and_gives_it_back(pipelines):  # noqa: F811
+def test_a_pinned_pipeline_keeps_its_inference_cpu_to_itself_and_gives_it_back(pipelines):
     main = os.getpid()  # the main thread's id is the process id
     p = start(pipelines, "synthetic:320x240@200", pace=False, pin_cpus=True)
     assert wait_until(lambda: p.latest_result() is not None)
@@ -49,7 +49,7 @@ def test_a_pinned_pipeline_keeps_its_inference_cpu_to_itself_and_gives_it_back(p
 
 
 @pinnable
-def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipelines):  # noqa: F811
+def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipelines):
     p = start(pipelines, "synthetic:320x240@200", pace=False, pin_cpus=True)
     assert wait_until(lambda: p.cpu_split() is not None)
     p.reconfigure(options={"threads": len(ALLOWED)})
@@ -59,7 +59,7 @@ def test_a_session_with_a_thread_per_cpu_is_not_pinned_and_a_switch_unpins(pipel
 
 
 @pinnable
-def test_pipelines_pin_nothing_unless_asked(pipelines):  # noqa: F811
+def test_pipelines_pin_nothing_unless_asked(pipelines):
     p = start(pipelines, "synthetic:320x240@200", pace=False)
     assert wait_until(lambda: p.latest_result() is not None)
     assert p.cpu_split() is None

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import COMMANDS
-from tests.conftest import NO_VULKAN, PHOTOS, TEST_MODELS, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import PHOTOS, TEST_MODELS
+from tests.helpers.vulkan import NO_VULKAN
 
 MISSING = "/nonexistent/nope.tflite"
 

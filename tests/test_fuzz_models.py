@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import collections
 
-from tests.conftest import PHOTOS, TEST_MODELS
 from tests.harness.model_fuzz import cases, run_cases
+from tests.helpers.paths import PHOTOS, TEST_MODELS
 
 
 def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):

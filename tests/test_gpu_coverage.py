@@ -16,7 +16,8 @@ from ai_edge_litert import schema_py_generated as fb
 from app.coverage.gpu_nodes import GpuSplit, one_node_model, parse_split, resolve
 from app.tflite.graph import read_graph
 from tests.builders.gpu_models import MIXED, MIXED_REFUSED, MIXED_TAKEN, TIE, chain, with_softmax_beta
-from tests.conftest import PHOTOS, ROOT, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import PHOTOS, ROOT
 
 PHOTO = PHOTOS / "coffee.jpg"
 

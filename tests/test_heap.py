@@ -1,3 +1,4 @@
+import json
 import platform
 import subprocess
 import sys
@@ -6,6 +7,7 @@ import numpy as np
 import pytest
 
 from app.system.heap import heap_stats, release_free_memory
+from tests.helpers.paths import ROOT
 
 glibc = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc's allocator only"
@@ -22,7 +24,36 @@ def test_heap_stats_sees_memory_allocated_and_freed():
     del blocks
     after = heap_stats()
     assert held.in_use - after.in_use >= 30, (held, after)
-    assert release_free_memory() in (True, False)  # True when pages went back; never raises
+
+
+TRIM_PROBE = """
+import json
+import numpy as np
+from app.system.heap import heap_stats, release_free_memory
+from tests.helpers.paths import ROOT
+def resident_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+blocks = [np.ones(12_500) for _ in range(400)]  # 40 MB in 100 kB blocks: below the mmap threshold, so heap
+pin = np.ones(12_500)  # above them: the heap's top cannot shrink past it, so free() itself returns nothing
+del blocks
+before, free = resident_mib(), heap_stats().free
+released = release_free_memory()
+print(json.dumps({"released": released, "before": before, "after": resident_mib(), "free": free}))
+"""
+
+
+@glibc
+def test_releasing_free_memory_returns_freed_heap_pages_to_the_system():
+    """What a switch relies on (app/system/heap.py): memory freed inside the heap stays resident until
+    release_free_memory() hands it back. In a fresh process, so the heap holds only what the probe made."""
+    out = subprocess.run(
+        [sys.executable, "-c", TRIM_PROBE], capture_output=True, text=True, check=True, timeout=60, cwd=ROOT
+    )
+    r = json.loads(out.stdout)
+    assert r["free"] >= 35, r  # the 40 MB freed stayed in the heap, as free space ...
+    assert r["released"] is True, r
+    assert r["before"] - r["after"] >= 30, r  # ... resident until released (MiB of RSS)
 
 
 def test_heap_stats_is_none_off_glibc_rather_than_wrong(monkeypatch):
@@ -57,7 +88,7 @@ done.set()
 def test_limit_arenas_caps_the_arenas_new_threads_get():
     def arenas(limit: str) -> int:
         out = subprocess.run(
-            [sys.executable, "-c", ARENA_PROBE, limit], capture_output=True, text=True, check=True, timeout=60
+            [sys.executable, "-c", ARENA_PROBE, limit], capture_output=True, text=True, check=True, timeout=60, cwd=ROOT
         )
         return int(out.stdout.strip())
 

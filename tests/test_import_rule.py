@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import app
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 
 def core_modules() -> list[str]:

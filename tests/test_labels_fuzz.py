@@ -14,7 +14,8 @@ import pytest
 from app.errors import ModelError
 from app.model.labels import MAX_LABEL_CHARS, parse_labels
 from app.model.spec import load_model_spec
-from tests.conftest import PHOTOS, ROOT, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import PHOTOS, ROOT
 
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
 IMAGENET = (ROOT / "models" / "imagenet_labels.txt").read_text(encoding="utf-8").splitlines()

@@ -1,32 +1,25 @@
 """The window's session controller, headless: real pipeline, recording, source switch."""
 
 import threading
-import time
 
 from app.backends.describe import delegation_panel_facts, offload_sentence
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
 from app.recording.writer import read_recording
-
-
-def wait(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+from tests.helpers.wait import wait_until
 
 
 def test_record_switch_source_and_stop(tmp_path):
     session = LiveController("synthetic:320x240@30", InferenceConfig(options={"threads": 1}))
     session.start()
     try:
-        wait(lambda: session.snapshot().inferences_total >= 3)
+        assert wait_until(lambda: session.snapshot().inferences_total >= 3)
         path = tmp_path / "live.csv"
         session.start_recording(path)
-        wait(lambda: session.recording_status().rows >= 5)
+        assert wait_until(lambda: session.recording_status().rows >= 5)
         session.switch_source("demo")
-        wait(lambda: (r := session.latest_result()) is not None and r.frame_size == (1280, 720))
-        wait(lambda: session.recording_status().rows >= 15)
+        assert wait_until(lambda: (r := session.latest_result()) is not None and r.frame_size == (1280, 720))
+        assert wait_until(lambda: session.recording_status().rows >= 15)
     finally:
         ended, recording = session.stop()
     assert ended and recording is not None and recording.error is None

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import socket
-import threading
 import time
 from pathlib import Path
 
@@ -23,55 +22,11 @@ from app.errors import SourceError, SourceLost
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig, Pipeline
 from app.sources import STREAM_TIMEOUT_MS, open_source, parse_source_spec
-from tests.conftest import PHOTOS
-from tests.test_pipeline import start, wait_until
-from tests.test_sources import run_with_deadline, write_video
-
-
-class MjpegSender:
-    """A network camera: JPEG frames of a real photo, back to back over TCP, at `fps`."""
-
-    def __init__(self, size: tuple[int, int], fps: float = 30.0, port: int = 0, stall_after: int | None = None) -> None:
-        photo = cv2.imread(str(PHOTOS / "grace_hopper.jpg"))
-        self.jpeg = cv2.imencode(".jpg", cv2.resize(photo, size))[1].tobytes()
-        self.fps, self.stall_after = fps, stall_after
-        self.server = socket.create_server(("127.0.0.1", port))
-        self.port = self.server.getsockname()[1]
-        self.sent = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"tcp://127.0.0.1:{self.port}"
-
-    def _serve(self) -> None:
-        self.server.settimeout(0.1)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with conn:
-                while not self._stop.is_set():
-                    if self.stall_after is not None and self.sent >= self.stall_after:
-                        self._stop.wait(0.05)  # connected, silent: a hung camera
-                        continue
-                    try:
-                        conn.sendall(self.jpeg)
-                    except OSError:
-                        break
-                    self.sent += 1
-                    self._stop.wait(1 / self.fps)
-
-    def stop(self) -> None:
-        """The camera goes away: the connection drops and new ones are refused."""
-        self._stop.set()
-        self.server.close()
-        self._thread.join(5)
+from tests.helpers.mjpeg import MjpegSender
+from tests.helpers.paths import PHOTOS
+from tests.helpers.pipelines import start
+from tests.helpers.video import write_video
+from tests.helpers.wait import run_with_deadline, wait_until
 
 
 @pytest.fixture

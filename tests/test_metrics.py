@@ -17,6 +17,7 @@ import pytest
 
 from app.metrics.resources import ResourceReading, ResourceSampler
 from app.metrics.window import LATENCY_KEYS, InferenceTiming, Metrics
+from tests.helpers.wait import wait_until
 
 
 class FakeClock:
@@ -310,15 +311,6 @@ def test_concurrent_writers_and_a_reader_keep_exact_counts():
 # ---- resource sampler (the real process) ---------------------------------------------------------
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return predicate()
-
-
 def burn(stop: threading.Event, used: list[float]) -> None:
     """One core of work; hashlib releases the GIL on large buffers, so other threads still run.
 
@@ -387,13 +379,13 @@ def test_sampler_primes_on_start_and_stops_quickly_and_idempotently():
     assert not sampler.running
     sampler.stop()
     sampler.start()  # restartable
-    assert wait_for(lambda: sampler.latest().process_cpu_pct_cores is not None, timeout=3)
+    assert wait_until(lambda: sampler.latest().process_cpu_pct_cores is not None, timeout=3)
     sampler.stop()
 
 
 def test_gpu_reading_is_a_percentage_or_none_and_never_fails():
     with ResourceSampler(interval_s=0.05) as sampler:
-        assert wait_for(lambda: sampler.latest().span_s is not None)
+        assert wait_until(lambda: sampler.latest().span_s is not None)
         r = sampler.latest()
     if r.gpu_util_pct is None:  # no NVIDIA GPU, driver or nvidia-ml-py here
         assert r.gpu_name is None and r.gpu_process_listed is None
@@ -405,9 +397,9 @@ def test_sampler_of_another_process_ends_cleanly_when_it_exits():
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
     try:
         with ResourceSampler(interval_s=0.05, pid=child.pid, gpu=False) as sampler:
-            assert wait_for(lambda: sampler.latest().process_cpu_pct_cores is not None)
+            assert wait_until(lambda: sampler.latest().process_cpu_pct_cores is not None)
             child.wait(timeout=10)
-            assert wait_for(lambda: not sampler.running)
+            assert wait_until(lambda: not sampler.running)
             assert sampler.latest().rss_mb is None  # gone: no stale reading
     finally:
         child.kill()
@@ -417,7 +409,7 @@ def test_sampler_of_another_process_ends_cleanly_when_it_exits():
 def test_metrics_snapshot_carries_the_sampler_reading():
     with ResourceSampler(interval_s=0.05, gpu=False) as sampler:
         m = Metrics(sampler=sampler)
-        assert wait_for(lambda: m.snapshot().process_cpu_pct_cores is not None)
+        assert wait_until(lambda: m.snapshot().process_cpu_pct_cores is not None)
         s = m.snapshot()
     assert s.rss_mb > 10 and 0 <= s.system_cpu_pct <= 100
     assert s.process_cpu_pct_machine == pytest.approx(s.process_cpu_pct_cores / psutil.cpu_count())

@@ -8,7 +8,7 @@ import pytest
 
 from app.errors import ModelError
 from app.model.spec import DEFAULT_MODEL, bundled_models, load_model_spec
-from tests.conftest import ROOT, TEST_MODELS
+from tests.helpers.paths import ROOT, TEST_MODELS
 
 MODELS = ROOT / "models"
 

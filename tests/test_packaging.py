@@ -27,9 +27,9 @@ import cv2
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers.paths import PHOTOS, ROOT
+
 PACKAGING = ROOT / "packaging"
-PHOTOS = ROOT / "tests" / "data" / "photos"
 LINUX = sys.platform.startswith("linux")
 
 # Timing and where-it-ran figures differ between any two runs; everything else must be equal.

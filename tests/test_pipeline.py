@@ -13,32 +13,8 @@ from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
 from app.sources import Frame
-
-
-def wait_until(predicate, timeout: float = 20.0, step: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
-
-
-@pytest.fixture
-def pipelines():
-    """Every pipeline a test starts is stopped, and must leave no thread behind."""
-    started: list[Pipeline] = []
-    yield started
-    for p in started:
-        assert p.stop(timeout=10), "pipeline did not stop in time"
-        assert not any(t.is_alive() for t in p.threads())
-
-
-def start(pipelines: list, source: str, config: InferenceConfig | None = None, **kwargs) -> Pipeline:
-    p = Pipeline(source, config or InferenceConfig(options={"threads": 1}), **kwargs)
-    pipelines.append(p)
-    p.start()
-    return p
+from tests.helpers.pipelines import start
+from tests.helpers.wait import wait_until
 
 
 def frame(i: int) -> Frame:
@@ -215,16 +191,21 @@ def test_a_model_answering_nan_to_every_frame_is_reported_once_a_second_not_per_
     # opens, and every score it gives is NaN.
     import random
 
-    from tests.conftest import TEST_MODELS
     from tests.harness.model_fuzz import mutate
+    from tests.helpers.paths import TEST_MODELS
 
     seed = (TEST_MODELS / "dynamic_batch_logits.tflite").read_bytes()
     nan_model = tmp_path / "nan.tflite"
     nan_model.write_bytes(mutate(seed, "size_field", random.Random(856850765)))
     p = start(pipelines, "synthetic:160x120@100", InferenceConfig(model=nan_model, options={"threads": 1}))
     assert wait_until(lambda: p.delegation_report() is not None)
-    time.sleep(2.5)
-    reports = [e for e in p.events() if e.kind == "bad_result"]
+
+    def bad_results() -> list:
+        return [e for e in p.events() if e.kind == "bad_result"]
+
+    # The second report comes a second after the first, ~100 frames later: one per frame would be dozens.
+    assert wait_until(lambda: len(bad_results()) >= 2, timeout=15), [e.message for e in bad_results()]
+    reports = bad_results()
     assert p.latest_result() is None  # never a NaN shown as a score
     assert 2 <= len(reports) <= 4, [e.message for e in reports]
     assert "non-finite" in reports[0].message

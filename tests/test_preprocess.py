@@ -6,7 +6,7 @@ import pytest
 
 from app.model.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
 from app.model.spec import Normalization, load_model_spec
-from tests.conftest import TEST_MODELS
+from tests.helpers.paths import TEST_MODELS
 
 
 def test_centre_crop_keeps_the_model_aspect():
@@ -66,7 +66,7 @@ def test_grey_bgra_and_16_bit_frames_are_converted_and_others_refused():
 def test_fast_shrink_stays_close_to_area_averaging():
     from app.model.image_files import read_image
     from app.model.preprocess import shrink
-    from tests.conftest import PHOTOS
+    from tests.helpers.paths import PHOTOS
 
     crop = read_image(PHOTOS / "rocket.jpg")[:, 106:533]  # 427x427 centre square
     reference = cv2.resize(crop, (100, 100), interpolation=cv2.INTER_AREA).astype(float)

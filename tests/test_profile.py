@@ -19,7 +19,8 @@ from app.profile.sidecar import read_profile, write_profile
 from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.tflite.graph import read_graph
-from tests.conftest import ROOT, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import ROOT
 
 CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quant.tflite")
 
@@ -101,12 +102,19 @@ def test_text_tables_and_model_explorer_export(tmp_path: Path):
 
 
 def test_two_profiles_agree_on_the_top_ops():
+    """What a user acts on: the costliest ops are the same ones, profile after profile. Two ops that cost
+    nearly the same may trade first place (seen: two convolutions at 0.76 and 0.87 ms on a machine without
+    AVX2, where the machine's drift between profiles exceeds their gap), so each profile's costliest op
+    must be first or second in the other, not first in both."""
     spec = load_model_spec("efficientnet_lite0")
     first, second = (profile_cpu(spec, 1, 20) for _ in range(2))
+    assert [op.node for op in first.ops] == [op.node for op in second.ops]
     top_a, top_b = ({op.node for op in p.top(5)} for p in (first, second))
     # Measured: the same five in 5 of 5 profiles while the machine was loaded (docs/benchmarks.md); slack of one.
     assert len(top_a & top_b) >= 4, (top_a, top_b)
-    assert first.top(1)[0].node == second.top(1)[0].node
+    lead_a, lead_b = first.top(1)[0], second.top(1)[0]
+    assert lead_a.node in {op.node for op in second.top(2)}, (lead_a, second.top(3))
+    assert lead_b.node in {op.node for op in first.top(2)}, (lead_b, first.top(3))
 
 
 def test_profiling_off_makes_no_profiler_and_records_nothing():
@@ -261,7 +269,7 @@ def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, t
 
 
 def test_a_dynamic_batch_is_fixed_to_one_image_as_the_cpu_session_does():
-    from tests.conftest import TEST_MODELS
+    from tests.helpers.paths import TEST_MODELS
 
     model = TEST_MODELS / "dynamic_batch_logits.tflite"
     run = run_cli("profile", "--model", model, "--threads", "1", "--runs", "3", "--json", timeout=300)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.recording.writer import COLUMNS, RecordingWriter, neutralise, read_recording
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
+from tests.helpers.wait import wait_until
 
 
 @pytest.mark.parametrize("text", ["=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "\rx"])
@@ -52,11 +53,10 @@ def test_kill_9_mid_recording_leaves_a_readable_file(tmp_path: Path):
         "    if i % 100 == 0: time.sleep(0.001)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
-    deadline = time.monotonic() + 30
-    while (not path.exists() or path.stat().st_size < 500_000) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    written = wait_until(lambda: path.exists() and path.stat().st_size >= 500_000, timeout=30)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    assert written
     session = read_recording(path)
     assert session.skipped_lines <= 1
     assert len(session.rows) > 1000
@@ -141,7 +141,7 @@ def test_a_recording_whose_file_vanishes_stops_with_a_message(tmp_path: Path):
     folder = tmp_path / "gone"
     rec = RecordingWriter(folder / "r.csv")
     rec.add_row({"frame_id": 0})
-    time.sleep(0.7)
+    assert wait_until(lambda: rec.state.rows == 1, timeout=10)  # written: the file is in use when it goes
     (folder / "r.csv").unlink()
     (folder / "r.csv.meta.json").unlink()
     folder.rmdir()
@@ -177,7 +177,7 @@ def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     sidecar is now run.csv.meta.json; report reads it (and a recording's old NAME.json sidecar)."""
     import json
 
-    from tests.conftest import run_cli
+    from tests.helpers.cli import run_cli
 
     csv_path, json_path = tmp_path / "run.csv", tmp_path / "run.json"
     run = run_cli("bench", "--source", "demo", "--frames", "8", "--warmup", "2", "--csv", csv_path, "--json", json_path)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.helpers.paths import ROOT
 
 APP = ROOT / "app"
 

@@ -18,27 +18,9 @@ import pytest
 
 from app.errors import SourceError, SourceLost
 from app.sources import Frame, FrameSource, list_cameras, open_source, parse_source_spec
-from tests.conftest import PHOTOS
-
-VIDEO_FPS = 25.0
-VIDEO_FRAMES = 50
-VIDEO_SIZE = (160, 120)
-
-
-def grey_level(index: int) -> int:
-    return (index * 5) % 250
-
-
-def write_video(path: Path, fourcc: str, frames: int = VIDEO_FRAMES, fps: float = VIDEO_FPS) -> Path:
-    """Frame i is a flat grey of grey_level(i) with its number on it: identifiable after lossy coding."""
-    writer = cv2.VideoWriter(str(path), cv2.CAP_FFMPEG, cv2.VideoWriter_fourcc(*fourcc), fps, VIDEO_SIZE)
-    assert writer.isOpened(), f"OpenCV cannot write {fourcc} to {path.suffix}"
-    for i in range(frames):
-        image = np.full((VIDEO_SIZE[1], VIDEO_SIZE[0], 3), grey_level(i), np.uint8)
-        cv2.putText(image, str(i), (10, 100), cv2.FONT_HERSHEY_SIMPLEX, 0.5, (255, 255, 255), 1)
-        writer.write(image)
-    writer.release()
-    return path
+from tests.helpers.paths import PHOTOS
+from tests.helpers.video import VIDEO_FPS, VIDEO_FRAMES, VIDEO_SIZE, grey_level, write_video
+from tests.helpers.wait import run_with_deadline
 
 
 @pytest.fixture(scope="module")
@@ -63,25 +45,6 @@ def mean_grey(frame: Frame) -> float:
 
 def rate(frames: list[Frame]) -> float:
     return (len(frames) - 1) / (frames[-1].captured_at - frames[0].captured_at)
-
-
-def run_with_deadline(fn: Callable[[], object], seconds: float) -> object:
-    """Run fn in a thread; fail (instead of hanging the suite) if it is not done in time."""
-    outcome: dict[str, object] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # handed to the test thread below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still running after {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]  # type: ignore[misc]
-    return outcome.get("value")
 
 
 # --- spec strings --------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import pytest
 
 from app.sources import capture_frames
 from app.tasks.sweep import plan_sweep, thread_counts
-from tests.conftest import NO_VULKAN, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.vulkan import NO_VULKAN
 
 FLOAT, INT8 = "EfficientNet-Lite0 (float32)", "EfficientNet-Lite0 (int8)"
 
@@ -147,21 +148,15 @@ def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
 
 def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwhile():
     """LiveController.pause/resume (the window's sweep) and set_pace (its unpaced mode), headless."""
-    import time
 
     from app.live.controller import LiveController
     from app.pipeline import InferenceConfig, State
-
-    def wait(condition, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, "timed out"
-            time.sleep(0.05)
+    from tests.helpers.wait import wait_until
 
     live = LiveController("demo", InferenceConfig(options={"threads": 1}))
     live.start()
     try:
-        wait(lambda: live.snapshot().inferences_total >= 3)
+        assert wait_until(lambda: live.snapshot().inferences_total >= 3)
         generation = live.generation
         live.pause("a sweep is running")
         assert live.paused and live.status().state == State.STOPPED and live.status().message == "a sweep is running"
@@ -171,14 +166,14 @@ def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwh
         assert live.generation == generation and live.paused  # nothing started behind the sweep's back
         live.resume()
         assert not live.paused and live.generation == generation + 1
-        wait(lambda: (r := live.latest_result()) is not None and r.model == "efficientnet_lite0_int8")
-        wait(lambda: live.source_info() is not None)
+        assert wait_until(lambda: (r := live.latest_result()) is not None and r.model == "efficientnet_lite0_int8")
+        assert wait_until(lambda: live.source_info() is not None)
         assert ", unpaced" in live.source_info().description
         live.resume()  # not paused: nothing happens
         assert live.generation == generation + 1
         live.set_pace(True)
         assert live.pace and live.generation == generation + 2
-        wait(lambda: (info := live.source_info()) is not None and ", paced" in info.description)
+        assert wait_until(lambda: (info := live.source_info()) is not None and ", paced" in info.description)
     finally:
         ended, _ = live.stop()
     assert ended

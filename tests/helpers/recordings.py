@@ -3,21 +3,14 @@ shared by the report and Review tests."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from app.backends import BackendOptions
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
+from tests.helpers.wait import wait_until
 
 SEGMENT_ROWS = 75  # rows per configuration: ~2.5 s of the 30 fps clip
-
-
-def wait(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def record_across_switches(path: Path) -> Path:
@@ -25,13 +18,13 @@ def record_across_switches(path: Path) -> Path:
     live = LiveController("demo", InferenceConfig(options={"threads": 2}))
     live.start()
     try:
-        wait(lambda: live.snapshot().inferences_total >= 3)
+        assert wait_until(lambda: live.snapshot().inferences_total >= 3, 60), live.status()
         live.start_recording(path)
-        wait(lambda: live.recording_status().rows >= SEGMENT_ROWS)
+        assert wait_until(lambda: live.recording_status().rows >= SEGMENT_ROWS, 60), live.recording_status()
         live.reconfigure(options=BackendOptions.of({"threads": 1}))
-        wait(lambda: live.recording_status().rows >= 2 * SEGMENT_ROWS)
+        assert wait_until(lambda: live.recording_status().rows >= 2 * SEGMENT_ROWS, 60), live.recording_status()
         live.reconfigure(model="efficientnet_lite0_int8")
-        wait(lambda: live.recording_status().rows >= 3 * SEGMENT_ROWS)
+        assert wait_until(lambda: live.recording_status().rows >= 3 * SEGMENT_ROWS, 60), live.recording_status()
     finally:
         ended, recording = live.stop()
     assert ended and recording is not None and recording.error is None

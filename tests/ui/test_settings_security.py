@@ -12,7 +12,8 @@ from pathlib import Path
 from PySide6.QtCore import QByteArray, QSettings
 
 from app.ui.settings import SavedSettings, load_settings, save_settings, window_state
-from tests.conftest import PHOTOS, ROOT, run_cli
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import PHOTOS, ROOT
 
 MODEL = ROOT / "models" / "efficientnet_lite0_int8.tflite"
 

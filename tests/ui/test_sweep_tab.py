@@ -7,12 +7,9 @@ from pathlib import Path
 import pytest
 
 from app.pipeline import State
+from tests.helpers.wait import wait_for_results
 
 pytest.importorskip("pytestqt")
-
-
-def wait_for_results(qtbot, window, n: int = 5, timeout_ms: int = 30_000) -> None:
-    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= n, timeout=timeout_ms)
 
 
 def test_sweep_button_runs_the_sweep_off_the_gui_thread_and_shows_the_table(qtbot, make_window, tmp_path: Path):

@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 
 from app.recording.writer import read_recording, sidecar_path
-from tests.conftest import TEST_MODELS, assert_one_line_error, run_cli
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import TEST_MODELS
+from tests.helpers.wait import wait_for_results
 
 pytest.importorskip("pytestqt")
-
-
-def wait_for_results(qtbot, window, n: int = 5, timeout_ms: int = 30_000) -> None:
-    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= n, timeout=timeout_ms)
 
 
 def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
@@ -237,7 +235,8 @@ def test_gui_without_a_display_is_one_clear_line(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT, CliRun
+    from tests.helpers.cli import CliRun
+    from tests.helpers.paths import ROOT
 
     proc = subprocess.run(
         [sys.executable, "-m", "app", "gui", "--exit-after", "1"],

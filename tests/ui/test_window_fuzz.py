@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from app.model.spec import bundled_models
-from tests.conftest import TEST_MODELS
 from tests.harness.model_fuzz import MUTATIONS, Case, mutate
+from tests.helpers.paths import TEST_MODELS
 
 pytest.importorskip("pytestqt")
 

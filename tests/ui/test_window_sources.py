@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_live_sources import MjpegSender
+from tests.helpers.mjpeg import MjpegSender
 
 pytest.importorskip("pytestqt")
 

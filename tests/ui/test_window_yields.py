@@ -9,7 +9,7 @@ import itertools
 import pytest
 
 from app.live.paint import DEFER_MAX_S
-from tests.ui.test_window import wait_for_results
+from tests.helpers.wait import wait_for_results
 
 pytest.importorskip("pytestqt")
 

@@ -1,0 +1,46 @@
+"""The real command line in a fresh process, as a user runs it, and its failure contract."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.helpers.paths import ROOT
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str | Path, timeout: float = 120, env: dict[str, str] | None = None) -> CliRun:
+    """Run `python -m app ...` as a user would, in a fresh process (`env` adds variables)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
+    return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def assert_one_line_error(run: CliRun, code: int, *fragments: str) -> None:
+    """The failure contract: the exit code, one plain line on stderr, no traceback."""
+    assert run.returncode == code, (run.returncode, run.stderr)
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("delegate-scope: error: "), lines[0]
+    assert "Traceback" not in run.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
