@@ -17,16 +17,10 @@ from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
 from app.recording.writer import read_recording
 from app.sources.replay import capture_frames
+from tests.helpers.wait import wait_until
 
 A = InferenceConfig(options={"threads": 1})
 B = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
-
-
-def wait(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
 
 
 def frames_of(path: Path) -> set[str]:
@@ -56,7 +50,7 @@ def test_a_comparison_is_recorded_only_for_frames_both_sides_recorded(tmp_path: 
     )
     feed.start()
     try:
-        wait(feed.finished)
+        assert wait_until(feed.finished, timeout=60), "the replayed frames never finished"
     finally:
         assert feed.stop()
     by_side = {side: {r.frame_index: r for s, r in results if s == side} for side in ("a", "b")}
@@ -100,7 +94,7 @@ def test_recordings_started_and_stopped_during_a_b_hold_every_frame_they_compare
     sets = []
     try:
         live.set_compare(B)
-        wait(lambda: (c := live.comparison()) is not None and c.summary.frames >= 2)
+        assert wait_until(lambda: (c := live.comparison()) is not None and c.summary.frames >= 2, timeout=60)
         for n in range(16):
             path = tmp_path / f"rec{n}.csv"
             live.start_recording(path)
