@@ -2,7 +2,7 @@
 
 Profiles come from app/live/ops.py (app.profile.background.LiveProfiler: a runner of its own in a background
 thread at a low rate; the live inference thread keeps its session and its timing); this view renders them.
-Rows are coloured by where each op ran, in the node strip's colours (coverage_view.py): a delegated
+Rows are coloured by where each op ran, in the node strip's colours (views/coverage.py): a delegated
 partition's colour, red for the ops off the accelerator. In A/B, side B's table stands beside side A's.
 """
 
@@ -34,7 +34,7 @@ REFRESH_MS = 500
 COLUMNS = ("#", "node", "op", "kernel", "where", "median ms", "mean ms", "share %")
 COLUMN_WIDTHS = (30, 38, 118, 180, 48, 74, 64, 58)
 KERNEL = 3
-PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")  # as coverage_view.py's node strip
+PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")  # as views/coverage.py's node strip
 CPU_COLOUR = "#c62828"
 
 
