@@ -92,7 +92,7 @@ class RowSink:
         if event.report is not None:
             row.update(backend_requested=event.report.requested, backend_used=event.report.used)
         if event.model is not None:
-            row.update(model=event.model["name"], model_id=event.model["id"])
+            row.update(model=event.model.name, model_id=event.model.id)
             self.describe_session(event, self.recorder.t_of(event.at))
         self.recorder.add_row(row, wall_time=event.wall_time, monotonic=event.at)
 
@@ -100,9 +100,9 @@ class RowSink:
         """Put the session an open/switch event started into the sidecar (`models`, `sessions`, `opened`)."""
         assert event.model is not None
         facts = event.report.to_dict() if event.report else None
-        self.models[event.model["id"]] = event.model
+        self.models[event.model.id] = event.model.to_dict()
         self.sessions[str(event.session_id)] = facts
-        entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model["id"]}
+        entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model.id}
         # The node-by-node coverage stays in `sessions` only: a long recording switches many times.
         brief = {k: v for k, v in facts.items() if k not in _BULKY} if facts else None
         self.opened.append({**entry, "changes": event.changes, "delegate": brief})

@@ -32,7 +32,7 @@ from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import bundled_models, load_model_spec
-from app.pipeline import InferenceConfig, Result
+from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, run_bench
@@ -281,31 +281,31 @@ def _measure(
         summary = run_bench(bench, config, progress=on_progress, on_result=on_result)
     except SweepCancelled:
         return _row(entry, names, Outcome.SKIPPED, "the sweep was cancelled while this configuration ran")
-    status = summary["status"]
-    if status["state"] == "error":
-        refused = status["exit_code"] == BackendUnavailable.exit_code
-        return _row(entry, names, Outcome.REFUSED if refused else Outcome.FAILED, status["message"])
-    m, d = summary["metrics"], summary["delegate"] or {}
-    inference, e2e = m["latency"]["inference"], m["latency"]["end_to_end"]
-    if not inference["count"]:
+    status = summary.status
+    if status.state == State.ERROR:
+        refused = status.exit_code == BackendUnavailable.exit_code
+        return _row(entry, names, Outcome.REFUSED if refused else Outcome.FAILED, status.message)
+    m, d = summary.metrics, summary.delegate
+    inference, e2e = m.latency["inference"], m.latency["end_to_end"]
+    if not inference.count:
         return _row(entry, names, Outcome.FAILED, "no inference was measured")
     return SweepRow(
         **_names(entry, names),
         outcome=Outcome.MEASURED,
-        accelerator=d.get("accelerator"),
-        adapter=d.get("adapter"),
-        software=bool(d.get("software")),
-        nodes_delegated=d.get("nodes_delegated"),
-        nodes_total=d.get("nodes_total"),
-        inferences=m["inferences_total"],
-        inference_fps=m["inference_fps"],
-        latency_p50_ms=inference["p50"],
-        latency_p95_ms=inference["p95"],
-        end_to_end_p50_ms=e2e["p50"],
-        cpu_ms_per_inference=m["cpu_ms_per_inference"],
-        cpu_per_wall=m["cpu_per_wall"],
-        init_ms=d.get("init_ms"),
-        first_inference_ms=d.get("first_inference_ms"),
+        accelerator=d.accelerator if d else None,
+        adapter=d.adapter if d else None,
+        software=bool(d.software) if d else False,
+        nodes_delegated=d.nodes_delegated if d else None,
+        nodes_total=d.nodes_total if d else None,
+        inferences=m.inferences_total,
+        inference_fps=m.inference_fps,
+        latency_p50_ms=inference.p50,
+        latency_p95_ms=inference.p95,
+        end_to_end_p50_ms=e2e.p50,
+        cpu_ms_per_inference=m.cpu_ms_per_inference,
+        cpu_per_wall=m.cpu_per_wall,
+        init_ms=d.init_ms if d else None,
+        first_inference_ms=d.first_inference_ms if d else None,
         top1=dict(top1),
     )
 

@@ -61,8 +61,8 @@ class EventView:
                 self._marked_session = event.session_id
             if event.report is not None:
                 if event.model:
-                    self._model_label = event.model["name"]
-                    self._labels = (event.model.get("labels", ""), event.model.get("label_warnings", []))
+                    self._model_label = event.model.name
+                    self._labels = (event.model.labels, list(event.model.label_warnings))
                 self._delegation.set_report(event.report, self._model_label, *self._labels)
                 self._controls.show_delegate(event.report.requested)
                 parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
@@ -78,7 +78,7 @@ class EventView:
 def marker_text(event: Event) -> str:
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
         used = backend_name(event.report.used)
-        model = event.model["name"] if event.model else ""
+        model = event.model.name if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             return f"{backend_name(event.report.requested)}→{used} fallback"
         return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"

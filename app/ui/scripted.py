@@ -39,7 +39,7 @@ def session_facts(live: LiveController) -> dict:
     delegate = {k: v for k, v in report.to_dict().items() if k != "native_log"} if report else None
     opened = [e.model for e in live.events() if e.model]
     return {
-        "model": opened[-1] if opened else {"requested": str(live.config().model)},
+        "model": opened[-1].to_dict() if opened else {"requested": str(live.config().model)},
         "source": redact_credentials(live.source),
         "delegate": delegate,
         "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
