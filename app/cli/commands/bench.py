@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.backends import BACKENDS
 from app.backends.describe import delegation_line
@@ -28,6 +29,9 @@ from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
 from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, BenchSummary, run_bench
+
+if TYPE_CHECKING:
+    from app.tasks.bench_compare import CompareSummary
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
@@ -184,7 +188,7 @@ def _print_bench(summary: BenchSummary) -> None:
 def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig) -> int:
     from dataclasses import replace
 
-    from app.tasks.bench_compare import run_compare_bench
+    from app.tasks.bench_compare import run_compare_bench  # the A/B machinery only when asked for
 
     b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
     if args.csv:
@@ -197,28 +201,28 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
         load_model_spec(args.compare_model)  # exit 3 before anything starts
     summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
     if args.json_file:
-        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
-    fell_back = [s for s in ("a", "b") if summary[s]["delegate"] and summary[s]["delegate"]["fallback_reason"]]
-    for side in fell_back:
-        warn(f"side {side.upper()} fell back: {summary[side]['delegate']['fallback_reason']}")
+    for name in ("a", "b"):
+        delegate = summary.side(name).delegate
+        if delegate and delegate.fallback_reason:
+            warn(f"side {name.upper()} fell back: {delegate.fallback_reason}")
     return 0
 
 
-def _print_compare(summary: dict) -> None:
+def _print_compare(summary: CompareSummary) -> None:
     def side_line(name: str) -> str:
-        s = summary[name]
-        d, t = s["delegate"] or {}, s["together"]
-        used = d.get("used", "?") + (f" (requested {d['requested']})" if d.get("fallback_reason") else "")
-        alone = s["alone"]
-        alone_text = f", alone {alone['inference_fps']:.1f}/s" if alone else ""
-        median = s["inference_ms_median"]
+        s = summary.side(name)
+        d, t = s.delegate, s.together
+        used = (d.used if d else "?") + (f" (requested {d.requested})" if d and d.fallback_reason else "")
+        alone_text = f", alone {s.alone.inference_fps:.1f}/s" if s.alone else ""
+        median = s.inference_ms_median
         return (
-            f"{name.upper()}  {Path(s['config']['model']).name} on {used}: inference median "
-            f"{median:.2f} ms, {t['inference_fps']:.1f}/s together{alone_text}, "
-            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread"
-            + ("; TensorFlow works in a child process" if d.get("used") == "reference" else "")
+            f"{name.upper()}  {Path(str(s.config.model)).name} on {used}: inference median "
+            f"{median:.2f} ms, {t.inference_fps:.1f}/s together{alone_text}, "
+            f"CPU {t.cpu_ms_per_inference:.2f} ms per inference (its own thread"
+            + ("; TensorFlow works in a child process" if d and d.used == "reference" else "")
             + ")"
             if median is not None
             else f"{name.upper()}  no inference measured"
@@ -226,22 +230,22 @@ def _print_compare(summary: dict) -> None:
 
     print(side_line("a"))
     print(side_line("b"))
-    g = summary["agreement"]
-    if g["frames"]:
-        line = f"agreement  top-1 agrees on {g['top1_agreement']:.1%} of {g['frames']:,} frames"
-        line += f"; top-5 overlap {g['top5_overlap']:.1%}"
-        if g["scores_comparable"]:
-            line += f"; max score difference {g['max_abs_diff']:.3g}; mean total variation {g['mean_tv_distance']:.3g}"
+    g = summary.agreement
+    if g.frames:
+        line = f"agreement  top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames"
+        line += f"; top-5 overlap {g.top5_overlap:.1%}"
+        if g.scores_comparable:
+            line += f"; max score difference {g.max_abs_diff:.3g}; mean total variation {g.mean_tv_distance:.3g}"
         else:
             line += "; scores not comparable (different class sets): labels only"
         print(line)
     else:
         print("agreement  no frame was inferred by both sides")
-    print(f"speed      {summary['speed']['sentence']}")
-    if "csv" in summary:
-        c = summary["csv"]
-        print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
-              f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip
+    print(f"speed      {summary.speed_sentence}")
+    if summary.csv:
+        c = summary.csv
+        print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "
+              f"{c.sessions['a']}, {c.sessions['b']} (delegate-scope report renders the pair)")  # fmt: skip
 
 
 COMMAND = Command(
