@@ -23,10 +23,11 @@ import os
 import platform
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
@@ -36,6 +37,9 @@ from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, run_bench
+
+if TYPE_CHECKING:
+    from app.tasks.delegates import DelegateStatus
 
 DEFAULT_FRAMES = 100  # replayed to each configuration (720p demo frames: 2.6 MiB each in memory)
 DEFAULT_WARMUP = 5  # inferences of each configuration left out of its figures (after its first one)
@@ -155,7 +159,7 @@ def plan_sweep(
     models: list[str],
     *,
     allow_software_gpu: bool = False,
-    statuses: dict[str, dict] | None = None,
+    statuses: Mapping[str, DelegateStatus] | None = None,
     cores: int | None = None,
 ) -> list[SweepEntry]:
     """Every configuration for every model, in run order. `statuses` are `delegate_statuses()` by
@@ -164,10 +168,10 @@ def plan_sweep(
     if statuses is None:
         from app.tasks.delegates import delegate_statuses
 
-        statuses = {s["name"]: s for s in delegate_statuses()}
+        statuses = {s.name: s for s in delegate_statuses()}
     n = max(1, cores or os.cpu_count() or 1)
-    gpu_reason = _gpu_reason(statuses.get("gpu", {}), allow_software_gpu)
-    coreml_reason = statuses.get("coreml", {}).get("reason")
+    gpu_reason = _gpu_reason(statuses.get("gpu"), allow_software_gpu)
+    coreml_reason = coreml.reason if (coreml := statuses.get("coreml")) else None
     entries: list[SweepEntry] = []
     for model in models:
         for threads in thread_counts(n):
@@ -187,9 +191,9 @@ def plan_sweep(
     return entries
 
 
-def _gpu_reason(status: dict, allow_software: bool) -> str | None:
-    reason = status.get("reason") if status else "not probed"
-    if reason and status.get("software"):
+def _gpu_reason(status: DelegateStatus | None, allow_software: bool) -> str | None:
+    reason = status.reason if status else "not probed"
+    if reason and status and status.software:
         return None if allow_software else f"{reason} (included only when software GPU is allowed)"
     return reason
 
