@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.backends.describe import nodes_delegated_text
 from app.recording.writer import cell_number, original_text
@@ -95,7 +96,8 @@ def _attach_facts(segments: list[Segment], opened_at: list[float | None], meta: 
     """Each segment's delegate facts: the sidecar's `opened` entry of its session (recordings since
     2026-12), else the `sessions` map when it has exactly one session per open/switch in order."""
     opened = [o for o in meta.get("opened", []) if isinstance(o, dict)] if isinstance(meta.get("opened"), list) else []
-    sessions = meta.get("sessions") if isinstance(meta.get("sessions"), dict) else {}
+    raw_sessions = meta.get("sessions")
+    sessions: dict[str, Any] = raw_sessions if isinstance(raw_sessions, dict) else {}
     facts_in_order = [f for f in sessions.values() if isinstance(f, dict)]
     for i, (segment, at) in enumerate(zip(segments, opened_at, strict=True)):
         found = None
@@ -117,8 +119,8 @@ def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]
     threads = _distinct(rows, "threads")
     out: list[tuple[str, str]] = []
     if facts is None:
-        used = _distinct(rows, "backend_used")
-        out.append(("backend", " / ".join(used) or "?"))
+        backends = _distinct(rows, "backend_used")
+        out.append(("backend", " / ".join(backends) or "?"))
         out.append(("threads", " / ".join(threads) or "not recorded"))
         out.append(("nodes delegated", "not recorded (no sidecar facts for this part)"))
         return out
@@ -129,7 +131,8 @@ def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]
         out.append(("fallback", str(facts["fallback_reason"])))
     if facts.get("adapter"):
         out.append(("adapter", str(facts["adapter"]) + (" [SOFTWARE RENDERER]" if facts.get("software") else "")))
-    options = facts.get("options") if isinstance(facts.get("options"), dict) else {}
+    raw_options = facts.get("options")
+    options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
     out.append(("threads", " / ".join(threads) or str(options.get("threads", "not recorded"))))
     if facts.get("nodes_total") is not None:
         nodes = nodes_delegated_text(facts.get("nodes_delegated"), facts["nodes_total"], facts.get("partitions"))

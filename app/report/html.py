@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import re
 from datetime import datetime
+from typing import Any
 
 from app.backends.describe import nodes_delegated_text
 from app.coverage import read_coverage
@@ -16,13 +17,16 @@ from app.report.data import RecordingData
 from app.report.page import BASE_CSS, esc
 from app.report.tables import comparison_rows, summary_rows
 
-_CSS = BASE_CSS + """
+_CSS = (
+    BASE_CSS
+    + """
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin-right:.4em;vertical-align:-.1em}
 .fallback{color:#b00020;font-weight:600}
 .headline{font-size:1.1em;background:#f4f8fb;border-left:4px solid #1f77b4;padding:.5em 1em;margin:.4em 0}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 code{background:#f4f4f4;padding:0 .2em}
 """
+)
 
 
 _e = esc
@@ -69,7 +73,8 @@ def _facts_html(s: RecordingData, events: list) -> str:
     if isinstance(models, dict):
         for model_id, m in models.items():
             if isinstance(m, dict):
-                inp = m.get("input") if isinstance(m.get("input"), dict) else {}
+                raw_input = m.get("input")
+                inp: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
                 shape = "x".join(str(d) for d in inp.get("shape", []) or [])
                 items.append(
                     (
@@ -108,12 +113,12 @@ def _facts_html(s: RecordingData, events: list) -> str:
     if isinstance(settings, dict) and isinstance(settings.get("bench"), dict):
         items.append(("bench settings", ", ".join(f"{k} {v}" for k, v in settings["bench"].items())))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items)
-    events = "".join(
+    event_rows = "".join(
         f"<tr><td class='num'>{e.t_s:.3f}</td><td>{_e(e.kind)}</td><td>{_e(e.text)}</td></tr>" for e in events
     )
     return (
         f"<table><tbody>{rows}</tbody></table>"
-        f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{events}</tbody></table>"
+        f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{event_rows}</tbody></table>"
     )
 
 

@@ -9,6 +9,7 @@ import re
 import warnings
 from collections import Counter
 from contextlib import contextmanager
+from typing import Any
 
 import matplotlib
 import matplotlib.patches
@@ -18,8 +19,10 @@ matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.transforms import Bbox
+from matplotlib.typing import RcKeyType
 
 from app.recording.writer import original_text
 from app.report.data import STAGE_NAMES, RecordingData
@@ -27,7 +30,7 @@ from app.report.data import STAGE_NAMES, RecordingData
 _ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
 _STACKED = ("queue", "preprocess", "inference", "postprocess")
 _STAGE_COLOURS = {"queue": "#c7c7c7", "preprocess": "#9ecae1", "inference": "#3182bd", "postprocess": "#fdae6b"}
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "text.parse_math": False,  # labels like "$5 bill" are text, not TeX
     "font.size": 10,
     "axes.titlesize": 11.5,
@@ -51,6 +54,12 @@ def _style():
     with plt.rc_context(_STYLE), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing glyphs for exotic labels: a box, not a line on stderr
         yield
+
+
+def _subfigures(fig: Figure, height_ratios: list[float]) -> list[SubFigure]:
+    """Rows of subfigures as a list (subfigures() returns one SubFigure or an array of them)."""
+    figs = fig.subfigures(len(height_ratios), 1, height_ratios=height_ratios)
+    return [figs] if isinstance(figs, SubFigure) else list(figs)
 
 
 def _png(fig: Figure, dpi: int = 110) -> bytes:
@@ -198,8 +207,9 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
             continue
         clipped = np.clip(y, bins[0], bins[-1])
         weights = np.full(y.size, 100.0 / y.size)
-        ax.hist(clipped, bins=bins, weights=weights, color=s.colour, alpha=0.25, lw=0)
-        ax.hist(clipped, bins=bins, weights=weights, color=s.colour, histtype="step", lw=1.8, label=s.label)
+        edges = bins.tolist()  # the same edges, as the sequence matplotlib's types ask for
+        ax.hist(clipped, bins=edges, weights=weights, color=s.colour, alpha=0.25, lw=0)
+        ax.hist(clipped, bins=edges, weights=weights, color=s.colour, histtype="step", lw=1.8, label=s.label)
         med = s.summary["stages"]["inference"]["median"]
         p95 = s.summary["stages"]["inference"]["p95"]
         ax.axvline(med, color=s.colour, lw=1.6, ls="-")
@@ -266,8 +276,8 @@ def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     ax.plot([], [], color="#555", ls="--", lw=1.2, label="capture fps (as recorded)")
     ax.set_ylim(0, highest * 1.25 if highest > 0 else None)  # a recorded spike may run off the top
     ax.set_xlabel("time since recording started (s)")
-    w = ", ".join(f"{x:.2g}" for x in sorted(windows))
-    ax.set_ylabel(f"frames/s ({w} s window)")
+    window_text = ", ".join(f"{x:.2g}" for x in sorted(windows))
+    ax.set_ylabel(f"frames/s ({window_text} s window)")
     ax.set_title("Throughput")
     ax.legend(loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
@@ -350,7 +360,7 @@ def _time_figure(sessions: list[RecordingData]) -> Figure:
         latency_over_time(ax, sessions, log=log)
         return fig
     fig = plt.figure(figsize=(12, 8.2), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[1.15, 1])
+    top, bottom = _subfigures(fig, [1.15, 1])
     latency_over_time(top.subplots(), sessions, log=log, title="Inference latency over time, overlaid")
     _latency_side_by_side(bottom.subplots(1, n, sharey=True, squeeze=False)[0], sessions, log)
     return fig
@@ -418,7 +428,7 @@ def overview_png(
         header_h = header_height(sessions, header)
         heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
         fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
-        figs = fig.subfigures(len(heights), 1, height_ratios=heights)
+        figs = _subfigures(fig, heights)
         files = list(dict.fromkeys(s.name for s in sessions))
         title = "Delegate Scope report: " + ", ".join(files)
         if any(s.segmented for s in sessions):
@@ -505,7 +515,7 @@ def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[s
         colLabels=[_short(s.label, int(chars * 0.9)) for s in sessions],
         loc="upper center",
         cellLoc="left",
-        bbox=[0.16, 0, 0.84, 1],
+        bbox=Bbox.from_bounds(0.16, 0, 0.84, 1),  # what the list [x, y, width, height] means here
     )
     table.auto_set_font_size(False)
     table.set_fontsize(9)
