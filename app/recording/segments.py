@@ -7,6 +7,7 @@ configurations describes neither. Qt-free and matplotlib-free (the report and Re
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,7 @@ class Segment:
     end_s: float  # t_s of its last row
     changes: list[str]  # what changed at its start, in words ("threads 2→1", "fallback: ..."); [] for the first
     rows: list[dict] = field(default_factory=list)  # its rows (events and inferences), in time order
-    facts: dict | None = None  # the delegate facts of the session it ran (sidecar), None when not recorded
+    facts: Mapping[str, Any] | None = None  # the delegate facts of the session it ran (sidecar), None when not recorded
 
     @property
     def inferences(self) -> list[dict]:
@@ -113,7 +114,7 @@ def _attach_facts(segments: list[Segment], opened_at: list[float | None], meta: 
         segment.facts = found
 
 
-def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]]:
+def delegate_facts(facts: Mapping[str, Any] | None, rows: list[dict]) -> list[tuple[str, str]]:
     """The delegation facts of one segment as (name, value) lines, for report headers and Review:
     backend, threads, nodes delegated and partitions, ops left on CPU, init and first inference."""
     threads = _distinct(rows, "threads")

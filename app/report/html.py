@@ -12,7 +12,7 @@ from app.backends.describe import nodes_delegated_text
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.recording.writer import sidecar_path
-from app.report.compare import MINUS
+from app.report.compare import MINUS, Comparison
 from app.report.data import RecordingData
 from app.report.page import BASE_CSS, esc
 from app.report.tables import comparison_rows, summary_rows
@@ -128,7 +128,9 @@ def _count_text(sessions: list[RecordingData]) -> str:
     return text + (f" in {len(sessions)} parts (cut at every switch)" if len(sessions) > files else "")
 
 
-def render_html(sessions: list[RecordingData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
+def render_html(
+    sessions: list[RecordingData], comparisons: list[Comparison], figures: list[tuple[str, bytes, str]]
+) -> str:
     swatches = [s.colour for s in sessions]
     head = ["", *[s.label for s in sessions]]
     parts = [
@@ -141,10 +143,10 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
         f"generated {_e(datetime.now().astimezone().isoformat(timespec='seconds'))}</p>",
     ]
     for c in comparisons:
-        parts.append(f"<p class='headline'>{_e(c['sentence'])}</p>")
+        parts.append(f"<p class='headline'>{_e(c.sentence)}</p>")
     for s in sessions:
-        if s.summary["fallback"]:
-            reasons = "; ".join(s.summary["fallback_reasons"]) or "requested backend differs from the one used"
+        if s.summary.fallback:
+            reasons = "; ".join(s.summary.fallback_reasons) or "requested backend differs from the one used"
             parts.append(f"<p class='fallback'>{_e(s.label)}: fell back ({_e(reasons)})</p>")
     parts.append("<h2>Summary</h2>")
     parts.append(_table(head, summary_rows(sessions, comparisons), swatches))
@@ -167,9 +169,7 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
             f"<p class='note'>Each column against the one named in its first row: the first column "
             f"({_e(sessions[0].label)}), or for a later part of a recording the part before it.</p>"
         )
-        parts.append(
-            _table(["", *[c["session"].label for c in comparisons]], comparison_rows(comparisons), swatches[1:])
-        )
+        parts.append(_table(["", *[c.session.label for c in comparisons]], comparison_rows(comparisons), swatches[1:]))
     for title, png, caption in figures:
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         parts.append(f"<h2>{_e(title)}</h2><img src='{uri}' alt='{_e(title)}'>")

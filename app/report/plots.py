@@ -25,6 +25,7 @@ from matplotlib.transforms import Bbox
 from matplotlib.typing import RcKeyType
 
 from app.recording.writer import original_text
+from app.report.compare import Comparison
 from app.report.data import STAGE_NAMES, RecordingData
 
 _ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
@@ -103,7 +104,7 @@ def _rate(t: np.ndarray, span: float, w: float | None = None) -> tuple[np.ndarra
 
 
 def _log_scale(sessions: list[RecordingData]) -> bool:
-    medians = [s.summary["stages"]["inference"]["median"] for s in sessions]
+    medians = [s.summary.stages["inference"].median for s in sessions]
     medians = [m for m in medians if m > 0 and not math.isnan(m)]
     return len(medians) > 1 and max(medians) / min(medians) > 4
 
@@ -197,7 +198,7 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
     if every.size == 0:
         return
     lo, hi = float(np.percentile(every, 0.5)), float(np.percentile(every, 99)) * 1.1
-    hi = max(hi, float(np.nanmax([s.summary["stages"]["inference"]["p95"] for s in sessions])) * 1.1)
+    hi = max(hi, float(np.nanmax([s.summary.stages["inference"].p95 for s in sessions])) * 1.1)
     if log:
         bins = np.geomspace(max(lo * 0.9, 1e-3), hi * 1.1, 45)
     else:
@@ -210,8 +211,8 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
         edges = bins.tolist()  # the same edges, as the sequence matplotlib's types ask for
         ax.hist(clipped, bins=edges, weights=weights, color=s.colour, alpha=0.25, lw=0)
         ax.hist(clipped, bins=edges, weights=weights, color=s.colour, histtype="step", lw=1.8, label=s.label)
-        med = s.summary["stages"]["inference"]["median"]
-        p95 = s.summary["stages"]["inference"]["p95"]
+        med = s.summary.stages["inference"].median
+        p95 = s.summary.stages["inference"].p95
         ax.axvline(med, color=s.colour, lw=1.6, ls="-")
         ax.axvline(p95, color=s.colour, lw=1.2, ls="--")
     _ms_axis(ax, log, axis="x")
@@ -226,8 +227,8 @@ def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
     """Median of each stage, stacked: where the time from capture to result goes."""
     ys = np.arange(len(sessions))[::-1]
     left = np.zeros(len(sessions))
-    medians = {st: np.nan_to_num([s.summary["stages"][st]["median"] for s in sessions]) for st in _STACKED}
-    e2e = np.array([s.summary["stages"]["end_to_end"]["median"] for s in sessions])
+    medians = {st: np.nan_to_num([s.summary.stages[st].median for s in sessions]) for st in _STACKED}
+    e2e = np.array([s.summary.stages["end_to_end"].median for s in sessions])
     widest = max(float(np.nanmax(sum(medians.values()))), float(np.nan_to_num(np.nanmax(e2e)))) or 1.0
     for stage in _STACKED:
         widths = medians[stage]
@@ -304,14 +305,14 @@ def cpu_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
 def offload(ax: Axes, sessions: list[RecordingData]) -> None:
     """Wall time vs CPU time per inference: the evidence of where the work runs."""
     x = np.arange(len(sessions))
-    wall = np.array([s.summary["stages"]["inference"]["median"] for s in sessions])
-    cpu = np.array([s.summary["cpu_ms"] for s in sessions])
+    wall = np.array([s.summary.stages["inference"].median for s in sessions])
+    cpu = np.array([s.summary.cpu_ms for s in sessions])
     colours = [s.colour for s in sessions]
     ax.bar(x - 0.2, np.nan_to_num(wall), width=0.38, color=colours, alpha=0.45, label="wall time")
     ax.bar(x + 0.2, np.nan_to_num(cpu), width=0.38, color=colours, hatch="//", edgecolor="white", label="CPU time")
     top = float(np.nanmax(np.concatenate([wall, cpu]))) if len(sessions) else 1.0
     for i, s in enumerate(sessions):
-        ratio = s.summary["offload_ratio"]
+        ratio = s.summary.offload_ratio
         if not math.isnan(ratio):
             ax.text(i, max(np.nan_to_num([wall[i], cpu[i]])) + top * 0.03, f"CPU/wall\n{ratio:.2f}", ha="center",
                     fontsize=8.5)  # fmt: skip
@@ -330,7 +331,7 @@ def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> N
     total: Counter = Counter()
     shares = []
     for s in sessions:
-        labels: Counter = s.summary["labels"]
+        labels: Counter = s.summary.labels
         count = sum(labels.values()) or 1
         share = {k: v / count * 100 for k, v in labels.items()}
         shares.append(share)
@@ -402,14 +403,14 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
 def _label_count(sessions: list[RecordingData]) -> int:
     labels: set[str] = set()
     for s in sessions:
-        labels.update(s.summary["labels"])
+        labels.update(s.summary.labels)
     return max(1, len(labels))
 
 
 def overview_png(
     sessions: list[RecordingData],
     rows: list[tuple[str, list[str]]],
-    comparisons: list[dict],
+    comparisons: list[Comparison],
     header: list[list[tuple[str, str]]],
 ) -> bytes:
     """One figure: a header per session or segment (what ran, the delegation facts), the plots and a
@@ -420,9 +421,9 @@ def overview_png(
     table_rows = [r for r in rows if r[0] not in in_header | {"recording", "lost rows / skipped lines"}]
     if comparisons:
         table_rows += [
-            ("compared with", ["–"] + [f"#{c['baseline'].index + 1}" for c in comparisons]),
-            ("inference vs that", ["baseline"] + [c["inference"] for c in comparisons]),
-            ("CPU time per inference vs that", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
+            ("compared with", ["–"] + [f"#{c.baseline.index + 1}" for c in comparisons]),
+            ("inference vs that", ["baseline"] + [c.inference for c in comparisons]),
+            ("CPU time per inference vs that", ["baseline"] + [c.cpu_ms for c in comparisons]),
         ]
     with _style():
         header_h = header_height(sessions, header)
