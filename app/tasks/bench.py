@@ -18,6 +18,7 @@ from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.window import Metrics, MetricsSnapshot
+from app.model.spec import ModelFacts
 from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter
@@ -118,7 +119,12 @@ class BenchSummary:
             # the delegate, and each frame's preprocess figure is what computing that image cost.
             "preprocessing": {"repeated_images_reused": self.repeated_images_reused},
             "status": {"state": self.status.state, "message": self.status.message, "exit_code": self.status.exit_code},
-            "events": [_event_dict(e) for e in self.events],
+            # Each event as its fields, but the report (the summary's `delegate` says it) and with the
+            # model it opened as JSON.
+            "events": [
+                {k: v.to_dict() if isinstance(v, ModelFacts) else v for k, v in e.__dict__.items() if k != "report"}
+                for e in self.events
+            ],
             "wall_s": self.wall_s,
             "first_result_s": self.first_result_s,
             "measured_cpu": self.measured_cpu.to_dict() if self.measured_cpu else None,
@@ -126,13 +132,6 @@ class BenchSummary:
         if self.csv:
             summary["csv"] = self.csv.to_dict()
         return summary
-
-
-def _event_dict(event: Event) -> dict[str, object]:
-    d = {k: v for k, v in event.__dict__.items() if k != "report"}
-    if event.model is not None:
-        d["model"] = event.model.to_dict()
-    return d
 
 
 class _Span:

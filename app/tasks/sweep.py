@@ -293,9 +293,8 @@ def _measure(
     inference, e2e = m.latency["inference"], m.latency["end_to_end"]
     if not inference.count:
         return _row(entry, names, Outcome.FAILED, "no inference was measured")
-    return SweepRow(
-        **_names(entry, names),
-        outcome=Outcome.MEASURED,
+    return replace(
+        _row(entry, names, Outcome.MEASURED, None),
         accelerator=d.accelerator if d else None,
         adapter=d.adapter if d else None,
         software=bool(d.software) if d else False,
@@ -314,18 +313,17 @@ def _measure(
     )
 
 
-def _names(entry: SweepEntry, names: dict[str, str]) -> dict:
-    return {
-        "model": names[entry.model],
-        "model_ref": str(entry.model),
-        "delegate": entry.delegate,
-        "setting": entry.setting,
-        "label": entry.label(names[entry.model]),
-    }
-
-
-def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str) -> SweepRow:
-    return SweepRow(**_names(entry, names), outcome=outcome, reason=reason)
+def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str | None) -> SweepRow:
+    """A row naming its configuration (one that ran gets its figures by `replace`)."""
+    return SweepRow(
+        model=names[entry.model],
+        model_ref=str(entry.model),
+        delegate=entry.delegate,
+        setting=entry.setting,
+        label=entry.label(names[entry.model]),
+        outcome=outcome,
+        reason=reason,
+    )
 
 
 def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
