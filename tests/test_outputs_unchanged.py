@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import difflib
 import hashlib
 import io
 import json
@@ -242,7 +243,8 @@ def test_output_matches_the_golden_from_before(case: str, tmp_path: Path) -> Non
     produced = CASES[case](HERE, tmp_path)
     for name, text in produced.items():
         golden = (GOLDEN / name).read_text(encoding="utf-8")
-        assert text == golden, f"{name} differs from the golden (the output before the refactor)"
+        diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True), "golden", "now", n=2))
+        assert text == golden, f"{name} differs from the golden (the output before the refactor):\n{diff[:4000]}"
 
 
 if __name__ == "__main__":
