@@ -92,9 +92,11 @@ def original_text(cell: str) -> str:
 
 def cell_number(text: str | None) -> float:
     """A CSV cell as a float; empty, malformed or infinite cells are NaN."""
+    if text is None:
+        return math.nan
     try:
-        value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        value = float(text)
+    except (TypeError, ValueError):  # TypeError: a sidecar's JSON value that is no string or number
         return math.nan
     return value if math.isfinite(value) else math.nan
 
