@@ -139,9 +139,10 @@ class _Span:
     the result: the metrics then count exactly the inference rows recorded between `measure` and the
     span's end (a poll from another thread would see one more result published, or one fewer).
 
-    Opens once `warmup` results are in (the metrics are reset: warm-up stays out of the figures);
-    closes at `frames` results, or at the first result after `end()`, or at `close_now()` once the
-    pipeline has stopped. Results after the close are neither counted in the summary nor recorded.
+    Opens once `warmup` results are in (the metrics are reset: warm-up stays out of the figures), unless
+    the run already ends; closes at `frames` results, or at the first result after `end()`, or at
+    `close_now()` once the pipeline has stopped. Results after the close are neither counted in the
+    summary nor recorded.
     """
 
     def __init__(self, bench: BenchConfig, metrics: Metrics, recorder: RecordingWriter | None) -> None:
@@ -167,7 +168,7 @@ class _Span:
                 self.sink.on_result(result)
             done = self._metrics.inferences_total
             if self.measured_from is None:
-                if done >= self._bench.warmup:
+                if done >= self._bench.warmup and not self._end:
                     self._open()
             elif self._end or (self._bench.frames is not None and done >= self._bench.frames):
                 self._close()
@@ -248,7 +249,7 @@ def run_bench(
                 break
     finally:
         span.end()  # the next result closes the span, unless none comes
-        if pipeline.status().state != State.ERROR and not pipeline.finished():
+        if span.measured_from is not None and pipeline.status().state != State.ERROR and not pipeline.finished():
             span.closed.wait(_CLOSE_WAIT_S)
         status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
         pipeline.stop()
