@@ -74,7 +74,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Delegate Scope")
         self.background = BackgroundJobs()
         self.probes = WindowProbes()
-        self._statuses: Future[list[dict]] | None = None
+        self._statuses: Future[list[DelegateStatus]] | None = None
         self._cameras: Future[list[CameraInfo]] | None = None
         self.cameras: list[CameraInfo] = []  # found by the background look-up
         self.delegate_statuses: dict[str, DelegateStatus] | None = None  # by delegate name, once the GPU probe answered
