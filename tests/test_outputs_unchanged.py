@@ -6,14 +6,17 @@ tests/data/golden/, produced from the tree before the refactor (da75411) by this
     python tests/test_outputs_unchanged.py --write-goldens /path/to/old/checkout
 
 What is compared, and how it is normalised (everything else is compared byte for byte):
-- every command: the tree's own path reads `<ROOT>`, a test's temporary folder `<TMP>`;
+- every command: the tree's own path reads `<ROOT>`, a test's temporary folder `<TMP>`, why no GPU
+  adapter was found `<: the machine's reason>` (a Vulkan loader or a software driver installed or not),
+  and `delegates`' list of Vulkan devices `<list of str>`;
 - `delegates`, `inspect`, `classify` (deterministic on one machine: XNNPACK on fixed files): the JSON text
   exactly, but for timings (`*_ms` numbers and the numbers inside a `*_ms` object, `cpu_per_wall`),
   which read `<float>`: their key, place and type stay checked;
 - `bench` (timings everywhere): the summary's skeleton (every key, in order, each number replaced by its
   type, strings with their digits replaced by 9, lists as their distinct elements) and the CSV's header
-  exactly, the sequence of event rows, and each row's shape: per column, empty, an integer, a number as
-  `%.6g` writes it, text, or the timestamp and t_s patterns; the sidecar's skeleton likewise;
+  exactly, the sequence of event rows, each kind of row's shape (per column, the shapes of its non-empty
+  cells: a number as `%.6g` writes it, text, or the timestamp and t_s patterns) and which columns hold
+  6 significant digits somewhere; the sidecar's skeleton likewise;
 - `report` on two fixed recordings (tests/data/golden/input/, made by bench at da75411): the HTML page
   byte for byte but for its `generated` time, each embedded PNG as its size and sha256 (the goldens
   hold digests, not 400 kB of images; they follow the pinned matplotlib, as classify's scores follow
@@ -61,7 +64,9 @@ def _run(tree: Path, tmp: Path, *args: str, timeout: float = 300) -> tuple[int, 
 
 
 def _paths(text: str, tree: Path, tmp: Path) -> str:
-    return text.replace(str(tmp), "<TMP>").replace(str(tree), "<ROOT>")
+    text = text.replace(str(tmp), "<TMP>").replace(str(tree), "<ROOT>")
+    # Why there is no GPU is the machine's (whether a Vulkan loader, a software driver are installed).
+    return re.sub(r"no GPU adapter found[^\"\n]*", "no GPU adapter found<: the machine's reason>", text)
 
 
 def _timings_out(value: object, timing: bool = False) -> object:
@@ -126,11 +131,31 @@ def _recording_shape(csv_text: str) -> dict[str, object]:
         for column, cell in cells.items():
             if cell:
                 seen[column].add(_cell_shape(column, cell))
+    full = sorted(
+        {c for row in body for c, cell in zip(header, row, strict=True) if c in _PER_ROW and _significant(cell) == 6}
+    )
     return {
         "header": header,
         "events": [r[header.index("event")] for r in body if r[header.index("event")]] if "event" in header else None,
         "row_shapes": {k: {c: sorted(v) for c, v in cols.items()} for k, cols in sorted(shapes.items())},
+        # Of the floats measured per row (_PER_ROW), those written to 6 significant digits somewhere
+        # (%.6g): a shorter format would still read as %.6g cell by cell.
+        "six_digit_columns": full,
     }
+
+
+# Floats that differ from row to row (the per-row fps, CPU % and RSS repeat a snapshot's few values,
+# and may all be short by chance).
+_PER_ROW = {"queue_ms", "preprocess_ms", "inference_ms", "postprocess_ms", "end_to_end_ms", "inference_cpu_ms",
+            "top1_score", "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms"}  # fmt: skip
+
+
+def _significant(cell: str) -> int | None:
+    """How many significant digits a number cell holds (None: not a plain number)."""
+    if not re.fullmatch(r"-?\d+(\.\d+)?(e[+-]\d+)?", cell):
+        return None
+    digits = re.sub(r"e.*$", "", cell).lstrip("-").replace(".", "").lstrip("0")
+    return len(digits)
 
 
 def _json_text(value: object) -> str:
@@ -142,6 +167,9 @@ def _json_text(value: object) -> str:
 
 def case_delegates(tree: Path, tmp: Path) -> dict[str, str]:
     rc, out, err = _run(tree, tmp, "delegates", "--json")
+    for status in json.loads(out):  # a list of strings, whose entries are the machine's Vulkan devices
+        assert all(isinstance(d, str) for d in status.get("devices", []))
+    out = re.sub(r'"devices": \[[^\]]*\]', '"devices": <list of str>', out)  # the text kept as printed
     return {"delegates.json": f"rc={rc}\n{err}{out}"}
 
 

@@ -236,15 +236,18 @@ def run_bench(
         shown = -float("inf")
         while True:
             time.sleep(_POLL_S)
-            if pipeline.status().state == State.ERROR or span.closed.is_set() or pipeline.finished():
+            if pipeline.status().state == State.ERROR or pipeline.finished():
                 break
             measured_from = span.measured_from
             if measured_from is None:
                 continue
+            # At least once per measured run, as it ends too: a sweep cancels from here.
             if progress and time.monotonic() - shown >= _PROGRESS_EVERY_S:
                 shown = time.monotonic()
                 # Counters only, but for this: a snapshot is O(rows) and holds the GIL the measured threads need.
                 progress(metrics.inferences_total, bench.frames, metrics.snapshot())
+            if span.closed.is_set():  # `frames` results measured
+                break
             if bench.seconds is not None and time.monotonic() - measured_from >= bench.seconds:
                 break
     finally:
