@@ -11,7 +11,6 @@ import pytest
 from app.backends import BACKENDS
 from app.backends.base import CoreMLMode, DelegationReport
 from app.backends.options import BackendOptions, ComputeUnits, Delegate, GpuPrecision
-from app.coreml_mil.translate import PRECISIONS
 
 
 def test_names_read_as_their_values_in_text_json_and_messages():
@@ -26,7 +25,11 @@ def test_names_read_as_their_values_in_text_json_and_messages():
 
 def test_the_registry_and_the_lower_layers_spell_the_same_names():
     assert list(BACKENDS) == list(Delegate)
-    assert PRECISIONS == tuple(GpuPrecision)  # coreml_mil sits below the backends and keeps its own tuple
+    # One place: app/system/names.py, below coreml_mil, which spells the translation's precision with it.
+    import app.coreml_mil.translate as translate
+    import app.system.names as names
+
+    assert translate.GpuPrecision is names.GpuPrecision is GpuPrecision
     assert ComputeUnits.CPU_AND_NE.coremltools_name == "CPU_AND_NE"
 
 

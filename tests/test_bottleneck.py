@@ -45,8 +45,8 @@ def bench(source: str, model: str, **config) -> dict:
         BenchConfig(source=source, frames=200, warmup=10, pace=False, pin_cpus=False),
         InferenceConfig(model=model, options={"threads": 1}, **config),
     )
-    assert summary["status"]["state"] != "error", summary["status"]
-    return summary["bottleneck"]
+    assert summary.status.state != "error", summary.status
+    return summary.to_dict()["bottleneck"]  # as bench --json writes it
 
 
 def test_a_tiny_model_on_the_unpaced_demo_clip_is_capture_bound(tiny_model):

@@ -116,11 +116,33 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
     monkeypatch.setattr(Metrics, "snapshot", lambda self: calls.append(1) or real(self))
     config = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
     summary = run_bench(BenchConfig(frames=None, seconds=2.0, warmup=3), config)
-    assert summary["status"]["state"] != "error" and summary["metrics"]["inferences_total"] > 0
+    assert summary.status.state != "error" and summary.metrics.inferences_total > 0
     assert len(calls) <= 2  # the summary's own, not one per poll (~40 in 2 s)
     calls.clear()
     shown: list[int] = []
     bench = BenchConfig(frames=None, seconds=2.0, warmup=3, pin_cpus=False)
     unpinned = run_bench(bench, config, progress=lambda d, t, s: shown.append(d))
     assert 3 <= len(shown) <= 6 and len(calls) <= len(shown) + 2
-    assert unpinned["cpu_affinity"] is None
+    assert unpinned.cpu_affinity is None
+
+
+def _counted(csv_path: Path, json_path: Path) -> tuple[int, int]:
+    """Inference rows after the `measure` event, and the inferences the summary counts."""
+    rows = read_recording(csv_path).rows
+    measure = next(i for i, r in enumerate(rows) if r["event"] == "measure")
+    recorded = sum(1 for r in rows[measure:] if r["event"] == "")
+    return recorded, json.loads(json_path.read_text())["metrics"]["inferences_total"]
+
+
+def test_a_recording_and_its_summary_count_the_same_inferences(tmp_path: Path):
+    """Unpaced, results come faster than bench's 50 ms poll: a poll that ended the run saw one result
+    fewer than the recording kept before the pipeline stopped (61 rows for a summary of 60, every
+    run here before the span was closed on the results thread)."""
+    for limit in (("--frames", "60"), ("--seconds", "1")):
+        csv_path, json_path = tmp_path / f"{limit[0][2:]}.csv", tmp_path / f"{limit[0][2:]}.json"
+        run = run_cli("bench", *limit, "--no-pace", "--source", "synthetic", "--csv", csv_path, "--json", json_path)
+        assert run.returncode == 0, run.stderr
+        recorded, counted = _counted(csv_path, json_path)
+        assert recorded == counted, (limit, recorded, counted)
+        if limit[0] == "--frames":
+            assert counted == 60  # exactly the inferences asked for

@@ -10,6 +10,7 @@ from app.live.controller import LiveController
 from app.live.events import EventDigest, compare_marker, marker_text, source_marker
 from app.live.paint import DEFER_MAX_S, PaintDeferral
 from app.live.source_trial import SourceTrial
+from app.model.spec import ModelFacts
 from app.pipeline import Event, EventKind, InferenceConfig, State
 
 
@@ -80,6 +81,10 @@ def test_a_source_that_delivers_is_kept_and_a_failed_start_has_no_way_back():
     assert back is not None and back.source == "demo"
 
 
+def _facts(name: str) -> ModelFacts:
+    return ModelFacts(name, "0" * 12, "0" * 64, f"{name}.tflite", (1, 224, 224, 3), "float32", 1000, "sidecar", ())
+
+
 def _event(kind: EventKind, session: int | None, report: DelegationReport | None = None, **fields: object) -> Event:
     return Event(kind, time.monotonic(), time.time(), f"{kind} message", session_id=session, report=report,
                  **fields)  # type: ignore[arg-type]  # fmt: skip
@@ -88,8 +93,8 @@ def _event(kind: EventKind, session: int | None, report: DelegationReport | None
 def test_marker_texts():
     cpu = DelegationReport(requested="cpu", used="cpu", accelerator="XNNPACK")
     fell = DelegationReport(requested="gpu", used="cpu", accelerator="XNNPACK")
-    assert marker_text(_event(EventKind.OPEN, 1, cpu, model={"name": "m"})) == "CPU · m"
-    assert marker_text(_event(EventKind.SWITCH, 2, fell, model={"name": "m"})) == "GPU→CPU fallback"
+    assert marker_text(_event(EventKind.OPEN, 1, cpu, model=_facts("m"))) == "CPU · m"
+    assert marker_text(_event(EventKind.SWITCH, 2, fell, model=_facts("m"))) == "GPU→CPU fallback"
     assert marker_text(_event(EventKind.SOURCE_LOST, 2)) == "source lost"
     assert source_marker("/videos/clip.mp4") == "source: clip.mp4"
     assert source_marker("rtsp://user:secret@cam/1") == "source: rtsp"  # never a stream's address
@@ -115,10 +120,10 @@ def test_the_digest_marks_each_session_once_and_says_what_runs():
         cpu = DelegationReport(requested="cpu", used="cpu", accelerator="XNNPACK")
         fell = DelegationReport(requested="gpu", used="cpu", accelerator="XNNPACK")
         later = digest.digest([
-            _event(EventKind.SWITCH, 7, fell, model={"name": "m"}, open_ms=12.0),
+            _event(EventKind.SWITCH, 7, fell, model=_facts("m"), open_ms=12.0),
             _event(EventKind.FALLBACK, 7, fell),  # the same session: no second marker
             _event(EventKind.SWITCH_FAILED, None),  # no session opened: a marker of its own
-            _event(EventKind.OPEN, 8, cpu, model={"name": "n"}),
+            _event(EventKind.OPEN, 8, cpu, model=_facts("n")),
         ])  # fmt: skip
         assert [text for text, _ in later.markers] == ["GPU→CPU fallback", "switch failed", "CPU · n"]
         assert [r.model for r in later.reports] == ["m", "m", "n"]

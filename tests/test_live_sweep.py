@@ -8,10 +8,13 @@ import time
 from app.live.controller import LiveController
 from app.live.sweep import PAUSE_REASON, SweepRunner, SweepState
 from app.pipeline import InferenceConfig, State
+from app.tasks.delegates import DelegateStatus
 
 # As if the window's GPU probe had answered: only the CPU configurations run (cheap, any machine).
-NO_ACCELERATOR = {"gpu": {"name": "gpu", "reason": "no GPU here (test)"},
-                  "coreml": {"name": "coreml", "reason": "no Core ML here (test)"}}  # fmt: skip
+NO_ACCELERATOR = {
+    "gpu": DelegateStatus("gpu", "GPU", False, "no GPU here (test)"),
+    "coreml": DelegateStatus("coreml", "Core ML", False, "no Core ML here (test)"),
+}
 
 
 def poll_until_finished(runner: SweepRunner, timeout: float = 120.0) -> tuple[SweepState, list[SweepState]]:

@@ -99,7 +99,7 @@ def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):
 def test_comparison_ratios_match_the_medians(sessions, tmp_path):
     out = tmp_path / "cmp.html"
     written = build_report([sessions["fp32"], sessions["int8"], sessions["coreml"]], out)
-    assert written["sessions"] == 3
+    assert written.sessions == 3
     page = out.read_text(encoding="utf-8")
     base_inf, base_cpu = median_of(sessions["fp32"], "inference_ms"), median_of(sessions["fp32"], "inference_cpu_ms")
     for name in ("int8", "coreml"):

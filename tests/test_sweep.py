@@ -78,8 +78,12 @@ def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, 
 
 def test_the_plan_lists_every_configuration_and_why_not(tmp_path: Path):
     assert thread_counts(1) == [1] and thread_counts(2) == [1, 2] and thread_counts(16) == [1, 2, 16]
-    software = {"gpu": {"reason": "GPU adapter is a software renderer: SwiftShader", "software": True},
-                "coreml": {"reason": "Core ML needs macOS"}}  # fmt: skip
+    from app.tasks.delegates import DelegateStatus, GpuFacts
+
+    swiftshader = GpuFacts("SwiftShader", software=True, devices=())
+    software = {"gpu": DelegateStatus("gpu", "GPU", False, "GPU adapter is a software renderer: SwiftShader",
+                                      gpu=swiftshader),
+                "coreml": DelegateStatus("coreml", "Core ML", False, "Core ML needs macOS")}  # fmt: skip
     plan = plan_sweep(["efficientnet_lite0"], statuses=software, cores=8)
     assert [(e.delegate, e.setting) for e in plan] == [
         ("cpu", "1 thread"), ("cpu", "2 threads"), ("cpu", "8 threads (all cores)"),
@@ -93,7 +97,8 @@ def test_the_plan_lists_every_configuration_and_why_not(tmp_path: Path):
         ("fp16", True, None),
         ("fp32", True, None),
     ]
-    mac = plan_sweep(["efficientnet_lite0"], statuses={"gpu": {"reason": None}, "coreml": {"reason": None}}, cores=2)
+    here = {name: DelegateStatus(name, name, True, None) for name in ("gpu", "coreml")}
+    mac = plan_sweep(["efficientnet_lite0"], statuses=here, cores=2)
     assert [e.setting for e in mac if e.delegate == "coreml"] == ["all", "cpu_and_ne", "cpu_and_gpu", "cpu_only"]
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from app.backends.options import GpuPrecision
 from app.errors import BackendUnavailable, ModelError
 from app.system.native_log import capture_stderr
 
@@ -50,7 +51,7 @@ _HOST_ALIGNMENT = 64
 _RUNTIME_OPTIONS_ID = b"runtime_options_string"
 _CPU_OPTIONS_ID = b"xnnpack"
 _GPU_OPTIONS_ID = b"gpu_options"
-_GPU_PRECISION = {"fp16": 1, "fp32": 2}
+_GPU_PRECISION: dict[str, int] = {GpuPrecision.FP16: 1, GpuPrecision.FP32: 2}  # a plain "fp16" finds it too
 # litert/c/litert_model_types.h, litert_layout.h: LiteRtRankedTensorType is 72 bytes: the element type
 # (int32), then LiteRtLayout: a word holding rank:7 and has_strides:1, dimensions[8] (int32), strides[8].
 _RANKED_TYPE_SIZE = 72
@@ -213,7 +214,7 @@ class NativeModel:
         accelerators: int,
         threads: int,
         profiling: bool = True,
-        gpu_precision: str = "fp16",
+        gpu_precision: GpuPrecision | str = GpuPrecision.FP16,
         input_shape: tuple[int, ...] | None = None,
         wait_hint: bool = False,
         capture_log: bool = True,

@@ -5,50 +5,24 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from enum import StrEnum
 from typing import Any
 
+from app.system.names import ComputeUnits, Delegate, GpuPrecision, Name
 
-class Name(StrEnum):
-    """A name the command line, the settings and the JSON/CSV files spell as its value: str(x) and
-    repr(x) are the value's, so argparse's "choose from" and every message quoting one read as before."""
-
-    def __repr__(self) -> str:
-        return repr(self.value)
-
-
-class Delegate(Name):
-    """The backends, in the order the command line and the window list them."""
-
-    CPU = "cpu"
-    GPU = "gpu"
-    COREML = "coreml"
-    REFERENCE = "reference"  # TensorFlow in a child process: the numerics every delegate is compared with
-
+# The names are spelled once, in app/system/names.py: below every layer that needs one (the Core ML
+# translation's precision included). Imported from here as well.
+__all__ = [
+    "CPU_DELEGATES",
+    "BackendOptions",
+    "ComputeUnits",
+    "Delegate",
+    "GpuPrecision",
+    "Name",
+    "default_threads",
+]
 
 # They compute on the CPU's cores, so their sessions' threads are the inference's (app/system/cpu_affinity.py).
 CPU_DELEGATES = frozenset({Delegate.CPU, Delegate.REFERENCE})
-
-
-class GpuPrecision(Name):
-    """The GPU's precision, and Core ML's compute precision for the ML programs translated from float models."""
-
-    FP16 = "fp16"
-    FP32 = "fp32"
-
-
-class ComputeUnits(Name):
-    """Core ML compute units (coremltools' ComputeUnit members, lower-cased)."""
-
-    ALL = "all"
-    CPU_AND_NE = "cpu_and_ne"
-    CPU_AND_GPU = "cpu_and_gpu"
-    CPU_ONLY = "cpu_only"
-
-    @property
-    def coremltools_name(self) -> str:
-        """The member of coremltools.ComputeUnit: "CPU_AND_NE" for cpu_and_ne."""
-        return self.value.upper()
 
 
 def default_threads() -> int:

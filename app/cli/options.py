@@ -66,7 +66,10 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
     p.add_argument("--threads", type=positive_int, help=f"CPU threads (default {default_threads()} here)")
     p.add_argument(
-        "--gpu-precision", choices=list(GpuPrecision), default="fp16", help="GPU: allow fp16 (default) or enforce fp32"
+        "--gpu-precision",
+        choices=list(GpuPrecision),
+        default=GpuPrecision.FP16,
+        help="GPU: allow fp16 (default) or enforce fp32",
     )
     p.add_argument(
         "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
@@ -74,7 +77,7 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--coreml-units",
         choices=list(ComputeUnits),
-        default="all",
+        default=ComputeUnits.ALL,
         help="Core ML compute units (default all; the TFLite Core ML delegate hard-codes all)",
     )
 

@@ -50,7 +50,7 @@ def default_cache_dir() -> Path:
 @dataclass(frozen=True)
 class CacheKey:
     model_sha256: str
-    precision: str  # "fp16" / "fp32"
+    precision: str  # a GpuPrecision value (the key is hashed as JSON)
     coreml_version: int  # decides the partitioning
     translator: int  # app.coreml_mil.translate.TRANSLATOR_VERSION
     coremltools: str  # its version: another version may write other programs

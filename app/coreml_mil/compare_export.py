@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from app.system.names import GpuPrecision
+
 _SKIPPED = {"const", "cast", "transpose", "identity"}  # edges and storage, not the network's compute
 
 
@@ -86,7 +88,7 @@ def compare(model: Path, package: Path) -> ExportMatch:
     ours: list[Any] = []
     for piece in split.pieces:
         if piece.delegated:
-            ours += _compute_ops(converted_function(convert(translate(data, split.graph, piece), "fp16")))
+            ours += _compute_ops(converted_function(convert(translate(data, split.graph, piece), GpuPrecision.FP16)))
     theirs_all = _compute_ops(converted_function(ct.models.MLModel(str(package), skip_model_load=True)))
     # The ops the delegate leaves on the CPU are in the export only: drop them in order.
     cpu_ops = [split.graph.nodes[i].op for p in split.pieces if not p.delegated for i in p.nodes]

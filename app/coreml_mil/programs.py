@@ -16,6 +16,7 @@ from app.coreml_mil.cache import IO, CachedPiece, CacheEntry, CacheKey, ProgramC
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage import Coverage
 from app.coverage.coreml_rules import CoreMLOptions, predict
+from app.system.names import GpuPrecision
 from app.tflite.graph import Graph, read_graph
 
 
@@ -75,7 +76,10 @@ def _build(data: bytes, split: SplitModel, precision: str) -> Callable[[Path], l
 
 
 def load_or_convert(
-    data: bytes, precision: str = "fp16", coreml_version: int = 3, cache: ProgramCache | None = None
+    data: bytes,
+    precision: GpuPrecision | str = GpuPrecision.FP16,
+    coreml_version: int = 3,
+    cache: ProgramCache | None = None,
 ) -> Prepared:
     """The model's pieces, with an ML program per delegated piece from the cache or converted now."""
     started = time.perf_counter()

@@ -22,12 +22,10 @@ from ai_edge_litert import schema_py_generated as fb
 
 from app.coreml_mil.split import Piece
 from app.errors import ModelError
+from app.system.names import GpuPrecision
 from app.tflite.file import buffer_view
 from app.tflite.graph import OPTIONAL_TENSOR, Graph, GraphNode, GraphTensor
 
-# app.backends.options.GpuPrecision's values (tests/test_backend_options.py holds them equal): this layer
-# sits below the backends, which choose the precision, so it cannot import their enum.
-PRECISIONS = ("fp16", "fp32")
 TRANSLATOR_VERSION = 1  # part of the program cache's key: bump when the programs this writes change
 # ActivationFunctionType -> how it is applied (SIGN_BIT is refused by the delegate's rules)
 _ACT_NONE, _ACT_RELU, _ACT_RELU_N1_TO_1, _ACT_RELU6, _ACT_TANH = 0, 1, 2, 3, 4
@@ -401,17 +399,17 @@ def translate(data: bytes, graph: Graph, piece: Piece) -> Translation:
     return Translation(program, inputs, outputs, dict(sorted(counts.items())))
 
 
-def convert(translation: Translation, precision: str) -> Any:
+def convert(translation: Translation, precision: GpuPrecision | str) -> Any:
     """The ML program as a coremltools MLModel (not compiled or loaded: that needs macOS). coremltools
     runs its passes on `translation.program` in place: translate again for another conversion."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}")
+    if precision not in list(GpuPrecision):
+        raise ValueError(f"precision must be one of {', '.join(GpuPrecision)}")
     import coremltools as ct
 
     return ct.convert(
         translation.program,
         convert_to="mlprogram",
-        compute_precision=ct.precision.FLOAT16 if precision == "fp16" else ct.precision.FLOAT32,
+        compute_precision=ct.precision.FLOAT16 if precision == GpuPrecision.FP16 else ct.precision.FLOAT32,
         minimum_deployment_target=ct.target.macOS13,
         skip_model_load=True,
     )

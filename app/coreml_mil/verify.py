@@ -27,6 +27,7 @@ from ai_edge_litert.interpreter import Interpreter
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, run_pieces
 from app.coreml_mil.split import Piece, piece_models, plan_pieces
 from app.coverage.coreml_rules import CoreMLOptions, predict
+from app.system.names import GpuPrecision
 from app.tflite.graph import Graph, read_graph
 
 if TYPE_CHECKING:  # translate.py needs coremltools' MIL builder: imported where it is used
@@ -81,9 +82,7 @@ def whole_model_outputs(data: bytes, feeds: Mapping[int, np.ndarray], graph: Gra
     return [interpreter.get_tensor(d["index"]).copy() for d in interpreter.get_output_details()]
 
 
-def piece_values(
-    pieces: list[Piece], models: list[bytes], feeds: Mapping[int, np.ndarray]
-) -> Mapping[int, np.ndarray]:
+def piece_values(pieces: list[Piece], models: list[bytes], feeds: Mapping[int, np.ndarray]) -> Mapping[int, np.ndarray]:
     """Every tensor that crosses a piece boundary, from running the pieces in LiteRT."""
     values = dict(feeds)
     for piece, content in zip(pieces, models, strict=True):
@@ -145,7 +144,7 @@ def converted_function(mlmodel: Any) -> Any:  # coremltools' MLModel and pymil F
     return program.functions["main"]
 
 
-def check_model(path: Path, precision: str = "fp32", coreml_version: int = 3) -> ModelCheck:
+def check_model(path: Path, precision: GpuPrecision | str = GpuPrecision.FP32, coreml_version: int = 3) -> ModelCheck:
     from app.coreml_mil import mil_numpy
     from app.coreml_mil.coremltools_import import import_coremltools
     from app.coreml_mil.translate import convert, translate
@@ -247,7 +246,7 @@ def end_to_end(data: bytes, inputs: list[np.ndarray], precision: str) -> tuple[l
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app.coreml_mil.verify", description=__doc__.splitlines()[0])
     parser.add_argument("model", type=Path)
-    parser.add_argument("--precision", choices=("fp32", "fp16"), default="fp32")
+    parser.add_argument("--precision", choices=(GpuPrecision.FP32, GpuPrecision.FP16), default=GpuPrecision.FP32)
     parser.add_argument("--coreml-version", type=int, choices=(2, 3), default=3)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
 
@@ -67,7 +68,7 @@ def reasons(c: Coverage) -> list[str]:
     return lines
 
 
-def render(coverages: dict[str, Coverage]) -> list[str]:
+def render(coverages: Mapping[str, Coverage]) -> list[str]:
     names = list(coverages)
     out = [summary_line(c) for c in coverages.values()]
     measured = {k: c for k, c in coverages.items() if c.nodes}

@@ -29,7 +29,7 @@ _STATUS_EVENTS = _MARKER_EVENTS | {EventKind.SOURCE_ENDED, EventKind.ERROR, Even
 def marker_text(event: Event) -> str:
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
         used = backend_name(event.report.used)
-        model = event.model["name"] if event.model else ""
+        model = event.model.name if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             return f"{backend_name(event.report.requested)}→{used} fallback"
         return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"
@@ -100,8 +100,8 @@ class EventDigest:
                 self._marked_session = event.session_id
             if event.report is not None:
                 if event.model:
-                    self._model_label = event.model["name"]
-                    self._labels = (event.model.get("labels", ""), event.model.get("label_warnings", []))
+                    self._model_label = event.model.name
+                    self._labels = (event.model.labels, list(event.model.label_warnings))
                 parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
                 cost = "Last switch: " + ", ".join(parts) if parts else ""

@@ -8,14 +8,14 @@ reads, as the window polls the live pipeline."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
 
 from app.errors import DelegateScopeError
 from app.live.controller import LiveController
 from app.model.spec import resolve_model_path
+from app.tasks.delegates import DelegateStatus
 from app.tasks.sweep import (
     DEFAULT_WARMUP,
     SweepEntry,
@@ -89,7 +89,7 @@ class SweepRunner:
         *,
         frames: int,
         allow_software_gpu: bool,
-        statuses: dict[str, dict[str, Any]] | None,
+        statuses: Mapping[str, DelegateStatus] | None,
     ) -> bool:
         """Pause the live pipeline and sweep `models` on its source; False when a sweep runs already.
         `statuses` are delegate_statuses() by name (None: the sweep probes the GPU itself)."""

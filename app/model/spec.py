@@ -96,6 +96,48 @@ class ModelSpec:
         }
 
 
+@dataclass(frozen=True)
+class ModelFacts:
+    """What an open or switch event says of the model it opened (the recording's sidecar `models`,
+    bench's `events`, the window's labels line); `to_dict()` is that JSON."""
+
+    name: str
+    id: str  # the first 12 hex digits of sha256: a recording's model_id column
+    sha256: str
+    path: str
+    input_shape: tuple[int, ...]
+    input_dtype: str
+    classes: int
+    labels: str  # where the labels came from
+    label_warnings: tuple[str, ...]  # whether they fit: the window shows both, never silently
+
+    @classmethod
+    def of(cls, spec: ModelSpec) -> ModelFacts:
+        return cls(
+            name=spec.name,
+            id=spec.sha256[:12],
+            sha256=spec.sha256,
+            path=str(spec.path),
+            input_shape=tuple(spec.input.shape),
+            input_dtype=spec.input.dtype,
+            classes=spec.classes,
+            labels=spec.labels.source,
+            label_warnings=tuple(spec.labels.warnings),
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "id": self.id,
+            "sha256": self.sha256,
+            "path": self.path,
+            "input": {"shape": list(self.input_shape), "dtype": self.input_dtype},
+            "classes": self.classes,
+            "labels": self.labels,
+            "label_warnings": list(self.label_warnings),
+        }
+
+
 def bundled_models() -> Mapping[str, Path]:
     """Bundled model name -> .tflite path, from the sidecars in the models folder."""
     found: dict[str, Path] = {}

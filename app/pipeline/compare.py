@@ -21,6 +21,7 @@ import numpy as np
 
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Result
+from app.sources import CapturedFrames
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
 SPEED_FRAMES = 300  # the A/B speed ratio: medians over the last this many frames both sides inferred
@@ -184,7 +185,7 @@ class ComparePipeline(Feed):
 
     def __init__(
         self,
-        source: str,
+        source: str | CapturedFrames,
         a: InferenceConfig,
         b: InferenceConfig,
         *,

@@ -13,7 +13,7 @@ from app.errors import DelegateScopeError, InternalError, error_for
 from app.metrics.window import InferenceTiming
 from app.model.postprocess import Prediction
 from app.model.preprocess import CropBox
-from app.model.spec import DEFAULT_MODEL
+from app.model.spec import DEFAULT_MODEL, ModelFacts
 from app.sources import SourceInfo
 
 POLL_S = 0.05  # how often a pipeline thread blocked in a wait looks at its stop flag
@@ -130,7 +130,7 @@ class Event:
     close_ms: float | None = None  # switch cost: closing the old session
     open_ms: float | None = None  # ... opening the new one (LiteRT init)
     first_inference_ms: float | None = None  # ... and its first inference
-    model: dict | None = None  # name, id, sha256, path, input of the model opened
+    model: ModelFacts | None = None  # the model an open or switch event opened
     changes: str | None = None  # a switch: what changed ("threads 2→1"), InferenceConfig.changes_from
     seq: int = 0  # position in its pipeline's event log, from 1: `events_since(seq)`
 

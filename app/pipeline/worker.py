@@ -20,7 +20,7 @@ from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.metrics.window import InferenceTiming, Metrics
 from app.model.preprocess import Preprocessor
-from app.model.spec import ModelSpec, load_model_spec
+from app.model.spec import ModelFacts, ModelSpec, load_model_spec
 from app.pipeline.active import ActiveSession
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff, RawOutput
@@ -210,18 +210,7 @@ class InferenceWorker:
             message = f"{changes}: {message}"
         if report.fallback_reason:
             message += f" (requested {report.requested}; fell back: {report.fallback_reason})"
-        spec = active.spec
-        model = {
-            "name": spec.name,
-            "id": spec.sha256[:12],
-            "sha256": spec.sha256,
-            "path": str(spec.path),
-            "input": {"shape": list(spec.input.shape), "dtype": spec.input.dtype},
-            "classes": spec.classes,
-            # Where the labels came from, and whether they fit: the window shows both, never silently.
-            "labels": spec.labels.source,
-            "label_warnings": list(spec.labels.warnings),
-        }
+        model = ModelFacts.of(active.spec)
         self.log.emit(
             kind,
             message,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, InferenceWorker, Result
@@ -11,6 +12,26 @@ from app.recording.writer import RecordingWriter
 
 _BULKY = ("coverage", "predicted", "coreml_pieces", "native_log")  # DelegationReport fields kept out of `opened`
 _SNAPSHOT_EVERY_S = 0.25  # per-row fps/CPU columns come from a snapshot this fresh
+
+
+@dataclass(frozen=True)
+class RowContext:
+    """What every row says of the session it came from (the CSV's context columns)."""
+
+    source: str
+    backend_requested: str
+    backend_used: str
+    threads: int | None
+    throttle_ms: float
+
+    def to_row(self) -> dict[str, object]:
+        return {
+            "source": self.source,
+            "backend_requested": self.backend_requested,
+            "backend_used": self.backend_used,
+            "threads": self.threads,
+            "throttle_ms": self.throttle_ms,
+        }
 
 
 class RowSink:
@@ -39,23 +60,23 @@ class RowSink:
             self._snapshot, self._snapshot_at = self.metrics.snapshot(), now
         return self._snapshot
 
-    def _context(self) -> dict:
+    def _context(self) -> RowContext:
         worker = self._worker()
         config, report = worker.config, worker.delegation_report()
-        return {
-            "source": self._source(),
-            "backend_requested": report.requested if report else config.delegate,
-            "backend_used": report.used if report else "",
-            "threads": (report.options.get("threads") if report else None) or config.options.threads,
-            "throttle_ms": config.throttle_ms,
-        }
+        return RowContext(
+            source=self._source(),
+            backend_requested=report.requested if report else config.delegate,
+            backend_used=report.used if report else "",
+            threads=(report.options.get("threads") if report else None) or config.options.threads,
+            throttle_ms=config.throttle_ms,
+        )
 
     def on_result(self, result: Result) -> None:
         snap, t = self._recent(), result.timing
         top = result.top
         self.recorder.add_row(
             {
-                **self._context(),
+                **self._context().to_row(),
                 "frame_id": result.frame_index,
                 "model": result.model,
                 "model_id": result.model_id,
@@ -87,11 +108,11 @@ class RowSink:
         )
 
     def on_event(self, event: Event) -> None:
-        row = {**self._context(), "event": event.kind, "message": event.message}
+        row = {**self._context().to_row(), "event": event.kind, "message": event.message}
         if event.report is not None:
             row.update(backend_requested=event.report.requested, backend_used=event.report.used)
         if event.model is not None:
-            row.update(model=event.model["name"], model_id=event.model["id"])
+            row.update(model=event.model.name, model_id=event.model.id)
             self.describe_session(event, self.recorder.t_of(event.at))
         self.recorder.add_row(row, wall_time=event.wall_time, monotonic=event.at)
 
@@ -99,9 +120,9 @@ class RowSink:
         """Put the session an open/switch event started into the sidecar (`models`, `sessions`, `opened`)."""
         assert event.model is not None
         facts = event.report.to_dict() if event.report else None
-        self.models[event.model["id"]] = event.model
+        self.models[event.model.id] = event.model.to_dict()
         self.sessions[str(event.session_id)] = facts
-        entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model["id"]}
+        entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model.id}
         # The node-by-node coverage stays in `sessions` only: a long recording switches many times.
         brief = {k: v for k, v in facts.items() if k not in _BULKY} if facts else None
         self.opened.append({**entry, "changes": event.changes, "delegate": brief})

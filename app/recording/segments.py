@@ -7,7 +7,9 @@ configurations describes neither. Qt-free and matplotlib-free (the report and Re
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.backends.describe import nodes_delegated_text
 from app.recording.writer import cell_number, original_text
@@ -26,7 +28,7 @@ class Segment:
     end_s: float  # t_s of its last row
     changes: list[str]  # what changed at its start, in words ("threads 2→1", "fallback: ..."); [] for the first
     rows: list[dict] = field(default_factory=list)  # its rows (events and inferences), in time order
-    facts: dict | None = None  # the delegate facts of the session it ran (sidecar), None when not recorded
+    facts: Mapping[str, Any] | None = None  # the delegate facts of the session it ran (sidecar), None when not recorded
 
     @property
     def inferences(self) -> list[dict]:
@@ -95,7 +97,8 @@ def _attach_facts(segments: list[Segment], opened_at: list[float | None], meta: 
     """Each segment's delegate facts: the sidecar's `opened` entry of its session (recordings since
     2026-12), else the `sessions` map when it has exactly one session per open/switch in order."""
     opened = [o for o in meta.get("opened", []) if isinstance(o, dict)] if isinstance(meta.get("opened"), list) else []
-    sessions = meta.get("sessions") if isinstance(meta.get("sessions"), dict) else {}
+    raw_sessions = meta.get("sessions")
+    sessions: dict[str, Any] = raw_sessions if isinstance(raw_sessions, dict) else {}
     facts_in_order = [f for f in sessions.values() if isinstance(f, dict)]
     for i, (segment, at) in enumerate(zip(segments, opened_at, strict=True)):
         found = None
@@ -111,14 +114,14 @@ def _attach_facts(segments: list[Segment], opened_at: list[float | None], meta: 
         segment.facts = found
 
 
-def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]]:
+def delegate_facts(facts: Mapping[str, Any] | None, rows: list[dict]) -> list[tuple[str, str]]:
     """The delegation facts of one segment as (name, value) lines, for report headers and Review:
     backend, threads, nodes delegated and partitions, ops left on CPU, init and first inference."""
     threads = _distinct(rows, "threads")
     out: list[tuple[str, str]] = []
     if facts is None:
-        used = _distinct(rows, "backend_used")
-        out.append(("backend", " / ".join(used) or "?"))
+        backends = _distinct(rows, "backend_used")
+        out.append(("backend", " / ".join(backends) or "?"))
         out.append(("threads", " / ".join(threads) or "not recorded"))
         out.append(("nodes delegated", "not recorded (no sidecar facts for this part)"))
         return out
@@ -129,7 +132,8 @@ def delegate_facts(facts: dict | None, rows: list[dict]) -> list[tuple[str, str]
         out.append(("fallback", str(facts["fallback_reason"])))
     if facts.get("adapter"):
         out.append(("adapter", str(facts["adapter"]) + (" [SOFTWARE RENDERER]" if facts.get("software") else "")))
-    options = facts.get("options") if isinstance(facts.get("options"), dict) else {}
+    raw_options = facts.get("options")
+    options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
     out.append(("threads", " / ".join(threads) or str(options.get("threads", "not recorded"))))
     if facts.get("nodes_total") is not None:
         nodes = nodes_delegated_text(facts.get("nodes_delegated"), facts["nodes_total"], facts.get("partitions"))

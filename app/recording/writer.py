@@ -23,7 +23,8 @@ import queue
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -91,9 +92,11 @@ def original_text(cell: str) -> str:
 
 def cell_number(text: str | None) -> float:
     """A CSV cell as a float; empty, malformed or infinite cells are NaN."""
+    if text is None:
+        return math.nan
     try:
-        value = float(text)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+        value = float(text)
+    except (TypeError, ValueError):  # TypeError: a sidecar's JSON value that is no string or number
         return math.nan
     return value if math.isfinite(value) else math.nan
 
@@ -112,7 +115,8 @@ def package_versions(
         "psutil",
         "coremltools",
     ),
-) -> dict[str, str]:
+) -> Mapping[str, str]:
+    """Installed version by distribution name (those not installed left out)."""
     versions = {}
     for name in names:
         with contextlib.suppress(metadata.PackageNotFoundError):
@@ -129,15 +133,30 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def machine_info() -> dict:
-    return {
-        "os": f"{platform.system()} {platform.release()}",
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "processor": cpu_name(),
-        "cpu_count": os.cpu_count(),
-        "python": sys.version.split()[0],
-    }
+@dataclass(frozen=True)
+class MachineInfo:
+    """The machine a recording was made on (the sidecar's `machine`)."""
+
+    os: str
+    platform: str
+    machine: str
+    processor: str
+    cpu_count: int | None
+    python: str
+
+    @classmethod
+    def here(cls) -> MachineInfo:
+        return cls(
+            os=f"{platform.system()} {platform.release()}",
+            platform=platform.platform(),
+            machine=platform.machine(),
+            processor=cpu_name(),
+            cpu_count=os.cpu_count(),
+            python=sys.version.split()[0],
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
 
 
 SIDECAR_SUFFIX = ".meta.json"  # NAME.csv -> NAME.csv.meta.json: never the NAME.json a user asks bench to write
@@ -314,7 +333,7 @@ class RecordingWriter:
                 "lost_rows": self.state.lost_rows,
                 "error": self.state.error,
                 "complete": self.state.stopped and self.state.error is None,
-                "machine": machine_info(),
+                "machine": MachineInfo.here().to_dict(),
                 "packages": package_versions(),
             }
         tmp = self.sidecar.with_name(self.sidecar.name + ".tmp")

@@ -10,6 +10,7 @@ and never parsed as matplotlib mathtext. Format: docs/report.md.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from app.errors import UsageError
@@ -34,8 +35,6 @@ def check_out(out: Path) -> str:
     return suffix
 
 
-
-
 def _label(s: RecordingData) -> str:
     """A column's name: model and backend; a later segment of a recording, what changed at its start."""
     if s.segmented and s.segment is not None and s.segment.number > 1 and s.segment.changes:
@@ -43,7 +42,17 @@ def _label(s: RecordingData) -> str:
     return session_label(s.summary)
 
 
-def build_report(paths: list[Path], out: Path) -> dict:
+@dataclass(frozen=True)
+class ReportWritten:
+    """What `build_report` wrote: the file, its size, and how many recordings and parts it shows."""
+
+    out: Path
+    sessions: int  # columns: a recording cut at its switches gives one per part
+    recordings: int
+    bytes: int
+
+
+def build_report(paths: list[Path], out: Path) -> ReportWritten:
     """Read the recordings, draw, write `out` (.html or .png); returns what was written."""
     suffix = check_out(Path(out))
     sessions: list[RecordingData] = []
@@ -65,4 +74,4 @@ def build_report(paths: list[Path], out: Path) -> dict:
         figures = report_plots.html_figures(sessions) + report_ops.html_figures(sessions)
         data = render_html(sessions, comparisons, figures).encode("utf-8")
     write_atomic(Path(out), data)
-    return {"out": str(out), "sessions": len(sessions), "recordings": len(paths), "bytes": len(data)}
+    return ReportWritten(Path(out), len(sessions), len(paths), len(data))

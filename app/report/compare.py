@@ -5,11 +5,39 @@ speed and CPU ratios, and top-1 agreement on the frames both inferred."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from app.recording.writer import cell_number, original_text
 from app.report.data import RecordingData, session_label
 
 MINUS = "\u2212"
+
+
+@dataclass(frozen=True)
+class LabelAgreement:
+    """Top-1 agreement of two sessions on the frames both inferred."""
+
+    frames: int  # common frames (same replayable source, same frame id)
+    agree: int  # of those, with the same top-1 label
+    text: str  # for the tables: the share, or why the sessions cannot be compared
+    distribution_overlap: float  # overlap of the two top-1 label distributions, 0-1 (NaN: no labels)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One column against its baseline (`baseline_of`), as the tables, the headline and the PNG show it."""
+
+    session: RecordingData
+    baseline: RecordingData
+    inference: str  # "9.3× faster"
+    end_to_end: str
+    inference_p95: str
+    fps: str
+    cpu_ms: str  # "−96%"
+    process_cpu: str
+    agreement: LabelAgreement
+    sentence: str
 
 
 def ratio_text(base: float, other: float, better: str, worse: str) -> str:
@@ -38,10 +66,10 @@ def _replayable(source: str) -> bool:
     return bool(source) and not source.startswith("camera")
 
 
-def label_agreement(a: RecordingData, b: RecordingData) -> dict:
+def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
     """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
 
-    def by_frame(s: RecordingData) -> dict[tuple[str, int], str]:
+    def by_frame(s: RecordingData) -> Mapping[tuple[str, int], str]:
         out = {}
         for r in s.inferences:
             frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
@@ -52,16 +80,16 @@ def label_agreement(a: RecordingData, b: RecordingData) -> dict:
     fa, fb = by_frame(a), by_frame(b)
     common = fa.keys() & fb.keys()
     agree = sum(fa[k] == fb[k] for k in common)
-    la, lb = a.summary["labels"], b.summary["labels"]
+    la, lb = a.summary.labels, b.summary.labels
     na, nb = sum(la.values()), sum(lb.values())
     overlap = sum(min(la[k] / na, lb[k] / nb) for k in la.keys() & lb.keys()) if na and nb else math.nan
     if common:
         text = f"{agree / len(common):.1%} of {len(common)} common frames"
-    elif any(s.startswith("camera") for s in a.summary["sources"] + b.summary["sources"]):
+    elif any(s.startswith("camera") for s in a.summary.sources + b.summary.sources):
         text = "not comparable (live camera: frame ids are not the same images)"
     else:
         text = "not comparable (no common frames)"
-    return {"frames": len(common), "agree": agree, "text": text, "distribution_overlap": overlap}
+    return LabelAgreement(len(common), agree, text, overlap)
 
 
 def baseline_of(s: RecordingData, sessions: list[RecordingData]) -> RecordingData:
@@ -72,35 +100,22 @@ def baseline_of(s: RecordingData, sessions: list[RecordingData]) -> RecordingDat
     return sessions[0]
 
 
-def compare(sessions: list[RecordingData]) -> list[dict]:
+def compare(sessions: list[RecordingData]) -> list[Comparison]:
     """Each column after the first against its baseline (`baseline_of`)."""
     out = []
     for s in sessions[1:]:
         base = baseline_of(s, sessions)
         b, o = base.summary, s.summary
-        inf = ratio_text(b["stages"]["inference"]["median"], o["stages"]["inference"]["median"], "faster", "slower")
-        e2e = ratio_text(b["stages"]["end_to_end"]["median"], o["stages"]["end_to_end"]["median"], "faster", "slower")
-        p95 = ratio_text(b["stages"]["inference"]["p95"], o["stages"]["inference"]["p95"], "lower", "higher")
-        fps = ratio_text(o["inference_fps"], b["inference_fps"], "higher", "lower")  # higher is better
-        cpu = change_text(b["cpu_ms"], o["cpu_ms"])
-        proc = change_text(b["process_cpu_pct"], o["process_cpu_pct"])
+        inf = ratio_text(b.stages["inference"].median, o.stages["inference"].median, "faster", "slower")
+        e2e = ratio_text(b.stages["end_to_end"].median, o.stages["end_to_end"].median, "faster", "slower")
+        p95 = ratio_text(b.stages["inference"].p95, o.stages["inference"].p95, "lower", "higher")
+        fps = ratio_text(o.inference_fps, b.inference_fps, "higher", "lower")  # higher is better
+        cpu = change_text(b.cpu_ms, o.cpu_ms)
+        proc = change_text(b.process_cpu_pct, o.process_cpu_pct)
         agreement = label_agreement(base, s)
         sentence = f"{s.label or session_label(o)}: inference {inf} than {base.label or session_label(b)}, "
         sentence += f"CPU time per inference {cpu}"
-        if agreement["frames"]:
-            sentence += f", top-1 label agrees on {agreement['agree'] / agreement['frames']:.0%} of common frames"
-        out.append(
-            {
-                "session": s,
-                "baseline": base,
-                "inference": inf,
-                "end_to_end": e2e,
-                "inference_p95": p95,
-                "fps": fps,
-                "cpu_ms": cpu,
-                "process_cpu": proc,
-                "agreement": agreement,
-                "sentence": sentence,
-            }
-        )
+        if agreement.frames:
+            sentence += f", top-1 label agrees on {agreement.agree / agreement.frames:.0%} of common frames"
+        out.append(Comparison(s, base, inf, e2e, p95, fps, cpu, proc, agreement, sentence))
     return out

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +46,50 @@ class RecordedEvent:
     text: str  # short label for the plots ("fallback: Core ML needs macOS")
 
 
+@dataclass(frozen=True)
+class StageStats:
+    """One stage's latency over the measured rows, ms (NaN: no value recorded)."""
+
+    median: float = math.nan
+    p95: float = math.nan
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One recording (or segment) summarised: what the report's tables, plots and comparisons show.
+    Medians over the measured rows (after bench's `measure` event); NaN where a column was never recorded."""
+
+    inferences: int = 0  # measured
+    inferences_total: int = 0  # warm-up included
+    warmup: int = 0
+    duration_s: float = 0.0
+    span_s: float = math.nan  # first to last measured inference
+    inference_fps: float = math.nan  # between the first and the last measured inference
+    capture_fps: float = math.nan
+    stages: Mapping[str, StageStats] = field(default_factory=dict)  # keys: STAGES
+    cpu_ms: float = math.nan  # CPU per inference
+    offload_ratio: float = math.nan  # CPU ms / inference ms
+    process_cpu_pct: float = math.nan
+    system_cpu_pct: float = math.nan
+    rss_mb: float = math.nan
+    gpu_util_pct: float = math.nan
+    dropped: int = 0
+    dropped_share: float = math.nan
+    models: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    threads: list[str] = field(default_factory=list)
+    throttle_ms: list[str] = field(default_factory=list)
+    backends: list[tuple[str, str]] = field(default_factory=list)  # (requested, used), in order of appearance
+    fallback: bool = False
+    fallback_reasons: list[str] = field(default_factory=list)
+    software_gpu: bool = False
+    labels: Counter[str] = field(default_factory=Counter)  # top-1 label counts, warm-up included
+    lost_rows: int | None = None
+    skipped_lines: int = 0
+    complete: bool | None = None
+    error: str | None = None
+
+
 @dataclass
 class RecordingData:
     """One recording, read and summarised."""
@@ -58,12 +104,12 @@ class RecordingData:
     measured_from: float | None  # t_s of bench's `measure` event (warm-up done), if any
     label: str = ""  # legend text: model + backend
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    summary: dict = field(default_factory=dict)
+    summary: SessionSummary = field(default_factory=SessionSummary)  # summarise(), once read
     segment: Segment | None = None  # a part of a recording cut at its switches (app/recording/segments.py)
     segments_in_recording: int = 1
 
     @property
-    def facts(self) -> dict | None:
+    def facts(self) -> Mapping[str, Any] | None:
         """The delegate facts of the session this ran (sidecar); None when not recorded."""
         if self.segment is not None:
             return self.segment.facts
@@ -198,20 +244,21 @@ def _distinct(rows: list[dict], column: str) -> list[str]:
     return list(seen)
 
 
-def _dict(value: object) -> dict:
+def _dict(value: object) -> Mapping[str, Any]:
+    """A sidecar value that should be an object: itself when it is one, else empty."""
     return value if isinstance(value, dict) else {}
 
 
-def summarise(s: RecordingData) -> dict:
+def summarise(s: RecordingData) -> SessionSummary:
     rows = s.measured
     t = s.column("t_s", rows)
     span = float(t[-1] - t[0]) if len(t) > 1 else math.nan
     stages = {}
     for stage in STAGES:
         values = s.column(f"{stage}_ms", rows)
-        stages[stage] = {"median": _median(values), "p95": _p95(values)}
+        stages[stage] = StageStats(median=_median(values), p95=_p95(values))
     cpu_ms = _median(s.column("inference_cpu_ms", rows))
-    inf_ms = stages["inference"]["median"]
+    inf_ms = stages["inference"].median
     dropped = dropped_frames(rows)
     pairs = []
     for r in s.inferences:
@@ -229,50 +276,50 @@ def summarise(s: RecordingData) -> dict:
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
-    return {
-        "inferences": len(rows),
-        "inferences_total": len(s.inferences),
-        "warmup": len(s.inferences) - len(rows),
-        "duration_s": float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 0.0,
-        "span_s": span,
+    return SessionSummary(
+        inferences=len(rows),
+        inferences_total=len(s.inferences),
+        warmup=len(s.inferences) - len(rows),
+        duration_s=float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 0.0,
+        span_s=span,
         # inferences per second between the first and the last measured inference
-        "inference_fps": (len(rows) - 1) / span if span and span > 0 else math.nan,
-        "capture_fps": _median(s.column("capture_fps", rows)),
-        "stages": stages,
-        "cpu_ms": cpu_ms,
-        "offload_ratio": cpu_ms / inf_ms if inf_ms and inf_ms > 0 and not math.isnan(cpu_ms) else math.nan,
-        "process_cpu_pct": _median(s.column("process_cpu_pct", rows)),
-        "system_cpu_pct": _median(s.column("system_cpu_pct", rows)),
-        "rss_mb": _median(s.column("rss_mb", rows)),
-        "gpu_util_pct": _median(s.column("gpu_util_pct", rows)),
-        "dropped": dropped,
-        "dropped_share": dropped / (dropped + len(rows)) if rows else math.nan,
-        "models": _distinct(s.inferences, "model"),
-        "sources": _distinct(s.inferences, "source"),
-        "threads": _distinct(s.inferences, "threads"),
-        "throttle_ms": _distinct(s.inferences, "throttle_ms"),
-        "backends": pairs,
-        "fallback": any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
-        "fallback_reasons": list(dict.fromkeys(fallback_reasons)),
-        "software_gpu": software,
-        "labels": labels,
-        "lost_rows": lost if isinstance(lost, int) else None,
-        "skipped_lines": s.skipped_lines,
-        "complete": s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,
-        "error": str(s.meta["error"]) if s.meta.get("error") else None,
-    }
+        inference_fps=(len(rows) - 1) / span if span and span > 0 else math.nan,
+        capture_fps=_median(s.column("capture_fps", rows)),
+        stages=stages,
+        cpu_ms=cpu_ms,
+        offload_ratio=cpu_ms / inf_ms if inf_ms and inf_ms > 0 and not math.isnan(cpu_ms) else math.nan,
+        process_cpu_pct=_median(s.column("process_cpu_pct", rows)),
+        system_cpu_pct=_median(s.column("system_cpu_pct", rows)),
+        rss_mb=_median(s.column("rss_mb", rows)),
+        gpu_util_pct=_median(s.column("gpu_util_pct", rows)),
+        dropped=dropped,
+        dropped_share=dropped / (dropped + len(rows)) if rows else math.nan,
+        models=_distinct(s.inferences, "model"),
+        sources=_distinct(s.inferences, "source"),
+        threads=_distinct(s.inferences, "threads"),
+        throttle_ms=_distinct(s.inferences, "throttle_ms"),
+        backends=pairs,
+        fallback=any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
+        fallback_reasons=list(dict.fromkeys(fallback_reasons)),
+        software_gpu=software,
+        labels=labels,
+        lost_rows=lost if isinstance(lost, int) else None,
+        skipped_lines=s.skipped_lines,
+        complete=s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,
+        error=str(s.meta["error"]) if s.meta.get("error") else None,
+    )
 
 
-def backend_text(summary: dict) -> str:
+def backend_text(summary: SessionSummary) -> str:
     parts = []
-    for requested, used in summary["backends"]:
+    for requested, used in summary.backends:
         if requested and used and requested != used:
             parts.append(f"{requested}→{used}")
         else:
             parts.append(used or requested or "?")
-    return " / ".join(parts) + (" (software GPU)" if summary.get("software_gpu") else "")
+    return " / ".join(parts) + (" (software GPU)" if summary.software_gpu else "")
 
 
-def session_label(summary: dict) -> str:
-    text = f"{' / '.join(summary['models']) or '?'} on {backend_text(summary)}"
-    return text + (" (fallback)" if summary["fallback"] else "")
+def session_label(summary: SessionSummary) -> str:
+    text = f"{' / '.join(summary.models) or '?'} on {backend_text(summary)}"
+    return text + (" (fallback)" if summary.fallback else "")

@@ -6,23 +6,27 @@ from __future__ import annotations
 import base64
 import re
 from datetime import datetime
+from typing import Any
 
 from app.backends.describe import nodes_delegated_text
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.recording.writer import sidecar_path
-from app.report.compare import MINUS
+from app.report.compare import MINUS, Comparison
 from app.report.data import RecordingData
 from app.report.page import BASE_CSS, esc
 from app.report.tables import comparison_rows, summary_rows
 
-_CSS = BASE_CSS + """
+_CSS = (
+    BASE_CSS
+    + """
 .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;margin-right:.4em;vertical-align:-.1em}
 .fallback{color:#b00020;font-weight:600}
 .headline{font-size:1.1em;background:#f4f8fb;border-left:4px solid #1f77b4;padding:.5em 1em;margin:.4em 0}
 details{margin:.5em 0}summary{cursor:pointer;font-weight:600}
 code{background:#f4f4f4;padding:0 .2em}
 """
+)
 
 
 _e = esc
@@ -69,7 +73,8 @@ def _facts_html(s: RecordingData, events: list) -> str:
     if isinstance(models, dict):
         for model_id, m in models.items():
             if isinstance(m, dict):
-                inp = m.get("input") if isinstance(m.get("input"), dict) else {}
+                raw_input = m.get("input")
+                inp: dict[str, Any] = raw_input if isinstance(raw_input, dict) else {}
                 shape = "x".join(str(d) for d in inp.get("shape", []) or [])
                 items.append(
                     (
@@ -108,12 +113,12 @@ def _facts_html(s: RecordingData, events: list) -> str:
     if isinstance(settings, dict) and isinstance(settings.get("bench"), dict):
         items.append(("bench settings", ", ".join(f"{k} {v}" for k, v in settings["bench"].items())))
     rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in items)
-    events = "".join(
+    event_rows = "".join(
         f"<tr><td class='num'>{e.t_s:.3f}</td><td>{_e(e.kind)}</td><td>{_e(e.text)}</td></tr>" for e in events
     )
     return (
         f"<table><tbody>{rows}</tbody></table>"
-        f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{events}</tbody></table>"
+        f"<table><thead><tr><th>t (s)</th><th>event</th><th>detail</th></tr></thead><tbody>{event_rows}</tbody></table>"
     )
 
 
@@ -123,7 +128,9 @@ def _count_text(sessions: list[RecordingData]) -> str:
     return text + (f" in {len(sessions)} parts (cut at every switch)" if len(sessions) > files else "")
 
 
-def render_html(sessions: list[RecordingData], comparisons: list[dict], figures: list[tuple[str, bytes, str]]) -> str:
+def render_html(
+    sessions: list[RecordingData], comparisons: list[Comparison], figures: list[tuple[str, bytes, str]]
+) -> str:
     swatches = [s.colour for s in sessions]
     head = ["", *[s.label for s in sessions]]
     parts = [
@@ -136,10 +143,10 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
         f"generated {_e(datetime.now().astimezone().isoformat(timespec='seconds'))}</p>",
     ]
     for c in comparisons:
-        parts.append(f"<p class='headline'>{_e(c['sentence'])}</p>")
+        parts.append(f"<p class='headline'>{_e(c.sentence)}</p>")
     for s in sessions:
-        if s.summary["fallback"]:
-            reasons = "; ".join(s.summary["fallback_reasons"]) or "requested backend differs from the one used"
+        if s.summary.fallback:
+            reasons = "; ".join(s.summary.fallback_reasons) or "requested backend differs from the one used"
             parts.append(f"<p class='fallback'>{_e(s.label)}: fell back ({_e(reasons)})</p>")
     parts.append("<h2>Summary</h2>")
     parts.append(_table(head, summary_rows(sessions, comparisons), swatches))
@@ -162,9 +169,7 @@ def render_html(sessions: list[RecordingData], comparisons: list[dict], figures:
             f"<p class='note'>Each column against the one named in its first row: the first column "
             f"({_e(sessions[0].label)}), or for a later part of a recording the part before it.</p>"
         )
-        parts.append(
-            _table(["", *[c["session"].label for c in comparisons]], comparison_rows(comparisons), swatches[1:])
-        )
+        parts.append(_table(["", *[c.session.label for c in comparisons]], comparison_rows(comparisons), swatches[1:]))
     for title, png, caption in figures:
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         parts.append(f"<h2>{_e(title)}</h2><img src='{uri}' alt='{_e(title)}'>")

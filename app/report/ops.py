@@ -9,6 +9,7 @@ absent or malformed is skipped: the report still renders.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -27,7 +28,7 @@ class _Session(Protocol):
     label: str
 
 
-def html_figures(sessions: list[_Session]) -> list[tuple[str, bytes, str]]:
+def html_figures(sessions: Sequence[_Session]) -> list[tuple[str, bytes, str]]:
     profiled = [(s, p) for s in sessions if (p := read_profile(s.path)) is not None]
     if not profiled:
         return []

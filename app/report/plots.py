@@ -9,6 +9,7 @@ import re
 import warnings
 from collections import Counter
 from contextlib import contextmanager
+from typing import Any
 
 import matplotlib
 import matplotlib.patches
@@ -18,16 +19,19 @@ matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from matplotlib.figure import Figure, SubFigure
 from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.transforms import Bbox
+from matplotlib.typing import RcKeyType
 
 from app.recording.writer import original_text
+from app.report.compare import Comparison
 from app.report.data import STAGE_NAMES, RecordingData
 
 _ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
 _STACKED = ("queue", "preprocess", "inference", "postprocess")
 _STAGE_COLOURS = {"queue": "#c7c7c7", "preprocess": "#9ecae1", "inference": "#3182bd", "postprocess": "#fdae6b"}
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "text.parse_math": False,  # labels like "$5 bill" are text, not TeX
     "font.size": 10,
     "axes.titlesize": 11.5,
@@ -51,6 +55,12 @@ def _style():
     with plt.rc_context(_STYLE), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing glyphs for exotic labels: a box, not a line on stderr
         yield
+
+
+def _subfigures(fig: Figure, height_ratios: list[float]) -> list[SubFigure]:
+    """Rows of subfigures as a list (subfigures() returns one SubFigure or an array of them)."""
+    figs = fig.subfigures(len(height_ratios), 1, height_ratios=height_ratios)
+    return [figs] if isinstance(figs, SubFigure) else list(figs)
 
 
 def _png(fig: Figure, dpi: int = 110) -> bytes:
@@ -94,7 +104,7 @@ def _rate(t: np.ndarray, span: float, w: float | None = None) -> tuple[np.ndarra
 
 
 def _log_scale(sessions: list[RecordingData]) -> bool:
-    medians = [s.summary["stages"]["inference"]["median"] for s in sessions]
+    medians = [s.summary.stages["inference"].median for s in sessions]
     medians = [m for m in medians if m > 0 and not math.isnan(m)]
     return len(medians) > 1 and max(medians) / min(medians) > 4
 
@@ -188,7 +198,7 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
     if every.size == 0:
         return
     lo, hi = float(np.percentile(every, 0.5)), float(np.percentile(every, 99)) * 1.1
-    hi = max(hi, float(np.nanmax([s.summary["stages"]["inference"]["p95"] for s in sessions])) * 1.1)
+    hi = max(hi, float(np.nanmax([s.summary.stages["inference"].p95 for s in sessions])) * 1.1)
     if log:
         bins = np.geomspace(max(lo * 0.9, 1e-3), hi * 1.1, 45)
     else:
@@ -198,10 +208,11 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
             continue
         clipped = np.clip(y, bins[0], bins[-1])
         weights = np.full(y.size, 100.0 / y.size)
-        ax.hist(clipped, bins=bins, weights=weights, color=s.colour, alpha=0.25, lw=0)
-        ax.hist(clipped, bins=bins, weights=weights, color=s.colour, histtype="step", lw=1.8, label=s.label)
-        med = s.summary["stages"]["inference"]["median"]
-        p95 = s.summary["stages"]["inference"]["p95"]
+        edges = bins.tolist()  # the same edges, as the sequence matplotlib's types ask for
+        ax.hist(clipped, bins=edges, weights=weights, color=s.colour, alpha=0.25, lw=0)
+        ax.hist(clipped, bins=edges, weights=weights, color=s.colour, histtype="step", lw=1.8, label=s.label)
+        med = s.summary.stages["inference"].median
+        p95 = s.summary.stages["inference"].p95
         ax.axvline(med, color=s.colour, lw=1.6, ls="-")
         ax.axvline(p95, color=s.colour, lw=1.2, ls="--")
     _ms_axis(ax, log, axis="x")
@@ -216,8 +227,8 @@ def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
     """Median of each stage, stacked: where the time from capture to result goes."""
     ys = np.arange(len(sessions))[::-1]
     left = np.zeros(len(sessions))
-    medians = {st: np.nan_to_num([s.summary["stages"][st]["median"] for s in sessions]) for st in _STACKED}
-    e2e = np.array([s.summary["stages"]["end_to_end"]["median"] for s in sessions])
+    medians = {st: np.nan_to_num([s.summary.stages[st].median for s in sessions]) for st in _STACKED}
+    e2e = np.array([s.summary.stages["end_to_end"].median for s in sessions])
     widest = max(float(np.nanmax(sum(medians.values()))), float(np.nan_to_num(np.nanmax(e2e)))) or 1.0
     for stage in _STACKED:
         widths = medians[stage]
@@ -266,8 +277,8 @@ def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     ax.plot([], [], color="#555", ls="--", lw=1.2, label="capture fps (as recorded)")
     ax.set_ylim(0, highest * 1.25 if highest > 0 else None)  # a recorded spike may run off the top
     ax.set_xlabel("time since recording started (s)")
-    w = ", ".join(f"{x:.2g}" for x in sorted(windows))
-    ax.set_ylabel(f"frames/s ({w} s window)")
+    window_text = ", ".join(f"{x:.2g}" for x in sorted(windows))
+    ax.set_ylabel(f"frames/s ({window_text} s window)")
     ax.set_title("Throughput")
     ax.legend(loc="lower right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
@@ -294,14 +305,14 @@ def cpu_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
 def offload(ax: Axes, sessions: list[RecordingData]) -> None:
     """Wall time vs CPU time per inference: the evidence of where the work runs."""
     x = np.arange(len(sessions))
-    wall = np.array([s.summary["stages"]["inference"]["median"] for s in sessions])
-    cpu = np.array([s.summary["cpu_ms"] for s in sessions])
+    wall = np.array([s.summary.stages["inference"].median for s in sessions])
+    cpu = np.array([s.summary.cpu_ms for s in sessions])
     colours = [s.colour for s in sessions]
     ax.bar(x - 0.2, np.nan_to_num(wall), width=0.38, color=colours, alpha=0.45, label="wall time")
     ax.bar(x + 0.2, np.nan_to_num(cpu), width=0.38, color=colours, hatch="//", edgecolor="white", label="CPU time")
     top = float(np.nanmax(np.concatenate([wall, cpu]))) if len(sessions) else 1.0
     for i, s in enumerate(sessions):
-        ratio = s.summary["offload_ratio"]
+        ratio = s.summary.offload_ratio
         if not math.isnan(ratio):
             ax.text(i, max(np.nan_to_num([wall[i], cpu[i]])) + top * 0.03, f"CPU/wall\n{ratio:.2f}", ha="center",
                     fontsize=8.5)  # fmt: skip
@@ -320,7 +331,7 @@ def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> N
     total: Counter = Counter()
     shares = []
     for s in sessions:
-        labels: Counter = s.summary["labels"]
+        labels: Counter = s.summary.labels
         count = sum(labels.values()) or 1
         share = {k: v / count * 100 for k, v in labels.items()}
         shares.append(share)
@@ -350,7 +361,7 @@ def _time_figure(sessions: list[RecordingData]) -> Figure:
         latency_over_time(ax, sessions, log=log)
         return fig
     fig = plt.figure(figsize=(12, 8.2), layout="constrained")
-    top, bottom = fig.subfigures(2, 1, height_ratios=[1.15, 1])
+    top, bottom = _subfigures(fig, [1.15, 1])
     latency_over_time(top.subplots(), sessions, log=log, title="Inference latency over time, overlaid")
     _latency_side_by_side(bottom.subplots(1, n, sharey=True, squeeze=False)[0], sessions, log)
     return fig
@@ -392,14 +403,14 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
 def _label_count(sessions: list[RecordingData]) -> int:
     labels: set[str] = set()
     for s in sessions:
-        labels.update(s.summary["labels"])
+        labels.update(s.summary.labels)
     return max(1, len(labels))
 
 
 def overview_png(
     sessions: list[RecordingData],
     rows: list[tuple[str, list[str]]],
-    comparisons: list[dict],
+    comparisons: list[Comparison],
     header: list[list[tuple[str, str]]],
 ) -> bytes:
     """One figure: a header per session or segment (what ran, the delegation facts), the plots and a
@@ -410,15 +421,15 @@ def overview_png(
     table_rows = [r for r in rows if r[0] not in in_header | {"recording", "lost rows / skipped lines"}]
     if comparisons:
         table_rows += [
-            ("compared with", ["–"] + [f"#{c['baseline'].index + 1}" for c in comparisons]),
-            ("inference vs that", ["baseline"] + [c["inference"] for c in comparisons]),
-            ("CPU time per inference vs that", ["baseline"] + [c["cpu_ms"] for c in comparisons]),
+            ("compared with", ["–"] + [f"#{c.baseline.index + 1}" for c in comparisons]),
+            ("inference vs that", ["baseline"] + [c.inference for c in comparisons]),
+            ("CPU time per inference vs that", ["baseline"] + [c.cpu_ms for c in comparisons]),
         ]
     with _style():
         header_h = header_height(sessions, header)
         heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
         fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
-        figs = fig.subfigures(len(heights), 1, height_ratios=heights)
+        figs = _subfigures(fig, heights)
         files = list(dict.fromkeys(s.name for s in sessions))
         title = "Delegate Scope report: " + ", ".join(files)
         if any(s.segmented for s in sessions):
@@ -505,7 +516,7 @@ def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[s
         colLabels=[_short(s.label, int(chars * 0.9)) for s in sessions],
         loc="upper center",
         cellLoc="left",
-        bbox=[0.16, 0, 0.84, 1],
+        bbox=Bbox.from_bounds(0.16, 0, 0.84, 1),  # what the list [x, y, width, height] means here
     )
     table.auto_set_font_size(False)
     table.set_fontsize(9)

@@ -8,10 +8,14 @@ import base64
 import io
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from app.errors import UsageError
 from app.report.page import BASE_CSS, esc, write_atomic
 from app.tasks.sweep import SweepResult, SweepRow
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType  # matplotlib itself only when a page is drawn
 
 COLUMNS = (
     "configuration",
@@ -86,9 +90,12 @@ def text_table(result: SweepResult) -> str:
 
 # ---- HTML ------------------------------------------------------------------------------------
 
-_CSS = BASE_CSS + """
+_CSS = (
+    BASE_CSS
+    + """
 .software{color:#b00020}
 """
+)
 
 
 _e = esc
@@ -224,7 +231,7 @@ def _bars(ax, y, values: list[float | None], colours: list[str], title: str, fmt
     ax.set_title(title)
 
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "text.parse_math": False,  # model names are text, not TeX
     "font.size": 9.5,
     "axes.spines.top": False,
@@ -267,5 +274,3 @@ def write_html(result: SweepResult, out: Path) -> int:
     data = render_html(result, plot_png(result)).encode("utf-8")
     write_atomic(out, data)
     return len(data)
-
-

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 
 from app.recording.segments import delegate_facts
+from app.report.compare import Comparison
 from app.report.data import STAGE_NAMES, STAGES, RecordingData, backend_text
 
 # The delegation facts that head each column (HTML table and PNG header), in this order.
@@ -14,7 +16,8 @@ FACT_ROWS = ("runs on", "threads", "nodes delegated", "ops left on CPU", "adapte
 FACT_NAMES = {"init / first inference": "open: init / first inference"}
 
 
-def facts_of(s: RecordingData) -> dict[str, str]:
+def facts_of(s: RecordingData) -> Mapping[str, str]:
+    """The delegation facts of a column by name (`delegate_facts`' lines)."""
     return dict(delegate_facts(s.facts, s.inferences))
 
 
@@ -28,8 +31,8 @@ def header_lines(s: RecordingData, files: int = 1) -> list[tuple[str, str]]:
     if s.segmented and s.segment is not None:
         g = s.segment
         lines.append(("part", f"{g.number} of {s.segments_in_recording}, {g.start_s:.1f}–{g.end_s:.1f} s"))
-    lines.append(("model", " / ".join(x["models"]) or "–"))
-    lines.append(("backend", backend_text(x) + (" FALLBACK" if x["fallback"] else "")))
+    lines.append(("model", " / ".join(x.models) or "–"))
+    lines.append(("backend", backend_text(x) + (" FALLBACK" if x.fallback else "")))
     lines += [(FACT_NAMES.get(name, name), facts[name]) for name in FACT_ROWS if name in facts]
     return lines
 
@@ -53,9 +56,9 @@ def top_labels_text(labels: Counter, n: int = 3) -> str:
     return ", ".join(f"{label} {count / total:.0%}" for label, count in labels.most_common(n)) if total else "–"
 
 
-def summary_rows(sessions: list[RecordingData], comparisons: list[dict]) -> list[tuple[str, list[str]]]:
+def summary_rows(sessions: list[RecordingData], comparisons: list[Comparison]) -> list[tuple[str, list[str]]]:
     """The summary table as (row name, one cell per session); plain text, escaped by the caller."""
-    agreement = {c["session"].index: c["agreement"]["text"] for c in comparisons}
+    agreement = {c.session.index: c.agreement.text for c in comparisons}
     rows: list[tuple[str, list[str]]] = []
 
     def add(name: str, cells: list[str]) -> None:
@@ -65,54 +68,54 @@ def summary_rows(sessions: list[RecordingData], comparisons: list[dict]) -> list
     add("recording", [where_text(s) for s in sessions])
     if any(s.segmented for s in sessions):
         add("changed at its start", [(s.segment.change if s.segmented and s.segment else "") or "–" for s in sessions])
-    add("model", [" / ".join(x["models"]) or "–" for x in ss])
-    add("backend", [backend_text(x) + (" FALLBACK" if x["fallback"] else "") for x in ss])
+    add("model", [" / ".join(x.models) or "–" for x in ss])
+    add("backend", [backend_text(x) + (" FALLBACK" if x.fallback else "") for x in ss])
     facts = [facts_of(s) for s in sessions]
     for name in FACT_ROWS:
         if any(name in f for f in facts):
             add(FACT_NAMES.get(name, name), [f.get(name, "–") for f in facts])
-    add("source", [" / ".join(x["sources"]) or "–" for x in ss])
+    add("source", [" / ".join(x.sources) or "–" for x in ss])
     add(
         "inferences",
-        [f"{x['inferences']}" + (f" (+{x['warmup']} warm-up)" if x["warmup"] else "") for x in ss],
+        [f"{x.inferences}" + (f" (+{x.warmup} warm-up)" if x.warmup else "") for x in ss],
     )
-    add("duration", [fmt(x["duration_s"], 1, " s") for x in ss])
-    add("inference fps", [fmt(x["inference_fps"], 1) for x in ss])
-    add("capture fps (median)", [fmt(x["capture_fps"], 1) for x in ss])
-    add("dropped frames", [f"{x['dropped']} ({fmt(x['dropped_share'] * 100, 0, '%')})" for x in ss])
+    add("duration", [fmt(x.duration_s, 1, " s") for x in ss])
+    add("inference fps", [fmt(x.inference_fps, 1) for x in ss])
+    add("capture fps (median)", [fmt(x.capture_fps, 1) for x in ss])
+    add("dropped frames", [f"{x.dropped} ({fmt(x.dropped_share * 100, 0, '%')})" for x in ss])
     for stage in STAGES:
         add(
             f"{STAGE_NAMES[stage]} ms median / p95",
-            [f"{fmt(x['stages'][stage]['median'])} / {fmt(x['stages'][stage]['p95'])}" for x in ss],
+            [f"{fmt(x.stages[stage].median)} / {fmt(x.stages[stage].p95)}" for x in ss],
         )
-    add("CPU ms per inference (median)", [fmt(x["cpu_ms"]) for x in ss])
-    add("offload ratio (CPU ms / inference ms)", [fmt(x["offload_ratio"]) for x in ss])
-    add("process CPU % of machine (median)", [fmt(x["process_cpu_pct"], 1) for x in ss])
-    add("top-1 labels", [top_labels_text(x["labels"]) for x in ss])
+    add("CPU ms per inference (median)", [fmt(x.cpu_ms) for x in ss])
+    add("offload ratio (CPU ms / inference ms)", [fmt(x.offload_ratio) for x in ss])
+    add("process CPU % of machine (median)", [fmt(x.process_cpu_pct, 1) for x in ss])
+    add("top-1 labels", [top_labels_text(x.labels) for x in ss])
     if len(sessions) > 1:
         add("top-1 agreement with its baseline", ["baseline"] + [agreement[s.index] for s in sessions[1:]])
     add(
         "lost rows / skipped lines",
-        [f"{'?' if x['lost_rows'] is None else x['lost_rows']} / {x['skipped_lines']}" for x in ss],
+        [f"{'?' if x.lost_rows is None else x.lost_rows} / {x.skipped_lines}" for x in ss],
     )
     return rows
 
 
-def comparison_rows(comparisons: list[dict]) -> list[tuple[str, list[str]]]:
+def comparison_rows(comparisons: list[Comparison]) -> list[tuple[str, list[str]]]:
     """Comparison table: one row per figure, one column per non-baseline session."""
     if not comparisons:
         return []
     return [
-        ("compared with", [c["baseline"].label for c in comparisons]),
-        ("inference (median)", [c["inference"] for c in comparisons]),
-        ("inference p95", [c["inference_p95"] for c in comparisons]),
-        ("end to end (median)", [c["end_to_end"] for c in comparisons]),
-        ("inference fps", [c["fps"] for c in comparisons]),
-        ("CPU time per inference", [c["cpu_ms"] for c in comparisons]),
-        ("process CPU %", [c["process_cpu"] for c in comparisons]),
-        ("top-1 agreement", [c["agreement"]["text"] for c in comparisons]),
+        ("compared with", [c.baseline.label for c in comparisons]),
+        ("inference (median)", [c.inference for c in comparisons]),
+        ("inference p95", [c.inference_p95 for c in comparisons]),
+        ("end to end (median)", [c.end_to_end for c in comparisons]),
+        ("inference fps", [c.fps for c in comparisons]),
+        ("CPU time per inference", [c.cpu_ms for c in comparisons]),
+        ("process CPU %", [c.process_cpu for c in comparisons]),
+        ("top-1 agreement", [c.agreement.text for c in comparisons]),
         (
             "top-1 label distribution overlap",
-            [fmt(c["agreement"]["distribution_overlap"] * 100, 0, "%") for c in comparisons],
+            [fmt(c.agreement.distribution_overlap * 100, 0, "%") for c in comparisons],
         ),
     ]

@@ -4,20 +4,26 @@ for N frames or S seconds and summarises what the window would have shown."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import psutil
 
-from app.metrics.bottleneck import find_bottleneck
+from app.backends import DelegationReport
+from app.errors import DelegateScopeError
+from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.pipeline import InferenceConfig, Pipeline, Result, State
+from app.model.spec import ModelFacts
+from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter
-from app.sources import CapturedFrames
+from app.sources import CapturedFrames, SourceInfo
+from app.system.cpu_affinity import CpuSplit
 
 
 @dataclass(frozen=True)
@@ -37,6 +43,161 @@ _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
 # A snapshot of a long run costs milliseconds of GIL (O(rows): 3.8 ms at 18,000 inferences
 # here), taken from the threads being measured: the progress line is refreshed twice a second.
 _PROGRESS_EVERY_S = 0.5
+# How long the end of a run waits for the next result to close the measured span (a seconds
+# limit, a source that ended); past it the span closes once the pipeline has stopped.
+_CLOSE_WAIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class MeasuredCpu:
+    """Process and system CPU over exactly the measured span, as the sampler counts them."""
+
+    from_wall: float
+    to_wall: float
+    seconds: float
+    process_cpu_pct_machine: float
+    process_cpu_pct_cores: float
+    system_cpu_pct: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "from_wall": self.from_wall,
+            "to_wall": self.to_wall,
+            "seconds": self.seconds,
+            **{k: getattr(self, k) for k in _SPAN_CPU_KEYS},
+        }
+
+
+@dataclass(frozen=True)
+class RecordingFacts:
+    """The recording a bench wrote (its rows count events and inferences)."""
+
+    path: Path
+    rows: int
+    lost_rows: int
+    error: str | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": str(self.path), "rows": self.rows, "lost_rows": self.lost_rows, "error": self.error}
+
+
+@dataclass(frozen=True)
+class BenchSummary:
+    """What a bench measured; `to_dict()` is the JSON of `bench --json` (docs), nothing reads it back."""
+
+    source_spec: str
+    source: SourceInfo | None
+    config: InferenceConfig
+    delegate: DelegationReport | None
+    cpu_affinity: CpuSplit | None
+    # Of the measured span; its CPU % cover that whole span (measured_cpu), not the sampler's newest
+    # 0.5 s reading (which the per-row CSV columns keep).
+    metrics: MetricsSnapshot
+    bottleneck: Bottleneck | None  # which stage set the rate
+    repeated_images_reused: int
+    status: Status
+    events: tuple[Event, ...]
+    wall_s: float
+    first_result_s: float | None  # from the process's creation (imports included) to the first result
+    measured_cpu: MeasuredCpu | None  # process and system CPU over exactly the measured span
+    csv: RecordingFacts | None = None
+
+    def error(self) -> DelegateScopeError | None:
+        """The typed error that ended the run (its exit code), if one did."""
+        return self.status.error()
+
+    def to_dict(self) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            # "spec" first; the source's own info, when there is one, gives its value.
+            "source": {"spec": self.source_spec, **(self.source.__dict__ if self.source else {})},
+            "config": self.config.to_dict(),
+            "delegate": self.delegate.to_dict() if self.delegate else None,
+            "cpu_affinity": self.cpu_affinity.to_dict() if self.cpu_affinity else None,
+            "metrics": self.metrics.to_dict(),
+            "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
+            # Frames that repeat an image (the synthetic cycle) reuse its tensor: the rate then shows
+            # the delegate, and each frame's preprocess figure is what computing that image cost.
+            "preprocessing": {"repeated_images_reused": self.repeated_images_reused},
+            "status": {"state": self.status.state, "message": self.status.message, "exit_code": self.status.exit_code},
+            # Each event as its fields, but the report (the summary's `delegate` says it) and with the
+            # model it opened as JSON.
+            "events": [
+                {k: v.to_dict() if isinstance(v, ModelFacts) else v for k, v in e.__dict__.items() if k != "report"}
+                for e in self.events
+            ],
+            "wall_s": self.wall_s,
+            "first_result_s": self.first_result_s,
+            "measured_cpu": self.measured_cpu.to_dict() if self.measured_cpu else None,
+        }
+        if self.csv:
+            summary["csv"] = self.csv.to_dict()
+        return summary
+
+
+class _Span:
+    """The measured span, opened and closed on the results thread, right after the pipeline counted
+    the result: the metrics then count exactly the inference rows recorded between `measure` and the
+    span's end (a poll from another thread would see one more result published, or one fewer).
+
+    Opens once `warmup` results are in (the metrics are reset: warm-up stays out of the figures), unless
+    the run already ends; closes at `frames` results, or at the first result after `end()`, or at
+    `close_now()` once the pipeline has stopped. Results after the close are neither counted in the
+    summary nor recorded.
+    """
+
+    def __init__(self, bench: BenchConfig, metrics: Metrics, recorder: RecordingWriter | None) -> None:
+        self._bench, self._metrics, self._recorder = bench, metrics, recorder
+        self.sink: RowSink | None = None
+        self._lock = threading.Lock()
+        self._end = False
+        self.closed = threading.Event()
+        self.measured_from: float | None = None
+        self.cpu_from: tuple[CpuMark, float] | None = None
+        self.cpu_to: tuple[CpuMark, float] | None = None
+        self.snapshot: MetricsSnapshot | None = None
+
+    def open_now(self) -> None:
+        with self._lock:
+            self._open()
+
+    def on_result(self, result: Result) -> None:
+        with self._lock:
+            if self.closed.is_set():
+                return
+            if self.sink:
+                self.sink.on_result(result)
+            done = self._metrics.inferences_total
+            if self.measured_from is None:
+                if done >= self._bench.warmup and not self._end:
+                    self._open()
+            elif self._end or (self._bench.frames is not None and done >= self._bench.frames):
+                self._close()
+
+    def on_event(self, event: Event) -> None:
+        with self._lock:  # events are no inferences: recorded until the recorder stops
+            if self.sink:
+                self.sink.on_event(event)
+
+    def end(self) -> None:
+        with self._lock:
+            self._end = True
+
+    def close_now(self) -> None:
+        with self._lock:
+            if not self.closed.is_set():
+                self._close()
+
+    def _open(self) -> None:
+        self._metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
+        self.measured_from = time.monotonic()
+        self.cpu_from = (cpu_mark(), time.time())
+        if self._recorder:
+            self._recorder.add_row({"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences done"})
+
+    def _close(self) -> None:
+        self.snapshot = self._metrics.snapshot()
+        self.cpu_to = (cpu_mark(), time.time())
+        self.closed.set()
 
 
 def run_bench(
@@ -44,104 +205,88 @@ def run_bench(
     config: InferenceConfig,
     progress: Callable[[int, int | None, MetricsSnapshot], None] | None = None,
     on_result: Callable[[Result], None] | None = None,
-) -> dict:
+) -> BenchSummary:
     """Run the pipeline; return the summary (metrics snapshot, delegate facts, events).
     `on_result` sees every published result, warm-up included (a sweep's agreement)."""
     sampler = ResourceSampler()
     sampler.start()
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     recorder = RecordingWriter(bench.csv) if bench.csv else None
-    pipeline: Pipeline | None = None
-    sink = RowSink(recorder, lambda: pipeline.worker, lambda: bench.source, metrics) if recorder else None  # type: ignore[union-attr]
+    span = _Span(bench, metrics, recorder)
+    first: list[float] = []  # monotonic time of the first result, for the start-up figure
     pipeline = Pipeline(
         bench.source,
         config,
         pace=bench.pace,
         loop=bench.frames is not None or bench.seconds is not None,
         metrics=metrics,
-        on_result=lambda r: _first_result(first, r, sink, on_result),
-        on_event=sink.on_event if sink else None,
+        on_result=lambda r: _first_result(first, r, span, on_result),
+        on_event=span.on_event if recorder else None,
         pin_cpus=bench.pin_cpus,
         inference_cpus=bench.inference_cpus,
         source_options={"decode_threads": bench.decode_threads},
     )
+    if recorder:
+        span.sink = RowSink(recorder, lambda: pipeline.worker, lambda: str(bench.source), metrics)
+    if bench.warmup == 0:
+        span.open_now()  # no result can precede the span
     started = time.monotonic()
     pipeline.start()
-    measured_from: float | None = None
-    first: list[float] = []  # monotonic time of the first result, for the start-up figure
-    cpu_from = cpu_to = None
     try:
         shown = -float("inf")
         while True:
             time.sleep(_POLL_S)
-            # Counters only: a snapshot is O(rows) and holds the GIL the measured threads need.
-            done = metrics.inferences_total
-            status = pipeline.status()
-            if status.state == State.ERROR:
+            if pipeline.status().state == State.ERROR or pipeline.finished():
                 break
-            if measured_from is None and done >= bench.warmup:
-                metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
-                measured_from = time.monotonic()
-                cpu_from = (cpu_mark(), time.time())
-                if recorder:
-                    recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
-                continue
+            measured_from = span.measured_from
             if measured_from is None:
                 continue
+            # At least once per measured run, as it ends too: a sweep cancels from here.
             if progress and time.monotonic() - shown >= _PROGRESS_EVERY_S:
                 shown = time.monotonic()
-                progress(done, bench.frames, metrics.snapshot())
-            if bench.frames is not None and done >= bench.frames:
+                # Counters only, but for this: a snapshot is O(rows) and holds the GIL the measured threads need.
+                progress(metrics.inferences_total, bench.frames, metrics.snapshot())
+            if span.closed.is_set():  # `frames` results measured
                 break
             if bench.seconds is not None and time.monotonic() - measured_from >= bench.seconds:
                 break
-            if pipeline.finished():
-                break
     finally:
-        snap = metrics.snapshot()
-        cpu_to = (cpu_mark(), time.time())
-        measured_cpu = _measured_cpu(cpu_from, cpu_to) if cpu_from else None
-        # The summary describes the measured run, so its CPU % cover that whole span, not the
-        # sampler's newest 0.5 s reading (which the per-row CSV columns keep).
-        snap_dict = snap.to_dict()
-        if measured_cpu:
-            snap_dict.update({k: measured_cpu[k] for k in _SPAN_CPU_KEYS})
+        span.end()  # the next result closes the span, unless none comes
+        if span.measured_from is not None and pipeline.status().state != State.ERROR and not pipeline.finished():
+            span.closed.wait(_CLOSE_WAIT_S)
         status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
         pipeline.stop()
+        span.close_now()  # nothing is published any more: the snapshot counts what was recorded
         sampler.stop()
+        assert span.snapshot is not None and span.cpu_to is not None
+        measured_cpu = _measured_cpu(span.cpu_from, span.cpu_to) if span.cpu_from else None
+        snap = span.snapshot
+        if measured_cpu:
+            snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
         report = pipeline.delegation_report()
+        rec_state = None
         if recorder:
             recorder.add_row({"event": "stop", "message": status.message})
-            recorder.update_metadata(settings={"bench": bench.__dict__, "config": config.to_dict()}, summary=snap_dict)
+            recorder.update_metadata(
+                settings={"bench": bench.__dict__, "config": config.to_dict()}, summary=snap.to_dict()
+            )
             rec_state = recorder.stop()
-    source = pipeline.source_info()
-    summary = {
-        "source": {"spec": _spec(bench.source), **(source.__dict__ if source else {})},
-        "config": config.to_dict(),
-        "delegate": report.to_dict() if report else None,
-        "cpu_affinity": split.to_dict() if (split := pipeline.cpu_split()) else None,
-        "metrics": snap_dict,
-        # Which stage set the rate: a delegate comparison by throughput means nothing unless inference.
-        "bottleneck": b.to_dict() if (b := find_bottleneck(snap, pipeline.config.throttle_ms)) else None,
-        # Frames that repeat an image (the synthetic cycle) reuse its tensor: the rate then shows
-        # the delegate, and each frame's preprocess figure is what computing that image cost.
-        "preprocessing": {"repeated_images_reused": pipeline.rgb_cache.repeats_reused},
-        "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
-        "events": [{k: v for k, v in e.__dict__.items() if k != "report"} for e in pipeline.events()],
-        "wall_s": time.monotonic() - started,
-        # From the process's creation (interpreter start, imports included) to the first result.
-        "first_result_s": _process_age_s() - (time.monotonic() - first[0]) if first else None,
-        # Process and system CPU over exactly the measured span (also in "metrics" above).
-        "measured_cpu": measured_cpu,
-    }
-    if recorder:
-        summary["csv"] = {
-            "path": str(bench.csv),
-            "rows": rec_state.rows,
-            "lost_rows": rec_state.lost_rows,
-            "error": rec_state.error,
-        }
-    return summary
+    return BenchSummary(
+        source_spec=_spec(bench.source),
+        source=pipeline.source_info(),
+        config=config,
+        delegate=report,
+        cpu_affinity=pipeline.cpu_split(),
+        metrics=snap,
+        bottleneck=find_bottleneck(snap, pipeline.config.throttle_ms),
+        repeated_images_reused=pipeline.rgb_cache.repeats_reused,
+        status=status,
+        events=tuple(pipeline.events()),
+        wall_s=time.monotonic() - started,
+        first_result_s=_process_age_s() - (time.monotonic() - first[0]) if first else None,
+        measured_cpu=measured_cpu,
+        csv=RecordingFacts(rec_state.path, rec_state.rows, rec_state.lost_rows, rec_state.error) if rec_state else None,
+    )
 
 
 def _spec(source: str | CapturedFrames) -> str:
@@ -151,12 +296,17 @@ def _spec(source: str | CapturedFrames) -> str:
 _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cpu_pct")
 
 
-def _measured_cpu(start: tuple[CpuMark, float], end: tuple[CpuMark, float]) -> dict:
+def _measured_cpu(start: tuple[CpuMark, float], end: tuple[CpuMark, float]) -> MeasuredCpu:
     """Process and system CPU between two (mark, wall clock) readings, as the sampler counts them."""
     span = cpu_percentages(start[0], end[0], os.cpu_count() or 1)
-    return {"from_wall": start[1], "to_wall": end[1], "seconds": span.span_s if span else 0.0} | {
-        k: getattr(span, k) if span else 0.0 for k in _SPAN_CPU_KEYS
-    }
+    return MeasuredCpu(
+        from_wall=start[1],
+        to_wall=end[1],
+        seconds=span.span_s if span else 0.0,
+        process_cpu_pct_machine=span.process_cpu_pct_machine if span else 0.0,
+        process_cpu_pct_cores=span.process_cpu_pct_cores if span else 0.0,
+        system_cpu_pct=span.system_cpu_pct if span else 0.0,
+    )
 
 
 def _process_age_s() -> float:
@@ -174,12 +324,9 @@ def _process_age_s() -> float:
         return time.time() - psutil.Process().create_time()
 
 
-def _first_result(
-    first: list[float], result: Result, sink: RowSink | None, also: Callable[[Result], None] | None
-) -> None:
+def _first_result(first: list[float], result: Result, span: _Span, also: Callable[[Result], None] | None) -> None:
     if not first:
         first.append(time.monotonic())
-    if sink:
-        sink.on_result(result)
+    span.on_result(result)
     if also:
         also(result)

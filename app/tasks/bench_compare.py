@@ -5,15 +5,20 @@ from __future__ import annotations
 
 import csv
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+from app.backends import DelegationReport
 from app.backends.describe import speed_sentence
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline
-from app.pipeline.compare import COMPARISON_COLUMNS, ComparePipeline, FrameComparison
+from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline, Status
+from app.pipeline.compare import COMPARISON_COLUMNS, AgreementSummary, ComparePipeline, FrameComparison
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
+from app.sources import CapturedFrames
 from app.tasks.bench import BenchConfig
 
 _POLL_S = 0.05
@@ -45,27 +50,102 @@ def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> Metri
         pipeline.stop()
 
 
-def _side(
-    snap: MetricsSnapshot, alone: MetricsSnapshot | None, worker: InferenceWorker, config: InferenceConfig
-) -> dict:
-    report = worker.delegation_report()
-    inference = snap.latency.get("inference")
-    return {
-        "config": config.to_dict(),
-        "delegate": report.to_dict() if report else None,
-        "together": snap.to_dict(),
-        "inference_ms_median": inference.p50 if inference and inference.count else None,
-        "alone": None
-        if alone is None
-        else {
-            "inference_fps": alone.inference_fps,
-            "inference_ms_median": alone.latency["inference"].p50 if alone.latency["inference"].count else None,
-            "cpu_ms_per_inference": alone.cpu_ms_per_inference,
-        },
-    }
+@dataclass(frozen=True)
+class AloneFigures:
+    """A side run alone (before the two share the machine)."""
+
+    inference_fps: float
+    inference_ms_median: float | None
+    cpu_ms_per_inference: float
+
+    def to_dict(self) -> dict[str, float | None]:
+        return {
+            "inference_fps": self.inference_fps,
+            "inference_ms_median": self.inference_ms_median,
+            "cpu_ms_per_inference": self.cpu_ms_per_inference,
+        }
 
 
-def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> dict:
+@dataclass(frozen=True)
+class SideSummary:
+    config: InferenceConfig
+    delegate: DelegationReport | None
+    together: MetricsSnapshot  # both sides running
+    alone: AloneFigures | None
+
+    @property
+    def inference_ms_median(self) -> float | None:
+        inference = self.together.latency.get("inference")
+        return inference.p50 if inference and inference.count else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.config.to_dict(),
+            "delegate": self.delegate.to_dict() if self.delegate else None,
+            "together": self.together.to_dict(),
+            "inference_ms_median": self.inference_ms_median,
+            "alone": self.alone.to_dict() if self.alone else None,
+        }
+
+
+@dataclass(frozen=True)
+class CompareRecording:
+    path: Path  # the per-frame comparison
+    rows: int
+    sessions: Mapping[str, Path]  # each side's full recording
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": str(self.path), "rows": self.rows, "sessions": {k: str(v) for k, v in self.sessions.items()}}
+
+
+@dataclass(frozen=True)
+class CompareSummary:
+    """What `bench --compare-with` measured; `to_dict()` is its --json."""
+
+    source: str | CapturedFrames
+    a: SideSummary
+    b: SideSummary
+    agreement: AgreementSummary
+    speed_sentence: str
+    shared_computed: int  # preprocessing both sides share: computed once ...
+    shared_reused: int  # ... and reused by the other side
+    status: Status
+    wall_s: float
+    csv: CompareRecording | None = None
+
+    @property
+    def a_over_b(self) -> float | None:
+        a_ms, b_ms = self.a.inference_ms_median, self.b.inference_ms_median
+        return (a_ms / b_ms) if a_ms and b_ms else None
+
+    def side(self, name: str) -> SideSummary:
+        return self.a if name == "a" else self.b
+
+    def to_dict(self) -> dict[str, Any]:
+        summary: dict[str, Any] = {
+            "mode": "compare",
+            "source": {"spec": self.source},
+            "a": self.a.to_dict(),
+            "b": self.b.to_dict(),
+            "agreement": self.agreement.to_dict(),
+            "speed": {"a_over_b_inference_median": self.a_over_b, "sentence": self.speed_sentence},
+            "shared_preprocessing": {"computed": self.shared_computed, "reused": self.shared_reused},
+            "status": {"state": self.status.state, "message": self.status.message},
+            "wall_s": self.wall_s,
+        }
+        if self.csv:
+            summary["csv"] = self.csv.to_dict()
+        return summary
+
+
+def _alone_figures(alone: MetricsSnapshot | None) -> AloneFigures | None:
+    if alone is None:
+        return None
+    inference = alone.latency["inference"]
+    return AloneFigures(alone.inference_fps, inference.p50 if inference.count else None, alone.cpu_ms_per_inference)
+
+
+def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> CompareSummary:
     alone = {}
     if alone_s > 0:
         alone = {"a": _alone(bench, a, alone_s), "b": _alone(bench, b, alone_s)}
@@ -82,7 +162,7 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     if bench.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
             recorder = RecordingWriter(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
-            sinks[side] = RowSink(recorder, lambda side=side: cp.workers[side], lambda: bench.source, cp.metrics[side])
+            sinks[side] = RowSink(recorder, partial(_worker, cp, side), lambda: str(bench.source), cp.metrics[side])
     cp.start()
     started = time.monotonic()
     try:
@@ -92,7 +172,8 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
             sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
         measured_from = time.monotonic()
         if bench.frames is not None:
-            _wait(lambda: len(cp.comparator.comparisons) >= bench.frames, 3600, cp)
+            frames = bench.frames
+            _wait(lambda: len(cp.comparator.comparisons) >= frames, 3600, cp)
         else:
             _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, cp)
         snaps = cp.snapshots()
@@ -105,31 +186,32 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
             sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
             sink.recorder.stop()
     sides = {
-        side: _side(snaps[side], alone.get(side), cp.workers[side], config) for side, config in (("a", a), ("b", b))
+        side: SideSummary(config, cp.workers[side].delegation_report(), snaps[side], _alone_figures(alone.get(side)))
+        for side, config in (("a", a), ("b", b))
     }
-    a_ms, b_ms = sides["a"]["inference_ms_median"], sides["b"]["inference_ms_median"]
-    summary = {
-        "mode": "compare",
-        "source": {"spec": bench.source},
-        "a": sides["a"],
-        "b": sides["b"],
-        "agreement": agreement.to_dict(),
-        "speed": {
-            "a_over_b_inference_median": (a_ms / b_ms) if a_ms and b_ms else None,
-            "sentence": speed_sentence(a_ms, b_ms, snaps["a"].cpu_ms_per_inference, snaps["b"].cpu_ms_per_inference),
-        },
-        "shared_preprocessing": {"computed": cp.rgb_cache.computed, "reused": cp.rgb_cache.reused},
-        "status": {"state": status.state, "message": status.message},
-        "wall_s": time.monotonic() - started,
-    }
+    recording = None
     if bench.csv:
         write_comparisons(bench.csv, comparisons)
-        summary["csv"] = {
-            "path": str(bench.csv),
-            "rows": len(comparisons),
-            "sessions": {side: str(side_recording(bench.csv, side)) for side in ("a", "b")},
-        }
-    return summary
+        recording = CompareRecording(
+            bench.csv, len(comparisons), {side: side_recording(bench.csv, side) for side in ("a", "b")}
+        )
+    a_ms, b_ms = sides["a"].inference_ms_median, sides["b"].inference_ms_median
+    return CompareSummary(
+        source=bench.source,
+        a=sides["a"],
+        b=sides["b"],
+        agreement=agreement,
+        speed_sentence=speed_sentence(a_ms, b_ms, snaps["a"].cpu_ms_per_inference, snaps["b"].cpu_ms_per_inference),
+        shared_computed=cp.rgb_cache.computed,
+        shared_reused=cp.rgb_cache.reused,
+        status=status,
+        wall_s=time.monotonic() - started,
+        csv=recording,
+    )
+
+
+def _worker(cp: ComparePipeline, side: str) -> InferenceWorker:
+    return cp.workers[side]
 
 
 def side_recording(csv_path: Path, side: str) -> Path:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from app.backends import get_backend
@@ -33,7 +34,7 @@ class ModelCoverage:
     gpu_adapter: str | None = None
     gpu_software: bool = False
 
-    def by_delegate(self) -> dict[str, Coverage]:
+    def by_delegate(self) -> Mapping[str, Coverage]:
         return {"cpu": self.cpu, "gpu": self.gpu, "coreml": self.coreml}
 
     def to_dict(self) -> dict:

@@ -23,19 +23,23 @@ import os
 import platform
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import bundled_models, load_model_spec
-from app.pipeline import InferenceConfig, Result
+from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, run_bench
+
+if TYPE_CHECKING:
+    from app.tasks.delegates import DelegateStatus
 
 DEFAULT_FRAMES = 100  # replayed to each configuration (720p demo frames: 2.6 MiB each in memory)
 DEFAULT_WARMUP = 5  # inferences of each configuration left out of its figures (after its first one)
@@ -155,7 +159,7 @@ def plan_sweep(
     models: list[str],
     *,
     allow_software_gpu: bool = False,
-    statuses: dict[str, dict] | None = None,
+    statuses: Mapping[str, DelegateStatus] | None = None,
     cores: int | None = None,
 ) -> list[SweepEntry]:
     """Every configuration for every model, in run order. `statuses` are `delegate_statuses()` by
@@ -164,10 +168,10 @@ def plan_sweep(
     if statuses is None:
         from app.tasks.delegates import delegate_statuses
 
-        statuses = {s["name"]: s for s in delegate_statuses()}
+        statuses = {s.name: s for s in delegate_statuses()}
     n = max(1, cores or os.cpu_count() or 1)
-    gpu_reason = _gpu_reason(statuses.get("gpu", {}), allow_software_gpu)
-    coreml_reason = statuses.get("coreml", {}).get("reason")
+    gpu_reason = _gpu_reason(statuses.get("gpu"), allow_software_gpu)
+    coreml_reason = coreml.reason if (coreml := statuses.get("coreml")) else None
     entries: list[SweepEntry] = []
     for model in models:
         for threads in thread_counts(n):
@@ -187,9 +191,9 @@ def plan_sweep(
     return entries
 
 
-def _gpu_reason(status: dict, allow_software: bool) -> str | None:
-    reason = status.get("reason") if status else "not probed"
-    if reason and status.get("software"):
+def _gpu_reason(status: DelegateStatus | None, allow_software: bool) -> str | None:
+    reason = status.reason if status else "not probed"
+    if reason and status and status.software:
         return None if allow_software else f"{reason} (included only when software GPU is allowed)"
     return reason
 
@@ -281,47 +285,45 @@ def _measure(
         summary = run_bench(bench, config, progress=on_progress, on_result=on_result)
     except SweepCancelled:
         return _row(entry, names, Outcome.SKIPPED, "the sweep was cancelled while this configuration ran")
-    status = summary["status"]
-    if status["state"] == "error":
-        refused = status["exit_code"] == BackendUnavailable.exit_code
-        return _row(entry, names, Outcome.REFUSED if refused else Outcome.FAILED, status["message"])
-    m, d = summary["metrics"], summary["delegate"] or {}
-    inference, e2e = m["latency"]["inference"], m["latency"]["end_to_end"]
-    if not inference["count"]:
+    status = summary.status
+    if status.state == State.ERROR:
+        refused = status.exit_code == BackendUnavailable.exit_code
+        return _row(entry, names, Outcome.REFUSED if refused else Outcome.FAILED, status.message)
+    m, d = summary.metrics, summary.delegate
+    inference, e2e = m.latency["inference"], m.latency["end_to_end"]
+    if not inference.count:
         return _row(entry, names, Outcome.FAILED, "no inference was measured")
-    return SweepRow(
-        **_names(entry, names),
-        outcome=Outcome.MEASURED,
-        accelerator=d.get("accelerator"),
-        adapter=d.get("adapter"),
-        software=bool(d.get("software")),
-        nodes_delegated=d.get("nodes_delegated"),
-        nodes_total=d.get("nodes_total"),
-        inferences=m["inferences_total"],
-        inference_fps=m["inference_fps"],
-        latency_p50_ms=inference["p50"],
-        latency_p95_ms=inference["p95"],
-        end_to_end_p50_ms=e2e["p50"],
-        cpu_ms_per_inference=m["cpu_ms_per_inference"],
-        cpu_per_wall=m["cpu_per_wall"],
-        init_ms=d.get("init_ms"),
-        first_inference_ms=d.get("first_inference_ms"),
+    return replace(
+        _row(entry, names, Outcome.MEASURED, None),
+        accelerator=d.accelerator if d else None,
+        adapter=d.adapter if d else None,
+        software=bool(d.software) if d else False,
+        nodes_delegated=d.nodes_delegated if d else None,
+        nodes_total=d.nodes_total if d else None,
+        inferences=m.inferences_total,
+        inference_fps=m.inference_fps,
+        latency_p50_ms=inference.p50,
+        latency_p95_ms=inference.p95,
+        end_to_end_p50_ms=e2e.p50,
+        cpu_ms_per_inference=m.cpu_ms_per_inference,
+        cpu_per_wall=m.cpu_per_wall,
+        init_ms=d.init_ms if d else None,
+        first_inference_ms=d.first_inference_ms if d else None,
         top1=dict(top1),
     )
 
 
-def _names(entry: SweepEntry, names: dict[str, str]) -> dict:
-    return {
-        "model": names[entry.model],
-        "model_ref": str(entry.model),
-        "delegate": entry.delegate,
-        "setting": entry.setting,
-        "label": entry.label(names[entry.model]),
-    }
-
-
-def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str) -> SweepRow:
-    return SweepRow(**_names(entry, names), outcome=outcome, reason=reason)
+def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str | None) -> SweepRow:
+    """A row naming its configuration (one that ran gets its figures by `replace`)."""
+    return SweepRow(
+        model=names[entry.model],
+        model_ref=str(entry.model),
+        delegate=entry.delegate,
+        setting=entry.setting,
+        label=entry.label(names[entry.model]),
+        outcome=outcome,
+        reason=reason,
+    )
 
 
 def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:

@@ -32,7 +32,7 @@ from app.model.spec import ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
 from app.sources import CameraInfo, list_cameras
 from app.system.redact import redact_credentials
-from app.tasks.delegates import delegate_statuses
+from app.tasks.delegates import DelegateStatus, delegate_statuses
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
@@ -73,10 +73,10 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Delegate Scope")
         self.background = BackgroundJobs()
         self.probes = WindowProbes()
-        self._statuses: Future[list[dict]] | None = None
+        self._statuses: Future[list[DelegateStatus]] | None = None
         self._cameras: Future[list[CameraInfo]] | None = None
         self.cameras: list[CameraInfo] = []  # found by the background look-up
-        self.delegate_statuses: dict[str, dict] | None = None  # by delegate name, once the GPU probe answered
+        self.delegate_statuses: dict[str, DelegateStatus] | None = None  # by delegate name, once the GPU probe answered
         self._last_frame_index = -1
         self._last_result_id: tuple | None = None
         self.deferral = PaintDeferral()  # paints and refreshes wait while an inference runs, briefly
@@ -517,9 +517,9 @@ class MainWindow(QMainWindow):
     def _poll_background(self) -> None:
         if self._statuses is not None and self._statuses.done():
             try:
-                self.delegate_statuses = {s["name"]: s for s in self._statuses.result()}
+                self.delegate_statuses = {s.name: s for s in self._statuses.result()}
             except Exception as exc:  # a probe that fails says so; the CPU stays usable
-                self.delegate_statuses = {"gpu": {"name": "gpu", "reason": f"probe failed: {exc}"}}
+                self.delegate_statuses = {"gpu": DelegateStatus("gpu", "GPU", False, f"probe failed: {exc}")}
             self._statuses = None
             self._apply_availability()
         if self._cameras is not None and self._cameras.done():
@@ -531,9 +531,9 @@ class MainWindow(QMainWindow):
         statuses = self.delegate_statuses
         if not statuses:
             return
-        reasons = {name: s.get("reason") for name, s in statuses.items()}
-        gpu = statuses.get("gpu", {})
-        if reasons.get("gpu") and gpu.get("software") and self.controls.allows_software_gpu():
+        reasons = {name: s.reason for name, s in statuses.items()}
+        gpu = statuses.get("gpu")
+        if reasons.get("gpu") and gpu and gpu.software and self.controls.allows_software_gpu():
             reasons["gpu"] = None  # the user asked for the software renderer; it will be flagged
         self.controls.set_delegate_availability(reasons)
 

@@ -85,7 +85,7 @@ def window_stats(live: LiveController, probes: WindowProbes, video: VideoView, p
 def session_facts(live: LiveController) -> SessionFacts:
     opened = [e.model for e in live.events() if e.model]
     return SessionFacts(
-        opened[-1] if opened else {"requested": str(live.config().model)},
+        opened[-1].to_dict() if opened else {"requested": str(live.config().model)},
         redact_credentials(live.source),
         live.report(),
         live.status(),

@@ -78,11 +78,13 @@ def test_a_switch_marker_says_what_changed():
 
     from app.backends import DelegationReport
     from app.live.events import marker_text
+    from app.model.spec import ModelFacts
     from app.pipeline import Event, EventKind
 
     report = DelegationReport(requested="cpu", used="cpu", accelerator="XNNPACK")
+    m = ModelFacts("m", "0" * 12, "0" * 64, "m.tflite", (1, 224, 224, 3), "float32", 1000, "the model's own", ())
     switch = Event(EventKind.SWITCH, time.monotonic(), time.time(), "threads 2→1: m on cpu", report=report,
-                   model={"name": "m"}, changes="threads 2→1")  # fmt: skip
+                   model=m, changes="threads 2→1")  # fmt: skip
     assert marker_text(switch) == "CPU · threads 2→1"
-    opened = Event(EventKind.OPEN, time.monotonic(), time.time(), "m on cpu", report=report, model={"name": "m"})
+    opened = Event(EventKind.OPEN, time.monotonic(), time.time(), "m on cpu", report=report, model=m)
     assert marker_text(opened) == "CPU · m"

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
-from app.backends.options import ComputeUnits
+from app.backends.options import ComputeUnits, GpuPrecision
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
 from app.coreml_mil.programs import Prepared, load_or_convert
@@ -53,7 +53,12 @@ class CoreMLPiece:
 
 class PartitionedCoreMLSession:
     def __init__(
-        self, spec: ModelSpec, units: str, precision: str, threads: int, cache: ProgramCache | None = None
+        self,
+        spec: ModelSpec,
+        units: ComputeUnits | str,
+        precision: GpuPrecision | str,
+        threads: int,
+        cache: ProgramCache | None = None,
     ) -> None:
         from app.backends.coreml.plan import compute_plan
         from app.coreml_mil.coremltools_import import import_coremltools

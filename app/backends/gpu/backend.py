@@ -136,7 +136,7 @@ class GpuSession:
     def __init__(
         self,
         spec: ModelSpec,
-        precision: str,
+        precision: GpuPrecision | str,
         threads: int,
         allow_software: bool,
         wait_hint: bool = False,

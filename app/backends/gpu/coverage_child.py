@@ -11,13 +11,14 @@ import json
 import sys
 
 from app.backends.gpu.backend import GpuSession
+from app.backends.options import GpuPrecision
 from app.errors import DelegateScopeError
 from app.model.spec import load_model_spec
 
 
 def main(argv: list[str]) -> int:
     try:
-        session = GpuSession(load_model_spec(argv[0]), "fp16", 1, allow_software=True)
+        session = GpuSession(load_model_spec(argv[0]), GpuPrecision.FP16, 1, allow_software=True)
     except DelegateScopeError as exc:
         print(json.dumps({"ok": False, "reason": str(exc)}))
         return 0

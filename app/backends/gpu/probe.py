@@ -10,6 +10,7 @@ import sys
 
 from app.backends.gpu.backend import GpuSession
 from app.backends.gpu.vulkan_devices import list_devices
+from app.backends.options import GpuPrecision
 from app.errors import DelegateScopeError
 from app.model.spec import load_model_spec
 
@@ -18,7 +19,7 @@ def main() -> int:
     devices, problem = list_devices()
     result: dict[str, object] = {"devices": [d.describe() for d in devices], "vulkan_problem": problem}
     try:
-        session = GpuSession(load_model_spec(), "fp16", 1, allow_software=True)
+        session = GpuSession(load_model_spec(), GpuPrecision.FP16, 1, allow_software=True)
     except DelegateScopeError as exc:
         result.update(ok=False, reason=str(exc))
     else:

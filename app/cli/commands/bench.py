@@ -7,8 +7,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.backends import BACKENDS, DelegationReport
+from app.backends import BACKENDS
 from app.backends.describe import delegation_line
 from app.cli.command import Command
 from app.cli.options import (
@@ -24,11 +25,13 @@ from app.cli.output import print_prediction, warn
 from app.errors import UsageError
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
-from app.pipeline import InferenceConfig, Status
+from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
-from app.system.cpu_affinity import CpuSplit
 from app.system.redact import redact_credentials
-from app.tasks.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, BenchSummary, run_bench
+
+if TYPE_CHECKING:
+    from app.tasks.bench_compare import CompareSummary
 
 
 def add_arguments(b: argparse.ArgumentParser) -> None:
@@ -112,15 +115,14 @@ def run(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     if args.json_file:
-        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
-    status = summary["status"]
-    error = Status(status["state"], status["message"], exit_code=status["exit_code"]).error()
+    error = summary.error()
     if error is not None:  # the cause is the one line to show, with its own exit code
         raise error
-    for event in summary["events"]:
-        if event["kind"] in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
-            warn(f"{event['kind']}: {event['message']}")
+    for event in summary.events:
+        if event.kind in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
+            warn(f"{event.kind}: {event.message}")
     _print_bench(summary)
     return 0
 
@@ -138,62 +140,55 @@ def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
     )
 
 
-def _print_bench(summary: dict) -> None:
-    m, d = summary["metrics"], summary["delegate"] or {}
-    src = summary["source"]
-    opened = [e["model"] for e in summary["events"] if isinstance(e.get("model"), dict)]
+def _print_bench(summary: BenchSummary) -> None:
+    m, d, src = summary.metrics, summary.delegate, summary.source
+    opened = [e.model for e in summary.events if e.model is not None]
     if opened:  # the model that ran last (a switch can change it)
-        print(f"model     {opened[-1]['name']}  ({opened[-1]['path']})")
-    print(f"source    {src['spec']}  {src.get('width', '?')}x{src.get('height', '?')} @ {src.get('fps', 0):.1f} fps")
+        print(f"model     {opened[-1].name}  ({opened[-1].path})")
+    size = f"{src.width}x{src.height} @ {src.fps:.1f} fps" if src else f"?x? @ {0:.1f} fps"
+    print(f"source    {src.spec if src else summary.source_spec}  {size}")
     if d:
-        report = DelegationReport.from_dict(d)
-        print(f"delegate  {delegation_line(report)}")
-        print_prediction(report)
+        print(f"delegate  {delegation_line(d)}")
+        print_prediction(d)
     print(
-        f"measured  {m['inferences_total']} inferences in {m['window_s']:.1f} s; "
-        f"{m['frames_total']} frames captured, {m['dropped_total']} not inferred (overwritten in the slot)"
+        f"measured  {m.inferences_total} inferences in {m.window_s:.1f} s; "
+        f"{m.frames_total} frames captured, {m.dropped_total} not inferred (overwritten in the slot)"
     )
-    print(f"rate      capture {m['capture_fps']:.1f} fps, inference {m['inference_fps']:.1f} fps")
-    if summary.get("bottleneck"):
-        print(f"bound     {summary['bottleneck']['evidence']['sentence']}")
-    reused = (summary.get("preprocessing") or {}).get("repeated_images_reused")
+    print(f"rate      capture {m.capture_fps:.1f} fps, inference {m.inference_fps:.1f} fps")
+    if summary.bottleneck:
+        print(f"bound     {summary.bottleneck.sentence}")
+    reused = summary.repeated_images_reused
     if reused:
         print(
             f"preproc   {reused} frames repeated an image already preprocessed (the synthetic cycle): "
             "not preprocessed again (their preprocess figure is the lookup)"
         )
-    split = summary.get("cpu_affinity")
-    print("cpus      " + (CpuSplit(**split).describe() if split else "not pinned (every thread on any CPU)"))
+    split = summary.cpu_affinity
+    print("cpus      " + (split.describe() if split else "not pinned (every thread on any CPU)"))
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
-    for stage, st in m["latency"].items():
-        print(f"{stage:<12}{st['mean']:>9.2f}{st['p50']:>9.2f}{st['p95']:>9.2f}{st['max']:>9.2f}")
-    cpu = m.get("process_cpu_pct_machine")
-    cores = m.get("process_cpu_pct_cores")
+    for stage, st in m.latency.items():
+        print(f"{stage:<12}{st.mean:>9.2f}{st.p50:>9.2f}{st.p95:>9.2f}{st.max:>9.2f}")
+    cpu, cores = m.process_cpu_pct_machine, m.process_cpu_pct_cores
     print(
-        f"cpu       {m['cpu_ms_per_inference']:.2f} ms CPU per inference ({m['cpu_per_wall']:.2f}x its wall time); "
+        f"cpu       {m.cpu_ms_per_inference:.2f} ms CPU per inference ({m.cpu_per_wall:.2f}x its wall time); "
         + (f"process {cpu:.0f}% of the machine ({cores:.0f}% summed over cores)" if cpu is not None else "process n/a")
-        + (f", system {m['system_cpu_pct']:.0f}%" if m.get("system_cpu_pct") is not None else "")
+        + (f", system {m.system_cpu_pct:.0f}%" if m.system_cpu_pct is not None else "")
     )
-    if m.get("rss_mb") is not None:
-        print(
-            f"memory    RSS {m['rss_mb']:.0f} MB" + (f", GPU {m['gpu_util_pct']:.0f}%" if m.get("gpu_util_pct") else "")
-        )
-    if m.get("gpu_busy_ms_per_inference"):  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
-        print(f"gpu       busy {m['gpu_busy_ms_per_inference']:.2f} ms per inference (NVML utilisation x interval)")
-    if summary.get("first_result_s") is not None:
-        print(f"start-up  first result {summary['first_result_s']:.2f} s after the process started")
-    if "csv" in summary:
-        c = summary["csv"]
-        print(
-            f"csv       {c['path']}: {c['rows']} rows, {c['lost_rows']} lost"
-            + (f"; {c['error']}" if c["error"] else "")
-        )
+    if m.rss_mb is not None:
+        print(f"memory    RSS {m.rss_mb:.0f} MB" + (f", GPU {m.gpu_util_pct:.0f}%" if m.gpu_util_pct else ""))
+    if m.gpu_busy_ms_per_inference:  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
+        print(f"gpu       busy {m.gpu_busy_ms_per_inference:.2f} ms per inference (NVML utilisation x interval)")
+    if summary.first_result_s is not None:
+        print(f"start-up  first result {summary.first_result_s:.2f} s after the process started")
+    if summary.csv:
+        c = summary.csv
+        print(f"csv       {c.path}: {c.rows} rows, {c.lost_rows} lost" + (f"; {c.error}" if c.error else ""))
 
 
 def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig) -> int:
     from dataclasses import replace
 
-    from app.tasks.bench_compare import run_compare_bench
+    from app.tasks.bench_compare import run_compare_bench  # the A/B machinery only when asked for
 
     b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
     if args.csv:
@@ -206,28 +201,28 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
         load_model_spec(args.compare_model)  # exit 3 before anything starts
     summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
     if args.json_file:
-        text = redact_credentials(json.dumps(summary, indent=2, default=str))
+        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
-    fell_back = [s for s in ("a", "b") if summary[s]["delegate"] and summary[s]["delegate"]["fallback_reason"]]
-    for side in fell_back:
-        warn(f"side {side.upper()} fell back: {summary[side]['delegate']['fallback_reason']}")
+    for name in ("a", "b"):
+        delegate = summary.side(name).delegate
+        if delegate and delegate.fallback_reason:
+            warn(f"side {name.upper()} fell back: {delegate.fallback_reason}")
     return 0
 
 
-def _print_compare(summary: dict) -> None:
+def _print_compare(summary: CompareSummary) -> None:
     def side_line(name: str) -> str:
-        s = summary[name]
-        d, t = s["delegate"] or {}, s["together"]
-        used = d.get("used", "?") + (f" (requested {d['requested']})" if d.get("fallback_reason") else "")
-        alone = s["alone"]
-        alone_text = f", alone {alone['inference_fps']:.1f}/s" if alone else ""
-        median = s["inference_ms_median"]
+        s = summary.side(name)
+        d, t = s.delegate, s.together
+        used = (d.used if d else "?") + (f" (requested {d.requested})" if d and d.fallback_reason else "")
+        alone_text = f", alone {s.alone.inference_fps:.1f}/s" if s.alone else ""
+        median = s.inference_ms_median
         return (
-            f"{name.upper()}  {Path(s['config']['model']).name} on {used}: inference median "
-            f"{median:.2f} ms, {t['inference_fps']:.1f}/s together{alone_text}, "
-            f"CPU {t['cpu_ms_per_inference']:.2f} ms per inference (its own thread"
-            + ("; TensorFlow works in a child process" if d.get("used") == "reference" else "")
+            f"{name.upper()}  {Path(str(s.config.model)).name} on {used}: inference median "
+            f"{median:.2f} ms, {t.inference_fps:.1f}/s together{alone_text}, "
+            f"CPU {t.cpu_ms_per_inference:.2f} ms per inference (its own thread"
+            + ("; TensorFlow works in a child process" if d and d.used == "reference" else "")
             + ")"
             if median is not None
             else f"{name.upper()}  no inference measured"
@@ -235,22 +230,22 @@ def _print_compare(summary: dict) -> None:
 
     print(side_line("a"))
     print(side_line("b"))
-    g = summary["agreement"]
-    if g["frames"]:
-        line = f"agreement  top-1 agrees on {g['top1_agreement']:.1%} of {g['frames']:,} frames"
-        line += f"; top-5 overlap {g['top5_overlap']:.1%}"
-        if g["scores_comparable"]:
-            line += f"; max score difference {g['max_abs_diff']:.3g}; mean total variation {g['mean_tv_distance']:.3g}"
+    g = summary.agreement
+    if g.frames:
+        line = f"agreement  top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames"
+        line += f"; top-5 overlap {g.top5_overlap:.1%}"
+        if g.scores_comparable:
+            line += f"; max score difference {g.max_abs_diff:.3g}; mean total variation {g.mean_tv_distance:.3g}"
         else:
             line += "; scores not comparable (different class sets): labels only"
         print(line)
     else:
         print("agreement  no frame was inferred by both sides")
-    print(f"speed      {summary['speed']['sentence']}")
-    if "csv" in summary:
-        c = summary["csv"]
-        print(f"csv        {c['path']}: {c['rows']} compared frames; each side's recording: "
-              f"{c['sessions']['a']}, {c['sessions']['b']} (delegate-scope report renders the pair)")  # fmt: skip
+    print(f"speed      {summary.speed_sentence}")
+    if summary.csv:
+        c = summary.csv
+        print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "
+              f"{c.sessions['a']}, {c.sessions['b']} (delegate-scope report renders the pair)")  # fmt: skip
 
 
 COMMAND = Command(

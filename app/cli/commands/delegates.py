@@ -17,15 +17,19 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     statuses = delegate_statuses()
     if args.json:
-        json.dump(statuses, sys.stdout, indent=2)
+        json.dump([st.to_dict() for st in statuses], sys.stdout, indent=2)
         print()
         return 0
     for st in statuses:
-        state = "available" if st["available"] else "not available"
-        print(f"{st['name']:<7} {st['label']:<16} {state}" + (f": {st['reason']}" if st.get("reason") else ""))
-        for key in ("adapter", "devices", "threads"):
-            if st.get(key):
-                value = "; ".join(st[key]) if isinstance(st[key], list) else str(st[key])
+        state = "available" if st.available else "not available"
+        print(f"{st.name:<7} {st.label:<16} {state}" + (f": {st.reason}" if st.reason else ""))
+        facts = (
+            ("adapter", st.gpu.adapter if st.gpu else None),
+            ("devices", "; ".join(st.gpu.devices) if st.gpu else None),
+            ("threads", st.threads),
+        )
+        for key, value in facts:
+            if value:
                 print(f"        {key}: {value}")
     return 0
 

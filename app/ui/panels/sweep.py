@@ -6,7 +6,7 @@ Nothing is pushed at the GUI: a timer polls the runner, as the main window polls
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
 from app.errors import DelegateScopeError
 from app.live.sweep import SweepRunner, SweepState
 from app.report.sweep import COLUMNS, header_lines, row_cells, write_html
+from app.tasks.delegates import DelegateStatus
 from app.tasks.sweep import DEFAULT_FRAMES, SweepProgress, SweepResult, SweepRow
 
 POLL_MS = 200
@@ -189,7 +190,7 @@ class SweepDock:
         runner: SweepRunner,
         *,
         allows_software_gpu: Callable[[], bool],
-        statuses: Callable[[], dict[str, dict] | None],
+        statuses: Callable[[], Mapping[str, DelegateStatus] | None],
         add_marker: Callable[[str], object],
         show_error: Callable[[str, str], object],
         show_message: Callable[[str, int], object],
