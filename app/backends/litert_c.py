@@ -386,10 +386,10 @@ class NativeModel:
 
     def _host_memory(self, ranked: C.Array[C.c_char], size: int) -> tuple[_P, np.ndarray] | None:
         """A buffer of `size` bytes over a numpy array of ours, for the first input (output), when
-        HOST_BUFFERS is set (benchmarks/gpu_pipeline.py compares both). The runtime accepts
+        HOST_BUFFERS is set (benchmarks/investigations/gpu_pipeline.py compares both). The runtime accepts
         host memory where it asked for its own buffer type (WebGPU buffers for the GPU's float32 models,
         host memory for its int8 ones) and copies to the device inside the run, giving the same outputs
-        (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/gpu_pipeline.py).
+        (tests/test_backend_gpu.py); whether that is faster is measured (benchmarks/investigations/gpu_pipeline.py).
         None when the runtime refuses it: the runtime's own buffer is kept."""
         spare = np.empty(size + _HOST_ALIGNMENT, np.uint8)
         start = -spare.ctypes.data % _HOST_ALIGNMENT

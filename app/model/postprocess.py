@@ -66,7 +66,7 @@ def top_indices(scores: np.ndarray, k: int) -> list[int]:
 
     argmax passes, not np.argpartition: 4 us against 16 us for 1,000 scores here, and
     argpartition gives up the GIL, which on Python 3.11 beside a GIL-holding thread cost ~0.1-0.8
-    ms a call to get back (`benchmarks/gil_release.py`). On the H200 host (Python 3.12) the
+    ms a call to get back (`benchmarks/investigations/gil_release.py`). On the H200 host (Python 3.12) the
     pipeline's rate did not change measurably: there the results thread waits for the GIL
     wherever it is, LiteRT's GPU wrapper holding it through most of a run.
     """

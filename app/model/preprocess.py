@@ -58,7 +58,7 @@ def shrink(image: np.ndarray, width: int, height: int) -> np.ndarray:
 
     cv2.INTER_AREA at a non-integer ratio (720 -> 224) costs ~3.5 ms here; bilinear to twice
     the target and then INTER_AREA's integer x2 path costs ~0.5 ms and differs from it by
-    0.3 grey levels on average (benchmarks/preprocess.py). Plain bilinear would alias.
+    0.3 grey levels on average (benchmarks/suite/preprocess.py). Plain bilinear would alias.
     """
     h, w = image.shape[:2]
     if w <= width or h <= height:

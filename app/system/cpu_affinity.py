@@ -4,7 +4,7 @@ Why: each inference wakes the capture thread (next frame) and the results thread
 and Linux ran them on the inference thread's CPU often enough to preempt the model. With the
 int8 model on this 2-core machine, unpinned, the inference thread waited 91-203 us per
 inference for its CPU (0.5-1.2 preemptions); pinned, 1-13 us, and throughput rose 1-3%
-(benchmarks/cpu_pinning.py, docs/benchmarks.md). A raw benchmark has no other threads: this
+(benchmarks/investigations/cpu_pinning.py, docs/benchmarks.md). A raw benchmark has no other threads: this
 brings bench's conditions closer to it.
 
 Linux only (per-thread sched_setaffinity); elsewhere, when the process may use no more CPUs

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
 # When the GUI thread runs Python (plots, overlay) at the moment an inference ends, the
 # inference thread waits up to CPython's switch interval for the GIL: 5 ms by default, a whole
-# int8 inference here. benchmarks/switch_interval.py --spinner: 22 inferences/s at 5 ms,
+# int8 inference here. python -m benchmarks.investigations.switch_interval --spinner: 22 inferences/s at 5 ms,
 # 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
 GUI_SWITCH_INTERVAL_S = 0.0005
 # Every switch in the window replaces worker threads; capped, they share arenas instead of each

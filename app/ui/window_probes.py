@@ -1,5 +1,5 @@
 """What the window's own work costs and delivers: displayed fps, GUI-thread time per displayed
-frame, plot refresh rate (benchmarks/window.py and --stats read these). Cf. the small
+frame, plot refresh rate (benchmarks/suite/window.py and --stats read these). Cf. the small
 FrameCounter of pyqtgraph's examples, plus the cost of each frame."""
 
 from __future__ import annotations

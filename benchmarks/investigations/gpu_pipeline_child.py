@@ -77,7 +77,7 @@ def bench(a: dict[str, Any]) -> dict[str, Any]:
     config = BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
                          inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads"))  # fmt: skip
     inference = InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False)
-    s = run_bench(config, inference)
+    s = run_bench(config, inference).to_dict()
     m = s["metrics"]
     return {"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
             "cpu_ms": m["cpu_ms_per_inference"], "cpu_per_wall": m["cpu_per_wall"],
@@ -116,7 +116,7 @@ def same(a: dict[str, Any]) -> dict[str, Any]:
 
     before = raw_loop()
     s = run_bench(BenchConfig(source="synthetic", frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"]),
-                  InferenceConfig(model=a["model"], delegate="gpu", fallback=False))  # fmt: skip
+                  InferenceConfig(model=a["model"], delegate="gpu", fallback=False)).to_dict()  # fmt: skip
     after = raw_loop()
     rate = s["metrics"]["inference_fps"]
     return {"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
@@ -158,7 +158,7 @@ def interleaved(a: dict[str, Any]) -> dict[str, Any]:
     def bench_rate(host: bool) -> float:
         NativeModel.HOST_BUFFERS = host
         config = InferenceConfig(model=model, delegate="gpu", fallback=False, options=a.get("options", {}))
-        s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True), config)
+        s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True), config).to_dict()
         rate: float = s["metrics"]["inference_fps"]
         return rate
 

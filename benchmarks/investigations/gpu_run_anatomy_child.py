@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         PARTS.clear()
         s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True),
                       InferenceConfig(model=model, delegate="gpu", fallback=False,
-                                      options={"allow_software": software}))  # fmt: skip
+                                      options={"allow_software": software})).to_dict()  # fmt: skip
         parts = {k: us([b - a for a, b in v[min(50, len(v) // 3) :]]) for k, v in PARTS.items()}
         return {"rate": round(s["metrics"]["inference_fps"]), "bound": (s["bottleneck"] or {}).get("stage"),
                 **anatomy(list(RUNS)), "parts": parts}  # fmt: skip
