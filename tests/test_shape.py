@@ -60,3 +60,13 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert "mypy" in command and "pytest" in command and "ruff" in command
     ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert command in [line.strip() for line in ci_lines]
+
+
+def test_every_type_ignore_says_why_on_its_line():
+    silent = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted(APP.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "# type: ignore" in line and "  # " not in line.split("# type: ignore", 1)[1]
+    ]
+    assert silent == []

@@ -37,7 +37,7 @@ class RunLog:
     def emit(self, kind: EventKind, message: str, **fields: object) -> Event:
         with self._lock:
             self._seq += 1
-            event = Event(kind, time.monotonic(), time.time(), message, seq=self._seq, **fields)  # type: ignore[arg-type]
+            event = Event(kind, time.monotonic(), time.time(), message, seq=self._seq, **fields)  # type: ignore[arg-type]  # Event's own keywords, checked by its constructor
             self._events.append(event)
         if self._on_event:
             self._on_event(event)

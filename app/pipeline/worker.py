@@ -102,7 +102,7 @@ class InferenceWorker:
         """Change model/delegate/options/throttle/top_k; applied between inferences."""
         with self._lock:
             base = self._pending or self._config
-            self._pending = replace(base, **changes)  # type: ignore[arg-type]
+            self._pending = replace(base, **changes)  # type: ignore[arg-type]  # InferenceConfig's fields; replace() checks names
 
     @property
     def config(self) -> InferenceConfig:

@@ -33,7 +33,7 @@ def _disarm_pyobject_unpickling() -> None:
     harmless = b"N."  # pickle protocol 0 for None; never decoded (the stub answers)
     data = struct.pack(">II", 127, len(name)) + name + struct.pack(">I", len(harmless)) + harmless
     stub = types.ModuleType("pickle")
-    stub.loads = lambda *args, **kwargs: REFUSED_PYOBJECT  # type: ignore[attr-defined]
+    stub.loads = lambda *args, **kwargs: REFUSED_PYOBJECT  # type: ignore[attr-defined]  # a stand-in module: mypy knows no attributes on one
     real = sys.modules.get("pickle")
     sys.modules["pickle"] = stub
     try:
