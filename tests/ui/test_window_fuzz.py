@@ -159,7 +159,7 @@ def open_case(qtbot, window, user: User, case: Case, path: Path, sha: str) -> st
 
     # Accepted: the pipeline switches to it, or says why it could not.
     qtbot.waitUntil(
-        lambda: bool(since("switch_failed")) or any(e.model["id"] == sha for e in since("switch")),
+        lambda: bool(since("switch_failed")) or any(e.model is not None and e.model.id == sha for e in since("switch")),
         timeout=WAIT_MS,
     )
     if failed := since("switch_failed"):
