@@ -3,7 +3,9 @@ a test module imports those, never another test module or this file (tests/test_
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +38,29 @@ def swiftshader() -> dict[str, str]:
             pytest.fail(f"CI is set but SwiftShader is missing at {SWIFTSHADER_ICD} (.ci/run installs chromium)")
         pytest.skip(f"SwiftShader Vulkan driver not installed ({SWIFTSHADER_ICD}; Debian package chromium)")
     return {"VK_DRIVER_FILES": str(SWIFTSHADER_ICD), "VK_ICD_FILENAMES": str(SWIFTSHADER_ICD)}
+
+
+@pytest.fixture(scope="session")
+def mobilenet_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """MobileNet v1 1.0/224 float (tests/builders/mobilenet_v1.py), built once by TensorFlow in a child."""
+    if importlib.util.find_spec("tensorflow") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but TensorFlow (the 'convert' extra) is not installed")
+        pytest.skip("building MobileNet v1 needs TensorFlow (the convert extra)")
+    path = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v1_1.0_224.tflite"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    subprocess.run([sys.executable, "-m", "tests.builders.mobilenet_v1", str(path)], check=True, env=env,
+                   timeout=300, capture_output=True, cwd=ROOT)  # fmt: skip
+    return path
+
+
+@pytest.fixture(scope="session")
+def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One window-style recording cut at switches (tests/helpers/recordings.py), made once: the report
+    and the Review panel read it, never write it."""
+    from tests.helpers.recordings import record_across_switches
+
+    return record_across_switches(tmp_path_factory.mktemp("switches") / "rec.csv")
 
 
 @pytest.fixture

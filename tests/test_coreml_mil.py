@@ -31,35 +31,6 @@ from tests.helpers.paths import ROOT, TEST_MODELS
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 
-# MobileNet v1 1.0/224 as in test_coverage.py (Keras' MobileNet, TensorFlow's converter, 31 nodes), with
-# batch-norm statistics taken from a batch of inputs: untrained weights shrink activations layer by layer
-# to ~1e-19, where any numerical comparison would pass; with these they stay O(1).
-_MOBILENET = """
-import os, sys
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-import numpy as np
-import tensorflow as tf
-tf.keras.utils.set_random_seed(0)
-inp = tf.keras.Input(shape=(224, 224, 3), batch_size=1)
-model = tf.keras.applications.MobileNet(alpha=1.0, weights=None, input_tensor=inp)
-for layer in model.layers:
-    if isinstance(layer, tf.keras.layers.BatchNormalization):
-        layer.momentum = 0.0
-model(np.random.default_rng(0).uniform(-1, 1, (4, 224, 224, 3)).astype(np.float32), training=True)
-open(sys.argv[1], "wb").write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
-"""
-
-
-@pytest.fixture(scope="module")
-def mobilenet_v1(tmp_path_factory) -> Path:
-    if not HAS_TENSORFLOW:  # never imported here: a child process builds it
-        pytest.skip("building MobileNet v1 needs TensorFlow (the convert extra)")
-    path = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v1_1.0_224.tflite"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run([sys.executable, "-c", _MOBILENET, str(path)], check=True, env=env, timeout=300, capture_output=True)
-    return path
-
-
 @pytest.fixture(scope="module")
 def model_files(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("coreml_models")

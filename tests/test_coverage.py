@@ -4,10 +4,6 @@ the partitioner checked against the LiteRT runtime's own XNNPACK partitions."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -181,29 +177,6 @@ def test_a_first_input_read_from_fp16_weights_is_refused():
 
 
 # ---- real models -------------------------------------------------------------------------------
-
-_MOBILENET = """
-import os, sys
-os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-import tensorflow as tf
-tf.keras.utils.set_random_seed(0)
-inp = tf.keras.Input(shape=(224, 224, 3), batch_size=1)
-model = tf.keras.applications.MobileNet(alpha=1.0, weights=None, input_tensor=inp)
-open(sys.argv[1], "wb").write(tf.lite.TFLiteConverter.from_keras_model(model).convert())
-"""
-
-
-@pytest.fixture(scope="module")
-def mobilenet_v1(tmp_path_factory) -> Path:
-    """MobileNet v1 1.0/224 float as the seed's user has it: Keras' MobileNet, batch 1, TensorFlow's converter."""
-    if importlib.util.find_spec("tensorflow") is None:  # never imported here: a child process builds it
-        pytest.skip("building MobileNet v1 needs TensorFlow (the convert extra)")
-    path = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v1_1.0_224.tflite"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run([sys.executable, "-c", _MOBILENET, str(path)], check=True, env=env, timeout=300,
-                   capture_output=True)  # fmt: skip
-    return path
-
 
 @pytest.mark.slow
 def test_mobilenet_v1_gives_the_seeds_log_line(mobilenet_v1: Path):

@@ -234,12 +234,6 @@ def test_a_switch_is_labelled_with_what_changed(tmp_path):
     assert "switch: threads 2→1" in texts and "open: m on cpu" in texts, texts
 
 
-@pytest.fixture(scope="module")
-def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.helpers.recordings import record_across_switches
-
-    return record_across_switches(tmp_path_factory.mktemp("switches") / "rec.csv")
-
 
 def parts_by_switch(path: Path) -> list[list[dict]]:
     """Inference rows cut at each `switch` row's time, with nothing but the csv module."""

@@ -13,12 +13,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 
-@pytest.fixture(scope="module")
-def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.helpers.recordings import record_across_switches
-
-    return record_across_switches(tmp_path_factory.mktemp("review") / "rec.csv")
-
 
 def settled(qtbot, window) -> None:
     """The window has run and its background probe (a child process) has answered: closing it at the
