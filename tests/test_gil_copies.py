@@ -2,6 +2,7 @@
 that gave it up let another pipeline thread take it, and the inference thread then waited for it back
 before the run (docs/benchmarks.md, fifth session). Checked against np.copyto, which gives it up."""
 
+import sys
 import threading
 import time
 
@@ -46,13 +47,21 @@ def test_the_copy_is_exact_and_checks_sizes():
 def test_the_copy_keeps_the_gil_where_numpy_gives_it_up():
     src = np.ones(64 * 1024 * 1024, np.uint8)  # 64 MB: each copy takes milliseconds
     dst = np.empty_like(src)
-    old = __import__("sys").getswitchinterval()
-    __import__("sys").setswitchinterval(0.0005)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    seen = []
     try:
-        released, released_s = _spinner_progress_during(lambda d, s: np.copyto(d, s), src, dst, 20)
-        held, held_s = _spinner_progress_during(_copy_holding_gil, src, dst, 20)
+        # Per second of copying: with the GIL given up the spinner runs through the copies; with it
+        # kept it runs only between them (one switch interval each, at most). On a loaded machine the
+        # OS may stall either thread at any moment and blur one pair of readings (seen: 0.52 with a
+        # busy process on the other core), so a pair is taken up to three times: a copy that gave the
+        # GIL up never shows the gap, however often it is measured.
+        for _ in range(3):
+            released, released_s = _spinner_progress_during(lambda d, s: np.copyto(d, s), src, dst, 20)
+            held, held_s = _spinner_progress_during(_copy_holding_gil, src, dst, 20)
+            seen.append(round((held / held_s) / (released / released_s), 3))
+            if seen[-1] < 0.35:
+                break
     finally:
-        __import__("sys").setswitchinterval(old)
-    # Per second of copying: with the GIL given up the spinner runs through the copies; with it
-    # kept it runs only between them (one switch interval each, at most).
-    assert held / held_s < 0.35 * (released / released_s), (held, held_s, released, released_s)
+        sys.setswitchinterval(old)
+    assert min(seen) < 0.35, seen
