@@ -1,6 +1,6 @@
-"""The shape the project promises (docs/architecture.md), checked (the layers, cycles and the top of app/
-are tests/test_import_rule.py's): typed seams (few functions hand a bare dict across a module boundary), and CI running exactly the
-README's test command."""
+"""The shape the project promises (docs/architecture.md), checked: typed seams (few functions hand a
+bare dict across a module boundary), every type: ignore explained, and CI running exactly the README's
+test command. The layers, cycles and the top of app/ are tests/test_import_rule.py's."""
 
 import ast
 from pathlib import Path
