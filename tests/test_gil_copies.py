@@ -20,11 +20,13 @@ def _spinner_gaps_over(copy, src: np.ndarray, dst: np.ndarray, copies: int) -> l
 
     def spin() -> None:
         last = time.perf_counter()
-        while not stop.is_set():
+        while True:  # the gap is recorded before stop is read: the last copy's stall ends at stop
             now = time.perf_counter()
             if now - last > 0.0005:
                 gaps.append((last, now))
             last = now
+            if stop.is_set():
+                break
 
     spinner = threading.Thread(target=spin)
     spinner.start()
@@ -35,7 +37,7 @@ def _spinner_gaps_over(copy, src: np.ndarray, dst: np.ndarray, copies: int) -> l
         spans.append((started, time.perf_counter()))
     stop.set()
     spinner.join()
-    return [max(0.0, *(min(e, t1) - max(s, t0) for s, e in gaps)) for t0, t1 in spans]
+    return [max([0.0, *(min(e, t1) - max(s, t0) for s, e in gaps)]) for t0, t1 in spans]
 
 
 def test_the_copy_is_exact_and_checks_sizes():
