@@ -142,6 +142,10 @@ class Status:
     source: SourceInfo | None = None
     exit_code: int | None = None  # state ERROR: the exit code of the typed error that ended the run
 
+    def to_dict(self) -> dict[str, object]:
+        """The `status` object of bench's JSON and the window's --stats (the source is said apart)."""
+        return {"state": self.state, "message": self.message, "exit_code": self.exit_code}
+
     def error(self) -> DelegateScopeError | None:
         """State ERROR: the typed error that ended the run, for whoever reports it (exit codes)."""
         if self.state != State.ERROR:

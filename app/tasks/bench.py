@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +60,7 @@ class MeasuredCpu:
     system_cpu_pct: float
 
     def to_dict(self) -> dict[str, float]:
-        return {
-            "from_wall": self.from_wall,
-            "to_wall": self.to_wall,
-            "seconds": self.seconds,
-            **{k: getattr(self, k) for k in _SPAN_CPU_KEYS},
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -118,7 +113,7 @@ class BenchSummary:
             # Frames that repeat an image (the synthetic cycle) reuse its tensor: the rate then shows
             # the delegate, and each frame's preprocess figure is what computing that image cost.
             "preprocessing": {"repeated_images_reused": self.repeated_images_reused},
-            "status": {"state": self.status.state, "message": self.status.message, "exit_code": self.status.exit_code},
+            "status": self.status.to_dict(),
             # Each event as its fields, but the report (the summary's `delegate` says it) and with the
             # model it opened as JSON.
             "events": [
@@ -299,13 +294,10 @@ _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cp
 def _measured_cpu(start: tuple[CpuMark, float], end: tuple[CpuMark, float]) -> MeasuredCpu:
     """Process and system CPU between two (mark, wall clock) readings, as the sampler counts them."""
     span = cpu_percentages(start[0], end[0], os.cpu_count() or 1)
+    if span is None:
+        return MeasuredCpu(start[1], end[1], 0.0, 0.0, 0.0, 0.0)
     return MeasuredCpu(
-        from_wall=start[1],
-        to_wall=end[1],
-        seconds=span.span_s if span else 0.0,
-        process_cpu_pct_machine=span.process_cpu_pct_machine if span else 0.0,
-        process_cpu_pct_cores=span.process_cpu_pct_cores if span else 0.0,
-        system_cpu_pct=span.system_cpu_pct if span else 0.0,
+        start[1], end[1], span.span_s, span.process_cpu_pct_machine, span.process_cpu_pct_cores, span.system_cpu_pct
     )
 
 

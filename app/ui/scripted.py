@@ -34,13 +34,7 @@ class SessionFacts:
         """The `session` object of the --stats JSON."""
         report = self.report
         delegate = {k: v for k, v in report.to_dict().items() if k != "native_log"} if report else None
-        status = self.status
-        return {
-            "model": self.model,
-            "source": self.source,
-            "delegate": delegate,
-            "status": {"state": status.state, "message": status.message, "exit_code": status.exit_code},
-        }
+        return {"model": self.model, "source": self.source, "delegate": delegate, "status": self.status.to_dict()}
 
 
 @dataclass(frozen=True)
