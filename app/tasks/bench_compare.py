@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -59,11 +59,7 @@ class AloneFigures:
     cpu_ms_per_inference: float
 
     def to_dict(self) -> dict[str, float | None]:
-        return {
-            "inference_fps": self.inference_fps,
-            "inference_ms_median": self.inference_ms_median,
-            "cpu_ms_per_inference": self.cpu_ms_per_inference,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
