@@ -18,6 +18,9 @@ from app.tasks.classify import ImageResult, classify_images
 from tests.helpers.bundle_build import BundleBuild, packaging_tests_collected
 from tests.helpers.paths import PHOTOS, ROOT
 
+# One worker runs both modules: the rebuild starts the bundle's build beside its own (tests/helpers/bundle_build.py).
+pytestmark = pytest.mark.xdist_group("bundle")
+
 MODELS = ROOT / "models"
 NAMES = ("efficientnet_lite0", "efficientnet_lite0_int8")
 

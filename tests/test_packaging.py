@@ -29,6 +29,9 @@ import pytest
 from tests.helpers.bundle_build import BundleBuild
 from tests.helpers.paths import PHOTOS, ROOT
 
+# One worker runs both modules: the rebuild starts the bundle's build beside its own (tests/helpers/bundle_build.py).
+pytestmark = pytest.mark.xdist_group("bundle")
+
 PACKAGING = ROOT / "packaging"
 LINUX = sys.platform.startswith("linux")
 

@@ -2,8 +2,8 @@
 
 The build and the bundled models' rebuild (tests/test_build_models.py) are the suite's two longest
 steps (~32 s and ~36 s here), each one process mostly on one core: when both modules run, the rebuild's
-fixture starts the bundle's build beside its own and waits for both, so the two cores share them and
-no other test runs beside either."""
+fixture starts the bundle's build beside its own and waits for both. Both modules are in one xdist group
+("bundle"), so one worker holds the build; the other worker goes on with the rest of the suite."""
 
 from __future__ import annotations
 
