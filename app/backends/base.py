@@ -7,7 +7,9 @@ fallback is left for the user to guess.
 
 from __future__ import annotations
 
+import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -17,6 +19,7 @@ from app.backends.options import BackendOptions, Delegate, Name
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model.spec import ModelSpec
+from app.model.task import Task
 
 if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces are made
     from app.coreml_mil.split import CoreMLPieces
@@ -107,6 +110,11 @@ class ModelRunner(Protocol):
         """
         ...
 
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run one set of inputs (every input, model order, each its dtype and fixed shape); return every
+        output in model order, shaped, owned by the caller. Any model, any task."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -127,9 +135,38 @@ def first_line(exc: BaseException | str) -> str:
     return text.splitlines()[0] if text and text.splitlines() else type(exc).__name__
 
 
+_UNRESOLVED = re.compile(r"unresolved custom op: ([^\s.]+)")
+
+
+def refusal(exc: BaseException, spec: ModelSpec) -> str:
+    """The runtime's refusal of a model in one line; a custom op it has no kernel for named with its node."""
+    text = str(exc)
+    match = _UNRESOLVED.search(text)
+    if match:
+        op = match.group(1)
+        nodes = [i for i, name in enumerate(spec.op_types) if name == f"CUSTOM:{op}"]
+        where = f"node {nodes[0]}" if len(nodes) == 1 else f"nodes {', '.join(map(str, nodes))}" if nodes else "a node"
+        return (
+            f"the model needs the custom op '{op}' ({where}), which this LiteRT runtime does not have: "
+            "no backend here can run it"
+        )
+    return f"the LiteRT runtime refused the model: {first_line(exc)}"
+
+
+def zero_inputs(spec: ModelSpec) -> list[np.ndarray]:
+    return [np.zeros(t.shape, np.dtype(t.dtype)) for t in spec.all_inputs]
+
+
 def time_first_inference(session: ModelRunner, spec: ModelSpec) -> float:
     """Milliseconds of one run on a zero input: the first run pays one-off costs (weight
     packing, shader or device preparation), so it is measured apart from the steady state."""
+    if spec.kind != Task.CLASSIFICATION or len(spec.all_inputs) != 1:
+        started = time.perf_counter()
+        outputs = session.run_all(zero_inputs(spec))
+        elapsed = (time.perf_counter() - started) * 1000
+        if len(outputs) != len(spec.all_outputs):
+            raise ModelError(f"the runtime gave {len(outputs)} outputs but the model declares {len(spec.all_outputs)}")
+        return elapsed
     started = time.perf_counter()
     out = session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
     elapsed = (time.perf_counter() - started) * 1000

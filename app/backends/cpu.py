@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
-from app.backends.base import DelegationReport, first_line, time_first_inference
+from app.backends.base import DelegationReport, first_line, refusal, time_first_inference
 from app.backends.options import BackendOptions, Delegate
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
@@ -24,16 +25,21 @@ class CpuSession:
         try:
             with capture_stderr() as log:
                 self._interpreter = Interpreter(model_content=spec.content, num_threads=threads)
-                inp = self._interpreter.get_input_details()[0]
-                if list(inp["shape"]) != [1, spec.input_height, spec.input_width, 3]:
-                    # A dynamic batch dimension: fix it to one image.
-                    self._interpreter.resize_input_tensor(inp["index"], [1, spec.input_height, spec.input_width, 3])
+                details = self._interpreter.get_input_details()
+                for detail, wanted in zip(details, spec.all_inputs, strict=False):
+                    if tuple(detail["shape"]) != wanted.shape:
+                        # A dynamic dimension: fixed to one image, or to --input-shape.
+                        self._interpreter.resize_input_tensor(detail["index"], list(wanted.shape))
                 self._interpreter.allocate_tensors()
-            self._input_index = inp["index"]
-            self._output_index = self._interpreter.get_output_details()[0]["index"]
+            image = spec.image_input if spec.image_input is not None else 0
+            self._input_indices = [d["index"] for d in details]
+            self._input_index = details[image]["index"]
+            self._output_indices = [d["index"] for d in self._interpreter.get_output_details()]
+            primary = spec.task.layout.output if spec.task is not None and hasattr(spec.task.layout, "output") else 0
+            self._output_index = self._output_indices[primary]
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError) as exc:
             # The wrapper's own Python (tensor names, details) can trip on corrupt bytes too.
-            raise ModelError(f"the LiteRT runtime refused the model: {first_line(exc)}") from None
+            raise ModelError(refusal(exc, spec)) from None
         init_ms = (time.perf_counter() - started) * 1000
         try:
             coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions)
@@ -60,6 +66,16 @@ class CpuSession:
         )
         # The first invoke pays for XNNPACK's weight packing.
         self.report.first_inference_ms = time_first_inference(self, spec)
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Every input set (model order), one run, every output (copies, model order)."""
+        try:
+            for index, tensor in zip(self._input_indices, inputs, strict=True):
+                self._interpreter.set_tensor(index, tensor)
+            self._invoke()
+            return [self._interpreter.get_tensor(i) for i in self._output_indices]
+        except (RuntimeError, ValueError) as exc:
+            raise ModelError(f"the LiteRT runtime failed to run the model: {first_line(exc)}") from None
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         try:

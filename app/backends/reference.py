@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ REFERENCE_OF = ("efficientnet_lite0",)  # bundled models whose original Keras mo
 
 class ReferenceSession:
     def __init__(self, spec: ModelSpec) -> None:
+        self._output_shapes = [t.shape for t in spec.all_outputs]
         started = time.perf_counter()
         self._proc = subprocess.Popen(
             [sys.executable, str(CHILD)],
@@ -62,6 +64,12 @@ class ReferenceSession:
         if data is None or len(data) < n:
             raise ModelError("the TensorFlow reference process ended unexpectedly")
         return data
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The TensorFlow reference is a classifier's: one image in, class scores out."""
+        if len(inputs) != 1 or len(self._output_shapes) != 1:
+            raise ModelError("the TensorFlow reference runs single-input, single-output classifiers only")
+        return [self.run(inputs[0]).reshape(self._output_shapes[0])]
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(input_tensor, np.float32)

@@ -1,4 +1,5 @@
-"""Frame -> input tensor: centre crop to the model's aspect, resize, normalise, quantize.
+"""Frame -> input tensor: centre crop to the model's aspect (classifiers) or the whole frame, resize,
+normalise, quantize.
 
 One Preprocessor per model, reused for every frame: the output buffers are
 allocated once and normalisation is a lookup table (figures against the naive
@@ -68,34 +69,47 @@ def shrink(image: np.ndarray, width: int, height: int) -> np.ndarray:
     return cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
 
 
+_CONVERSIONS = {3: cv2.COLOR_BGR2RGB, 1: cv2.COLOR_BGR2GRAY, 4: cv2.COLOR_BGR2RGBA}
+
+
 class Preprocessor:
-    """Turns BGR uint8 frames into the model's input tensor (1, H, W, 3) of its dtype."""
+    """Turns BGR uint8 frames into the model's image input (1, H, W, C) of its dtype: C = 3 (RGB), 1 (grey,
+    BT.601 luma as OpenCV computes it) or 4 (RGB and an opaque alpha of 255, normalised like the others)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.height, self.width = spec.input_height, spec.input_width
         self.dtype = spec.input_dtype
+        self.channels = spec.channels
+        self.crops = spec.crops  # classification: centre crop; other tasks: the whole frame, resized
         self._lut = self.lookup_table(spec)
-        self._rgb = np.empty((self.height, self.width, 3), np.uint8)
-        self._out = np.empty((1, self.height, self.width, 3), self.dtype)
-        self._key = (self.height, self.width, str(self.dtype), hashlib.sha1(self._lut.tobytes()).hexdigest())
+        shape = (self.height, self.width, self.channels) if self.channels != 1 else (self.height, self.width)
+        self._rgb = np.empty(shape, np.uint8)
+        self._out = np.empty((1, self.height, self.width, self.channels), self.dtype)
+        self._key = (self.height, self.width, str(self.dtype), self.channels, self.crops,
+                     hashlib.sha1(self._lut.tobytes()).hexdigest())  # fmt: skip
 
     @staticmethod
     def lookup_table(spec: ModelSpec) -> np.ndarray:
-        """Pixel value -> model input value per RGB channel: normalisation and quantization
+        """Pixel value -> model input value per channel: normalisation and quantization
         (round, clip) folded into one 256-entry table, applied by cv2.LUT in ~0.2 ms."""
         inp, norm, dtype = spec.input, spec.normalization, spec.input_dtype
-        x = np.arange(256, dtype=np.float64)[:, None].repeat(3, axis=1)
+        channels = spec.channels
+        mean = np.asarray(norm.mean)[[0, 1, 2, 0][:channels] if channels != 3 else [0, 1, 2]]
+        std = np.asarray(norm.std)[[0, 1, 2, 0][:channels] if channels != 3 else [0, 1, 2]]
+        x = np.arange(256, dtype=np.float64)[:, None].repeat(channels, axis=1)
         if norm.raw:
             values = x - 128.0 if dtype == np.int8 else x
         else:
-            values = (x - np.asarray(norm.mean)) / np.asarray(norm.std)
+            values = (x - mean) / std
             if dtype != np.float32:
                 assert inp.scale is not None and inp.zero_point is not None
                 info = np.iinfo(dtype)
                 values = np.clip(np.rint(values / inp.scale + inp.zero_point), info.min, info.max)
-        return values.astype(dtype).reshape(1, 256, 3)
+        return values.astype(dtype).reshape(1, 256, channels)
 
     def crop_box(self, frame_width: int, frame_height: int) -> CropBox:
+        if not self.crops:
+            return CropBox(0, 0, frame_width, frame_height)
         return centre_crop_box(frame_width, frame_height, self.width / self.height)
 
     def __call__(self, frame: np.ndarray) -> np.ndarray:
@@ -108,13 +122,16 @@ class Preprocessor:
         bgr = as_bgr_uint8(frame)
         box = self.crop_box(bgr.shape[1], bgr.shape[0])
         crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
-        return cv2.cvtColor(shrink(crop, self.width, self.height), cv2.COLOR_BGR2RGB, dst=out)
+        return cv2.cvtColor(shrink(crop, self.width, self.height), _CONVERSIONS[self.channels], dst=out)
 
     def from_rgb(self, rgb: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Stage 2: normalisation and quantization for this model (one table lookup), into
         this preprocessor's reused buffer unless `out` (same shape and dtype) is given."""
         out = self._out if out is None else out
-        cv2.LUT(rgb, self._lut, dst=out[0])
+        if self.channels == 1:  # OpenCV drops a single channel's axis: look up into the 2-D view
+            cv2.LUT(rgb, self._lut, dst=out[0, :, :, 0])
+        else:
+            cv2.LUT(rgb, self._lut, dst=out[0])
         return out
 
     @property

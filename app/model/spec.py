@@ -20,15 +20,25 @@ import numpy as np
 
 from app.errors import ModelError
 from app.model.labels import LabelSet, align_labels, numbered_labels, parse_labels, read_labels_file
+from app.model.task import (
+    DETECTION_POSTPROCESS,
+    IMAGE_DTYPES,
+    ClassificationLayout,
+    KeypointsLayout,
+    SegmentationLayout,
+    Task,
+    TaskChoice,
+    infer_task,
+)
 from app.system.paths import models_dir
 from app.tflite.file import TensorInfo, TfliteInfo, read_tflite
+from app.tflite.graph import read_graph
 from app.tflite.metadata import METADATA_NAME, ClassifierMetadata, parse_metadata, read_associated_file
 
 DEFAULT_MODEL = "efficientnet_lite0"
 SIDECAR_FORMAT = 1
 MAX_MODEL_BYTES = 2 * 1024**3  # flatbuffers cannot address more; larger files are not TFLite models
-_INPUT_DTYPES = ("float32", "uint8", "int8")
-_OUTPUT_DTYPES = ("float32", "float16", "uint8", "int8")
+_MAX_INPUT_ELEMENTS = 1 << 28  # a fixed input shape beyond this (1 GiB of float32) is a typo, not a model
 
 
 @dataclass(frozen=True)
@@ -51,15 +61,55 @@ def _fmt(values: tuple[float, ...]) -> str:
 
 
 @dataclass(frozen=True)
+class ModelOptions:
+    """How to read a model beyond its file: the task (`--task`), shapes for its dynamic inputs
+    (`--input-shape NAME=1x224x224x3`) and an .npz of inputs for those that take no image (`--inputs`)."""
+
+    task: Task | None = None
+    input_shapes: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    inputs_file: Path | None = None
+
+    def shape_for(self, name: str, index: int) -> tuple[int, ...] | None:
+        for key, shape in self.input_shapes:
+            if key in (name, str(index)):
+                return shape
+        return None
+
+    def is_default(self) -> bool:
+        return self == ModelOptions()
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "task": self.task.value if self.task else None,
+            "input_shapes": {k: list(v) for k, v in self.input_shapes},
+            "inputs_file": str(self.inputs_file) if self.inputs_file else None,
+        }
+
+
+def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    """`NAME=1x224x224x3` (NAME may be the input's index) -> (NAME, (1, 224, 224, 3)); ValueError says why."""
+    name, sep, dims = text.rpartition("=")
+    if not sep or not name:
+        raise ValueError(f"expected NAME=1x224x224x3, got '{text}'")
+    try:
+        shape = tuple(int(d) for d in dims.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"expected dimensions as whole numbers separated by x, got '{dims}'") from None
+    if not shape or any(d < 1 for d in shape) or math.prod(shape) > _MAX_INPUT_ELEMENTS:
+        raise ValueError(f"dimensions must be at least 1 and hold at most {_MAX_INPUT_ELEMENTS} values, got '{dims}'")
+    return name, shape
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     display_name: str
     path: Path
     sha256: str
     size_bytes: int
-    input: TensorInfo
-    output: TensorInfo
-    classes: int
+    input: TensorInfo  # the image input (the first input when none is an image), its shape fixed
+    output: TensorInfo  # the classifier's output (the first output for other tasks)
+    classes: int  # class scores (classification, per-pixel scores), labels (detection), points (keypoints)
     labels: LabelSet
     normalization: Normalization
     output_kind: str  # "probabilities", "logits" or "unknown" (decided per result, see postprocess)
@@ -69,6 +119,36 @@ class ModelSpec:
     info: dict = field(default_factory=dict)  # licence, source, description: shown, never interpreted
     warnings: list[str] = field(default_factory=list)
     content: bytes = field(default=b"", repr=False, compare=False)
+    task: TaskChoice | None = None  # None only in specs built by hand for a classifier (tests)
+    inputs: tuple[TensorInfo, ...] = ()  # every input, dynamic dimensions fixed
+    outputs: tuple[TensorInfo, ...] = ()  # every output, as the file declares them
+    options: ModelOptions = field(default_factory=ModelOptions)
+
+    @property
+    def kind(self) -> Task:
+        return self.task.task if self.task else Task.CLASSIFICATION
+
+    @property
+    def image_input(self) -> int | None:
+        return self.task.image_input if self.task else 0
+
+    @property
+    def all_inputs(self) -> tuple[TensorInfo, ...]:
+        return self.inputs or (self.input,)
+
+    @property
+    def all_outputs(self) -> tuple[TensorInfo, ...]:
+        return self.outputs or (self.output,)
+
+    @property
+    def crops(self) -> bool:
+        """Classification sees a centre crop; the other image tasks the whole frame resized, as LiteRT's
+        Task Library feeds detectors, segmenters and pose models."""
+        return self.kind == Task.CLASSIFICATION
+
+    @property
+    def channels(self) -> int:
+        return self.input.shape[3] if len(self.input.shape) == 4 else 3
 
     @property
     def input_height(self) -> int:
@@ -93,7 +173,24 @@ class ModelSpec:
             "sha256": self.sha256,
             "input": {"shape": list(self.input.shape), "dtype": self.input.dtype},
             "classes": self.classes,
+            **self.task_json(),
         }
+
+    def task_json(self) -> dict[str, object]:
+        """The task and every input and output, for models that are not classifiers (a classifier's JSON
+        stays as it was)."""
+        if self.kind == Task.CLASSIFICATION and len(self.all_inputs) == 1:
+            return {}
+        return {
+            "task": self.task.to_dict() if self.task else None,
+            "inputs": [_tensor_json(t) for t in self.all_inputs],
+            "outputs": [_tensor_json(t) for t in self.all_outputs],
+        }
+
+
+def _tensor_json(t: TensorInfo) -> dict[str, object]:
+    quantization = {"scale": t.scale, "zero_point": t.zero_point} if t.scale is not None else None
+    return {"name": t.name, "shape": list(t.shape), "dtype": t.dtype, "quantization": quantization}
 
 
 @dataclass(frozen=True)
@@ -110,6 +207,7 @@ class ModelFacts:
     classes: int
     labels: str  # where the labels came from
     label_warnings: tuple[str, ...]  # whether they fit: the window shows both, never silently
+    task: Task = Task.CLASSIFICATION
 
     @classmethod
     def of(cls, spec: ModelSpec) -> ModelFacts:
@@ -123,6 +221,7 @@ class ModelFacts:
             classes=spec.classes,
             labels=spec.labels.source,
             label_warnings=tuple(spec.labels.warnings),
+            task=spec.kind,
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -135,6 +234,8 @@ class ModelFacts:
             "classes": self.classes,
             "labels": self.labels,
             "label_warnings": list(self.label_warnings),
+            # Said for the other tasks only: a classifier's events stay as they were written before tasks.
+            **({"task": self.task.value} if self.task != Task.CLASSIFICATION else {}),
         }
 
 
@@ -238,41 +339,50 @@ def _read_model_bytes(path: Path) -> bytes:
         raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from None
 
 
-def _check_classifier(info: TfliteInfo) -> tuple[TensorInfo, TensorInfo, int]:
-    """Refuse what is not a single-image classifier, saying what was found instead."""
-    if len(info.inputs) != 1:
-        names = ", ".join(f"{t.name} {list(t.shape)}" for t in info.inputs) or "none"
-        raise ModelError(f"not a single-image classifier: the model has {len(info.inputs)} inputs ({names})")
-    if len(info.outputs) != 1:
-        names = ", ".join(f"{t.name} {list(t.shape)}" for t in info.outputs) or "none"
-        hint = " (looks like a detector)" if len(info.outputs) >= 3 else ""
-        raise ModelError(f"not a single-image classifier: the model has {len(info.outputs)} outputs{hint}: {names}")
-    inp, out = info.inputs[0], info.outputs[0]
-    if len(inp.shape) != 4 or inp.shape[3] != 3:
-        raise ModelError(
-            f"not an RGB image classifier: input '{inp.name}' has shape {list(inp.shape)} ({inp.dtype}); "
-            "expected [1, height, width, 3]"
-        )
-    sig = inp.shape_signature if len(inp.shape_signature) == 4 else inp.shape
-    if sig[1] <= 0 or sig[2] <= 0 or inp.shape[1] <= 0 or inp.shape[2] <= 0:
-        raise ModelError(
-            f"input '{inp.name}' has a dynamic image size (shape signature {list(sig)}); "
-            "a fixed height and width are needed"
-        )
-    if inp.shape[0] not in (1, -1) or sig[0] not in (1, -1):
-        raise ModelError(f"input '{inp.name}' has batch size {inp.shape[0]}; a single-image classifier has batch 1")
-    if inp.dtype not in _INPUT_DTYPES:
+def _fixed_inputs(info: TfliteInfo, options: ModelOptions) -> tuple[TensorInfo, ...]:
+    """Every input with its dynamic dimensions fixed: by --input-shape, or a dynamic batch set to one;
+    any other dynamic dimension is refused, saying which option fixes it."""
+    if not info.inputs:
+        raise ModelError("the model has no input")
+    known = {t.name for t in info.inputs} | {str(i) for i in range(len(info.inputs))}
+    for name, _ in options.input_shapes:
+        if name not in known:
+            names = ", ".join(t.name for t in info.inputs)
+            raise ModelError(f"--input-shape names '{name}', which is not an input of the model (inputs: {names})")
+    fixed = []
+    for i, t in enumerate(info.inputs):
+        sig = t.shape_signature if len(t.shape_signature) == len(t.shape) else t.shape
+        wanted = options.shape_for(t.name, i)
+        if wanted is not None:
+            if len(wanted) != len(sig) or any(s not in (-1, w) for s, w in zip(sig, wanted, strict=True)):
+                raise ModelError(
+                    f"--input-shape {t.name}={'x'.join(map(str, wanted))} does not fit input '{t.name}' "
+                    f"(shape signature {list(sig)}: only its dynamic (-1) dimensions can be set)"
+                )
+            shape = wanted
+        else:
+            dynamic = [k for k, d in enumerate(sig) if d < 0 or (k > 0 and t.shape[k] < 1)]
+            if any(k != 0 for k in dynamic):
+                example = "x".join(str(d if d > 0 else 224) for d in sig)
+                raise ModelError(
+                    f"input '{t.name}' has dynamic dimensions (shape signature {list(sig)}); "
+                    f"fix them with --input-shape {t.name}={example}"
+                )
+            shape = tuple(1 if k == 0 and (d < 1) else d for k, d in enumerate(t.shape))
+            if shape and sig and sig[0] == -1:
+                shape = (1, *shape[1:])
+        if math.prod(shape) > _MAX_INPUT_ELEMENTS:
+            raise ModelError(f"input '{t.name}' of shape {list(shape)} is larger than any input this tool feeds")
+        fixed.append(TensorInfo(t.name, tuple(int(d) for d in shape), t.shape_signature, t.dtype, t.scale,
+                                t.zero_point))  # fmt: skip
+    return tuple(fixed)
+
+
+def _check_image_input(inp: TensorInfo) -> None:
+    if inp.shape[0] != 1:
+        raise ModelError(f"input '{inp.name}' has batch size {inp.shape[0]}; frames are fed one at a time (batch 1)")
+    if inp.dtype not in IMAGE_DTYPES:
         raise ModelError(f"input '{inp.name}' is {inp.dtype}; an image input is float32, uint8 or int8")
-    if inp.dtype != "float32" and (inp.scale is None or not math.isfinite(inp.scale) or inp.scale <= 0):
-        raise ModelError(f"quantized input '{inp.name}' has no usable quantization scale")
-    if out.dtype not in _OUTPUT_DTYPES:
-        raise ModelError(f"output '{out.name}' is {out.dtype}; class scores are float or quantized integers")
-    dims = [d for d in out.shape if d != 1]
-    if len(dims) != 1 or dims[0] < 2:
-        raise ModelError(
-            f"not a classifier output: '{out.name}' has shape {list(out.shape)}; expected one axis of class scores"
-        )
-    return inp, out, dims[0]
 
 
 def _normalization(
@@ -317,23 +427,27 @@ def _labels(
     labels_file: Path | None,
     sidecar: dict | None,
     metadata: ClassifierMetadata | None,
+    aligned: bool = True,
 ) -> LabelSet:
+    """The labels and where they came from. `aligned=False` (a detector, a class map): the outputs do
+    not say how many classes there are, so index k is line k of whatever file is found."""
+    align = align_labels if aligned else _as_listed
     if labels_file is not None:
-        return align_labels(read_labels_file(labels_file), classes, f"--labels {labels_file}")
+        return align(read_labels_file(labels_file), classes, f"--labels {labels_file}")
     if sidecar and isinstance(sidecar.get("labels"), str):
         candidate = path.parent / Path(sidecar["labels"]).name  # a name beside the model, never a path elsewhere
         if candidate.is_file():
-            return align_labels(read_labels_file(candidate), classes, f"sidecar labels {candidate.name}")
+            return align(read_labels_file(candidate), classes, f"sidecar labels {candidate.name}")
     for candidate in (path.with_suffix(".txt"), path.parent / "labels.txt"):
         if candidate.is_file():
-            return align_labels(
+            return align(
                 read_labels_file(candidate), classes, f"labels file beside the model ({candidate.name})"
             )
     missing = []
     for name in metadata.label_files if metadata else []:
         data = read_associated_file(content, name)
         if data is not None:
-            return align_labels(parse_labels(data), classes, f"labels embedded in the model ({name})")
+            return align(parse_labels(data), classes, f"labels embedded in the model ({name})")
         missing.append(name)
     fallback = numbered_labels(classes)
     if missing:
@@ -344,21 +458,44 @@ def _labels(
     return fallback
 
 
+def _as_listed(labels: list[str], classes: int, source: str) -> LabelSet:
+    return LabelSet(labels, source, background_class=bool(labels) and labels[0].lower() in ("background", "???"))
+
+
 def load_model_spec(
     ref: str | Path | None = None,
     labels_file: Path | None = None,
     mean: tuple[float, ...] | None = None,
     std: tuple[float, ...] | None = None,
+    options: ModelOptions | None = None,
 ) -> ModelSpec:
     """Read and check a model file; raise ModelError with one clear line when it cannot be used."""
+    options = options or ModelOptions()
     path = resolve_model_path(ref)
     content = _read_model_bytes(path)
+    warnings: list[str] = []
+    metadata = None
     try:
         info = read_tflite(content)
-        inp, out, classes = _check_classifier(info)
+        inputs = _fixed_inputs(info, options)
+        if METADATA_NAME in info.metadata:
+            try:
+                metadata = parse_metadata(info.metadata[METADATA_NAME])
+            except ModelError as exc:
+                warnings.append(f"ignoring the model's TFLite metadata: {exc}")
+        # The graph is read only where the structure says more than the tensors (the detection op).
+        graph = read_graph(content) if DETECTION_POSTPROCESS in info.op_types else None
+        names = metadata.output_names if metadata else ()
+        task = infer_task(inputs, info.outputs, graph, names, options.task)
+        image = task.image_input
+        if image is not None:
+            _check_image_input(inputs[image])
     except ModelError as exc:  # the file's name goes first: the user may have opened several
         raise ModelError(f"{path.name}: {exc}") from None
-    warnings: list[str] = []
+    inp = inputs[image] if image is not None else inputs[0]
+    layout = task.layout
+    out = info.outputs[layout.output] if isinstance(layout, ClassificationLayout) else info.outputs[0] \
+        if info.outputs else inp  # fmt: skip
 
     sha = hashlib.sha256(content).hexdigest()
     sidecar, sidecar_problems = read_sidecar(path.with_suffix(".json"))
@@ -367,16 +504,17 @@ def load_model_spec(
         warnings.append(f"ignoring sidecar {path.with_suffix('.json').name}: its sha256 does not match the model")
         sidecar = None
 
-    metadata = None
-    if METADATA_NAME in info.metadata:
-        try:
-            metadata = parse_metadata(info.metadata[METADATA_NAME])
-        except ModelError as exc:
-            warnings.append(f"ignoring the model's TFLite metadata: {exc}")
-
-    labels = _labels(path, content, classes, labels_file, sidecar, metadata)
+    classes = _class_count(task, info.outputs)
+    labels = _labels(path, content, classes, labels_file, sidecar, metadata, aligned=classes > 0)
+    if task.task in (Task.DETECTION, Task.SEGMENTATION) and classes == 0:
+        classes = len(labels.labels)
     warnings.extend(labels.warnings)
     normalization = _normalization(inp, mean, std, sidecar, metadata)
+    if image is not None and not normalization.raw and inp.dtype != "float32" and not _usable_scale(inp):
+        raise ModelError(
+            f"{path.name}: input '{inp.name}' is {inp.dtype} without a usable quantization scale, so it takes "
+            f"pixels as they are: normalisation ({normalization.source}) cannot apply"
+        )
     bundled = sidecar is not None and path.resolve().parent == models_dir().resolve()
     name = str(sidecar.get("name", path.stem)) if sidecar else path.stem
     info_fields = {k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar}
@@ -402,4 +540,24 @@ def load_model_spec(
         info=info_fields,
         warnings=warnings,
         content=content,
+        task=task,
+        inputs=inputs,
+        outputs=tuple(info.outputs),
+        options=options,
     )
+
+
+def _usable_scale(t: TensorInfo) -> bool:
+    return t.scale is not None and math.isfinite(t.scale) and t.scale > 0
+
+
+def _class_count(task: TaskChoice, outputs: list[TensorInfo]) -> int:
+    """Classes where the outputs say how many (0: the labels will); points for keypoints."""
+    layout = task.layout
+    if isinstance(layout, ClassificationLayout):
+        return layout.classes
+    if isinstance(layout, SegmentationLayout):
+        return layout.classes if layout.classes > 1 else 0
+    if isinstance(layout, KeypointsLayout):
+        return layout.points
+    return 0

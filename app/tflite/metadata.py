@@ -21,6 +21,7 @@ from app.errors import ModelError
 
 METADATA_NAME = "TFLITE_METADATA"
 TENSOR_AXIS_LABELS = 2
+TENSOR_VALUE_LABELS = 3  # a label per value of the tensor: a detector's class indices
 _NORMALIZATION_OPTIONS = 1  # ProcessUnitOptions union member
 _MAX_ITEMS = 4096
 _MAX_LABEL_ZIP_BYTES = 16 * 1024 * 1024
@@ -35,6 +36,7 @@ class ClassifierMetadata:
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
     label_files: list[str] = field(default_factory=list)  # output TENSOR_AXIS_LABELS files, first = default
+    output_names: tuple[str, ...] = ()  # the output tensors' names in the metadata (its writers' roles)
 
 
 class _T:
@@ -95,6 +97,7 @@ def parse_metadata(data: bytes) -> ClassifierMetadata:
         root = _T(buf, flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, 0))
         mean = std = None
         label_files: list[str] = []
+        output_names: tuple[str, ...] = ()
         subgraphs = root.tables(3)
         if subgraphs:
             sg = subgraphs[0]
@@ -103,9 +106,12 @@ def parse_metadata(data: bytes) -> ClassifierMetadata:
                 kind, options = unit.union(0)
                 if kind == _NORMALIZATION_OPTIONS and options is not None:
                     mean, std = options.floats(0), options.floats(1)
-            for f in outputs[0].tables(6) if outputs else []:
-                if f.byte(2) == TENSOR_AXIS_LABELS and f.string(0):
-                    label_files.append(f.string(0))
+            # The labels of a detector sit on its classes output (the 2nd), not the first: every output's files.
+            for output in outputs:
+                for f in output.tables(6):
+                    if f.byte(2) in (TENSOR_AXIS_LABELS, TENSOR_VALUE_LABELS) and f.string(0):
+                        label_files.append(f.string(0))
+            output_names = tuple(output.string(0) for output in outputs)
         return ClassifierMetadata(
             name=root.string(0),
             description=root.string(1),
@@ -114,6 +120,7 @@ def parse_metadata(data: bytes) -> ClassifierMetadata:
             mean=mean or None,
             std=std or None,
             label_files=label_files,
+            output_names=output_names,
         )
     except (IndexError, ValueError, TypeError, OverflowError, UnicodeError, struct.error) as exc:
         # struct.error: an offset pointing past the end of the buffer (found by mutating real metadata).

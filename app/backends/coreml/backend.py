@@ -15,6 +15,7 @@ import importlib.util
 import sys
 import time
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,7 @@ class CoreMLSession:
             raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
         compute_units = getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
         self._spec = spec
+        self._output_shapes = [t.shape for t in spec.all_outputs]
         started = time.perf_counter()
         try:
             with capture_stderr() as log, warnings.catch_warnings(record=True) as caught:
@@ -121,6 +123,12 @@ class CoreMLSession:
         )
         # The first prediction pays for Core ML's device-specific preparation.
         self.report.first_inference_ms = time_first_inference(self, spec)
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """An exported Core ML package is a classifier's: one image in, class scores out."""
+        if len(inputs) != 1 or len(self._output_shapes) != 1:
+            raise ModelError("an exported Core ML package runs single-input, single-output classifiers only")
+        return [self.run(inputs[0]).reshape(self._output_shapes[0])]
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         if self._scale is not None:

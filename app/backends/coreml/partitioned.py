@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,7 @@ class PartitionedCoreMLSession:
         from app.backends.coreml.plan import compute_plan
         from app.coreml_mil.coremltools_import import import_coremltools
 
+        self._spec_outputs = spec.all_outputs
         if spec.input.dtype != "float32":
             raise BackendUnavailable(
                 "the TFLite Core ML delegate takes no integer-quantized model, and this one has no exported "
@@ -164,6 +166,15 @@ class PartitionedCoreMLSession:
             else:
                 runners.append(LiteRTPiece(content, threads))
         return runners, core_ml
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Every input and output: the same pieces, fed every graph input and asked for every output."""
+        graph = self._prepared.split.graph
+        feeds = {t: np.ascontiguousarray(x, np.float32 if x.dtype.kind == "f" else x.dtype)
+                 for t, x in zip(graph.inputs, inputs, strict=True)}  # fmt: skip
+        outputs, self.last_timings = run_pieces(self._prepared.split.pieces, self._runners_list, feeds, graph.outputs)
+        return [np.asarray(o).reshape(info.shape) if info.shape else np.asarray(o)
+                for o, info in zip(outputs, self._spec_outputs, strict=True)]  # fmt: skip
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         graph = self._prepared.split.graph

@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -36,6 +36,7 @@ from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec
+from app.model.task import Task
 from app.system.native_log import capture_stderr
 from app.tflite.graph import read_graph
 
@@ -174,7 +175,8 @@ class GpuSession:
             raise BackendUnavailable(f"the GPU accelerator could not say what it took ({exc})") from None
         split = parse_split(log.lines())
         taken = _nodes_taken(spec, split, fully, self._model)
-        self._out_count = spec.classes
+        self._out_count = spec.classes if spec.kind == Task.CLASSIFICATION else int(np.prod(spec.output.shape))
+        self._output_shapes = [t.shape for t in spec.all_outputs]
         self._out_dtype = np.dtype(spec.output.dtype)
         self._in_dtype = np.dtype(spec.input.dtype)
         init_ms = (time.perf_counter() - started) * 1000
@@ -230,6 +232,12 @@ class GpuSession:
         except GpuRunFailed as exc:  # e.g. the device lost at once: as unusable as no adapter
             self.close()
             raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One input and one output through `run` (a segmenter, a classifier); several are not read here yet."""
+        if len(inputs) != 1 or len(self._output_shapes) != 1 or not self._output_shapes[0]:
+            raise ModelError("the GPU session runs models of one input and one output of fixed shape only")
+        return [self.run(inputs[0]).reshape(self._output_shapes[0])]
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         if self._model is None:

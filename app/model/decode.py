@@ -1,0 +1,255 @@
+"""A model's outputs -> what they say, per task: detections, a class map, keypoints, or each output's
+statistics. Positions are mapped back to the original frame (normalised to its width and height)
+through the box the model saw, so overlays and JSON need no knowledge of the model's input size.
+
+Classification stays with `postprocess.Postprocessor` (top-k); this reads the other tasks, and
+every task's outputs are summarised (`OutputStats`) so nothing a model returns goes unseen.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.model.preprocess import CropBox
+from app.model.skeleton import names_and_bones
+from app.model.spec import ModelSpec
+from app.model.task import DetectionLayout, KeypointsLayout, SegmentationLayout, Task
+from app.tflite.file import TensorInfo
+
+DETECTION_THRESHOLD = 0.5  # the score a detection needs to be shown (LiteRT's examples draw above 0.5)
+_MASK_PROBABILITY = 0.5  # a single-channel mask: foreground where the model says more than this
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class OutputStats:
+    """One output tensor as the runtime returned it (dequantized when it is quantized)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    min: float | None  # over its finite values; None when it has none
+    max: float | None
+    mean: float | None
+    non_finite: int  # NaN and infinities: a broken model or a numerics problem, never hidden
+
+    @classmethod
+    def of(cls, info: TensorInfo, array: np.ndarray) -> OutputStats:
+        values = dequantized(info, array)
+        finite = values[np.isfinite(values)] if values.size else values
+        low: float | None
+        high: float | None
+        mean: float | None
+        if finite.size:
+            low, high, mean = float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64))
+        else:
+            low = high = mean = None
+        return cls(info.name, tuple(int(d) for d in array.shape), info.dtype, low, high, mean,
+                   int(values.size - finite.size))  # fmt: skip
+
+    def to_dict(self) -> dict[str, object]:
+        def r(v: float | None) -> float | None:
+            return None if v is None else round(v, 6)
+
+        out: dict[str, object] = {"name": self.name, "shape": list(self.shape), "dtype": self.dtype,
+                                  "min": r(self.min), "max": r(self.max), "mean": r(self.mean)}  # fmt: skip
+        if self.non_finite:
+            out["non_finite"] = self.non_finite
+        return out
+
+
+def dequantized(info: TensorInfo, array: np.ndarray) -> np.ndarray:
+    """float64 values: integer outputs with a quantization scale dequantized, others as they are."""
+    values = np.asarray(array, dtype=np.float64)
+    if info.scale and np.issubdtype(array.dtype, np.integer):
+        values = (values - float(info.zero_point or 0)) * float(info.scale)
+    return values
+
+
+@dataclass(frozen=True)
+class Detection:
+    index: int  # the class index the model gave
+    label: str
+    score: float
+    box: tuple[float, float, float, float]  # ymin, xmin, ymax, xmax, normalised to the original frame
+
+    def to_dict(self) -> dict[str, object]:
+        return {"index": self.index, "label": self.label, "score": round(self.score, 6),
+                "box": [round(v, 6) for v in self.box]}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Keypoint:
+    name: str
+    x: float  # normalised to the original frame
+    y: float
+    score: float | None  # MoveNet gives one per point; landmark regressors do not
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "x": round(self.x, 6), "y": round(self.y, 6),
+                "score": None if self.score is None else round(self.score, 6)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What one inference of a non-classifier says. Only the fields of its task are filled."""
+
+    task: Task
+    outputs: tuple[OutputStats, ...]
+    detections: tuple[Detection, ...] = ()
+    class_map: np.ndarray | None = None  # (h, w) class per pixel at the model's resolution, over `crop`
+    class_fractions: tuple[tuple[int, str, float], ...] = ()  # (class, label, share of pixels), largest first
+    keypoints: tuple[Keypoint, ...] = ()
+    bones: tuple[tuple[int, int], ...] = ()
+    crop: CropBox | None = None  # where in the frame the model looked (a class map covers it)
+
+    def count(self) -> int:
+        """The result count a user reads: detections, classes present, keypoints, or outputs."""
+        if self.task == Task.DETECTION:
+            return len(self.detections)
+        if self.task == Task.SEGMENTATION:
+            return len(self.class_fractions)
+        if self.task == Task.KEYPOINTS:
+            return len(self.keypoints)
+        return len(self.outputs)
+
+    def summary(self, most: int = 3) -> str:
+        """One line: 'person 0.72, tie 0.66', 'background 64%, cat 36%', '17 keypoints, mean score 0.28'."""
+        if self.task == Task.DETECTION:
+            if not self.detections:
+                return f"no detection above {DETECTION_THRESHOLD:g}"
+            return ", ".join(f"{d.label} {d.score:.2f}" for d in self.detections[:most])
+        if self.task == Task.SEGMENTATION:
+            return ", ".join(f"{label} {share:.0%}" for _, label, share in self.class_fractions[:most])
+        if self.task == Task.KEYPOINTS:
+            scores = [k.score for k in self.keypoints if k.score is not None]
+            mean = f", mean score {sum(scores) / len(scores):.2f}" if scores else ""
+            return f"{len(self.keypoints)} keypoints{mean}"
+        return "; ".join(_stats_line(s) for s in self.outputs[:most])
+
+    def to_dict(self) -> dict[str, object]:
+        """`predict --json`'s task fields (its `outputs` list included)."""
+        out: dict[str, object] = {}
+        if self.task == Task.DETECTION:
+            out["detections"] = [d.to_dict() for d in self.detections]
+        elif self.task == Task.SEGMENTATION:
+            shape = list(self.class_map.shape) if self.class_map is not None else []
+            out["segmentation"] = {"classes": {label: round(share, 6) for _, label, share in self.class_fractions},
+                                   "mask_shape": shape}  # fmt: skip
+        elif self.task == Task.KEYPOINTS:
+            out["keypoints"] = [k.to_dict() for k in self.keypoints]
+        out["outputs"] = [s.to_dict() for s in self.outputs]
+        return out
+
+
+def _stats_line(s: OutputStats) -> str:
+    if s.min is None:
+        return f"{s.name} {'x'.join(map(str, s.shape))}: no finite value"
+    return f"{s.name} {'x'.join(map(str, s.shape))}: {s.min:.3g}..{s.max:.3g}, mean {s.mean:.3g}"
+
+
+class TaskDecoder:
+    """One per model, reused for every result (like Postprocessor)."""
+
+    def __init__(self, spec: ModelSpec, threshold: float = DETECTION_THRESHOLD) -> None:
+        self.spec = spec
+        self.threshold = threshold
+        self._task = spec.kind
+        layout = spec.task.layout if spec.task else None
+        self._layout = layout
+        if isinstance(layout, KeypointsLayout):
+            self._names, self._bones = names_and_bones(layout.points)
+
+    def decode(self, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]) -> TaskResult:
+        """`outputs`: every output in model order; `crop`: what the model saw of a frame of `frame_size`."""
+        infos = self.spec.all_outputs
+        stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
+        layout = self._layout
+        if isinstance(layout, DetectionLayout):
+            return TaskResult(self._task, stats, detections=self._detections(layout, outputs, crop, frame_size),
+                              crop=crop)  # fmt: skip
+        if isinstance(layout, SegmentationLayout):
+            class_map = self._class_map(layout, outputs)
+            return TaskResult(self._task, stats, class_map=class_map, class_fractions=self._fractions(class_map),
+                              crop=crop)  # fmt: skip
+        if isinstance(layout, KeypointsLayout):
+            points = self._keypoints(layout, outputs, crop, frame_size)
+            return TaskResult(self._task, stats, keypoints=points, bones=self._bones, crop=crop)
+        return TaskResult(self._task, stats, crop=crop)
+
+    def _detections(
+        self, layout: DetectionLayout, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]
+    ) -> tuple[Detection, ...]:
+        infos = self.spec.all_outputs
+        boxes = dequantized(infos[layout.boxes], outputs[layout.boxes]).reshape(-1, 4)
+        classes = dequantized(infos[layout.classes], outputs[layout.classes]).reshape(-1)
+        scores = dequantized(infos[layout.scores], outputs[layout.scores]).reshape(-1)
+        count_values = dequantized(infos[layout.count], outputs[layout.count]).reshape(-1)
+        n = min(len(boxes), len(classes), len(scores))
+        if count_values.size and math.isfinite(count_values[0]):
+            n = max(0, min(n, int(count_values[0])))
+        found = []
+        for i in range(n):
+            score, cls, box = float(scores[i]), float(classes[i]), boxes[i]
+            if not (math.isfinite(score) and math.isfinite(cls) and np.isfinite(box).all()) or score < self.threshold:
+                continue
+            ymin, xmin = _to_frame(float(box[0]), float(box[1]), crop, frame_size)
+            ymax, xmax = _to_frame(float(box[2]), float(box[3]), crop, frame_size)
+            index = int(cls)
+            found.append(Detection(index, self.spec.label(index), score, (ymin, xmin, ymax, xmax)))
+        return tuple(sorted(found, key=lambda d: -d.score))
+
+    def _class_map(self, layout: SegmentationLayout, outputs: Sequence[np.ndarray]) -> np.ndarray:
+        out = np.asarray(outputs[layout.output])
+        if layout.class_map:
+            return out.reshape(out.shape[1], out.shape[2]).astype(np.int32)
+        scores = out.reshape(out.shape[1], out.shape[2], -1)
+        if scores.shape[2] == 1:  # one class's probability: foreground above one half
+            values = dequantized(self.spec.all_outputs[layout.output], scores[..., 0])
+            return (values > _MASK_PROBABILITY).astype(np.int32)
+        # argmax on the raw values: dequantization is monotonic, so it picks the same class.
+        return np.argmax(scores, axis=2).astype(np.int32)
+
+    def _fractions(self, class_map: np.ndarray) -> tuple[tuple[int, str, float], ...]:
+        flat = class_map.reshape(-1)
+        if flat.size == 0:
+            return ()
+        if flat.min() < 0:
+            flat = flat[flat >= 0]
+        counts = np.bincount(flat)
+        total = max(1, int(counts.sum()))
+        shares = [(int(c), self.spec.label(int(c)), int(n) / total) for c, n in enumerate(counts) if n]
+        return tuple(sorted(shares, key=lambda s: -s[2]))
+
+    def _keypoints(
+        self, layout: KeypointsLayout, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]
+    ) -> tuple[Keypoint, ...]:
+        values = np.asarray(outputs[layout.output], dtype=np.float64).reshape(-1)[: layout.points * layout.values]
+        values = values.reshape(layout.points, layout.values)
+        height, width = self.spec.input_height, self.spec.input_width
+        points = []
+        for i, row in enumerate(values):
+            if layout.style == "movenet":  # (y, x, score), normalised to the input
+                y, x, score = float(row[0]), float(row[1]), float(row[2])
+            else:  # (x, y[, z]) in input pixels
+                x, y, score = float(row[0]) / width, float(row[1]) / height, None
+            if not (math.isfinite(x) and math.isfinite(y)):
+                continue
+            fy, fx = _to_frame(y, x, crop, frame_size)
+            points.append(Keypoint(self._names[i], fx, fy, _finite(score) if score is not None else None))
+        return tuple(points)
+
+
+def _to_frame(y: float, x: float, crop: CropBox, frame_size: tuple[int, int]) -> tuple[float, float]:
+    """A point normalised to what the model saw -> normalised to the whole frame, clipped to it."""
+    width, height = frame_size
+    fy = (crop.y + y * crop.height) / max(1, height)
+    fx = (crop.x + x * crop.width) / max(1, width)
+    return min(1.0, max(0.0, fy)), min(1.0, max(0.0, fx))

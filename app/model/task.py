@@ -1,0 +1,266 @@
+"""What a model does (its task) and which of its tensors say it, inferred with the evidence shown.
+
+The task decides how frames are fed (classification keeps the centre crop; the other image tasks
+see the whole frame resized, as LiteRT's Task Library feeds them) and how outputs are read. It
+comes from, in order: the user's `--task`, the model's TFLite Support metadata (the tensor names
+its metadata writers give: `location`/`category`/`score`/`number of detections` for an object
+detector, `segmentation_masks` for a segmenter), then the graph's structure. Whatever is not
+recognised is `raw`: every output is summarised and nothing is decoded by guess.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.errors import ModelError
+from app.tflite.file import TensorInfo
+from app.tflite.graph import Graph
+
+
+class Task(StrEnum):
+    CLASSIFICATION = "classification"
+    DETECTION = "detection"
+    SEGMENTATION = "segmentation"
+    KEYPOINTS = "keypoints"
+    RAW = "raw"
+
+
+# tensorflow/lite/kernels/detection_postprocess.cc: the op's outputs, in this order.
+DETECTION_POSTPROCESS = "CUSTOM:TFLite_Detection_PostProcess"
+_DETECTION_OUTPUTS = ("boxes", "classes", "scores", "count")
+# TFLite Support's metadata writers (object_detector.py, image_segmenter.py) name the outputs so.
+# (The older writer of the SSD examples says "locations", "classes", "scores".)
+_DETECTION_METADATA_NAMES = {"location": "boxes", "locations": "boxes", "category": "classes", "classes": "classes",
+                             "score": "scores", "scores": "scores", "number of detections": "count"}  # fmt: skip
+_SEGMENTATION_METADATA_NAME = "segmentation_masks"
+IMAGE_DTYPES = ("float32", "uint8", "int8")
+_CLASS_MAP_DTYPES = ("int64", "int32", "uint8", "int8", "int16")
+# Point counts of the usual landmark models: MediaPipe's hand (21), pose (33) and face mesh (468,
+# 478 with irises). They only break a tie when a regressor's length divides by both 2 and 3.
+_KNOWN_POINTS = (21, 33, 468, 478)
+
+
+@dataclass(frozen=True)
+class ClassificationLayout:
+    output: int  # index among the model's outputs
+    classes: int
+
+
+@dataclass(frozen=True)
+class DetectionLayout:
+    boxes: int  # [1, N, 4]: ymin, xmin, ymax, xmax, normalised to the model's input
+    classes: int  # [1, N]: class indices as floats
+    scores: int  # [1, N]
+    count: int  # [1]: how many of the N are valid
+
+
+@dataclass(frozen=True)
+class SegmentationLayout:
+    output: int
+    class_map: bool  # True: one class index per pixel (an argmax inside the model); False: scores per class
+    classes: int  # score channels; 0 for a class map (its labels say how many)
+
+
+@dataclass(frozen=True)
+class KeypointsLayout:
+    output: int
+    points: int
+    values: int  # per point: 3 = (y, x, score) for "movenet", (x, y, z) for "landmarks"; 2 = (x, y)
+    style: str  # "movenet": normalised (y, x, score); "landmarks": x, y[, z] in input pixels
+
+
+@dataclass(frozen=True)
+class RawLayout:
+    pass
+
+
+Layout = ClassificationLayout | DetectionLayout | SegmentationLayout | KeypointsLayout | RawLayout
+
+
+@dataclass(frozen=True)
+class TaskChoice:
+    task: Task
+    layout: Layout
+    evidence: str  # why this task: shown beside it, so a wrong guess can be traced and overridden
+    image_input: int | None  # which input takes the frame; None: no input is an image
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.task.value, "evidence": self.evidence}
+
+
+def image_input_index(inputs: Sequence[TensorInfo]) -> int | None:
+    """The first input shaped as one image: [1, H, W, C], C of 1, 3 or 4, a pixel dtype, H and W fixed."""
+    for i, t in enumerate(inputs):
+        sig = t.shape_signature if len(t.shape_signature) == len(t.shape) else t.shape
+        if (
+            len(t.shape) == 4
+            and t.shape[3] in (1, 3, 4)
+            and t.dtype in IMAGE_DTYPES
+            and t.shape[0] in (1, -1)
+            and min(t.shape[1], t.shape[2], sig[1], sig[2]) > 1
+        ):
+            return i
+    return None
+
+
+def _squeezed(shape: Sequence[int]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+def _classification(outputs: Sequence[TensorInfo]) -> ClassificationLayout | None:
+    """Today's classifier: one output, one axis of at least two class scores (float or quantized)."""
+    if len(outputs) != 1 or outputs[0].dtype not in ("float32", "float16", "uint8", "int8"):
+        return None
+    dims = _squeezed(outputs[0].shape)
+    return ClassificationLayout(0, dims[0]) if len(dims) == 1 and dims[0] >= 2 else None
+
+
+def _detection(graph: Graph | None, outputs: Sequence[TensorInfo]) -> tuple[DetectionLayout, str] | None:
+    if graph is None:
+        return None
+    positions = {tensor: i for i, tensor in enumerate(graph.outputs)}
+    for node in graph.nodes:
+        if node.op == DETECTION_POSTPROCESS and len(node.outputs) == 4 and all(t in positions for t in node.outputs):
+            b, c, s, n = (positions[t] for t in node.outputs)
+            evidence = f"structure: node {node.index} is TFLite_Detection_PostProcess and its 4 outputs are the model's"
+            return DetectionLayout(b, c, s, n), evidence
+    return None
+
+
+def _detection_from_metadata(names: Sequence[str]) -> DetectionLayout | None:
+    roles = {_DETECTION_METADATA_NAMES[n.strip().lower()]: i for i, n in enumerate(names)
+             if n.strip().lower() in _DETECTION_METADATA_NAMES}  # fmt: skip
+    if len(roles) != 4:
+        return None
+    return DetectionLayout(roles["boxes"], roles["classes"], roles["scores"], roles["count"])
+
+
+def _segmentation(image: TensorInfo, outputs: Sequence[TensorInfo], index: int) -> SegmentationLayout | None:
+    """A dense map at a quarter of the input's size or more: scores [1,H,W,C] (C of 1 = one class's
+    probability), or a class map [1,H,W] / [1,H,W,1] of integers. Backbone feature maps are 1/8 to
+    1/32 of the input, so they are not taken for one."""
+    out = outputs[index]
+    shape = out.shape
+    if len(shape) == 4 and shape[0] == 1:
+        h, w, c = shape[1], shape[2], shape[3]
+    elif len(shape) == 3 and shape[0] == 1:
+        h, w, c = shape[1], shape[2], 1
+    else:
+        return None
+    if h * 4 < image.shape[1] or w * 4 < image.shape[2] or h < 8 or w < 8:
+        return None
+    if out.dtype in _CLASS_MAP_DTYPES and c == 1 and out.scale is None:
+        return SegmentationLayout(index, class_map=True, classes=0)
+    if out.dtype in ("float32", "float16", "uint8", "int8") and len(shape) == 4 and c <= 1024:
+        return SegmentationLayout(index, class_map=False, classes=c)
+    return None
+
+
+def _keypoints(outputs: Sequence[TensorInfo]) -> tuple[KeypointsLayout, str] | None:
+    for i, out in enumerate(outputs):
+        dims = _squeezed(out.shape)
+        if out.dtype != "float32":
+            continue
+        # MoveNet single pose: [1, 1, K, 3] of (y, x, score), normalised.
+        if len(out.shape) >= 3 and len(dims) == 2 and dims[1] == 3 and dims[0] >= 2:
+            return KeypointsLayout(i, dims[0], 3, "movenet"), (
+                f"structure: output '{out.name}' is {list(out.shape)}: {dims[0]} points of (y, x, score)"
+            )
+    if len(outputs) < 2:
+        return None
+    # Landmark regressors: one flat output of 3N (or 2N) values, the others single scores (presence,
+    # handedness), as MediaPipe's hand, pose and face landmark models give them.
+    flat = [i for i, o in enumerate(outputs) if o.dtype == "float32" and len(_squeezed(o.shape)) == 1]
+    singles = [i for i, o in enumerate(outputs) if math.prod(o.shape or (1,)) == 1]
+    if len(flat) != 1 or len(flat) + len(singles) != len(outputs):
+        return None
+    out = outputs[flat[0]]
+    length = _squeezed(out.shape)[0]
+    values = _values_per_point(length)
+    if values is None:
+        return None
+    evidence = (
+        f"structure: output '{out.name}' is {list(out.shape)}: {length // values} points of "
+        f"{'(x, y, z)' if values == 3 else '(x, y)'}, beside {len(singles)} single-value output(s)"
+    )
+    return KeypointsLayout(flat[0], length // values, values, "landmarks"), evidence
+
+
+def _values_per_point(length: int) -> int | None:
+    if length < 6:
+        return None
+    for values in (3, 2):
+        if length % values == 0 and length // values in _KNOWN_POINTS:
+            return values
+    return 3 if length % 3 == 0 else 2 if length % 2 == 0 else None
+
+
+def infer_task(
+    inputs: Sequence[TensorInfo],
+    outputs: Sequence[TensorInfo],
+    graph: Graph | None,
+    metadata_output_names: Sequence[str] = (),
+    requested: Task | None = None,
+) -> TaskChoice:
+    """The model's task and the layout of its outputs; `requested` (--task) must fit the model."""
+    image = image_input_index(inputs)
+    choices: list[TaskChoice] = []
+    if image is not None:
+        choices.extend(_image_choices(inputs[image], outputs, graph, metadata_output_names, image))
+    choices.append(TaskChoice(Task.RAW, RawLayout(), _raw_evidence(image, inputs), image))
+    if requested is None:
+        return choices[0]
+    for choice in choices:
+        if choice.task == requested:
+            return TaskChoice(choice.task, choice.layout, f"--task {requested.value} ({choice.evidence})", image)
+    found = f"it reads as {choices[0].task.value} ({choices[0].evidence})"
+    need = {
+        Task.CLASSIFICATION: "one image input and one output of class scores",
+        Task.DETECTION: "the 4 outputs of TFLite_Detection_PostProcess (boxes, classes, scores, count)",
+        Task.SEGMENTATION: "an output of per-pixel scores [1,H,W,C] or a class map [1,H,W] at 1/4 of the input or more",
+        Task.KEYPOINTS: "an output of points: [1,1,K,3] (y, x, score) or a flat [1,3N]/[1,2N] beside single scores",
+    }.get(requested, "")
+    raise ModelError(f"--task {requested.value} does not fit this model: it needs {need}; {found}")
+
+
+def _image_choices(
+    image: TensorInfo, outputs: Sequence[TensorInfo], graph: Graph | None, names: Sequence[str], index: int
+) -> list[TaskChoice]:
+    """Every task the model's structure supports, most specific evidence first."""
+    found: list[TaskChoice] = []
+    from_metadata = _detection_from_metadata(names)
+    if from_metadata is not None:
+        evidence = f"metadata: outputs named {', '.join(names)} (TFLite Support's object detector)"
+        found.append(TaskChoice(Task.DETECTION, from_metadata, evidence, index))
+    detection = _detection(graph, outputs)
+    if detection is not None:
+        found.append(TaskChoice(Task.DETECTION, detection[0], detection[1], index))
+    if _SEGMENTATION_METADATA_NAME in [n.strip().lower() for n in names] and len(outputs) == 1:
+        layout = _segmentation(image, outputs, 0)
+        if layout is not None:
+            found.append(TaskChoice(Task.SEGMENTATION, layout, "metadata: output named segmentation_masks "
+                                    "(TFLite Support's image segmenter)", index))  # fmt: skip
+    classification = _classification(outputs)
+    if classification is not None:
+        found.append(TaskChoice(Task.CLASSIFICATION, classification, "structure: one image input and one output of "
+                                f"{classification.classes} class scores", index))  # fmt: skip
+    if len(outputs) == 1:
+        layout = _segmentation(image, outputs, 0)
+        if layout is not None:
+            what = "a class map" if layout.class_map else f"per-pixel scores of {layout.classes} classes"
+            evidence = f"structure: output '{outputs[0].name}' is {list(outputs[0].shape)}, {what}"
+            found.append(TaskChoice(Task.SEGMENTATION, layout, evidence, index))
+    keypoints = _keypoints(outputs)
+    if keypoints is not None:
+        found.append(TaskChoice(Task.KEYPOINTS, keypoints[0], keypoints[1], index))
+    return found
+
+
+def _raw_evidence(image: int | None, inputs: Sequence[TensorInfo]) -> str:
+    if image is None:
+        shapes = ", ".join(f"{t.name} {list(t.shape)} {t.dtype}" for t in inputs) or "none"
+        return f"structure: no input is an image ({shapes}); inputs are generated or read from --inputs"
+    return "structure: the outputs match no task read here; every output is summarised, nothing decoded"
