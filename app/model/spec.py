@@ -440,9 +440,7 @@ def _labels(
             return align(read_labels_file(candidate), classes, f"sidecar labels {candidate.name}")
     for candidate in (path.with_suffix(".txt"), path.parent / "labels.txt"):
         if candidate.is_file():
-            return align(
-                read_labels_file(candidate), classes, f"labels file beside the model ({candidate.name})"
-            )
+            return align(read_labels_file(candidate), classes, f"labels file beside the model ({candidate.name})")
     missing = []
     for name in metadata.label_files if metadata else []:
         data = read_associated_file(content, name)
