@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from app.backends import ModelRunner
+from app.model.decode import TaskDecoder
+from app.model.feed import InputFeeder
 from app.model.postprocess import Postprocessor
-from app.model.preprocess import Preprocessor
+from app.model.preprocess import CropBox, Preprocessor
 from app.model.spec import ModelSpec
+from app.model.task import ClassificationLayout, Task
 from app.pipeline.types import InferenceConfig
 from app.system.thread_cpu import CpuMeter
 
@@ -17,10 +20,22 @@ class ActiveSession:
         self, config: InferenceConfig, spec: ModelSpec, session: ModelRunner, session_id: int, runtime_threads: set[int]
     ) -> None:
         self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
-        self.pre, self.post = Preprocessor(spec), Postprocessor(spec)
+        self.post = Postprocessor(spec)
+        self.pre = Preprocessor(spec) if spec.image_input is not None else None  # None: no input takes the frame
+        # A classifier of one input keeps the path it always had (`run`, top-k); any other model runs
+        # every input and output (`run_all`) and is read by its task's decoder.
+        self.any_model = spec.kind != Task.CLASSIFICATION or len(spec.all_inputs) != 1
+        self.feed = InputFeeder(spec) if self.any_model else None
+        self.decoder = TaskDecoder(spec) if spec.kind != Task.CLASSIFICATION else None
+        layout = spec.task.layout if spec.task else None
+        self.primary = layout.output if isinstance(layout, ClassificationLayout) else 0  # a classifier's scores
         # CPU per inference: this thread + the threads the runtime started when it opened (those
         # read by the results thread, off the inference thread's cycle: see CpuMeter).
         self.cpu = CpuMeter(runtime_threads, bracket_runtime=False)
+
+    def crop_box(self, width: int, height: int) -> CropBox:
+        """What the model saw of a frame of this size (all of it when no input takes the frame)."""
+        return self.pre.crop_box(width, height) if self.pre is not None else CropBox(0, 0, width, height)
 
     def close(self) -> None:
         self.session.close()

@@ -31,6 +31,7 @@ class RawOutput:
     cpu: InferenceCpu  # CPU time during the invoke, by thread
     preprocessed_ahead: bool  # False: the inference thread preprocessed it before the invoke
     top_k: int
+    outputs: tuple[np.ndarray, ...] = ()  # a model run through run_all: every output (`raw` is then empty)
 
 
 class Handoff:

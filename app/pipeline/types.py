@@ -11,9 +11,10 @@ import numpy as np
 from app.backends import BackendOptions, DelegationReport
 from app.errors import DelegateScopeError, InternalError, error_for
 from app.metrics.window import InferenceTiming
+from app.model.decode import TaskResult
 from app.model.postprocess import Prediction
 from app.model.preprocess import CropBox
-from app.model.spec import DEFAULT_MODEL, ModelFacts
+from app.model.spec import DEFAULT_MODEL, ModelFacts, ModelOptions
 from app.sources import SourceInfo
 
 POLL_S = 0.05  # how often a pipeline thread blocked in a wait looks at its stop flag
@@ -54,6 +55,7 @@ class InferenceConfig:
     fallback: bool = True
     throttle_ms: float = 0.0  # the iOS sample's delayBetweenInferencesMs
     top_k: int = 5
+    model_options: ModelOptions = field(default_factory=ModelOptions)  # --task, --input-shape, --inputs
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", BackendOptions.of(self.options))
@@ -68,6 +70,8 @@ class InferenceConfig:
             parts.append(f"model {Path(str(old.model)).stem}→{Path(str(self.model)).stem}")
         if old.labels != self.labels:
             parts.append(f"labels {_name(old.labels)}→{_name(self.labels)}")
+        if old.model_options != self.model_options:
+            parts.append("model options " + ("default" if self.model_options.is_default() else "changed"))
         if old.delegate != self.delegate:
             parts.append(f"delegate {old.delegate}→{self.delegate}")
         for f in fields(BackendOptions):
@@ -80,16 +84,21 @@ class InferenceConfig:
 
     def to_dict(self) -> dict[str, object]:
         """For JSON: paths as text, options as a mapping."""
-        return {**asdict(self), "model": str(self.model), "labels": str(self.labels or "")}
+        d = {**asdict(self), "model": str(self.model), "labels": str(self.labels or "")}
+        options = d.pop("model_options")
+        if not self.model_options.is_default():  # said only when set: a classifier's JSON stays as it was
+            d["model_options"] = {**options, **self.model_options.to_dict()}
+        return d
 
     def same_session(self, other: InferenceConfig) -> bool:
         """True when only throttle or top-k differ: no need to reopen the backend."""
-        return (self.model, self.labels, self.delegate, self.options, self.fallback) == (
+        return (self.model, self.labels, self.delegate, self.options, self.fallback, self.model_options) == (
             other.model,
             other.labels,
             other.delegate,
             other.options,
             other.fallback,
+            other.model_options,
         )
 
 
@@ -115,6 +124,7 @@ class Result:
     session_id: int  # changes with every (re)open; the open/switch event says what it was
     crop: CropBox
     frame_size: tuple[int, int]  # (width, height)
+    task: TaskResult | None = None  # a model that is not a classifier: what it found (`top` is empty)
 
 
 @dataclass(frozen=True)

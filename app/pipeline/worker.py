@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+import numpy as np
+
 from app.backends import DelegationReport, open_session
 from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
@@ -33,6 +35,9 @@ from app.system.heap import release_free_memory
 from app.system.thread_cpu import decoder_threads, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
+_NO_RAW = np.empty(0, np.float32)  # a model run through run_all hands its outputs on apart
+_NO_SCORES = np.empty(0, np.float32)  # a model that is not a classifier has no class scores
+_NO_SCORES.setflags(write=False)
 
 
 class InferenceWorker:
@@ -162,7 +167,7 @@ class InferenceWorker:
 
     def _open(self, config: InferenceConfig, spec: ModelSpec | None = None) -> ActiveSession:
         """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
-        spec = spec or load_model_spec(config.model, labels_file=config.labels)
+        spec = spec or load_model_spec(config.model, labels_file=config.labels, options=config.model_options)
         self._pin(config)  # before the session exists: its runtime's worker threads inherit the CPUs
         session, started = started_by(
             lambda: open_session(spec, config.delegate, config.options, fallback=config.fallback)
@@ -203,7 +208,7 @@ class InferenceWorker:
     ) -> None:
         report = active.session.report
         with self._lock:
-            self._capture_pre = Preprocessor(active.spec)
+            self._capture_pre = active.pre
             self._report = report
         message = f"{active.spec.name} on {report.used}"
         if changes:  # a recording and the plots must say what changed, not only what runs now
@@ -234,7 +239,7 @@ class InferenceWorker:
         spec = None
         if active is not None:
             try:  # read and checked once, here: a bad model must not cost the running one
-                spec = load_model_spec(config.model, labels_file=config.labels)
+                spec = load_model_spec(config.model, labels_file=config.labels, options=config.model_options)
             except ModelError as exc:
                 self._still_running(active, config)
                 self.log.emit(EventKind.SWITCH_FAILED, f"could not switch to {config.describe()}: {exc}")
@@ -316,17 +321,28 @@ class InferenceWorker:
 
     def _infer(self, active: ActiveSession, frame: Frame, started: float) -> ActiveSession:
         try:
-            tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
+            if active.pre is not None:
+                tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
+            else:  # no input takes the frame: the feeder gives every input; the frame paces the run
+                tensor, preprocess_ms, ahead = None, 0.0, False
         except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
             self.log.emit(EventKind.BAD_FRAME, f"frame {frame.index} skipped: {exc}")
             return active
         if not ahead and self._cpu_split is not None:
             # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
             cpu_affinity.place_newcomers(self)
+        outputs: tuple[np.ndarray, ...] = ()
+        if active.feed is not None:
+            inputs = active.feed.inputs(tensor)  # picked before the clock starts: not the model's time
         active.cpu.start()
         t1 = time.perf_counter()
         try:
-            raw = active.session.run(tensor)
+            if active.feed is not None:
+                outputs = tuple(active.session.run_all(inputs))
+                raw = _NO_RAW
+            else:
+                assert tensor is not None
+                raw = active.session.run(tensor)
         except ModelError as exc:
             return self._fail_over(active, exc)
         t2 = time.perf_counter()
@@ -343,6 +359,7 @@ class InferenceWorker:
             cpu=cpu,
             preprocessed_ahead=ahead,
             top_k=active.config.top_k,
+            outputs=outputs,
         )
         self._handoff.put(item, self._stop)
         return active
@@ -385,12 +402,19 @@ class InferenceWorker:
         active, frame = item.active, item.frame
         cpu = item.cpu.with_runtime(active.cpu.runtime_per_inference())  # see CpuMeter
         t2 = time.perf_counter()
-        try:
-            scores = active.post.scores(item.raw)
-        except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
-            self._bad_result(frame, exc)
-            return
-        top = active.post.top_k(scores, item.top_k)
+        height, width = frame.image.shape[:2]
+        crop = active.crop_box(width, height)
+        task = None
+        if active.decoder is not None:
+            task = active.decoder.decode(item.outputs, crop, (width, height))
+            scores, top = _NO_SCORES, []
+        else:
+            try:
+                scores = active.post.scores(item.raw if not item.outputs else item.outputs[active.primary].reshape(-1))
+            except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
+                self._bad_result(frame, exc)
+                return
+            top = active.post.top_k(scores, item.top_k)
         t3 = time.perf_counter()
         timing = InferenceTiming(
             frame_index=frame.index,
@@ -407,7 +431,6 @@ class InferenceWorker:
             preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it
-        height, width = frame.image.shape[:2]
         result = Result(
             frame_index=frame.index,
             captured_at=frame.captured_at,
@@ -419,8 +442,9 @@ class InferenceWorker:
             model_id=active.spec.sha256[:12],
             backend=active.session.report.used,
             session_id=active.session_id,
-            crop=active.pre.crop_box(width, height),
+            crop=crop,
             frame_size=(width, height),
+            task=task,
         )
         with self._lock:
             self._result = result
