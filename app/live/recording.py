@@ -158,7 +158,8 @@ def new_sink(
     settings = {"source": source(), "app": "window"}
     if side == "b" or comparing:
         settings["compare_side"] = side
-    recorder = RecordingWriter(path, {"settings": settings})
+    model = open_session.model if open_session is not None else None  # not a classifier: the task columns
+    recorder = RecordingWriter(path, {"settings": settings}, tasks=model is not None and model.task != "classification")
     # Getters: read when rows come, from whichever pipeline runs then (a source or A/B change replaces it).
     sink = RowSink(recorder, worker, source, metrics)
     what = "side B of the A/B comparison" if side == "b" else "the window"

@@ -41,8 +41,9 @@ class OutputStats:
     non_finite: int  # NaN and infinities: a broken model or a numerics problem, never hidden
 
     @classmethod
-    def of(cls, info: TensorInfo, array: np.ndarray) -> OutputStats:
-        values = dequantized(info, array)
+    def of(cls, info: TensorInfo, array: np.ndarray, values: np.ndarray | None = None) -> OutputStats:
+        """`values`: `dequantized(info, array)` when the caller has it already."""
+        values = dequantized(info, array) if values is None else values
         finite = values[np.isfinite(values)] if values.size else values
         low: float | None
         high: float | None
@@ -109,6 +110,8 @@ class TaskResult:
     keypoints: tuple[Keypoint, ...] = ()
     bones: tuple[tuple[int, int], ...] = ()
     crop: CropBox | None = None  # where in the frame the model looked (a class map covers it)
+    values: tuple[np.ndarray, ...] = ()  # raw: every output, dequantized (what A/B compares)
+    input_size: tuple[int, int] = (0, 0)  # the image input's (width, height): keypoint distances' unit
 
     def count(self) -> int:
         """The result count a user reads: detections, classes present, keypoints, or outputs."""
@@ -164,25 +167,30 @@ class TaskDecoder:
         self._task = spec.kind
         layout = spec.task.layout if spec.task else None
         self._layout = layout
+        self._size = (spec.input_width, spec.input_height) if spec.image_input is not None else (0, 0)
         if isinstance(layout, KeypointsLayout):
             self._names, self._bones = names_and_bones(layout.points)
 
     def decode(self, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]) -> TaskResult:
         """`outputs`: every output in model order; `crop`: what the model saw of a frame of `frame_size`."""
         infos = self.spec.all_outputs
-        stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
         layout = self._layout
+        if not isinstance(layout, DetectionLayout | SegmentationLayout | KeypointsLayout):
+            # Raw: nothing decoded, so the values themselves are the result (A/B compares them).
+            values = tuple(dequantized(info, array) for info, array in zip(infos, outputs, strict=False))
+            stats = tuple(OutputStats.of(i, a, v) for i, a, v in zip(infos, outputs, values, strict=False))
+            return TaskResult(self._task, stats, crop=crop, values=values, input_size=self._size)
+        stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
         if isinstance(layout, DetectionLayout):
             return TaskResult(self._task, stats, detections=self._detections(layout, outputs, crop, frame_size),
-                              crop=crop)  # fmt: skip
+                              crop=crop, input_size=self._size)  # fmt: skip
         if isinstance(layout, SegmentationLayout):
             class_map = self._class_map(layout, outputs)
             return TaskResult(self._task, stats, class_map=class_map, class_fractions=self._fractions(class_map),
-                              crop=crop)  # fmt: skip
-        if isinstance(layout, KeypointsLayout):
-            points = self._keypoints(layout, outputs, crop, frame_size)
-            return TaskResult(self._task, stats, keypoints=points, bones=self._bones, crop=crop)
-        return TaskResult(self._task, stats, crop=crop)
+                              crop=crop, input_size=self._size)  # fmt: skip
+        points = self._keypoints(layout, outputs, crop, frame_size)
+        return TaskResult(self._task, stats, keypoints=points, bones=self._bones, crop=crop,
+                          input_size=self._size)  # fmt: skip
 
     def _detections(
         self, layout: DetectionLayout, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]

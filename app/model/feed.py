@@ -124,10 +124,14 @@ class InputFeeder:
     def needed(self) -> bool:
         return bool(self._wanted)
 
-    def inputs(self, image: np.ndarray | None) -> list[np.ndarray]:
-        """One inference's inputs in model order, `image` in the image input's place."""
-        sample = self._pool[self._next % len(self._pool)]
-        self._next += 1
+    def inputs(self, image: np.ndarray | None, index: int | None = None) -> list[np.ndarray]:
+        """One inference's inputs in model order, `image` in the image input's place. `index` (the
+        frame's) picks the sample, so two sessions fed the same frames get the same inputs whichever
+        frames each skipped (A/B); without it, the samples in turn."""
+        if index is None:
+            index = self._next
+            self._next += 1
+        sample = self._pool[index % len(self._pool)]
         out: list[np.ndarray] = []
         for i in range(self._count):
             if i == self._image:

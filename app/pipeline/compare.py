@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.metrics.window import Metrics, MetricsSnapshot
+from app.model.agreement import FrameAgreement, TaskAgreement, compare_tasks
 from app.pipeline import Event, Feed, InferenceConfig, Result
 from app.sources import CapturedFrames
 
@@ -44,16 +45,17 @@ class SpeedWindow:
 class FrameComparison:
     frame_index: int
     at: float  # monotonic, when the second result arrived
-    a_top1: str
+    a_top1: str  # a model that is not a classifier: its result's one-line summary
     b_top1: str
-    top1_agree: bool
-    top5_overlap: float  # |top5 A ∩ top5 B| / 5 (by label)
+    top1_agree: bool  # ... and whether what a user reads of the frame agrees (app/model/agreement.py)
+    top5_overlap: float | None  # |top5 A ∩ top5 B| / 5 (by label); None for the other tasks
     max_abs_diff: float | None  # max |score A - score B| over classes; None when class sets differ
     tv_distance: float | None  # total variation between the two score vectors, 0..1
     a_inference_ms: float
     b_inference_ms: float
     a_cpu_ms: float
     b_cpu_ms: float
+    task: FrameAgreement | None = None  # either side not a classifier: the task's figures
 
 
 @dataclass
@@ -65,9 +67,10 @@ class AgreementSummary:
     mean_tv_distance: float | None
     scores_comparable: bool
     disagreements: list[FrameComparison] = field(default_factory=list)  # most recent few
+    task: TaskAgreement | None = None  # models that are not classifiers: their task's figures
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "frames": self.frames,
             "top1_agreement": self.top1_agreement,
             "top5_overlap": self.top5_overlap,
@@ -76,6 +79,26 @@ class AgreementSummary:
             "scores_comparable": self.scores_comparable,
             "disagreements": [{"frame": d.frame_index, "a": d.a_top1, "b": d.b_top1} for d in self.disagreements[-10:]],
         }
+        if self.task is not None:  # said for the other tasks only: a classifier's A/B JSON stays as it was
+            out["task"] = self.task.to_dict()
+        return out
+
+    def describe(self) -> str:
+        """The agreement line of bench's A/B text (after 'agreement  ')."""
+        if not self.frames:
+            return "no frame was inferred by both sides"
+        if self.task is not None:
+            return (f"{self.task.task.value}: {self.task.describe()}; the frame agrees on "
+                    f"{self.top1_agreement or 0:.1%} of {self.frames:,} frames")  # fmt: skip
+        if self.top5_overlap is None:
+            return f"A and B are not of one task: nothing to compare in {self.frames:,} frames"
+        line = f"top-1 agrees on {self.top1_agreement:.1%} of {self.frames:,} frames"
+        line += f"; top-5 overlap {self.top5_overlap:.1%}"
+        if self.scores_comparable:
+            line += f"; max score difference {self.max_abs_diff:.3g}; mean total variation {self.mean_tv_distance:.3g}"
+        else:
+            line += "; scores not comparable (different class sets): labels only"
+        return line
 
 
 # The per-frame comparison's CSV columns (docs/csv-format.md, "Comparison CSV"): bench and the window.
@@ -83,9 +106,36 @@ COMPARISON_COLUMNS = [
     "frame_id", "a_top1", "b_top1", "top1_agree", "top5_overlap", "max_abs_diff", "tv_distance",
     "a_inference_ms", "b_inference_ms", "a_cpu_ms", "b_cpu_ms",
 ]  # fmt: skip
+# ... and, when the models are not classifiers, their task's figures per frame (empty where not the task's).
+COMPARISON_TASK_COLUMNS = [
+    "task", "a_count", "b_count", "matched", "mean_iou", "mean_score_diff", "pixel_agreement", "miou",
+    "mean_distance_px", "cosine_min",
+]  # fmt: skip
+
+
+def task_cells(c: FrameComparison) -> dict[str, object]:
+    """A comparison's COMPARISON_TASK_COLUMNS (None: empty)."""
+    t = c.task
+    if t is None:
+        return {}
+    detection = t.task == "detection"
+    return {
+        "task": t.task.value,
+        "a_count": t.a_count if detection else None,
+        "b_count": t.b_count if detection else None,
+        "matched": t.matched if detection else None,
+        "mean_iou": t.mean_iou,
+        "mean_score_diff": t.mean_score_diff,
+        "pixel_agreement": t.pixel_agreement,
+        "miou": t.miou,
+        "mean_distance_px": t.mean_distance_px,
+        "cosine_min": t.cosine_min,
+    }
 
 
 def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
+    if a.task is not None or b.task is not None:
+        return _compare_tasks(a, b, at)
     a_labels = [p.label for p in a.top[:5]]
     b_labels = [p.label for p in b.top[:5]]
     comparable = a.scores.shape == b.scores.shape
@@ -109,6 +159,32 @@ def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
         a_cpu_ms=a.timing.inference_cpu_ms,
         b_cpu_ms=b.timing.inference_cpu_ms,
     )
+
+
+def _compare_tasks(a: Result, b: Result, at: float) -> FrameComparison:
+    """Either side is not a classifier: its task's agreement (a classifier against another task has
+    no output to pair, and never agrees)."""
+    task = compare_tasks(a.task, b.task) if a.task is not None and b.task is not None else None
+    return FrameComparison(
+        frame_index=a.frame_index,
+        at=at,
+        a_top1=_said(a),
+        b_top1=_said(b),
+        top1_agree=task.agree if task is not None else False,
+        top5_overlap=None,
+        max_abs_diff=task.max_abs_diff_all if task is not None else None,
+        tv_distance=None,
+        a_inference_ms=a.timing.inference_ms,
+        b_inference_ms=b.timing.inference_ms,
+        a_cpu_ms=a.timing.inference_cpu_ms,
+        b_cpu_ms=b.timing.inference_cpu_ms,
+        task=task,
+    )
+
+
+def _said(r: Result) -> str:
+    """What a result says in one line: its task's summary, or a classifier's top-1 label."""
+    return r.task.summary() if r.task is not None else (r.top[0].label if r.top else "")
 
 
 def _as_distribution(scores: np.ndarray) -> np.ndarray:
@@ -167,12 +243,24 @@ class Comparator:
             disagreements = [c for c in self._disagreements if since is None or c.at > since]
         if not rows:
             return AgreementSummary(0, None, None, None, None, False, [])
+        tasks = [c.task for c in rows if c.task is not None]
+        if tasks or any(c.top5_overlap is None for c in rows):
+            return AgreementSummary(
+                frames=len(rows),
+                top1_agreement=sum(c.top1_agree for c in rows) / len(rows),  # frames that agree, per the task
+                top5_overlap=None,
+                max_abs_diff=None,
+                mean_tv_distance=None,
+                scores_comparable=False,
+                disagreements=disagreements,
+                task=TaskAgreement.of(t for t in tasks if t.task == tasks[-1].task) if tasks else None,
+            )
         diffs = [c.max_abs_diff for c in rows if c.max_abs_diff is not None]
         tvs = [c.tv_distance for c in rows if c.tv_distance is not None]
         return AgreementSummary(
             frames=len(rows),
             top1_agreement=sum(c.top1_agree for c in rows) / len(rows),
-            top5_overlap=float(np.mean([c.top5_overlap for c in rows])),
+            top5_overlap=float(np.mean([c.top5_overlap or 0.0 for c in rows])),
             max_abs_diff=max(diffs) if diffs else None,
             mean_tv_distance=float(np.mean(tvs)) if tvs else None,
             scores_comparable=len(diffs) == len(rows),

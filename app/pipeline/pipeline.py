@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from app.backends import DelegationReport
 from app.metrics.window import Metrics
+from app.model.feed import FeedFacts
 from app.pipeline.capture import Capture
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
@@ -205,3 +206,6 @@ class Pipeline(Feed):
 
     def cpu_split(self) -> cpu_affinity.CpuSplit | None:
         return self.worker.cpu_split()
+
+    def feed_facts(self) -> FeedFacts | None:
+        return self.worker.feed_facts()

@@ -21,6 +21,7 @@ from app.backends import DelegationReport, open_session
 from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.metrics.window import InferenceTiming, Metrics
+from app.model.feed import FeedFacts
 from app.model.preprocess import Preprocessor
 from app.model.spec import ModelFacts, ModelSpec, load_model_spec
 from app.pipeline.active import ActiveSession
@@ -73,6 +74,7 @@ class InferenceWorker:
         self._report: DelegationReport | None = None
         self._cpu_split: cpu_affinity.CpuSplit | None = None
         self._capture_pre: Preprocessor | None = None
+        self._feed: FeedFacts | None = None
         # Nothing in flight. A bool the inference thread alone writes, not an Event: set and cleared
         # around every inference, an Event's lock and notify were part of the per-frame Python that
         # held a fast GPU's pipeline below its raw loop (docs/benchmarks.md, fifth session).
@@ -121,6 +123,11 @@ class InferenceWorker:
     def delegation_report(self) -> DelegationReport | None:
         with self._lock:
             return self._report
+
+    def feed_facts(self) -> FeedFacts | None:
+        """Which feeder gives the open session's inputs that are not the frame (None: a classifier's one input)."""
+        with self._lock:
+            return self._feed
 
     def status(self) -> Status:
         return self.log.status()
@@ -210,6 +217,7 @@ class InferenceWorker:
         with self._lock:
             self._capture_pre = active.pre
             self._report = report
+            self._feed = active.feed.facts if active.feed is not None else None
         message = f"{active.spec.name} on {report.used}"
         if changes:  # a recording and the plots must say what changed, not only what runs now
             message = f"{changes}: {message}"
@@ -333,7 +341,8 @@ class InferenceWorker:
             cpu_affinity.place_newcomers(self)
         outputs: tuple[np.ndarray, ...] = ()
         if active.feed is not None:
-            inputs = active.feed.inputs(tensor)  # picked before the clock starts: not the model's time
+            # Picked before the clock starts (not the model's time), by frame: A/B sides get the same inputs.
+            inputs = active.feed.inputs(tensor, frame.index)
         active.cpu.start()
         t1 = time.perf_counter()
         try:

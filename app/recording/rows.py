@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, InferenceWorker, Result
+from app.recording.task_figures import task_cells
 from app.recording.writer import RecordingWriter
 
 _BULKY = ("coverage", "predicted", "coreml_pieces", "native_log")  # DelegationReport fields kept out of `opened`
@@ -74,6 +75,17 @@ class RowSink:
     def on_result(self, result: Result) -> None:
         snap, t = self._recent(), result.timing
         top = result.top
+        if result.task is not None:  # not a classifier: top-1 empty, the task's own columns instead
+            answer = task_cells(result.task)
+        else:
+            answer = {
+                "top1_index": top[0].index,
+                "top1_label": top[0].label,
+                "top1_score": top[0].score,
+                "top_indices": "|".join(str(p.index) for p in top),
+                "top_labels": "|".join(p.label for p in top),
+                "top_scores": "|".join(f"{p.score:.6g}" for p in top),
+            }
         self.recorder.add_row(
             {
                 **self._context().to_row(),
@@ -96,12 +108,7 @@ class RowSink:
                 "system_cpu_pct": snap.system_cpu_pct,
                 "rss_mb": snap.rss_mb,
                 "gpu_util_pct": snap.gpu_util_pct,
-                "top1_index": top[0].index,
-                "top1_label": top[0].label,
-                "top1_score": top[0].score,
-                "top_indices": "|".join(str(p.index) for p in top),
-                "top_labels": "|".join(p.label for p in top),
-                "top_scores": "|".join(f"{p.score:.6g}" for p in top),
+                **answer,
             },
             wall_time=time.time(),
             monotonic=t.finished_at,

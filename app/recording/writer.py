@@ -67,10 +67,16 @@ COLUMNS = [
     "top_scores",
     "message",
 ]
+# A recording of a model that is not a classifier (started on one) has these after `message`: its
+# task, the result count (detections, classes present, keypoints, outputs), the "|"-separated labels
+# and scores of what it found, and the one-line summary. A classifier's recording is as it always was.
+TASK_COLUMNS = ["task", "result_count", "result_labels", "result_scores", "result"]
+COLUMNS_TASKS = COLUMNS + TASK_COLUMNS
 # Version 1 had no per-thread split; its files are read with those cells empty.
 _ADDED_IN_2 = ("inference_thread_cpu_ms", "runtime_threads_cpu_ms", "rest_of_process_cpu_ms")
 COLUMNS_V1 = [c for c in COLUMNS if c not in _ADDED_IN_2]
-TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message"}
+TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message",
+                "task", "result_labels", "result"}  # fmt: skip
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 _MAY_HOLD_URLS = {"source", "message"}  # a stream:URL source, and events that name it
 _VANISH_CHECK_S = 0.5
@@ -204,11 +210,13 @@ class RecordingWriter:
         *,
         columns: list[str] | None = None,
         text_columns: frozenset[str] | set[str] | None = None,
+        tasks: bool = False,
     ) -> None:
         """`columns`/`text_columns`: another table written the same way (the A/B per-frame comparison);
-        by default the session format above."""
+        by default the session format above, with TASK_COLUMNS when `tasks` (a model that is not a
+        classifier)."""
         self.path = Path(path)
-        self.columns = COLUMNS if columns is None else columns
+        self.columns = (COLUMNS_TASKS if tasks else COLUMNS) if columns is None else columns
         self._text_columns = TEXT_COLUMNS if text_columns is None else text_columns
         self.sidecar = sidecar_path(self.path)
         self.state = RecorderState(self.path, started_wall=time.time())
@@ -364,8 +372,11 @@ def read_recording(path: Path) -> Recording:
     skipped = 0 if text.endswith("\n") else 1
     reader = csv.reader(io.StringIO(complete_text))
     header = next(reader, None)
+    missing: dict[str, str] = {}
     if header == COLUMNS:
-        columns, missing = COLUMNS, {}
+        columns = COLUMNS
+    elif header == COLUMNS_TASKS:
+        columns = COLUMNS_TASKS
     elif header == COLUMNS_V1:
         columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2, "")
     else:

@@ -18,9 +18,12 @@ from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.window import Metrics, MetricsSnapshot
-from app.model.spec import ModelFacts
+from app.model.feed import FeedFacts
+from app.model.spec import ModelFacts, load_model_spec
+from app.model.task import Task
 from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
 from app.recording.rows import RowSink
+from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
 from app.sources import CapturedFrames, SourceInfo
 from app.system.cpu_affinity import CpuSplit
@@ -96,6 +99,9 @@ class BenchSummary:
     first_result_s: float | None  # from the process's creation (imports included) to the first result
     measured_cpu: MeasuredCpu | None  # process and system CPU over exactly the measured span
     csv: RecordingFacts | None = None
+    # A model that is not a classifier: what it found over the measured span ...
+    task: TaskFigures | None = None
+    feed: FeedFacts | None = None  # ... and a model with inputs that are not the frame: their feeder
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -126,6 +132,11 @@ class BenchSummary:
         }
         if self.csv:
             summary["csv"] = self.csv.to_dict()
+        # Said only for models that are not one-input classifiers: a classifier's JSON stays as it was.
+        if self.task is not None:
+            summary["task"] = self.task.to_dict()
+        if self.feed is not None:
+            summary["feed"] = self.feed.to_dict()
         return summary
 
 
@@ -140,8 +151,11 @@ class _Span:
     summary nor recorded.
     """
 
-    def __init__(self, bench: BenchConfig, metrics: Metrics, recorder: RecordingWriter | None) -> None:
+    def __init__(
+        self, bench: BenchConfig, metrics: Metrics, recorder: RecordingWriter | None, task: TaskFigures | None = None
+    ) -> None:
         self._bench, self._metrics, self._recorder = bench, metrics, recorder
+        self.task = task  # summed over the measured span's results, as the metrics are
         self.sink: RowSink | None = None
         self._lock = threading.Lock()
         self._end = False
@@ -161,6 +175,8 @@ class _Span:
                 return
             if self.sink:
                 self.sink.on_result(result)
+            if self.task is not None and result.task is not None and self.measured_from is not None:
+                self.task.add_result(result.task)
             done = self._metrics.inferences_total
             if self.measured_from is None:
                 if done >= self._bench.warmup and not self._end:
@@ -184,6 +200,8 @@ class _Span:
 
     def _open(self) -> None:
         self._metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
+        if self.task is not None:
+            self.task = TaskFigures()
         self.measured_from = time.monotonic()
         self.cpu_from = (cpu_mark(), time.time())
         if self._recorder:
@@ -206,8 +224,14 @@ def run_bench(
     sampler = ResourceSampler()
     sampler.start()
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
-    recorder = RecordingWriter(bench.csv) if bench.csv else None
-    span = _Span(bench, metrics, recorder)
+    # A model that is not a classifier records its task's columns and sums up what it found.
+    try:
+        kind = load_model_spec(config.model, labels_file=config.labels, options=config.model_options).kind
+    except DelegateScopeError:
+        kind = Task.CLASSIFICATION  # the pipeline's open reports the error, as for any run
+    tasks_too = kind != Task.CLASSIFICATION
+    recorder = RecordingWriter(bench.csv, tasks=tasks_too) if bench.csv else None
+    span = _Span(bench, metrics, recorder, TaskFigures() if tasks_too else None)
     first: list[float] = []  # monotonic time of the first result, for the start-up figure
     pipeline = Pipeline(
         bench.source,
@@ -281,6 +305,8 @@ def run_bench(
         first_result_s=_process_age_s() - (time.monotonic() - first[0]) if first else None,
         measured_cpu=measured_cpu,
         csv=RecordingFacts(rec_state.path, rec_state.rows, rec_state.lost_rows, rec_state.error) if rec_state else None,
+        task=span.task,
+        feed=pipeline.feed_facts(),
     )
 
 

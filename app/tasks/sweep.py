@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
-from app.model.spec import bundled_models, load_model_spec
+from app.model.spec import ModelOptions, bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
@@ -207,12 +207,16 @@ def run_sweep(
     progress: Callable[[SweepProgress], None] | None = None,
     stop: threading.Event | None = None,
     pin_cpus: bool = False,
+    model_options: ModelOptions | None = None,
 ) -> SweepResult:
     """Capture `frames` frames from `source` (or take the frames given) and run every entry on
     them in turn. SourceError when the source gives no frame; a model that cannot be read raises
-    ModelError before anything runs. `stop` ends the sweep early: the rows not run say so."""
+    ModelError before anything runs. `stop` ends the sweep early: the rows not run say so.
+    `model_options` (--task, --input-shape, --inputs) apply to every model."""
     started, wall_started = time.monotonic(), datetime.now().astimezone()
-    names = {m: load_model_spec(m).display_name for m in dict.fromkeys(e.model for e in entries)}
+    options = model_options or ModelOptions()
+    specs = {m: load_model_spec(m, options=options) for m in dict.fromkeys(e.model for e in entries)}
+    names = {m: spec.display_name for m, spec in specs.items()}
     total = len(entries)
     if progress:
         progress(SweepProgress(0, total, redact_credentials(str(source)), "capturing"))

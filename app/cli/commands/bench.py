@@ -16,6 +16,7 @@ from app.cli.options import (
     add_backend_options,
     add_model_options,
     backend_options,
+    model_options,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -91,12 +92,14 @@ def run(args: argparse.Namespace) -> int:
         fallback=not args.no_fallback,  # refused: the open itself fails (exit 5), so nothing can fall back later
         throttle_ms=args.throttle_ms,
         top_k=5,
+        model_options=model_options(args),
     )
     if args.csv and args.json_file and sidecar_path(args.csv).resolve() == args.json_file.resolve():
         raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
-    load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
+    # A bad model is exit 3 before anything starts.
+    load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(
         args.source,
@@ -150,6 +153,11 @@ def _print_bench(summary: BenchSummary) -> None:
     if d:
         print(f"delegate  {delegation_line(d)}")
         print_prediction(d)
+    if summary.feed is not None:  # inputs that are not the frame: which feeder gave them
+        feed = summary.feed
+        print("inputs    " + (feed.describe() if feed.source != "none" else "the frame only (no other input)"))
+    if summary.task is not None:
+        print(f"task      {summary.task.task}: {summary.task.describe()}")
     print(
         f"measured  {m.inferences_total} inferences in {m.window_s:.1f} s; "
         f"{m.frames_total} frames captured, {m.dropped_total} not inferred (overwritten in the slot)"
@@ -198,7 +206,7 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
             if side_recording(args.csv, side).exists():
                 raise UsageError(f"{side_recording(args.csv, side)} exists; recordings are never overwritten")
     if args.compare_model:
-        load_model_spec(args.compare_model)  # exit 3 before anything starts
+        load_model_spec(args.compare_model, options=a.model_options)  # exit 3 before anything starts
     summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
     if args.json_file:
         text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
@@ -230,17 +238,7 @@ def _print_compare(summary: CompareSummary) -> None:
 
     print(side_line("a"))
     print(side_line("b"))
-    g = summary.agreement
-    if g.frames:
-        line = f"agreement  top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames"
-        line += f"; top-5 overlap {g.top5_overlap:.1%}"
-        if g.scores_comparable:
-            line += f"; max score difference {g.max_abs_diff:.3g}; mean total variation {g.mean_tv_distance:.3g}"
-        else:
-            line += "; scores not comparable (different class sets): labels only"
-        print(line)
-    else:
-        print("agreement  no frame was inferred by both sides")
+    print(f"agreement  {summary.agreement.describe()}")
     print(f"speed      {summary.speed_sentence}")
     if summary.csv:
         c = summary.csv
