@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from app.model.decode import TaskResult
 from app.model.task import Task
-from app.recording.writer import TASK_COLUMNS
+from app.recording.writer import TASK_COLUMNS, original_text
 
 __all__ = ["TASK_COLUMNS", "TaskFigures", "parse_cells", "task_cells", "task_values"]
 _LABELS_SHOWN = 20  # labels a summary lists, most frequent first
@@ -46,14 +46,14 @@ def task_cells(result: TaskResult) -> dict[str, object]:
 
 def parse_cells(row: dict[str, str]) -> tuple[str, int, list[str], list[float | None]] | None:
     """A recording row's task cells back: (task, count, labels, scores); None for a row without them."""
-    task = row.get("task") or ""
+    task = original_text(row.get("task") or "")
     if not task:
         return None
     try:
         count = int(float(row.get("result_count") or 0))
     except ValueError:
         count = 0
-    labels_text, scores_text = row.get("result_labels") or "", row.get("result_scores") or ""
+    labels_text, scores_text = original_text(row.get("result_labels") or ""), row.get("result_scores") or ""
     labels = labels_text.split("|") if labels_text else []
     scores: list[float | None] = []
     for cell in scores_text.split("|") if scores_text else []:

@@ -15,6 +15,7 @@ import numpy as np
 
 from app.errors import UsageError
 from app.recording.segments import Segment, change_text, split_segments
+from app.recording.task_figures import TaskFigures, parse_cells
 from app.recording.writer import Recording, cell_number, original_text, read_recording
 
 STAGES = ("queue", "preprocess", "inference", "postprocess", "end_to_end")
@@ -84,6 +85,7 @@ class SessionSummary:
     fallback_reasons: list[str] = field(default_factory=list)
     software_gpu: bool = False
     labels: Counter[str] = field(default_factory=Counter)  # top-1 label counts, warm-up included
+    task: TaskFigures | None = None  # a model that is not a classifier: what it found (measured rows)
     lost_rows: int | None = None
     skipped_lines: int = 0
     complete: bool | None = None
@@ -276,6 +278,12 @@ def summarise(s: RecordingData) -> SessionSummary:
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
+    task = None
+    for r in rows:  # the task columns (docs/csv-format.md): absent from a classifier's recording
+        cells = parse_cells(r)
+        if cells is not None:
+            task = task or TaskFigures()
+            task.add(*cells)
     return SessionSummary(
         inferences=len(rows),
         inferences_total=len(s.inferences),
@@ -303,6 +311,7 @@ def summarise(s: RecordingData) -> SessionSummary:
         fallback_reasons=list(dict.fromkeys(fallback_reasons)),
         software_gpu=software,
         labels=labels,
+        task=task,
         lost_rows=lost if isinstance(lost, int) else None,
         skipped_lines=s.skipped_lines,
         complete=s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,

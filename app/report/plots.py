@@ -330,10 +330,15 @@ def offload(ax: Axes, sessions: list[RecordingData]) -> None:
 def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> None:
     total: Counter = Counter()
     shares = []
+    # No classifier among them: the labels their models found (detections, classes present) instead.
+    found = not any(s.summary.labels for s in sessions) and any(s.summary.task for s in sessions)
     for s in sessions:
         labels: Counter = s.summary.labels
         count = sum(labels.values()) or 1
         share = {k: v / count * 100 for k, v in labels.items()}
+        task = s.summary.task
+        if found and task is not None:
+            share = {k: f / max(1, task.frames) * 100 for k, f, _ in task.top_labels()}
         shares.append(share)
         total.update(share)
     top = [label for label, _ in total.most_common(n)]
@@ -344,8 +349,12 @@ def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> N
                 label=_short(s.label, 40))  # fmt: skip
     ax.set_yticks(ys, [_short(label, 28) for label in top])
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("share of inferences with this top-1 label (%)")
-    ax.set_title(f"What the model saw (top-1 labels, {len(top)} most common)")
+    if found:
+        ax.set_xlabel("share of inferences where it was found (%)")
+        ax.set_title(f"What the model found (labels, {len(top)} most common)")
+    else:
+        ax.set_xlabel("share of inferences with this top-1 label (%)")
+        ax.set_title(f"What the model saw (top-1 labels, {len(top)} most common)")
     if len(sessions) > 1:
         ax.legend(loc="lower right")
 

@@ -92,6 +92,9 @@ def summary_rows(sessions: list[RecordingData], comparisons: list[Comparison]) -
     add("offload ratio (CPU ms / inference ms)", [fmt(x.offload_ratio) for x in ss])
     add("process CPU % of machine (median)", [fmt(x.process_cpu_pct, 1) for x in ss])
     add("top-1 labels", [top_labels_text(x.labels) for x in ss])
+    if any(x.task is not None for x in ss):  # models that are not classifiers: what they found
+        add("task", [x.task.task if x.task else "classification" for x in ss])
+        add("results", [x.task.describe() if x.task else "–" for x in ss])
     if len(sessions) > 1:
         add("top-1 agreement with its baseline", ["baseline"] + [agreement[s.index] for s in sessions[1:]])
     add(
