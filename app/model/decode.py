@@ -43,6 +43,19 @@ class OutputStats:
     @classmethod
     def of(cls, info: TensorInfo, array: np.ndarray, values: np.ndarray | None = None) -> OutputStats:
         """`values`: `dequantized(info, array)` when the caller has it already."""
+        shape = tuple(int(d) for d in array.shape)
+        if values is None and array.size and array.dtype.kind in "iuf":
+            # Per inference on the results thread: a segmenter's 257x257x21 scores took 9 ms through a
+            # float64 copy and a mask, against 0.6 ms read in place (min, max, then the mean).
+            low, high = array.min(), array.max()
+            if np.isfinite(low) and np.isfinite(high):  # NaN or an infinity would show in one of them
+                mean = float(array.mean(dtype=np.float64))
+                if info.scale and array.dtype.kind in "iu":  # dequantization is affine: the same on each figure
+                    zero, scale = float(info.zero_point or 0), float(info.scale)
+                    low, high, mean = (low - zero) * scale, (high - zero) * scale, (mean - zero) * scale
+                    if scale < 0:
+                        low, high = high, low
+                return cls(info.name, shape, info.dtype, float(low), float(high), mean, 0)
         values = dequantized(info, array) if values is None else values
         finite = values[np.isfinite(values)] if values.size else values
         low: float | None
@@ -52,8 +65,7 @@ class OutputStats:
             low, high, mean = float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64))
         else:
             low = high = mean = None
-        return cls(info.name, tuple(int(d) for d in array.shape), info.dtype, low, high, mean,
-                   int(values.size - finite.size))  # fmt: skip
+        return cls(info.name, shape, info.dtype, low, high, mean, int(values.size - finite.size))
 
     def to_dict(self) -> dict[str, object]:
         def r(v: float | None) -> float | None:

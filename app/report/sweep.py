@@ -44,7 +44,9 @@ def row_cells(row: SweepRow) -> list[Cell]:
     label = row.label + (" [software GPU]" if row.software else "")
     agreement = (
         Cell(f"{row.top1_agreement:.1%} of {row.agreement_frames}", row.top1_agreement)
-        if row.top1_agreement is not None
+        if row.top1_agreement is not None and row.agreement is None
+        else _task_agreement(row.agreement)
+        if row.agreement is not None
         else Cell("—")
     )
     return [
@@ -57,6 +59,34 @@ def row_cells(row: SweepRow) -> list[Cell]:
         num(row.first_inference_ms, ".1f"),
         agreement,
     ]
+
+
+def _task_agreement(g: dict) -> Cell:
+    """A model that is not a classifier: its task's headline agreement with the first configuration."""
+    task = g.get("task")
+    value: float | None
+    if task == "detection":
+        value, text = g.get("match_rate"), "matched {:.1%}"
+    elif task == "segmentation":
+        value, text = g.get("pixel_agreement"), "pixels {:.1%}"
+    elif task == "keypoints":
+        value, text = g.get("mean_distance_px"), "{:.2f} px apart"
+    else:
+        cosines = [c for c in g.get("cosine_min") or [] if c is not None]
+        value, text = (min(cosines) if cosines else None), "cosine {:.4f}"
+    return Cell("—" if value is None else text.format(value), value)
+
+
+def task_lines(result: SweepResult) -> list[str]:
+    """Models that are not classifiers: their task, feeder and what they found (the first configuration's)."""
+    lines = []
+    for model in dict.fromkeys(r.model for r in result.measured() if r.task):
+        row = next(r for r in result.measured() if r.model == model and r.task)
+        found = row.results or {}
+        counted = f"{found.get('mean_result_count') or 0:.1f} {found.get('counted', 'results')} per frame"
+        feed = f"; inputs: {row.feed}" if row.feed and row.feed != "none" else ""
+        lines.append(f"{model}: {row.task}, {counted}{feed}")
+    return lines
 
 
 def not_measured_line(row: SweepRow) -> str:
@@ -81,6 +111,7 @@ def text_table(result: SweepResult) -> str:
     lines = ["  ".join(h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(COLUMNS))]
     for cells in measured:
         lines.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)))
+    lines.extend(task_lines(result))
     others = [r for r in result.rows if not r.measured]
     if others:
         lines.append("not measured:")
@@ -125,6 +156,8 @@ def render_html(result: SweepResult, plot_png: bytes | None) -> str:
         "first inference (one-off costs). Top-1 agreement: share of the captured frames on which the top-1 label "
         "equals the first configuration's.</p>"
     )
+    for line in task_lines(result):  # models that are not classifiers (their agreement: app/model/agreement.py)
+        parts.append(f"<p class='note'>{_e(line)}</p>")
     others = [r for r in result.rows if not r.measured]
     if others:
         parts.append("<h2>Not measured here</h2><table><thead><tr><th>configuration</th><th>outcome</th>")

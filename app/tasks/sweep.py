@@ -24,7 +24,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
+from app.model.agreement import TaskAgreement, compare_tasks
+from app.model.decode import TaskResult
 from app.model.spec import ModelOptions, bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
@@ -96,14 +98,24 @@ class SweepRow:
     top1_agreement: float | None = None  # with the first configuration, over the frames both answered
     agreement_frames: int = 0
     top1: dict[int, str] = field(default_factory=dict, repr=False)  # captured frame -> top-1 label
+    # A model that is not a classifier (said in JSON only then): its task, the feeder of its inputs
+    # that are not the frame, what it found (TaskFigures.to_dict) and its task's agreement with the
+    # first configuration (TaskAgreement.to_dict; top1_agreement is then the share of frames that agree).
+    task: str | None = None
+    feed: str | None = None
+    results: dict | None = None
+    agreement: dict | None = None
+    answers: dict[int, TaskResult] = field(default_factory=dict, repr=False)  # captured frame -> its result
 
     @property
     def measured(self) -> bool:
         return self.outcome == Outcome.MEASURED
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d.pop("top1")
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top1", "answers")}
+        for key in ("task", "feed", "results", "agreement"):
+            if d[key] is None:
+                del d[key]
         return d
 
 
@@ -234,10 +246,12 @@ def run_sweep(
             continue
         if progress:
             progress(SweepProgress(index, total, label, "opening", 0, count))
-        row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop)
+        row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop, options)
         if row.measured and baseline is None:
             baseline = row
-        rows.append(_agree(row, baseline))
+        row = _agree(row, baseline)
+        # Only the baseline's decoded results are compared again (class maps are 0.25 MB a frame).
+        rows.append(row if row is baseline else replace(row, answers={}))
     if progress:
         progress(SweepProgress(total, total, "", "done", count, count))
     return SweepResult(
@@ -268,16 +282,21 @@ def _measure(
     total: int,
     progress: Callable[[SweepProgress], None] | None,
     stop: threading.Event | None,
+    model_options: ModelOptions,
 ) -> SweepRow:
     label = entry.label(names[entry.model])
-    config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False)
+    config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
+                             model_options=model_options)  # fmt: skip
     # Unpaced replay: each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
     bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus)
     top1: dict[int, str] = {}
+    answers: dict[int, TaskResult] = {}
 
     def on_result(result: Result) -> None:
         top1[result.frame_index % count] = result.top[0].label if result.top else ""
+        if result.task is not None:
+            answers[result.frame_index % count] = result.task
 
     def on_progress(done: int, frames: int | None, _snap: MetricsSnapshot) -> None:
         if progress:
@@ -314,6 +333,10 @@ def _measure(
         init_ms=d.init_ms if d else None,
         first_inference_ms=d.first_inference_ms if d else None,
         top1=dict(top1),
+        task=summary.task.task if summary.task else None,
+        feed=summary.feed.source if summary.task and summary.feed else None,
+        results=summary.task.to_dict() if summary.task else None,
+        answers=dict(answers),
     )
 
 
@@ -334,11 +357,25 @@ def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
     """The row with its top-1 agreement against the baseline, over the frames both answered."""
     if not row.measured or baseline is None:
         return row
+    if row.task is not None or baseline.task is not None:
+        return _agree_tasks(row, baseline)
     common = row.top1.keys() & baseline.top1.keys()
     if not common:
         return row
     same = sum(row.top1[k] == baseline.top1[k] for k in common)
     return replace(row, top1_agreement=same / len(common), agreement_frames=len(common))
+
+
+def _agree_tasks(row: SweepRow, baseline: SweepRow) -> SweepRow:
+    """A model that is not a classifier: its task's agreement with the baseline on the frames both
+    answered (top1_agreement: the share of those frames that agree, app/model/agreement.py)."""
+    common = sorted(row.answers.keys() & baseline.answers.keys())
+    frames = [compare_tasks(baseline.answers[k], row.answers[k]) for k in common]
+    total = TaskAgreement.of(frames)
+    if total is None:
+        return row
+    return replace(row, top1_agreement=total.agreeing / total.frames, agreement_frames=total.frames,
+                   agreement=total.to_dict())  # fmt: skip
 
 
 def default_models() -> list[str]:

@@ -1,0 +1,133 @@
+"""bench on models that are not classifiers against a raw LiteRT loop on the same model and threads,
+side by side in one run: does task decoding (detections, class maps) cost the measurement?
+
+For each model, in rounds (the order rotated from round to round), each run in its own process:
+
+- "interp": the raw LiteRT Interpreter loop (benchmarks/suite/any_model_overhead_child.py): every
+  input set, `invoke`, every output read, on one input made once from the demo clip's first frame;
+  throughput = runs / loop seconds.
+- "bench": `delegate-scope bench --no-pace --throttle-ms 0` on the demo clip (the full pipeline:
+  capture thread reading flat out, inference thread with `run_all`, results thread decoding the
+  task: detections above 0.5 mapped to the frame, or the class map's argmax and class shares).
+
+Per round the ratio bench inference fps / raw throughput; the table gives the median over rounds of
+each per-round figure. Rounds where other processes used more than `--max-other` cores are marked
+disturbed, as in pipeline_overhead.py; on a machine shared with other work pass a large
+`--max-other` and say so with the figures (each round's load is printed).
+
+    python -m benchmarks.suite.any_model_overhead [--rounds 5] [--frames 200] [--threads 1]
+        [--model coco_ssd_mobilenet_v1_1.0_quant_2018_06_29 deeplabv3] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.children import bench_summary, python_module, write_json
+from benchmarks.harness.loops import LoopResult
+from benchmarks.harness.paths import VISION
+from benchmarks.harness.rounds import Round, gated_rounds
+
+MODELS = ("coco_ssd_mobilenet_v1_1.0_quant_2018_06_29", "deeplabv3")
+
+
+def raw_loop(model: Path, threads: int, runs: int) -> LoopResult:
+    out = python_module("benchmarks.suite.any_model_overhead_child", str(model), str(threads), str(runs))
+    median, rate = out.split()
+    return LoopResult(float(median), float(rate), [])
+
+
+def pipeline(model: Path, threads: int, frames: int, source: str) -> dict[str, Any]:
+    args = ["--model", str(model), "--threads", str(threads), "--source", source, "--no-pace", "--throttle-ms", "0"]
+    return bench_summary([*args, "--frames", str(frames)])
+
+
+def figures(r: Round[Any]) -> dict[str, float]:
+    interp, summary = r.results["interp"], r.results["bench"]
+    m = summary["metrics"]
+    lat = m["latency"]
+    return {
+        "others (cores)": r.others,
+        "interp_med": interp.median_ms,
+        "interp_rate": interp.rate,
+        "fps": m["inference_fps"],
+        "inf_p50": lat["inference"]["p50"],
+        "post_p50": lat["postprocess"]["p50"],
+        "post_p95": lat["postprocess"]["p95"],
+        "results_per_frame": (summary.get("task") or {}).get("mean_result_count") or 0.0,
+        "fps/interp": m["inference_fps"] / interp.rate,
+        "p50 vs interp %": (lat["inference"]["p50"] / interp.median_ms - 1) * 100,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="undisturbed rounds wanted per model")
+    parser.add_argument("--max-rounds", type=int, default=12, help="give up after this many per model")
+    parser.add_argument("--max-other", type=float, default=0.25, help="other processes' CPU (cores) that disturbs")
+    parser.add_argument("--frames", type=int, default=200)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--source", default="demo")
+    parser.add_argument("--model", nargs="+", default=list(MODELS), help=f"file names (no .tflite) in {VISION}")
+    parser.add_argument("--json", type=Path, help="write every round's figures here")
+    args = parser.parse_args(argv)
+    if not VISION.is_dir():
+        sys.exit(f"the third-party fixtures are not at {VISION}")
+    print(
+        f"{os.cpu_count()} cores; threads {args.threads}; source {args.source} unpaced, throttle 0; rounds of "
+        f"interp / bench (order rotated) until {args.rounds} undisturbed (others <= {args.max_other} cores); "
+        f"{args.frames} runs or measured inferences each",
+        flush=True,
+    )
+    rows: list[tuple[str, list[dict[str, Any]]]] = []
+    for name in args.model:
+        model = VISION / f"{name}.tflite"
+        legs: dict[str, Any] = {
+            "interp": lambda m=model: raw_loop(m, args.threads, args.frames),
+            "bench": lambda m=model: pipeline(m, args.threads, args.frames, args.source),
+        }
+
+        def report(r: Round[Any], name: str = name) -> None:
+            f = figures(r)
+            print(f"{name}: {'' if r.clean else 'DISTURBED '}bench/interp {f['fps/interp']:.3f}; "
+                  f"others {r.others:.2f} cores", flush=True)  # fmt: skip
+
+        rounds = gated_rounds(legs, args.rounds, args.max_rounds, args.max_other, report=report)
+        rows.append((name, [{"clean": r.clean, **figures(r)} for r in rounds]))
+    print_tables(rows)
+    write_json(args.json, {"args": vars(args), "models": dict(rows)})
+    return 0
+
+
+def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    keys = [k for k in rows[0][1][0] if k != "clean"]
+    print("\n| model | round | disturbed | " + " | ".join(keys) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in keys) + " |")
+    for model, per_round in rows:
+        for i, r in enumerate(per_round, 1):
+            cells = " | ".join(f"{r[k]:.3f}" if "/" in k else f"{r[k]:.2f}" for k in keys)
+            print(f"| {model} | {i} | {'' if r['clean'] else 'DISTURBED'} | {cells} |")
+    print("\nMedians of the per-round figures (undisturbed rounds; all, marked, when none was):\n")
+    print("| model | rounds | interp median ms | bench inference p50 ms | interp /s | bench inference fps "
+          "| bench / interp (range) | postprocess p50 / p95 ms | results per frame |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for model, per_round in rows:
+        clean = [r for r in per_round if r["clean"]]
+        label = f"{len(clean)} of {len(per_round)}" if clean else f"DISTURBED: all {len(per_round)}"
+        used = clean or per_round
+        med = {k: statistics.median(r[k] for r in used) for k in keys}
+        ratios = sorted(r["fps/interp"] for r in used)
+        print(
+            f"| {model} | {label} | {med['interp_med']:.2f} | {med['inf_p50']:.2f} | {med['interp_rate']:.1f} | "
+            f"{med['fps']:.1f} | {med['fps/interp']:.3f} ({ratios[0]:.3f}-{ratios[-1]:.3f}) | "
+            f"{med['post_p50']:.2f} / {med['post_p95']:.2f} | {med['results_per_frame']:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""bench, sweep, A/B, recording and report for models that are not classifiers, through the real CLI on
+the third-party fixtures (`vision`; README figures are LiteRT's own on the coral photos)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.recording.writer import COLUMNS, COLUMNS_TASKS, TASK_COLUMNS, read_recording
+from tests.helpers.cli import run_cli
+
+SSD = "coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite"
+DEEPLAB = "deeplabv3.tflite"
+MOVENET = "movenet_single_pose_lightning_ptq.tflite"
+YAMNET = "yamnet_audio_classifier_with_metadata.tflite"
+LSTM = "keras_lstm_mnist_ptq.tflite"
+
+
+def short_bench(model: Path, source: str, tmp_path: Path, *extra: str | Path) -> tuple[dict, Path, str]:
+    """A few measured inferences with --json and --csv: (summary, recording, stdout)."""
+    csv_path, json_path = tmp_path / f"{model.stem}.csv", tmp_path / f"{model.stem}.json"
+    run = run_cli("bench", "--model", model, "--source", source, "--frames", "3", "--warmup", "1",
+                  "--csv", csv_path, "--json", json_path, *extra, timeout=180)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return json.loads(json_path.read_text()), csv_path, run.stdout
+
+
+def inference_rows(path: Path) -> list[dict]:
+    return [r for r in read_recording(path).rows if not r["event"]]
+
+
+def report_html(recording: Path, tmp_path: Path) -> str:
+    out = tmp_path / f"{recording.stem}.html"
+    run = run_cli("report", recording, "--out", out, timeout=180)
+    assert run.returncode == 0, run.stderr
+    return out.read_text(encoding="utf-8")
+
+
+# (model, task, the feeder's source, what the report's results row says, a label it found)
+CASES = [
+    (SSD, "detection", "none", "detections per frame", "person"),
+    (DEEPLAB, "segmentation", "none", "classes present per frame", "class 15"),
+    (MOVENET, "keypoints", "none", "mean keypoint score", None),
+    (YAMNET, "raw", "generated (seed 0)", "outputs per frame", None),
+    (LSTM, "raw", "generated (seed 0)", "outputs per frame", None),
+]
+
+
+@pytest.mark.parametrize(("name", "task", "feed", "figure", "label"), CASES, ids=[c[0].split("_")[0] for c in CASES])
+def test_bench_any_model_says_task_and_feeder_records_and_reports(
+    vision: Path, coral: Path, tmp_path: Path, name: str, task: str, feed: str, figure: str, label: str | None
+) -> None:
+    summary, recording, stdout = short_bench(vision / name, f"images:{coral / 'grace_hopper.bmp'}", tmp_path)
+    assert summary["task"]["task"] == task and summary["task"]["frames"] >= 3
+    assert summary["feed"]["source"] == feed
+    assert f"task      {task}: " in stdout
+    if feed != "none":  # no input takes the frame: every input generated, and said so with its range
+        assert summary["feed"]["inputs"] and f"inputs    {feed}: " in stdout
+    assert summary["metrics"]["inferences_total"] >= 3
+    rows = inference_rows(recording)
+    assert rows and read_recording(recording).rows[0].keys() >= set(TASK_COLUMNS)
+    with open(recording, encoding="utf-8") as f:
+        assert next(csv.reader(f)) == COLUMNS_TASKS
+    for row in rows:  # top-1 empty, the task's own columns filled
+        assert row["top1_label"] == "" and row["top_labels"] == ""
+        assert row["task"] == task and int(row["result_count"]) > 0 and row["result"]
+    html = report_html(recording, tmp_path)
+    assert f"<th>task</th><td>{task}</td>" in html
+    assert figure in html
+    if label:
+        assert label in html
+
+
+def test_bench_figures_match_litert_on_the_photo(vision: Path, coral: Path, tmp_path: Path) -> None:
+    """The figures bench sums up are what the README's LiteRT run gives on grace_hopper.bmp."""
+    photo = f"images:{coral / 'grace_hopper.bmp'}"
+    ssd, _, _ = short_bench(vision / SSD, photo, tmp_path)
+    found = {entry["label"]: entry["mean_score"] for entry in ssd["task"]["labels"]}
+    assert set(found) == {"person", "tie"}  # README: person 0.72, tie 0.66 (scores > 0.5)
+    assert found["person"] == pytest.approx(0.72, abs=0.05) and found["tie"] == pytest.approx(0.66, abs=0.05)
+    deeplab, _, _ = short_bench(vision / DEEPLAB, photo, tmp_path)
+    shares = {entry["label"]: entry["mean_share"] for entry in deeplab["task"]["labels"]}
+    assert shares["class 15"] == pytest.approx(0.63, abs=0.03)  # README: person (15) 63%
+    movenet, _, _ = short_bench(vision / MOVENET, photo, tmp_path)
+    assert movenet["task"]["mean_keypoint_score"] == pytest.approx(0.28, abs=0.05)
+
+
+def test_bench_inputs_file_feeds_a_model_with_no_image(vision: Path, tmp_path: Path) -> None:
+    from app.model.spec import load_model_spec
+
+    (waveform,) = load_model_spec(vision / YAMNET).all_inputs
+    npz = tmp_path / "tone.npz"
+    t = np.arange(int(np.prod(waveform.shape)), dtype=np.float32) / 16000
+    np.savez(npz, **{waveform.name: (0.5 * np.sin(2 * np.pi * 440 * t)).reshape(waveform.shape)})  # by name
+    summary, recording, stdout = short_bench(vision / YAMNET, "synthetic", tmp_path, "--inputs", npz)
+    assert summary["feed"] == {"source": "tone.npz", "inputs": []}
+    assert "inputs    tone.npz" in stdout
+    assert summary["config"]["model_options"]["inputs_file"] == str(npz)
+    # One fixed input to a model without state: every inference gives the same output; the
+    # generated feeder's eight samples give others.
+    fixed = {r["result_scores"] for r in inference_rows(recording)}
+    _, generated, _ = short_bench(vision / YAMNET, "synthetic", tmp_path / "generated")
+    assert len(fixed) == 1 and fixed != {r["result_scores"] for r in inference_rows(generated)}
+
+
+def test_a_classifier_recording_keeps_its_columns(tmp_path: Path) -> None:
+    summary, recording, _ = short_bench(Path("efficientnet_lite0"), "synthetic", tmp_path)
+    with open(recording, encoding="utf-8") as f:
+        assert next(csv.reader(f)) == COLUMNS
+    assert "task" not in summary and "feed" not in summary
+    assert all(r["top1_label"] for r in inference_rows(recording))
+
+
+def test_sweep_of_a_segmenter(vision: Path, coral: Path, tmp_path: Path) -> None:
+    out = tmp_path / "sweep.json"
+    run = run_cli("sweep", "--model", vision / DEEPLAB, "--source", f"images:{coral / 'cat.bmp'}", "--frames", "3",
+                  "--warmup", "1", "--json", out, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = [r for r in json.loads(out.read_text())["rows"] if r["outcome"] == "measured"]
+    assert len(rows) >= 2  # CPU at 1 thread and at every core (a 2-core machine: 2)
+    assert all(r["task"] == "segmentation" and r["feed"] == "none" for r in rows)
+    assert rows[0]["results"]["labels"]  # what it found: the cat photo's classes
+    # Against the first configuration: the same pixels on another thread count agree.
+    assert rows[1]["agreement"]["pixel_agreement"] == pytest.approx(1.0, abs=1e-3)
+    assert "segmentation" in run.stdout
+
+
+def ab(a: Path, source: str, tmp_path: Path, *extra: str | Path) -> tuple[dict, Path, str]:
+    out, csv_path = tmp_path / "ab.json", tmp_path / "ab.csv"
+    run = run_cli("bench", "--model", a, "--source", source, "--frames", "3", "--warmup", "1",
+                  "--compare-alone-seconds", "0", "--json", out, "--csv", csv_path, *extra, timeout=240)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return json.loads(out.read_text()), csv_path, run.stdout
+
+
+def test_ab_detector_against_itself_agrees_fully(vision: Path, coral: Path, tmp_path: Path) -> None:
+    summary, csv_path, stdout = ab(vision / SSD, f"images:{coral / 'grace_hopper.bmp'}", tmp_path,
+                                   "--compare-with", "cpu")  # fmt: skip
+    g = summary["agreement"]["task"]
+    assert g["task"] == "detection" and g["frames"] >= 3
+    assert g["match_rate"] == 1.0 and g["mean_iou"] == 1.0 and g["mean_score_diff"] == 0.0
+    assert g["detections_a"] == g["detections_b"] >= 6  # person and tie on every frame
+    assert "detections matched (IoU >= 0.5) 100.0%" in stdout
+    with open(csv_path, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["task"] == "detection" and r["mean_iou"] == "1" and r["top1_agree"] == "1" for r in rows)
+
+
+def perturbed(model: Path, out: Path, factor: float) -> Path:
+    """`model` with its largest float32 weight buffer scaled: another model of the same task."""
+    from ai_edge_litert import schema_py_generated as fb
+
+    data = bytearray(model.read_bytes())
+    m = fb.Model.GetRootAs(data, 0)
+    sg = m.Subgraphs(0)
+    best = None
+    for i in range(sg.TensorsLength()):
+        t = sg.Tensors(i)
+        buf = m.Buffers(t.Buffer())
+        if t.Type() == fb.TensorType.FLOAT32 and not buf.DataIsNone() and buf.DataLength() > 0:
+            if best is None or buf.DataLength() > best[1]:
+                best = (buf._tab.Vector(buf._tab.Offset(4)), buf.DataLength())
+    assert best is not None
+    start, size = best
+    weights = np.frombuffer(data, np.float32, size // 4, start)
+    data[start : start + size] = (weights * np.float32(factor)).astype(np.float32).tobytes()
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_ab_two_segmenters_agree_less_than_fully(vision: Path, coral: Path, tmp_path: Path) -> None:
+    other = perturbed(vision / DEEPLAB, tmp_path / "deeplab_scaled.tflite", 0.6)
+    summary, _, stdout = ab(vision / DEEPLAB, f"images:{coral / 'grace_hopper.bmp'}", tmp_path,
+                            "--compare-model", other)  # fmt: skip
+    g = summary["agreement"]["task"]
+    assert g["task"] == "segmentation"
+    assert 0.0 < g["pixel_agreement"] < 1.0 and 0.0 < g["miou"] < 1.0
+    assert "pixels agree" in stdout and "mIoU" in stdout
