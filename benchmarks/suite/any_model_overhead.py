@@ -16,7 +16,10 @@ disturbed, as in pipeline_overhead.py; on a machine shared with other work pass 
 `--max-other` and say so with the figures (each round's load is printed).
 
     python -m benchmarks.suite.any_model_overhead [--rounds 5] [--frames 200] [--threads 1]
-        [--model coco_ssd_mobilenet_v1_1.0_quant_2018_06_29 deeplabv3] [--json FILE]
+        [--model coco_ssd_mobilenet_v1_1.0_quant_2018_06_29 deeplabv3 efficientnet_lite0] [--json FILE]
+
+A bundled classifier named in --model runs the same legs: a control for what the machine's load
+does to the pipeline (bench needs a core for capture and one for inference, the raw loop one).
 """
 
 from __future__ import annotations
@@ -30,10 +33,17 @@ from typing import Any
 
 from benchmarks.harness.children import bench_summary, python_module, write_json
 from benchmarks.harness.loops import LoopResult
-from benchmarks.harness.paths import VISION
+from benchmarks.harness.paths import MODELS, VISION
 from benchmarks.harness.rounds import Round, gated_rounds
 
-MODELS = ("coco_ssd_mobilenet_v1_1.0_quant_2018_06_29", "deeplabv3")
+TASK_MODELS = ("coco_ssd_mobilenet_v1_1.0_quant_2018_06_29", "deeplabv3")
+
+
+def resolve(name: str) -> Path:
+    """A fixture's file name without .tflite, or a bundled model's name (a classifier as a control:
+    the pipeline's documented overhead, under the same load)."""
+    fixture = VISION / f"{name}.tflite"
+    return fixture if fixture.is_file() else MODELS / f"{name}.tflite"
 
 
 def raw_loop(model: Path, threads: int, runs: int) -> LoopResult:
@@ -73,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--source", default="demo")
-    parser.add_argument("--model", nargs="+", default=list(MODELS), help=f"file names (no .tflite) in {VISION}")
+    parser.add_argument("--model", nargs="+", default=list(TASK_MODELS),
+                        help=f"file names (no .tflite) in {VISION}, or bundled models' names")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args(argv)
     if not VISION.is_dir():
@@ -86,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows: list[tuple[str, list[dict[str, Any]]]] = []
     for name in args.model:
-        model = VISION / f"{name}.tflite"
+        model = resolve(name)
         legs: dict[str, Any] = {
             "interp": lambda m=model: raw_loop(m, args.threads, args.frames),
             "bench": lambda m=model: pipeline(m, args.threads, args.frames, args.source),
