@@ -15,8 +15,16 @@ from tests.harness.model_fuzz import cases, run_cases
 from tests.helpers.paths import PHOTOS, TEST_MODELS
 
 
-def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral):
-    seeds = [coral / "mobilenet_v1_0.25_128_quant.tflite", TEST_MODELS / "dynamic_batch_logits.tflite"]
+def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral, vision):
+    # A classifier, a dynamic-batch model, and one model of every other kind: a detector with its custom
+    # op, a segmenter, a pose model fed raw uint8 pixels, and an audio model with no image input.
+    seeds = [
+        coral / "mobilenet_v1_0.25_128_quant.tflite",
+        TEST_MODELS / "dynamic_batch_logits.tflite",
+        *(vision / f"{name}.tflite" for name in ("coco_ssd_mobilenet_v1_1.0_quant_2018_06_29", "deeplabv3",
+                                                 "movenet_single_pose_lightning_ptq",
+                                                 "yamnet_audio_classifier_with_metadata")),
+    ]  # fmt: skip
     results = run_cases(cases(seeds, 300, seed=20261203), PHOTOS / "grace_hopper.jpg", timeout_s=60)
     outcomes = collections.Counter(r["outcome"] for r in results)
     bad = [r for r in results if r["outcome"] not in ("model_error", "ok")]
