@@ -43,3 +43,18 @@ def test_regression_unallocated_tensor_is_a_model_error():
     case = Case(1918, str(TEST_MODELS / "dynamic_batch_logits.tflite"), "size_field", 331899388)
     (result,) = run_cases([case], PHOTOS / "grace_hopper.jpg")
     assert result["outcome"] == "model_error" and "allocate" in result["message"]
+
+
+def test_regression_models_that_crash_the_runtime_are_model_errors(vision):
+    """Found by `python -m benchmarks.fuzz.models --vision` (seed 1): a mutated Keras LSTM corrupts the heap
+    (case 465, SIGABRT) or segfaults (case 1818) inside LiteRT; it is now opened in a child first
+    (app/backends/preflight.py). Case 728 (a hand landmark model whose input shape was mutated) reached a
+    misspelt Interpreter method (AttributeError): its input is now resized and the model runs."""
+    from tests.harness.model_fuzz import Case
+
+    lstm, hand = vision / "keras_lstm_mnist_ptq.tflite", vision / "hand_landmark.tflite"
+    found = [Case(465, str(lstm), "dtype", 572211422), Case(1818, str(lstm), "bitflip", 528919768),
+             Case(728, str(hand), "shape", 25736407)]  # fmt: skip
+    results = run_cases(found, PHOTOS / "grace_hopper.jpg")
+    assert [r["outcome"] for r in results] == ["model_error", "model_error", "ok"], results
+    assert "crashed (SIGABRT)" in results[0]["message"] and "crashed (SIGSEGV)" in results[1]["message"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.errors import SourceError, SourceSpecError
+from app.errors import SourceSpecError
 from app.sources.base import MAX_FPS, FrameSource
 from app.sources.camera import CameraSource
 from app.sources.still_images import IMAGE_SUFFIXES, IMAGES_DEFAULT_FPS, ImageSource

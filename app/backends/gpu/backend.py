@@ -28,6 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from app.backends import preflight
 from app.backends.base import DelegationReport, time_first_inference
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
@@ -319,6 +320,7 @@ class GpuBackend:
         return None
 
     def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
+        preflight.check(spec)  # a crash opening it would take the window down: see app/backends/preflight.py
         if options.precision not in tuple(GpuPrecision):
             raise ValueError(f"GPU precision must be one of {', '.join(GpuPrecision)}")
         return GpuSession(
