@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from app.errors import UsageError
+from app.recording.ab import comparison_sides
 from app.recording.segments import Segment, change_text, split_segments
 from app.recording.writer import Recording, cell_number, original_text, read_recording
 
@@ -171,6 +172,12 @@ def _read(path: Path) -> Recording:
     try:
         session = read_recording(path)
     except ValueError:
+        sides = comparison_sides(path)
+        if sides is not None:  # the A/B per-frame file: say which files make the report
+            raise UsageError(
+                f"{path}: this is an A/B comparison's per-frame file, not a recording; report the two sides: "
+                f"report {sides[0]} {sides[1]}"
+            ) from None
         raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
