@@ -131,3 +131,20 @@ def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path
     assert "Core ML delegate (predicted)" in page
     assert "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in page
     assert "MEAN (node 58): keep_dims is false" in page
+
+
+def test_a_gpu_child_killed_by_a_signal_is_named_so():
+    """LiteRT's GPU accelerator aborts on some models (a failed CHECK in object_reader.cc on YAMNet
+    under SwiftShader): the coverage says the child was killed by SIGABRT, not a bare exit code."""
+    import subprocess
+    import sys
+
+    from app.tasks.inspect import _child_failure
+
+    aborted = subprocess.run([sys.executable, "-c", "import os; os.abort()"], capture_output=True, text=True)
+    assert _child_failure(aborted, ValueError()) == (
+        "the GPU child process was killed by SIGABRT while the runtime opened the model"
+    )
+    failed = subprocess.run([sys.executable, "-c", "raise SystemExit(3)"], capture_output=True, text=True)
+    assert _child_failure(failed, IndexError()) == "the GPU child process failed (exit code 3)"
+    assert "could not start" in _child_failure(None, OSError("no such file"))
