@@ -34,7 +34,7 @@ from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage, gpu_replacing_line
-from app.coverage.replacing import WEBGPU_KERNEL
+from app.coverage.replacing import WEBGPU_KERNEL, XNNPACK_KERNEL
 from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec
 from app.system.native_log import capture_stderr
@@ -75,7 +75,8 @@ def parse_log(lines: list[str]) -> LogFacts:
     for line in lines:
         if m := _SELECTED_ADAPTER.search(line):
             adapter = pretty_adapter(m.group(1).strip())
-        if m := _REPLACING.search(line):
+        # LiteRT applies XNNPACK after the GPU, to what is left: a build that logs both prints its line too.
+        if (m := _REPLACING.search(line)) and m.group(3) != XNNPACK_KERNEL:
             nodes, total, subsets = int(m.group(1)), int(m.group(2)), int(m.group(4))
             said = line[m.start() :].strip()
     return LogFacts(adapter, nodes, total, subsets, said)
