@@ -221,10 +221,8 @@ def test_the_probe_reads_its_child_line_into_a_typed_result():
     object is the crash it is, never a half-read probe."""
     from app.backends.gpu.backend import GpuProbe
 
-    line = (
-        '{"devices": ["SwiftShader Device (CPU, Vulkan 1.3)"], "vulkan_problem": null, "ok": true, '
+    line = '{"devices": ["SwiftShader Device (CPU, Vulkan 1.3)"], "vulkan_problem": null, "ok": true, ' \
         '"adapter": "SwiftShader", "software": true, "fully_accelerated": false, "init_ms": 12.5}'
-    )
     probe = GpuProbe.from_json(line)
     assert probe == GpuProbe(True, None, "SwiftShader", True, False, 12.5, ("SwiftShader Device (CPU, Vulkan 1.3)",))
     assert GpuProbe.from_json('{"devices": [], "ok": false, "reason": "no adapter"}').reason == "no adapter"
