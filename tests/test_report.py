@@ -239,6 +239,7 @@ def test_a_switch_is_labelled_with_what_changed(tmp_path):
     assert "switch: threads 2→1" in texts and "open: m on cpu" in texts, texts
 
 
+
 def parts_by_switch(path: Path) -> list[list[dict]]:
     """Inference rows cut at each `switch` row's time, with nothing but the csv module."""
     rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
