@@ -43,7 +43,7 @@ class CpuSession:
             raise ModelError(refusal(exc, spec)) from None
         init_ms = (time.perf_counter() - started) * 1000
         try:
-            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions)
+            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions, spec.content)
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError, KeyError) as exc:
             raise ModelError(
                 f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"

@@ -127,6 +127,14 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
             "info" if report.partitions is None else ("ok" if report.partitions <= 1 else "warn"),
         )
     )
+    coverage = report.coverage
+    if coverage is not None and coverage.log and coverage.log_source is not None:  # the runtime's words
+        said = (
+            "printed by the runtime"
+            if coverage.log_source == "printed"
+            else "computed: this LiteRT build does not print it"
+        )
+        facts.append(Fact("Log line", f"{coverage.log} ({said})", "info"))
     if report.cpu_ops:
         facts.append(Fact("Ops left on CPU", ", ".join(report.cpu_ops), "warn"))
     elif report.fully_accelerated is False:  # some ops stay on the CPU, but the runtime did not say which

@@ -106,6 +106,8 @@ def _facts_html(s: RecordingData, events: list) -> str:
                 if coverage is not None:
                     left = left_on_cpu_lines(coverage, limit=8)
                     text = coverage.log or coverage.summary()
+                    if coverage.log and coverage.log_source:  # a measured delegate's line: beside its summary
+                        text = f"{coverage.summary()}. Log line ({coverage.log_source}): {coverage.log}"
                     if left:
                         text += " Left on the CPU: " + "; ".join(left)
                     items.append((f"{title} (session {sid})", text))

@@ -34,7 +34,8 @@ from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_d
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
-from app.coverage.measured import gpu_coverage
+from app.coverage.measured import gpu_coverage, gpu_replacing_line
+from app.coverage.replacing import WEBGPU_KERNEL, XNNPACK_KERNEL
 from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec
 from app.model.task import Task
@@ -47,6 +48,9 @@ _REPLACING = re.compile(
     r"Replacing (\d+) out of (\d+) node\(s\) with delegate \(([^)]*)\) node, yielding (\d+) partitions"
 )
 _BACKEND_NAME = "Metal" if sys.platform == "darwin" else "WebGPU/Vulkan"
+# The delegate kernel TFLite's "Replacing … with delegate (K) node" line names: known for the WebGPU
+# accelerator this package ships (app/coverage/replacing.py), not for Metal's, so no line is computed there.
+_KERNEL = None if sys.platform == "darwin" else WEBGPU_KERNEL
 
 
 @dataclass(frozen=True)
@@ -73,7 +77,8 @@ def parse_log(lines: list[str]) -> LogFacts:
     for line in lines:
         if m := _SELECTED_ADAPTER.search(line):
             adapter = pretty_adapter(m.group(1).strip())
-        if m := _REPLACING.search(line):
+        # LiteRT applies XNNPACK after the GPU, to what is left: a build that logs both prints its line too.
+        if (m := _REPLACING.search(line)) and m.group(3) != XNNPACK_KERNEL:
             nodes, total, subsets = int(m.group(1)), int(m.group(2)), int(m.group(4))
             said = line[m.start() :].strip()
     return LogFacts(adapter, nodes, total, subsets, said)
@@ -197,9 +202,11 @@ class GpuSession:
             fully,
             delegated,
             partitions,
-            facts.line or (split.line if split else None),
+            facts.line,
             facts.subsets,
             taken,
+            summary=split.line if split else None,
+            computed=None if facts.line else gpu_replacing_line(spec.content, fully, taken, _KERNEL),
         )
         self.report = DelegationReport(
             requested="gpu",
