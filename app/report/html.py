@@ -157,7 +157,8 @@ def render_html(
         "Inference fps: inferences per second between the first and last measured inference. Dropped frames: "
         "frame-id gaps between consecutive inferences of one source (frames captured but never inferred). "
         "Offload ratio: median process CPU time during an inference over its median wall time (≈ threads "
-        "busy when the CPU does the work; far below 1 when an accelerator does).</p>"
+        "busy when the CPU does the work; below 1 when an accelerator does, or when the inference waited "
+        "for a core: on the CPU backend, below 1 is always waiting).</p>"
     )
     if any(s.segmented for s in sessions):
         parts.append(
