@@ -10,12 +10,15 @@ the same model (same kernels, same threads); the GPU partitions get the rest, by
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
 
 import numpy as np
 
 from app.backends.base import ModelRunner
+from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
+from app.model.task import Task
 from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
@@ -25,14 +28,35 @@ NO_GPU_OP_PROFILE = (
 )
 
 
+def one_run(session: ModelRunner, spec: ModelSpec) -> Callable[[], object]:
+    """One inference of `spec` on `session`, its inputs made once. A classifier of one input runs its
+    image through `run` (the classification path, as before); any other model every input through
+    `run_all`: the image input a fixed pseudo-random image of its shape and type (as the CPU profile's),
+    the others from the input feeder (seeded samples, or --inputs FILE.npz: what bench feeds)."""
+    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+        tensor = sample_input(spec)
+        return partial(session.run, tensor)
+    image = None
+    if spec.image_input is not None:
+        t = spec.all_inputs[spec.image_input]
+        rng = np.random.default_rng(0)
+        if np.dtype(t.dtype) == np.float32:
+            image = rng.uniform(-1, 1, t.shape).astype(np.float32)
+        else:
+            info = np.iinfo(np.dtype(t.dtype))
+            image = rng.integers(info.min, info.max, t.shape, endpoint=True).astype(t.dtype)
+    inputs = InputFeeder(spec).inputs(image)
+    return partial(session.run_all, inputs)
+
+
 def time_runs(session: ModelRunner, spec: ModelSpec, runs: int) -> list[float]:
-    tensor = sample_input(spec)
+    run = one_run(session, spec)
     for _ in range(WARMUP_RUNS):
-        session.run(tensor)
+        run()
     walls = []
     for _ in range(runs):
         started = time.perf_counter()
-        session.run(tensor)
+        run()
         walls.append((time.perf_counter() - started) * 1000)
     return walls
 
