@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.paths import ROOT
 
 # One worker runs the module: its fixtures open each model once.
@@ -202,3 +203,15 @@ def test_a_model_the_compiled_model_api_cannot_read_is_refused_with_the_runtimes
         "LiteRT's compiled-model API, which its GPU accelerator runs in, cannot read this model "
         "(Variable tensors not yet supported.)"
     )
+
+
+def test_a_model_that_ends_litert_s_gpu_compile_costs_the_gpu_not_the_process(swiftshader: dict, vision_models: Path):
+    """LiteRT's GPU delegate aborts the process building YAMNet's graph (an ABSL_CHECK on its int8 SPLIT,
+    any device): a model not bundled is compiled in a child first, so the command says why and lives."""
+    model = vision_models / "yamnet_audio_classifier_with_metadata.tflite"
+    args = ["--allow-software-gpu", "--no-fallback", "--model", model, "--threads", "1", "--runs", "1"]
+    run = run_cli("profile", "--delegate", "gpu", *args, env=swiftshader, timeout=300)
+    assert_one_line_error(
+        run, 5, "the gpu delegate is not available: LiteRT's GPU accelerator ended the process compiling this model "
+        "(SIGABRT: Check failed: CanReadValue(node_input_index))"
+    )  # fmt: skip

@@ -17,8 +17,10 @@ fallback to the real CPU path is visible instead of a 100x slowdown.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -35,7 +37,7 @@ from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage
 from app.errors import BackendUnavailable, ModelError, RunFailed
-from app.model.spec import ModelSpec
+from app.model.spec import ModelSpec, bundled_models
 from app.model.task import Task
 from app.system.native_log import capture_stderr
 from app.tflite.graph import read_graph
@@ -295,6 +297,47 @@ class GpuSession:
             gc.collect()
 
 
+COMPILE_TIMEOUT_S = 120
+_COMPILED: dict[tuple[str, str, str], str | None] = {}  # (model digest, precision, shapes) -> compile_crash's answer
+_CHECK_FAILED = re.compile(r"\] (Check failed: .*)")
+
+
+def compile_crash(spec: ModelSpec, precision: GpuPrecision | str) -> str | None:
+    """Compile the model with the GPU accelerator in a child process first, once per model and options:
+    LiteRT's GPU delegate ends the process on some graphs (an ABSL_CHECK while it builds its graph: on
+    YAMNet's int8 SPLIT, "object_reader.cc:373] Check failed: CanReadValue(node_input_index)", then
+    SIGABRT, on any device), and in this process that would end the app. Why the GPU cannot be used when
+    the child died or hung; None when it exited (the session, opened here, says any other failure)."""
+    shapes = json.dumps([list(t.shape) for t in spec.all_inputs])
+    key = (hashlib.sha256(spec.content).hexdigest(), str(precision), shapes)
+    if key not in _COMPILED:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "app.backends.gpu.compile_child", str(precision), shapes],
+                input=spec.content,
+                capture_output=True,
+                timeout=COMPILE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            _COMPILED[key] = f"LiteRT's GPU accelerator did not compile this model within {COMPILE_TIMEOUT_S} s"
+        else:
+            said = _CHECK_FAILED.findall(proc.stderr.decode("utf-8", "replace"))
+            _COMPILED[key] = (
+                f"LiteRT's GPU accelerator ended the process compiling this model ({_signal_name(-proc.returncode)}"
+                f"{': ' + said[-1].strip()[:200] if said else ''}); it was compiled apart, so only that process ended"
+                if proc.returncode < 0
+                else None
+            )
+    return _COMPILED[key]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 @dataclass(frozen=True)
 class GpuProbe:
     """What the probe child said (app/backends/gpu/probe.py writes it as one JSON line)."""
@@ -354,6 +397,10 @@ class GpuBackend:
     def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
         if options.precision not in tuple(GpuPrecision):
             raise ValueError(f"GPU precision must be one of {', '.join(GpuPrecision)}")
+        if spec.path not in bundled_models().values():  # the bundled ones are compiled by the test suite
+            crash = compile_crash(spec, options.precision)
+            if crash is not None:
+                raise BackendUnavailable(crash)
         return GpuSession(
             spec,
             options.precision,
