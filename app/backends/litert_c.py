@@ -573,10 +573,9 @@ class NativeModel:
         self._read_output(out)
         return out
 
-    def run_all(self, tensors: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Every input written (model order, each of its buffer's element type and size), one run, every
-        output read into a new array of its buffer's type and shape (model order). The first input and
-        output go through run_tensor's own paths (host memory of ours when HOST_BUFFERS is set)."""
+    def write_inputs(self, tensors: Sequence[np.ndarray]) -> None:
+        """Every input (model order), each of its buffer's element type and size. The first goes through
+        run_tensor's own path (host memory of ours when HOST_BUFFERS is set)."""
         if len(tensors) != len(self.input_layouts):
             raise ValueError(f"{len(tensors)} inputs for a model that takes {len(self.input_layouts)}")
         arrays = []
@@ -588,6 +587,12 @@ class NativeModel:
                     f" {layout.dtype or 'a type numpy cannot hold'} of {layout.size} bytes {list(layout.shape)}"
                 )
             arrays.append(array)
+        self._write_input(arrays[0])
+        for i in range(1, len(arrays)):
+            self._copy(self._inputs[i], _LOCK_WRITE, arrays[i], "map an input")
+
+    def read_outputs(self) -> list[np.ndarray]:
+        """Every output (model order) in a new array of its buffer's type and shape."""
         outs = []
         for i, layout in enumerate(self.output_layouts):
             if layout.dtype is None or math.prod(layout.shape) * layout.dtype.itemsize != layout.size:
@@ -595,14 +600,16 @@ class NativeModel:
                     f"output {i} ({layout.size} bytes, shape {list(layout.shape)}) cannot be read as an array"
                 )
             outs.append(np.empty(layout.shape, layout.dtype))
-        self._write_input(arrays[0])
-        for i in range(1, len(arrays)):
-            self._copy(self._inputs[i], _LOCK_WRITE, arrays[i], "map an input")
-        self.run()
         self._read_output(outs[0])
         for i in range(1, len(outs)):
             self._copy(self._outputs[i], _LOCK_READ, outs[i], "map an output")
         return outs
+
+    def run_all(self, tensors: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """write_inputs, one run, read_outputs."""
+        self.write_inputs(tensors)
+        self.run()
+        return self.read_outputs()
 
     def start(self) -> None:
         if self._profiler is not None:

@@ -16,10 +16,9 @@ from functools import partial
 import numpy as np
 
 from app.backends.base import ModelRunner
-from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
 from app.model.task import Task
-from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input, sample_inputs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
 NO_GPU_OP_PROFILE = (
@@ -29,24 +28,12 @@ NO_GPU_OP_PROFILE = (
 
 
 def one_run(session: ModelRunner, spec: ModelSpec) -> Callable[[], object]:
-    """One inference of `spec` on `session`, its inputs made once. A classifier of one input runs its
-    image through `run` (the classification path, as before); any other model every input through
-    `run_all`: the image input a fixed pseudo-random image of its shape and type (as the CPU profile's),
-    the others from the input feeder (seeded samples, or --inputs FILE.npz: what bench feeds)."""
+    """One inference of `spec` on `session`, its inputs made once (app.profile.cpu.sample_inputs, as the
+    CPU profile's). A classifier of one input runs its image through `run` (the classification path, as
+    before); any other model every input through `run_all`."""
     if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
-        tensor = sample_input(spec)
-        return partial(session.run, tensor)
-    image = None
-    if spec.image_input is not None:
-        t = spec.all_inputs[spec.image_input]
-        rng = np.random.default_rng(0)
-        if np.dtype(t.dtype) == np.float32:
-            image = rng.uniform(-1, 1, t.shape).astype(np.float32)
-        else:
-            info = np.iinfo(np.dtype(t.dtype))
-            image = rng.integers(info.min, info.max, t.shape, endpoint=True).astype(t.dtype)
-    inputs = InputFeeder(spec).inputs(image)
-    return partial(session.run_all, inputs)
+        return partial(session.run, sample_input(spec))
+    return partial(session.run_all, sample_inputs(spec))
 
 
 def time_runs(session: ModelRunner, spec: ModelSpec, runs: int) -> list[float]:
