@@ -470,12 +470,13 @@ class NativeModel:
         return size.value
 
     def _fix_input_type(self, ranked: C.Array[C.c_char], index: int) -> None:
-        """A dynamic input dimension (-1) set to the shape the app feeds (ModelSpec's fixed inputs: a
-        batch of one, or --input-shape): the input resized in the compiled model, its type made concrete."""
+        """The input made the shape the app feeds (ModelSpec's fixed inputs: --input-shape, or a dynamic
+        batch of one): resized in the compiled model where that differs from its type (the type holds the
+        file's shape, 1 where the signature says -1, or -1), its type made concrete."""
         dims = _dims(ranked)
-        if -1 not in dims:
-            return
         wanted = self._input_shapes[index] if index < len(self._input_shapes) else None
+        if (wanted is None or tuple(wanted) == dims) and -1 not in dims:
+            return
         if wanted is not None and len(wanted) == len(dims):
             fixed = [int(d) for d in wanted]
             array = (C.c_int * len(fixed))(*fixed)
