@@ -29,7 +29,7 @@ class CpuSession:
                 for detail, wanted in zip(details, spec.all_inputs, strict=False):
                     if tuple(detail["shape"]) != wanted.shape:
                         # A dynamic dimension: fixed to one image, or to --input-shape.
-                        self._interpreter.resize_input_tensor(detail["index"], list(wanted.shape))
+                        self._interpreter.resize_tensor_input(detail["index"], list(wanted.shape))
                 self._interpreter.allocate_tensors()
             image = spec.image_input if spec.image_input is not None else 0
             self._input_indices = [d["index"] for d in details]
