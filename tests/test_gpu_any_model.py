@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.builders.tflite_builder import GraphBuilder, options
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.paths import ROOT
 
@@ -215,3 +216,54 @@ def test_a_model_that_ends_litert_s_gpu_compile_costs_the_gpu_not_the_process(sw
         run, 5, "the gpu delegate is not available: LiteRT's GPU accelerator ended the process compiling this model "
         "(SIGABRT: Check failed: CanReadValue(node_input_index))"
     )  # fmt: skip
+
+
+def _two_in_two_out() -> bytes:
+    """x, y (batch dynamic: shape signature [-1, 8, 8, 3]) -> x + y, and y * 0.5 reshaped to [-1, 192]."""
+    g = GraphBuilder()
+    x, y = g.input((1, 8, 8, 3)), g.input((1, 8, 8, 3))
+    total, half, flat = g.tensor((1, 8, 8, 3)), g.tensor((1, 8, 8, 3)), g.tensor((1, 192))
+    for t in (x, y, total, half):
+        g.tensors[t].shapeSignature = [-1, 8, 8, 3]
+    g.tensors[flat].shapeSignature = [-1, 192]
+    g.op("ADD", [x, y], [total], options("AddOptions"))
+    g.op("MUL", [y, g.const(np.full((1, 1, 1, 3), 0.5))], [half], options("MulOptions"))
+    g.op("RESHAPE", [half, g.const([-1, 192], "int32")], [flat])
+    return g.build([total, flat])
+
+
+_TWO = """
+import json, sys
+import numpy as np
+from app.backends.cpu import CpuSession
+from app.backends.gpu.backend import GpuSession
+from app.model.spec import ModelOptions, load_model_spec
+
+options = ModelOptions(input_shapes=(("t0", (2, 8, 8, 3)), ("t1", (2, 8, 8, 3))))  # --input-shape, each input
+spec = load_model_spec(sys.argv[1], options=options)
+gpu, cpu = GpuSession(spec, "fp16", 1, allow_software=True), CpuSession(spec, 1)
+x = (np.arange(384) % 16).astype(np.float32).reshape(2, 8, 8, 3)  # small integers: exact in fp16 too
+runs = []
+for y in (2, 6):  # a second run with other values: nothing left over from the first
+    inputs = [x, np.full((2, 8, 8, 3), y, np.float32)]
+    ours, theirs = gpu.run_all(inputs), cpu.run_all(inputs)
+    runs.append({"shapes": [list(o.shape) for o in ours], "cpu_shapes": [list(o.shape) for o in theirs],
+                 "same": all(np.array_equal(a, b) for a, b in zip(ours, theirs)),
+                 "expected": bool(np.array_equal(ours[0], x + y) and (ours[1] == y / 2).all())})
+gpu.close()
+print(json.dumps(runs))
+"""
+
+
+def test_every_input_is_written_and_resized_and_every_output_read(swiftshader: dict, tmp_path: Path):
+    """Two inputs, both with a dynamic batch set to 2 (--input-shape), two outputs of other shapes: each
+    input lands in its own buffer, each output comes back in model order with the shape the runtime
+    gives it after the resize ([2, 8, 8, 3], [2, 192]); exact values (small integers, exact in fp16)."""
+    model = tmp_path / "two.tflite"
+    model.write_bytes(_two_in_two_out())
+    proc = subprocess.run([sys.executable, "-c", _TWO, str(model)], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for run in json.loads(proc.stdout.strip().splitlines()[-1]):
+        assert run["shapes"] == run["cpu_shapes"] == [[2, 8, 8, 3], [2, 192]]
+        assert run["expected"] and run["same"]
