@@ -255,7 +255,8 @@ class GpuSession:
         self._others = zero_inputs(spec)
         first = self._model.output_layouts[0]
         self._out_count = spec.classes if spec.kind == Task.CLASSIFICATION else int(np.prod(first.shape))
-        self._out_dtype = np.dtype(spec.output.dtype if spec.kind == Task.CLASSIFICATION else first.dtype)
+        from_spec = spec.kind == Task.CLASSIFICATION or first.dtype is None  # a type numpy lacks: the file's
+        self._out_dtype = np.dtype(spec.output.dtype) if from_spec else first.dtype
         self._in_dtype = np.dtype(spec.input.dtype)
 
     def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
