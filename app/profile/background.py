@@ -25,7 +25,7 @@ from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions, Delegate
 from app.errors import DelegateScopeError
 from app.model.spec import ModelSpec, load_model_spec
-from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_inputs
 from app.profile.gpu import profile_gpu
 from app.profile.run import profile_model
 from app.profile.types import Profile
@@ -132,9 +132,9 @@ class LiveProfiler:
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
-            shape = (1, spec.input_height, spec.input_width, 3)
-            model = NativeModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
-            model.write_input(sample_input(spec))
+            shapes = [t.shape for t in spec.all_inputs]
+            model = NativeModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shapes=shapes)
+            model.write_inputs(sample_inputs(spec))
             for _ in range(WARMUP_RUNS):
                 model.run()
             self._models[side] = cached = (target, model)
