@@ -134,8 +134,9 @@ def test_the_ssd_runs_on_the_gpu_with_its_post_processing_left_on_the_cpu(ssd: d
     assert coverage["log"] == "63 operations will run on the GPU, and the remaining 1 operations will run on the CPU."
     assert [n["index"] for n in coverage["nodes"] if not n["delegated"]] == [63]
     # Detections above 0.5 (LiteRT's own on this photo: person 0.72, tie 0.66; README): the same classes
-    # in the same order, boxes of IoU >= 0.9 (measured >= 0.97: max coordinate difference 0.028), scores
-    # within 0.03 (measured 0.012; the scores are quantized in steps of 1/256 before the post-processing).
+    # in the same order, boxes of IoU >= 0.9 (measured 0.946 and 0.984), scores within 0.03 (measured 0 to
+    # 0.012 over all ten; they are quantized in steps of 1/256 before the post-processing). A score near
+    # 0.5 may land on either side (bird.bmp: 0.512 on the CPU, 0.488 on the GPU): the CPU's set is compared.
     boxes, classes, scores, count = (np.asarray(o) for o in run["gpu"])
     cpu_boxes, cpu_classes, cpu_scores, cpu_count = (np.asarray(o) for o in run["cpu"])
     assert count[0] == cpu_count[0] == 10
