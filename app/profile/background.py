@@ -134,9 +134,8 @@ class LiveProfiler:
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
-            shape = (1, spec.input_height, spec.input_width, 3)
             threads = target.options.cpu_threads
-            model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads, shape))
+            model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads))
             self._models[side] = cached = (target, model)
         native = cached[1]
         assert isinstance(native, NativeModel)  # the CPU side caches its NativeModel, the GPU side a session

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.backends.litert_c import HW_CPU, EventType, NativeModel, RawEvent
+from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
+from app.model.task import Task
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.system.thread_cpu import CpuMeter, InferenceCpu, started_by
@@ -26,6 +28,24 @@ def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
         return rng.uniform(-1, 1, shape).astype(np.float32)
     info = np.iinfo(spec.input_dtype)
     return rng.integers(info.min, info.max, shape, endpoint=True).astype(spec.input_dtype)
+
+
+def sample_inputs(spec: ModelSpec) -> list[np.ndarray]:
+    """Every input of a profiled run, model order: a one-input classifier's image as sample_input; any other
+    model's image input a fixed pseudo-random image of its own shape and type, the others from the input
+    feeder (seeded samples, or --inputs FILE.npz: what bench feeds)."""
+    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+        return [sample_input(spec)]
+    image = None
+    if spec.image_input is not None:
+        t = spec.all_inputs[spec.image_input]
+        rng = np.random.default_rng(0)
+        if np.dtype(t.dtype) == np.float32:
+            image = rng.uniform(-1, 1, t.shape).astype(np.float32)
+        else:
+            info = np.iinfo(np.dtype(t.dtype))
+            image = rng.integers(info.min, info.max, t.shape, endpoint=True).astype(t.dtype)
+    return InputFeeder(spec).inputs(image)
 
 
 @dataclass(frozen=True)
@@ -109,10 +129,11 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
     return rows
 
 
-def compiled_and_warm(spec: ModelSpec, threads: int, shape: tuple[int, ...]) -> NativeModel:
-    model = NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
+def compiled_and_warm(spec: ModelSpec, threads: int) -> NativeModel:
+    shapes = [t.shape for t in spec.all_inputs]
+    model = NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shapes=shapes)
     try:
-        model.write_input(sample_input(spec))
+        model.write_inputs(sample_inputs(spec))
         for _ in range(WARMUP_RUNS):
             model.run()
     except BaseException:
@@ -143,15 +164,14 @@ def profile_cpu(
     model's Invoke read 130-470 ms (quiet: 6-15 ms) and rose with the load, while its least-disturbed
     run stays near the quiet figure (docs/benchmarks.md). The thread's CPU share says how busy it was."""
     own = model is None
-    shape = (1, spec.input_height, spec.input_width, 3)
     if model is None:
         # The runtime runs the model on a thread of its own: found as it starts, for its CPU time below.
-        pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads, shape))
+        pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads))
     else:
         pm = model
     meter = CpuMeter(runtime_threads or set())
     try:
-        pm.write_input(sample_input(spec))
+        pm.write_inputs(sample_inputs(spec))
         pm.start()
         walls = []
         meter.start()
