@@ -131,7 +131,13 @@ def test_the_ssd_runs_on_the_gpu_with_its_post_processing_left_on_the_cpu(ssd: d
     assert (ssd["fully"], ssd["delegated"], ssd["total"], ssd["partitions"]) == (False, 63, 64, 1)
     assert ssd["cpu_ops"] == ["CUSTOM:TFLite_Detection_PostProcess"]
     coverage = ssd["coverage"]
-    assert coverage["log"] == "63 operations will run on the GPU, and the remaining 1 operations will run on the CPU."
+    # The runtime prints only the GPU delegate's count; TFLite's own line is computed from the nodes it took.
+    assert coverage["log"] == (
+        "Replacing 63 out of 64 node(s) with delegate (LITERT_WEBGPU) node, yielding 2 partitions for subgraph 0 ()."
+    )
+    assert coverage["log_source"] == "computed"
+    printed = "63 operations will run on the GPU, and the remaining 1 operations will run on the CPU."
+    assert printed in coverage["reason"]
     assert [n["index"] for n in coverage["nodes"] if not n["delegated"]] == [63]
     # Detections above 0.5 (LiteRT's own on this photo: person 0.72, tie 0.66; README): the same classes
     # in the same order, boxes of IoU >= 0.9 (measured 0.946 and 0.984), scores within 0.03 (measured 0 to
@@ -176,8 +182,12 @@ def test_three_outputs_of_a_fully_accelerated_landmark_model_agree_with_the_cpu(
 def test_movenet_uint8_pixels_run_partly_on_the_gpu(movenet: dict):
     """uint8 input without quantization; GATHER_ND and the decoding after it left on the CPU."""
     assert (movenet["fully"], movenet["delegated"], movenet["total"]) == (False, 112, 157)
-    log = "112 operations will run on the GPU, and the remaining 45 operations will run on the CPU."
-    assert movenet["coverage"]["log"] == log
+    printed = "112 operations will run on the GPU, and the remaining 45 operations will run on the CPU."
+    assert printed in movenet["coverage"]["reason"]
+    assert movenet["coverage"]["log"] == (
+        "Replacing 112 out of 157 node(s) with delegate (LITERT_WEBGPU) node, yielding 2 partitions "
+        "for subgraph 0 (main)."
+    )
     assert movenet["coverage"]["nodes_delegated"] == 112
     assert "GATHER_ND" in movenet["cpu_ops"]
     (run,) = movenet["runs"]
