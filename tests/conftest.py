@@ -35,8 +35,8 @@ def coral() -> Path:
 
 @pytest.fixture(scope="session")
 def vision() -> Path:
-    """Third-party detectors, segmenters, pose, landmark, audio and sequence models (photos: `coral`);
-    absent in a user's checkout, mandatory in CI."""
+    """Third-party models of the other tasks (a detector, a segmenter, pose and landmark models, audio and a
+    sequence model; photos in `coral`): absent in a user's checkout, mandatory in CI."""
     if not (VISION / "README.md").is_file():
         if os.environ.get("CI"):
             pytest.fail(f"CI is set but the third-party fixtures are missing at {VISION}")

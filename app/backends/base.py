@@ -63,6 +63,9 @@ class DelegationReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for key in ("coverage", "predicted"):  # Coverage writes its own JSON (log_source only where set)
+            value = getattr(self, key)
+            d[key] = None if value is None else value.to_dict()
         mode = d.pop("coreml_mode")
         if mode is not None:
             items = list(d["options"].items())

@@ -43,19 +43,22 @@ class OutputStats:
     @classmethod
     def of(cls, info: TensorInfo, array: np.ndarray, values: np.ndarray | None = None) -> OutputStats:
         """`values`: `dequantized(info, array)` when the caller has it already."""
-        shape = tuple(int(d) for d in array.shape)
+        shape = tuple(int(d) for d in np.shape(array))
+        array = np.asarray(array)
+        if array.dtype.kind not in "biuf":  # strings, objects: shown by name and shape only
+            return cls(info.name, shape, info.dtype, None, None, None, 0)
         if values is None and array.size and array.dtype.kind in "iuf":
             # Per inference on the results thread: a segmenter's 257x257x21 scores took 9 ms through a
             # float64 copy and a mask, against 0.6 ms read in place (min, max, then the mean).
-            low, high = array.min(), array.max()
-            if np.isfinite(low) and np.isfinite(high):  # NaN or an infinity would show in one of them
-                mean = float(array.mean(dtype=np.float64))
+            first, last = array.min(), array.max()
+            if np.isfinite(first) and np.isfinite(last):  # NaN or an infinity would show in one of them
+                lo, hi, average = float(first), float(last), float(array.mean(dtype=np.float64))
                 if info.scale and array.dtype.kind in "iu":  # dequantization is affine: the same on each figure
                     zero, scale = float(info.zero_point or 0), float(info.scale)
-                    low, high, mean = (low - zero) * scale, (high - zero) * scale, (mean - zero) * scale
+                    lo, hi, average = (lo - zero) * scale, (hi - zero) * scale, (average - zero) * scale
                     if scale < 0:
-                        low, high = high, low
-                return cls(info.name, shape, info.dtype, float(low), float(high), mean, 0)
+                        lo, hi = hi, lo
+                return cls(info.name, shape, info.dtype, lo, hi, average, 0)
         values = dequantized(info, array) if values is None else values
         finite = values[np.isfinite(values)] if values.size else values
         low: float | None
@@ -189,7 +192,10 @@ class TaskDecoder:
         layout = self._layout
         if not isinstance(layout, DetectionLayout | SegmentationLayout | KeypointsLayout):
             # Raw: nothing decoded, so the values themselves are the result (A/B compares them).
-            values = tuple(dequantized(info, array) for info, array in zip(infos, outputs, strict=False))
+            values = tuple(
+                dequantized(info, array) if np.asarray(array).dtype.kind in "biuf" else np.asarray(array)
+                for info, array in zip(infos, outputs, strict=False)
+            )
             stats = tuple(OutputStats.of(i, a, v) for i, a, v in zip(infos, outputs, values, strict=False))
             return TaskResult(self._task, stats, crop=crop, values=values, input_size=self._size)
         stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))

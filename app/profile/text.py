@@ -30,6 +30,9 @@ def _header() -> str:
     return f"  {'#':>4} {'node':>7}  {columns} {'median ms':>9} {'mean ms':>9} {'share':>7}"
 
 
+CONTENDED_SHARE = 0.8  # below this share of their wall time on the CPU, the runs mostly waited
+
+
 def headline(profile: Profile) -> list[str]:
     lines = [f"model     {profile.model}"]
     backend = profile.used if profile.used == profile.requested else f"{profile.used} (asked for {profile.requested})"
@@ -44,7 +47,14 @@ def headline(profile: Profile) -> list[str]:
             ratio += f" (run by run, median {100 * profile.ops_over_invoke:.1f}%)"
     else:
         ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
-    lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} (means per run)")
+    per_run = "least-disturbed run per op" if profile.least_disturbed else "means per run"
+    lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} ({per_run})")
+    if profile.cpu_share is not None:
+        busy = profile.cpu_share < CONTENDED_SHARE
+        lines.append(
+            f"cpu       the runs had the CPU {100 * profile.cpu_share:.0f}% of their wall time"
+            + ("; taken under contention: times include waiting for the CPU" if busy else "")
+        )
     if any(op.source is TimeSource.DIFFERENCE for op in profile.ops):
         lines.append(
             "          (the GPU rows are the measured run minus the CPU ops: the sum is the run by construction)"

@@ -61,6 +61,10 @@ class Profile:
     notes: tuple[str, ...] = ()
     per_run_ms: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # op times per run (profiler runs)
     per_run_invoke_ms: tuple[float, ...] = field(default=(), repr=False)  # the runtime's Invoke span of each run
+    # The live Ops view's profiles: op times are each op's least-disturbed run (the minimum over the runs),
+    # and cpu_share says how much of its wall time the profiling thread had the CPU (None: not measured).
+    least_disturbed: bool = False
+    cpu_share: float | None = None
 
     @property
     def ops_over_invoke(self) -> float | None:
@@ -167,4 +171,6 @@ class Profile:
             fallback_reason=d.get("fallback_reason"),
             not_reported=tuple(str(s) for s in d.get("not_reported") or ()),
             notes=tuple(str(s) for s in d.get("notes") or ()),
+            least_disturbed=bool(d.get("least_disturbed", False)),
+            cpu_share=None if d.get("cpu_share") is None else float(d["cpu_share"]),
         )

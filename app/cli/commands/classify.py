@@ -108,6 +108,8 @@ def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageR
         )
         for rank, p in enumerate(result.top, 1):
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
+        if result.hint:
+            print(f"  note: {result.hint}")
 
 
 def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict[str, Any]:

@@ -174,7 +174,9 @@ class DelegationPanel(QWidget):
             self.offload.setText("")
             self.bound.setText("")
             return
-        sentence = offload_sentence(snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean)
+        sentence = offload_sentence(
+            snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean, snap.system_cpu_pct
+        )
         if snap.gpu_busy_ms_per_inference:  # the GPU's own evidence: a waiting thread may spin
             sentence += f" NVML: the GPU itself was busy {snap.gpu_busy_ms_per_inference:.2f} ms per inference."
         if shared:  # A/B: the CPU figure is this side's threads, and the two sides queue for cores
