@@ -5,9 +5,11 @@ speed and CPU ratios, and top-1 agreement on the frames both inferred."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.recording.task_figures import parse_cells
 from app.recording.writer import cell_number, original_text
 from app.report.data import RecordingData, session_label
 
@@ -69,27 +71,46 @@ def _replayable(source: str) -> bool:
 def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
     """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
 
-    def by_frame(s: RecordingData) -> Mapping[tuple[str, int], str]:
-        out = {}
+    def by_frame(s: RecordingData) -> Mapping[tuple[str, int], str | frozenset[str]]:
+        out: dict[tuple[str, int], str | frozenset[str]] = {}
         for r in s.inferences:
             frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
             if not math.isnan(frame) and _replayable(source):
-                out[(source, int(frame))] = original_text(r.get("top1_label", ""))
+                found = parse_cells(r)
+                if found is None:  # a classifier's row: its top-1 label
+                    out[(source, int(frame))] = original_text(r.get("top1_label", ""))
+                elif found[0] in _LABELLED:  # detections, classes present: the set of labels found
+                    out[(source, int(frame))] = frozenset(found[2])
         return out
 
     fa, fb = by_frame(a), by_frame(b)
     common = fa.keys() & fb.keys()
     agree = sum(fa[k] == fb[k] for k in common)
-    la, lb = a.summary.labels, b.summary.labels
+    la, lb = _label_counts(a), _label_counts(b)
     na, nb = sum(la.values()), sum(lb.values())
     overlap = sum(min(la[k] / na, lb[k] / nb) for k in la.keys() & lb.keys()) if na and nb else math.nan
-    if common:
+    task = a.summary.task or b.summary.task  # models that are not classifiers: the labels they found
+    if common and task is not None:
+        text = f"the same labels found on {agree / len(common):.1%} of {len(common)} common frames"
+    elif task is not None and task.task not in _LABELLED:
+        text = "not compared by label (no labels: keypoints or raw outputs)"
+    elif common:
         text = f"{agree / len(common):.1%} of {len(common)} common frames"
     elif any(s.startswith("camera") for s in a.summary.sources + b.summary.sources):
         text = "not comparable (live camera: frame ids are not the same images)"
     else:
         text = "not comparable (no common frames)"
     return LabelAgreement(len(common), agree, text, overlap)
+
+
+_LABELLED = ("detection", "segmentation")  # tasks whose results are labels a frame can be compared by
+
+
+def _label_counts(s: RecordingData) -> Counter[str]:
+    """A classifier's top-1 labels; a detector's or segmenter's labels found, per frame they were found on."""
+    if s.summary.labels or s.summary.task is None:
+        return s.summary.labels
+    return Counter({label: frames for label, frames, _ in s.summary.task.top_labels()})
 
 
 def baseline_of(s: RecordingData, sessions: list[RecordingData]) -> RecordingData:
@@ -115,7 +136,9 @@ def compare(sessions: list[RecordingData]) -> list[Comparison]:
         agreement = label_agreement(base, s)
         sentence = f"{s.label or session_label(o)}: inference {inf} than {base.label or session_label(b)}, "
         sentence += f"CPU time per inference {cpu}"
-        if agreement.frames:
+        if agreement.frames and (o.task or b.task):
+            sentence += f", the same labels found on {agreement.agree / agreement.frames:.0%} of common frames"
+        elif agreement.frames:
             sentence += f", top-1 label agrees on {agreement.agree / agreement.frames:.0%} of common frames"
         out.append(Comparison(s, base, inf, e2e, p95, fps, cpu, proc, agreement, sentence))
     return out

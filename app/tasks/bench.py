@@ -225,11 +225,7 @@ def run_bench(
     sampler.start()
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     # A model that is not a classifier records its task's columns and sums up what it found.
-    try:
-        kind = load_model_spec(config.model, labels_file=config.labels, options=config.model_options).kind
-    except DelegateScopeError:
-        kind = Task.CLASSIFICATION  # the pipeline's open reports the error, as for any run
-    tasks_too = kind != Task.CLASSIFICATION
+    tasks_too = not_a_classifier(config)
     recorder = RecordingWriter(bench.csv, tasks=tasks_too) if bench.csv else None
     span = _Span(bench, metrics, recorder, TaskFigures() if tasks_too else None)
     first: list[float] = []  # monotonic time of the first result, for the start-up figure
@@ -308,6 +304,16 @@ def run_bench(
         task=span.task,
         feed=pipeline.feed_facts(),
     )
+
+
+def not_a_classifier(config: InferenceConfig) -> bool:
+    """Whether `config`'s model is read as another task than classification (its recording then has the
+    task columns, docs/csv-format.md). A model that cannot be read: False, the pipeline's open says why."""
+    try:
+        kind = load_model_spec(config.model, labels_file=config.labels, options=config.model_options).kind
+    except DelegateScopeError:
+        return False
+    return kind != Task.CLASSIFICATION
 
 
 def _spec(source: str | CapturedFrames) -> str:

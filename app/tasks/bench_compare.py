@@ -26,7 +26,7 @@ from app.pipeline.compare import (
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
-from app.tasks.bench import BenchConfig
+from app.tasks.bench import BenchConfig, not_a_classifier
 
 _POLL_S = 0.05
 
@@ -164,7 +164,9 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     )
     if bench.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
-            recorder = RecordingWriter(side_recording(bench.csv, side), {"settings": {"compare_side": side}})
+            config = a if side == "a" else b
+            recorder = RecordingWriter(side_recording(bench.csv, side), {"settings": {"compare_side": side}},
+                                       tasks=not_a_classifier(config))  # fmt: skip
             sinks[side] = RowSink(recorder, partial(_worker, cp, side), lambda: str(bench.source), cp.metrics[side])
     cp.start()
     started = time.monotonic()
