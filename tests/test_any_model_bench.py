@@ -155,6 +155,31 @@ def test_ab_detector_against_itself_agrees_fully(vision: Path, coral: Path, tmp_
     assert "the same labels found on 100.0% of" in out.read_text(encoding="utf-8")
 
 
+def test_ab_of_a_model_with_no_image_feeds_both_sides_alike(vision: Path, tmp_path: Path) -> None:
+    """Each side's feeder picks its generated sample by frame: A and B get the same waveform on a frame,
+    whichever frames each skipped, so a model against itself agrees exactly."""
+    # Unpaced: frames come faster than the sides take them, so each side skips frames of its own.
+    summary, _, stdout = ab(vision / YAMNET, "synthetic", tmp_path, "--compare-with", "cpu", "--no-pace",
+                            "--frames", "30")  # fmt: skip
+    g = summary["agreement"]["task"]
+    assert g["task"] == "raw" and g["frames"] >= 3 and g["agreeing_frames"] == g["frames"]
+    assert g["max_abs_diff"] == [0.0] and g["cosine_min"] == [pytest.approx(1.0, abs=1e-12)]
+    assert "output 0: max |A-B| 0, cosine 1.0000" in stdout
+
+
+def test_feeders_pick_the_sample_by_frame(vision: Path) -> None:
+    """Two sessions of one model (A/B) that took different frames before still feed frame k alike."""
+    from app.model.feed import InputFeeder
+    from app.model.spec import load_model_spec
+
+    spec = load_model_spec(vision / YAMNET)
+    a, b = InputFeeder(spec), InputFeeder(spec)
+    a.inputs(None, 3)  # A took frame 3 first; B did not
+    (a5,), (b5,) = a.inputs(None, 5), b.inputs(None, 5)
+    assert np.array_equal(a5, b5)
+    assert not np.array_equal(a5, a.inputs(None, 6)[0])  # the next frame: the next sample
+
+
 def perturbed(model: Path, out: Path, factor: float) -> Path:
     """`model` with its largest float32 weight buffer scaled: another model of the same task."""
     from ai_edge_litert import schema_py_generated as fb
