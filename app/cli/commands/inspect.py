@@ -7,7 +7,7 @@ import json
 import sys
 
 from app.cli.command import Command
-from app.cli.options import add_model_options
+from app.cli.options import add_model_options, model_options
 from app.cli.output import warn
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
 from app.model.spec import load_model_spec
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from app.tasks.inspect import inspect_model
     from app.tflite.graph import read_graph
 
-    spec = load_model_spec(args.model, labels_file=args.labels)
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     result = inspect_model(spec, CoreMLOptions(coreml_version=args.coreml_version))
     # How the Core ML backend runs it on a Mac: the delegate's partitions in Core ML, the rest in LiteRT.
     graph = read_graph(spec.content)

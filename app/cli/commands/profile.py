@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from app.cli.command import Command
-from app.cli.options import add_backend_options, add_model_options, backend_options, positive_int
+from app.cli.options import add_backend_options, add_model_options, backend_options, model_options, positive_int
 from app.cli.output import warn
 from app.errors import UsageError
 from app.model.spec import load_model_spec
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from app.profile.run import profile_model
     from app.profile.text import render
 
-    spec = load_model_spec(args.model, labels_file=args.labels)
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     for warning in spec.warnings:
         warn(warning)
     export = args.model_explorer
