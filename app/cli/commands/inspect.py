@@ -77,9 +77,8 @@ def _task_lines(spec: ModelSpec) -> list[str]:
         for i, t in enumerate(tensors):
             quant = f", scale {t.scale:g} zero point {t.zero_point}" if t.scale is not None else ""
             image = " (the image)" if what == "input" and i == spec.image_input else ""
-            lines.append(
-                f"          {what} {i} '{t.name}' {'x'.join(map(str, t.shape)) or 'scalar'} {t.dtype}{quant}{image}"
-            )
+            shape = "x".join(map(str, t.shape)) or "[] (no shape declared)"
+            lines.append(f"          {what} {i} '{t.name}' {shape} {t.dtype}{quant}{image}")
     return lines
 
 
