@@ -101,6 +101,8 @@ def refuse_non_classifier(spec: ModelSpec) -> None:
         return
     task = spec.task
     evidence = f" ({task.evidence})" if task else ""
+    if spec.kind == Task.CLASSIFICATION:  # class scores, but more than the image to feed
+        evidence += f", with {len(spec.all_inputs)} inputs"
     raise ModelError(
         f"{spec.path.name}: classify reads image classifiers; this model reads as {spec.kind.value}{evidence}: "
         f"use `predict` for any image model (or `bench`/`profile` for one that takes no image)"
