@@ -126,6 +126,11 @@ def npz_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_inputs_file_feeds_a_model_that_takes_no_image(npz_files: dict[str, Path]):
     run = run_cli("profile", "--model", TEXT, "--inputs", npz_files["good"], "--runs", "2", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[-1] == "inputs: good.npz"  # which feeder ran it
+    generated = run_cli("profile", "--model", TEXT, "--runs", "2", "--json", env=NO_VULKAN)
+    assert generated.returncode == 0, generated.stderr
+    assert generated.json()["inputs"]["source"] == "generated (seed 0)"
+    assert generated.json()["inputs"]["inputs"][0].endswith("[0, 100) int32 (integer)")
 
 
 @pytest.mark.parametrize(
