@@ -12,8 +12,10 @@ def test_a_status_reported_after_an_error_does_not_hide_it():
     log = RunLog(Status(State.STARTING, "starting"))
     log.fail("the model needs the custom op 'X' (node 1)", 3)
     log.set_status(Status(State.RUNNING, "synthetic 640x480"))
-    log.set_status(Status(State.STOPPED, "stopped"))
+    log.set_status(Status(State.RECONNECTING, "reconnecting"))
     status = log.status()
     assert status.state == State.ERROR and status.exit_code == 3 and "custom op" in status.message
     error = status.error()
     assert error is not None and error.exit_code == 3
+    log.set_status(Status(State.STOPPED, "stopped"))  # the user's stop() still says the run is over
+    assert log.status().state == State.STOPPED
