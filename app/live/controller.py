@@ -300,6 +300,17 @@ class LiveController:
         )
         session.add_side_b(sink, comparisons)
 
+    def record_failure(self, message: str, *, kind: str = "switch_failed", side: Side | None = None) -> bool:
+        """A failure the window showed as an event row of the recording, so the CSV holds every failure the
+        user saw: `switch_failed` for a model or source it refused (nothing changed), `window_error` for
+        the rest. In `side`'s file (side A's when B is not recorded), every file when None. False when
+        nothing is recorded."""
+        session = self._recording
+        if session is None:
+            return False
+        session.add_row({"event": kind, "message": message, "source": self._source}, side)
+        return True
+
     def recording_status(self) -> RecordingStatus | None:
         session = self._recording
         return session.status() if session is not None else None

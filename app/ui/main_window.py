@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QSc
 from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
-from app.live.controller import LiveController
+from app.live.controller import LiveController, Side
 from app.live.events import EventDigest, EventUpdate, compare_marker, source_marker
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
@@ -204,7 +204,7 @@ class MainWindow(QMainWindow):
             try:
                 chosen = dialogs.ask_source(self, spec.partition(":")[2])
             except SourceError as exc:
-                self.show_error("Cannot open this stream", str(exc))
+                self.show_error("Cannot open this stream", str(exc), record="switch_failed")
                 chosen = None
             if chosen is None:  # cancelled or refused: the box goes back to the running source
                 self.controls.show_sources(self.cameras, self.live.source)
@@ -240,7 +240,8 @@ class MainWindow(QMainWindow):
             spec = load_model_spec(ref, labels)
         except DelegateScopeError as exc:
             name = Path(ref).name
-            self.show_error("Cannot open this model", str(exc) if name in str(exc) else f"{name}: {exc}")
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"
+            self.show_error("Cannot open this model", message, record="switch_failed", side="a")
             self.controls.set_models(str(self.live.config().model))
             return None
         for warning in spec.warnings:
@@ -313,7 +314,8 @@ class MainWindow(QMainWindow):
             spec = load_model_spec(model, labels)
         except DelegateScopeError as exc:
             name = Path(model).name
-            self.show_error("Cannot open this model for B", str(exc) if name in str(exc) else f"{name}: {exc}")
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"
+            self.show_error("Cannot open this model for B", message, record="switch_failed", side="b")
             return False
         if model not in bundled_models():
             self.controls.add_b_model(model, spec.display_name)
@@ -398,10 +400,14 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         dialogs.show_about(self)
 
-    def show_error(self, title: str, message: str) -> None:
-        """One clear line in the status bar; a dialog too unless this is a scripted run."""
+    def show_error(self, title: str, message: str, record: str = "window_error", side: Side | None = None) -> None:
+        """One clear line in the status bar; a dialog too unless this is a scripted run. A recording gets
+        it as an event row of kind `record` (in `side`'s file, every file when None): the CSV holds every
+        failure the user was shown."""
         self.statusBar().showMessage(f"{title}: {message}", 15_000)
         self.last_error = f"{title}: {message}"
+        if hasattr(self, "live"):  # an internal error (app.py's hook) can come before the controller exists
+            self.live.record_failure(self.last_error, kind=record, side=side)
         if self.options.dialogs and not self.options.scripted:
             QMessageBox.warning(self, title, message)
 
@@ -466,7 +472,7 @@ class MainWindow(QMainWindow):
         back = self.source_trial.check(status.state, status.message, live.latest_frame() is not None)
         if back is not None:  # the chosen source never opened: the one that ran before runs again
             self.switch_source(back.source)
-            self.show_error("Cannot open this source", back.message)
+            self.show_error("Cannot open this source", back.message, record="switch_failed")
             return
         text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
         if bottleneck is not None and status.state == State.RUNNING:
