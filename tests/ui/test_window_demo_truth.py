@@ -37,3 +37,16 @@ def test_a_model_or_source_refused_while_recording_is_an_event_row(qtbot, make_w
     assert all(r["source"] == "demo" and r["t_s"] for r in failed)
     # Not recording: the same refusal writes nothing anywhere (and does not fail).
     assert not window.switch_model(str(bad))
+
+
+def test_a_model_loaded_while_core_ml_falls_back_is_marked_as_a_model_switch(qtbot, make_window):
+    """Item 7: the marker read only 'Core ML→CPU fallback' for what was a model switch."""
+    window = make_window()
+    wait_for_results(qtbot, window)
+    window.request_delegate("coreml")  # not macOS: falls back to the CPU
+    qtbot.waitUntil(lambda: any(e.kind == "fallback" for e in window.live.events()), timeout=30_000)
+    qtbot.waitUntil(lambda: window.plots.marker_texts()[-1] == "Core ML→CPU fallback", timeout=5_000)
+    assert window.switch_model("efficientnet_lite0_int8")
+    qtbot.waitUntil(lambda: "int8" in window.plots.marker_texts()[-1], timeout=30_000)
+    marker = window.plots.marker_texts()[-1]
+    assert marker == "model efficientnet_lite0→efficientnet_lite0_int8 · Core ML→CPU fallback", marker

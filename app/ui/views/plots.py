@@ -287,6 +287,10 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def marker_count(self) -> int:
         return len(self._markers)
 
+    def marker_texts(self) -> list[str]:
+        """The markers' full texts, oldest first (a label on the plot may be elided; its tooltip is whole)."""
+        return [marker.text for marker in self._markers]
+
     def clear_series(self) -> None:
         self._ring.clear()
         for marker in self._markers:
