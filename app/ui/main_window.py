@@ -36,7 +36,7 @@ from app.tasks.delegates import DelegateStatus, delegate_statuses
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
-from app.ui.menus import build_menus
+from app.ui.menus import build_menus, home_relative
 from app.ui.panels.compare import ComparePanel
 from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.panels.delegation import DelegationPanel
@@ -105,13 +105,14 @@ class MainWindow(QMainWindow):
             source=lambda: self.live.source,
             add_marker=self.plots.add_marker,
         )
-        self.record_action = build_menus(
+        self.recording_actions = build_menus(
             self,
             self,
             docks=(self.controls_dock, self.delegation_dock, self.ops_dock),
             clear_plots=self.plots.clear_series,
             benchmarks=(self.sweep.action, self.unpaced.action),
         )
+        self.record_action = self.recording_actions.record
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
         self.event_digest = EventDigest(self.live)
@@ -172,6 +173,8 @@ class MainWindow(QMainWindow):
         self.record_label = QLabel("")
         self.statusBar().addPermanentWidget(self.record_label)
         self.statusBar().addPermanentWidget(self.status_label)
+        self._path_message = ""  # the status bar's message naming a recording's path (its tooltip is the path)
+        self.statusBar().messageChanged.connect(self._message_changed)
 
         c = self.controls
         c.source_requested.connect(self.request_source)
@@ -335,8 +338,11 @@ class MainWindow(QMainWindow):
         if self.live.recording:
             self.stop_recording()
         else:
-            folder = self.saved.recordings_dir or dialogs.default_recordings_dir()
-            self.start_recording(Path(folder) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
+            self.start_recording(Path(self.recordings_dir()) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
+
+    def recordings_dir(self) -> str:
+        """Where Ctrl+R records: the folder chosen in Record → Recordings folder…, else Documents'."""
+        return self.saved.recordings_dir or dialogs.default_recordings_dir()
 
     def start_recording(self, path: Path) -> bool:
         try:
@@ -346,13 +352,40 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot record", f"{exc.strerror or exc}: {path}")
             return False
         self.record_action.setChecked(True)
+        self._update_recording()  # the file's name and full path (tooltip) at once, not at the next tick
         status = self.live.recording_status()
         if status is not None and status.both_sides:
             files = _files_text(status, counts=False)
-            self.statusBar().showMessage(f"Recording both sides of A/B in {path.parent}: {files}", 15_000)
+            self._show_path_message("Recording both sides of A/B in ", path.parent, f": {files}", 15_000)
         else:
-            self.statusBar().showMessage(f"Recording to {path}", 5000)
+            self._show_path_message("Recording to ", path, "", 15_000)
         return True
+
+    def _show_path_message(self, before: str, path: Path, after: str, ms: int) -> None:
+        """A status-bar message naming `path` (home as ~): the path elided in the middle so the message fits
+        beside the permanent labels (the file's name stays whole); the full path in the bar's tooltip."""
+        bar = self.statusBar()
+        metrics = bar.fontMetrics()
+        beside = sum(w.sizeHint().width() + 12 for w in (self.record_label, self.status_label) if w.text())
+        room = bar.width() - beside - 24 - metrics.horizontalAdvance(before + after)
+        # The folder gives way first: the file's name stays whole unless it alone is wider than the room.
+        name = "" if path.is_dir() else "/" + path.name
+        folder = home_relative(path.parent if name else path)
+        room = max(room, 160)
+        if metrics.horizontalAdvance(folder + name) <= room:
+            shown = folder + name
+        elif metrics.horizontalAdvance("…" + name) + 40 <= room:
+            shown = metrics.elidedText(folder, Qt.TextElideMode.ElideMiddle, room - metrics.horizontalAdvance(name))
+            shown += name
+        else:
+            shown = metrics.elidedText(folder + name, Qt.TextElideMode.ElideMiddle, room)
+        self._path_message = before + shown + after
+        bar.showMessage(self._path_message, ms)
+        bar.setToolTip(str(path.resolve()))
+
+    def _message_changed(self, message: str) -> None:
+        if message != self._path_message:  # the tooltip belongs to the path's message only
+            self.statusBar().setToolTip("")
 
     def stop_recording(self) -> RecordingStatus | None:
         status = self.live.stop_recording()
@@ -366,14 +399,14 @@ class MainWindow(QMainWindow):
             else:
                 lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
                 if status.both_sides:
-                    saved = f"Recording saved, both sides, in {status.path.parent}: {_files_text(status)}{lost}"
+                    after = f": {_files_text(status)}{lost}"
+                    self._show_path_message("Recording saved, both sides, in ", status.path.parent, after, 15_000)
                 else:
-                    saved = f"Recording saved: {status.path} ({status.rows} rows{lost})"
-                self.statusBar().showMessage(saved, 15_000)
+                    self._show_path_message("Recording saved: ", status.path, f" ({status.rows} rows{lost})", 15_000)
         return status
 
     def request_review(self) -> None:
-        path = dialogs.ask_recording(self, self.saved.recordings_dir or dialogs.default_recordings_dir())
+        path = dialogs.ask_recording(self, self.recordings_dir())
         if path is not None:
             self.open_review(path)
 
@@ -388,9 +421,10 @@ class MainWindow(QMainWindow):
         return review
 
     def choose_recordings_dir(self) -> None:
-        folder = dialogs.ask_recordings_dir(self, self.saved.recordings_dir or dialogs.default_recordings_dir())
+        folder = dialogs.ask_recordings_dir(self, self.recordings_dir())
         if folder:
             self.saved.recordings_dir = folder
+            self.recording_actions.show_folder(folder)
 
     def save_screenshot(self) -> None:
         path = dialogs.ask_screenshot_path(self)

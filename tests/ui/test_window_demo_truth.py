@@ -50,3 +50,42 @@ def test_a_model_loaded_while_core_ml_falls_back_is_marked_as_a_model_switch(qtb
     qtbot.waitUntil(lambda: "int8" in window.plots.marker_texts()[-1], timeout=30_000)
     marker = window.plots.marker_texts()[-1]
     assert marker == "model efficientnet_lite0→efficientnet_lite0_int8 · Core ML→CPU fallback", marker
+
+
+def test_the_record_menu_says_where_and_the_status_bar_names_the_whole_file(qtbot, make_window, tmp_path):
+    """Item 13: Ctrl+R recorded into a folder nothing had named, and the status bar cut the path short."""
+    window = make_window()
+    window.resize(1280, 860)
+    wait_for_results(qtbot, window)
+    folder = tmp_path / "a folder with a long name, as Documents folders on shared machines have" / "Delegate Scope"
+    folder.mkdir(parents=True)
+    window.saved.recordings_dir = str(folder)
+    record_menu = next(m.menu() for m in window.menuBar().actions() if m.text() == "&Record")
+    record_menu.aboutToShow.emit()  # what opening the menu does
+    into = [a for a in record_menu.actions() if a.text().startswith("Into ")]
+    assert len(into) == 1 and into[0].toolTip() == str(folder) and not into[0].isEnabled()
+    assert str(folder.name) in into[0].text()
+    assert str(folder.name) in window.record_action.toolTip()  # the toolbar's Record button says it too
+    # The default, before any folder was chosen, is said the same way (home as ~).
+    window.saved.recordings_dir = None
+    record_menu.aboutToShow.emit()
+    assert into[0].text().endswith("Delegate Scope") and "Documents" in into[0].toolTip()
+
+    window.saved.recordings_dir = str(folder)
+    window.record_action.trigger()  # Ctrl+R
+    status = window.live.recording_status()
+    assert status is not None and status.path.parent == folder
+    bar = window.statusBar()
+    message = bar.currentMessage()
+    # The file's whole name ends the message; the path is elided in the middle to fit beside the labels.
+    assert message.startswith("Recording to ") and message.endswith(status.path.name), message
+    assert "…" in message and f"/{status.path.name}" in message  # the folder gave way, not the name
+    qtbot.waitUntil(lambda: window.record_label.isVisible() and window.status_label.width() > 0, timeout=5_000)
+    room = bar.width() - window.record_label.width() - window.status_label.width()
+    assert bar.fontMetrics().horizontalAdvance(message) < room, (message, room)
+    assert bar.toolTip() == str(status.path) and window.record_label.toolTip() == str(status.path)
+    window.record_action.trigger()  # Ctrl+R again: stop
+    saved = bar.currentMessage()
+    assert saved.startswith("Recording saved: ") and status.path.name in saved and bar.toolTip() == str(status.path)
+    bar.showMessage("something else", 1000)
+    assert bar.toolTip() == ""  # the path's tooltip went with its message
