@@ -20,7 +20,7 @@ from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, Side
-from app.live.events import EventDigest, EventUpdate, compare_marker, source_marker
+from app.live.events import EventDigest, EventUpdate, compare_marker, labels_in_window_words, source_marker
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
 from app.live.recording import RecordingStatus
@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
         c.threshold_changed.connect(lambda value: self.video.set_score_threshold(value))
         c.compare_changed.connect(self.set_compare)
         c.b_file_requested.connect(self.request_b_file)
+        c.labels_requested.connect(lambda what: self.request_labels() if what == "open" else self.use_own_labels())
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()
@@ -247,10 +248,11 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot open this model", message, record="switch_failed", side="a")
             self.controls.set_models(str(self.live.config().model))
             return None
-        for warning in spec.warnings:
+        for warning in labels_in_window_words(spec.labels.source, spec.warnings)[1]:
             self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
         self.live.reconfigure(model=ref, labels=labels)
         self.controls.set_models(ref, spec.display_name)
+        self.controls.set_labels(labels)  # a labels file belongs to the model it was chosen for
         return spec
 
     def request_labels(self) -> None:
@@ -263,11 +265,24 @@ class MainWindow(QMainWindow):
         spec = self._switch_model(str(self.live.config().model), path)
         if spec is None:
             return False
-        fits = not spec.labels.warnings
+        _, warnings = labels_in_window_words(spec.labels.source, spec.labels.warnings)
         message = f"Labels: {path.name}, {sum(1 for label in spec.labels.labels if label)} for {spec.classes} outputs"
-        self.statusBar().showMessage(message + ("" if fits else f" — {spec.labels.warnings[0]}"), 15_000)
-        if not fits and self.options.dialogs:
-            QMessageBox.warning(self, "These labels do not fit the model", spec.labels.warnings[0])
+        self.statusBar().showMessage(message + (f" — {warnings[0]}" if warnings else ""), 15_000)
+        if warnings and self.options.dialogs:
+            QMessageBox.warning(self, "These labels do not fit the model", warnings[0])
+        return True
+
+    def use_own_labels(self) -> bool:
+        """Side A back on its model's own labels (its sidecar's, a file beside it, its metadata's, or none)."""
+        if self.live.config().labels is None:
+            self.statusBar().showMessage("Labels: already the model's own", 5000)
+            return True
+        spec = self._switch_model(str(self.live.config().model), None)
+        if spec is None:
+            return False
+        source, warnings = labels_in_window_words(spec.labels.source, spec.labels.warnings)
+        message = f"Labels: the model's own ({source})"
+        self.statusBar().showMessage(message + (f" — {warnings[0]}" if warnings else ""), 15_000)
         return True
 
     def request_delegate(self, name: str) -> None:
@@ -299,6 +314,9 @@ class MainWindow(QMainWindow):
         b = self.controls.b_side()
         model: str | None = b.model
         labels = b.labels
+        if kind == "own-labels":
+            self.use_b_model(b.model, None)
+            return
         if kind == "model":
             path = dialogs.ask_model(self)
             model, labels = (path, None) if path else (None, None)
@@ -323,7 +341,7 @@ class MainWindow(QMainWindow):
         if model not in bundled_models():
             self.controls.add_b_model(model, spec.display_name)
         self.controls.set_b_labels(labels)
-        warnings = [*spec.warnings, *spec.labels.warnings]
+        _, warnings = labels_in_window_words(spec.labels.source, spec.warnings)  # the labels' are among them
         if warnings:
             self.statusBar().showMessage(f"B: {spec.display_name}: {warnings[0]}", 15_000)
         if self.live.comparing:
@@ -533,6 +551,7 @@ class MainWindow(QMainWindow):
                 self.delegation.set_switch_cost(shown.switch_cost)
         if update.model_running is not None:
             self.controls.set_models(update.model_running)
+            self.controls.set_labels(self.live.config().labels)
         for message in update.status:
             self.statusBar().showMessage(message, 15_000)
 

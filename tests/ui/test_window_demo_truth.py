@@ -89,3 +89,37 @@ def test_the_record_menu_says_where_and_the_status_bar_names_the_whole_file(qtbo
     assert saved.startswith("Recording saved: ") and status.path.name in saved and bar.toolTip() == str(status.path)
     bar.showMessage("something else", 1000)
     assert bar.toolTip() == ""  # the path's tooltip went with its message
+
+
+def test_labels_are_said_in_the_windows_words_and_the_models_own_come_back(qtbot, make_window, tmp_path):
+    """Item 8: a labels file read '--labels /path has 10 labels' (the command line's words), and nothing
+    went back to the model's own labels."""
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: "sidecar labels imagenet_labels.txt" in window.delegation.text(), timeout=10_000)
+    own = window.controls.labels
+    assert own.button.text() == "the model's own" and not own.own.isVisibleTo(window)
+    ten = tmp_path / "ten.txt"
+    ten.write_text("".join(f"thing {i}\n" for i in range(10)), encoding="utf-8")
+    assert window.load_labels(ten)
+    message = window.statusBar().currentMessage()
+    assert "--labels" not in message and "labels file ten.txt has 10 labels" in message, message
+    qtbot.waitUntil(lambda: "ten.txt" in window.delegation.text(), timeout=30_000)
+    text = window.delegation.text().replace("\n", " ")
+    assert "--labels" not in text and "labels file ten.txt has 10 labels but the model has 1000 outputs" in text
+    assert own.button.text() == "ten.txt" and own.button.toolTip() == str(ten) and own.own.isVisibleTo(window)
+
+    own.own.click()  # ↩ model's own
+    assert window.live.config().labels is None
+    assert window.statusBar().currentMessage() == "Labels: the model's own (sidecar labels imagenet_labels.txt)"
+    qtbot.waitUntil(lambda: "ten.txt" not in window.delegation.text(), timeout=30_000)
+    assert "sidecar labels imagenet_labels.txt" in window.delegation.text().replace("\n", " ")
+    assert own.button.text() == "the model's own" and not own.own.isVisibleTo(window)
+    qtbot.waitUntil(lambda: window.live.latest_result().top[0].label not in {f"thing {i}" for i in range(10)})
+
+    # Side B the same way: its labels file, then back to its model's own (no A/B needed to choose them).
+    assert window.use_b_model("efficientnet_lite0_int8", ten)
+    assert "labels file ten.txt has 10 labels" in window.statusBar().currentMessage()
+    assert window.controls.b_side().labels == ten
+    window.controls.b_labels_choice.own.click()
+    assert window.controls.b_side().labels is None and window.controls.b_labels.text() == "the model's own"
