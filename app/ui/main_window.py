@@ -12,9 +12,18 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QWidget
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QShowEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QSplitter,
+    QToolBar,
+    QWidget,
+)
 
 from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
@@ -53,7 +62,7 @@ from app.ui.window_probes import WindowProbes
 DISPLAY_INTERVAL_MS = 5  # polls the newest frame and the end of an inference (app/live/paint.py)
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
-DOCK_WIDTH = 320
+DOCK_WIDTH = 360  # at 1280×860 the facts, Offload and Rate wrap to fewer lines than at 320
 # The video's banner when the pipeline is not running (the status message goes below it).
 _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
@@ -165,9 +174,16 @@ class MainWindow(QMainWindow):
         self.ops_dock = self._dock("Ops", self.ops_view, "ops")
         self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
         self.delegation_dock.raise_()
+        # The right-hand docks keep the window's whole height: a dock at the bottom (the delegate sweep's)
+        # goes under the video and plots only, never squeezing "What really runs" and the Controls.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
-        # 320 wide by default (a small window may squeeze them to their 220 minimum).
+        # DOCK_WIDTH wide by default (a small window may squeeze them to their 220 minimum).
         self.resizeDocks([self.delegation_dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self._layout_restored = False  # a saved layout was restored: the first show leaves its sizes alone
+        self._shown = False
+        self._fitted_hint = 0  # the Controls' height when the docks were last fitted to it
+        self.controls.installEventFilter(self)
 
         self.status_label = QLabel("starting")
         self.record_label = QLabel("")
@@ -187,6 +203,77 @@ class MainWindow(QMainWindow):
         c.compare_changed.connect(self.set_compare)
         c.b_file_requested.connect(self.request_b_file)
         c.labels_requested.connect(lambda what: self.request_labels() if what == "open" else self.use_own_labels())
+
+    def restore_layout(self, geometry: QByteArray | None, state: QByteArray | None) -> None:
+        """The window's saved size and docks (app.py, at start), else the default size."""
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 860)
+        if state is not None:
+            self._layout_restored = self.restoreState(state)
+            self.sweep.dock.hide()  # shown by a sweep only (older settings saved it open)
+            self.compare_dock.setVisible(self.live.comparing)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._shown:
+            self._shown = True
+            if not self._layout_restored:
+                QTimer.singleShot(0, self._fit_docks)  # once the window has its size
+
+    def _fit_docks(self) -> None:
+        """The Controls get the height they need and "What really runs" the rest, so its Offload and Rate
+        lines are in view at 1280×860 (Qt's default shares the height in proportion, leaving the Controls
+        rows to spare or short of them). Only while both docks sit on the right, one above the other."""
+        self._fitted_hint = self.controls.sizeHint().height()
+        docks = [self.delegation_dock, self.controls_dock]
+        right = Qt.DockWidgetArea.RightDockWidgetArea
+        if not all(d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == right for d in docks):
+            return
+        if self.controls_dock in self.tabifiedDockWidgets(self.delegation_dock):
+            return
+        area = self.controls_dock.widget()
+        assert isinstance(area, QScrollArea)
+        asked = [d.height() for d in docks]
+        for _ in range(3):  # what Qt gives differs from what was asked by the tab bar's share: asked again
+            spare = area.viewport().height() - self._fitted_hint
+            if 0 <= spare <= 2:  # never short of a pixel: that is a scrollbar
+                break
+            asked = [asked[0] + spare, asked[1] - spare]
+            self.resizeDocks(docks, asked, Qt.Orientation.Vertical)
+            layout = self.layout()
+            if layout is not None:
+                layout.activate()  # the docks take the sizes now, for the next look
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # The Controls' rows change (a delegate's options, A/B's B rows): they get the height they now need.
+        if watched is self.controls and event.type() == QEvent.Type.LayoutRequest and self._shown:
+            if self.controls.sizeHint().height() != self._fitted_hint:
+                QTimer.singleShot(0, self._fit_docks)
+        return super().eventFilter(watched, event)
+
+    def reset_layout(self) -> None:
+        """View → Reset layout: the docks where a first start puts them, at their first sizes; the docks a
+        sweep or an A/B comparison show stay shown while those run."""
+        for dock in (self.delegation_dock, self.controls_dock, self.compare_dock, self.ops_dock, self.sweep.dock):
+            dock.setFloating(False)
+        for dock in (self.delegation_dock, self.controls_dock):
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)  # moves a dock already in the window
+            dock.show()
+        self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
+        self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
+        self.ops_dock.show()
+        self.compare_dock.setVisible(self.live.comparing)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.sweep.dock)
+        self.sweep.dock.setVisible(self.sweep.running)
+        for bar in self.findChildren(QToolBar):
+            self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+            bar.show()
+        (self.compare_dock if self.live.comparing else self.delegation_dock).raise_()
+        self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
+        QTimer.singleShot(0, self._fit_docks)  # once the docks above are laid out
+        self.statusBar().showMessage("Layout reset", 5000)
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()
@@ -641,6 +728,8 @@ class MainWindow(QMainWindow):
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:
             remember(self.saved, self.live.config(), self.live.source, self.video.score_threshold)
+            for dock in (self.sweep.dock, self.compare_dock):  # shown while a sweep or A/B runs: saved hidden
+                dock.hide()
             save_settings(self.qsettings, self.saved, self.saveGeometry(), self.saveState())
         event.accept()
 

@@ -25,6 +25,7 @@ class MenuCommands(Protocol):
     def request_review(self) -> object: ...
     def save_screenshot(self) -> None: ...
     def show_about(self) -> None: ...
+    def reset_layout(self) -> None: ...
 
 
 class RecordingActions:
@@ -101,6 +102,8 @@ def build_menus(
     for dock in docks:
         view.addAction(dock.toggleViewAction())
     view.addAction(action("&Clear plots", clear_plots))
+    view.addSeparator()
+    view.addAction(action("&Reset layout", commands.reset_layout))
     benchmark = window.menuBar().addMenu("&Benchmark")
     for entry in benchmarks:
         benchmark.addAction(entry)

@@ -123,3 +123,69 @@ def test_labels_are_said_in_the_windows_words_and_the_models_own_come_back(qtbot
     assert window.controls.b_side().labels == ten
     window.controls.b_labels_choice.own.click()
     assert window.controls.b_side().labels is None and window.controls.b_labels.text() == "the model's own"
+
+
+def _in_view(widget, area) -> bool:
+    """The widget is wholly inside the scroll area's viewport, as scrolled now."""
+    from PySide6.QtCore import QPoint
+
+    top = widget.mapTo(area.viewport(), QPoint(0, 0)).y()
+    return widget.isVisible() and top >= 0 and top + widget.height() <= area.viewport().height()
+
+
+def _offload_and_rate_in_view(window) -> bool:
+    panel, area = window.delegation, window.delegation_dock.widget()
+    return bool(panel.offload.text() and panel.bound.text()) and all(
+        _in_view(w, area) for w in (panel.offload, panel.bound)
+    )
+
+
+@pytest.mark.timeout(120)
+def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_window):
+    """Item 12: at 1280×860 Offload and Rate needed scrolling; a sweep's dock took half the window and
+    squeezed the facts; a cramped layout came back at the next start and nothing reset it."""
+    from PySide6.QtCore import Qt
+
+    from app.ui.settings import window_state
+
+    window = make_window()
+    window.resize(1280, 860)
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: _offload_and_rate_in_view(window), timeout=30_000)
+    controls = window.controls_dock.widget()
+    assert controls.verticalScrollBar().maximum() == 0, "the Controls need a vertical scrollbar"
+    # Core ML asked for (it falls back here): its prediction and the delegate's row above, Offload and
+    # Rate still in view, and the Controls' extra row (Core ML units) too.
+    window.request_delegate("coreml")
+    qtbot.waitUntil(lambda: "Core ML delegate would take" in window.delegation.text(), timeout=30_000)
+    qtbot.waitUntil(lambda: _offload_and_rate_in_view(window), timeout=10_000)
+    qtbot.waitUntil(lambda: controls.verticalScrollBar().maximum() == 0, timeout=5_000)
+    window.request_delegate("cpu")
+
+    # A sweep's dock goes under the video and plots: the right-hand docks keep their heights.
+    heights = (window.delegation_dock.height(), window.controls_dock.height())
+    window.sweep.panel.frames.setValue(window.sweep.panel.frames.minimum())
+    window.sweep.action.trigger()
+    qtbot.waitUntil(lambda: window.sweep.dock.isVisible() and window.sweep.dock.height() > 100, timeout=5_000)
+    assert window.sweep.dock.geometry().right() < window.delegation_dock.geometry().left()
+    assert (window.delegation_dock.height(), window.controls_dock.height()) == heights
+    window.sweep.cancel()
+    qtbot.waitUntil(lambda: not window.sweep.running, timeout=60_000)
+
+    # Cramped by hand (the facts dock squeezed, the Controls floated), then closed: the next start brings
+    # the cramped layout back, but not the sweep's dock, and View → Reset layout puts it all right.
+    window.controls_dock.setFloating(True)
+    window.resizeDocks([window.delegation_dock], [120], Qt.Orientation.Vertical)
+    settings = window.qsettings
+    window.close()
+    again = make_window()
+    again.restore_layout(*window_state(settings))
+    qtbot.waitUntil(lambda: again.live.snapshot().inferences_total >= 3, timeout=30_000)
+    assert again.controls_dock.isFloating() and not again.sweep.dock.isVisible()
+    view = next(m.menu() for m in again.menuBar().actions() if m.text() == "&View")
+    reset = next(a for a in view.actions() if a.text() == "&Reset layout")
+    reset.trigger()
+    assert not again.controls_dock.isFloating()
+    assert again.dockWidgetArea(again.controls_dock) == Qt.DockWidgetArea.RightDockWidgetArea
+    qtbot.waitUntil(lambda: _offload_and_rate_in_view(again), timeout=30_000)
+    assert again.controls_dock.widget().verticalScrollBar().maximum() == 0

@@ -33,8 +33,10 @@ class DelegationPanel(QWidget):
         self.offload = QLabel("")
         self.bound = QLabel("")  # which stage sets the rate (app/metrics/bottleneck.py)
         self.switch = QLabel("")
-        labels = (self.coverage, self.pieces, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload,
-                  self.bound)  # fmt: skip
+        # Offload and Rate, the live readings, come right under the node strip: at 1280×860 they were below the
+        # facts table and out of view; Core ML's pieces, the nodes its delegate leaves and the facts follow.
+        labels = (self.coverage, self.strip, self.legend, self.offload, self.bound, self.pieces, self.left_on_cpu,
+                  self.facts)  # fmt: skip
         for label in (*labels, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
