@@ -213,6 +213,12 @@ class LiveController:
         """What really runs on that side: requested and used backend, coverage, fallback."""
         return self._running().side_report(side) if side == "a" or self.comparing else None
 
+    def opening(self, side: Side = "a") -> tuple[InferenceConfig, float] | None:
+        """What the side's inference thread is opening now and since when (monotonic), None when nothing is."""
+        if side == "b" and not self.comparing:
+            return None
+        return self._running().workers[side].opening()
+
     def snapshot(self, side: Side = "a") -> MetricsSnapshot:
         return self._metrics[side].snapshot()
 

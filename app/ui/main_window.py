@@ -602,6 +602,7 @@ class MainWindow(QMainWindow):
         )
         self.video.backend_label += self.unpaced.badge()
         self.video.inference_fps = snap.inference_fps
+        opening = self._show_opening()  # before the events: a session that opened meanwhile is greyed one tick
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
         update = self.event_digest.poll()
@@ -622,9 +623,29 @@ class MainWindow(QMainWindow):
         if live.latest_frame() is None and status.state != State.RUNNING:
             self.video.set_message(f"{status.state}: {status.message}")
         title = _STATE_TITLES.get(status.state)  # only the states where the source stopped have one
-        self.video.set_banner(f"{title}\n{status.message}" if title else "")
+        self.video.set_banner(f"{title}\n{status.message}" if title else "\n".join(opening))
         self._poll_background()
         self._update_recording()
+
+    def _show_opening(self) -> list[str]:
+        """While a side's session opens (the TensorFlow reference takes seconds): what is starting and for
+        how long, on the badge, the video's banner and the panel, whose facts are greyed as the previous
+        session's until the open event. Returns the banner's lines (none when nothing is opening)."""
+        lines = []
+        for side in ("a", "b") if self.live.comparing else ("a",):
+            opening = self.live.opening(side)
+            if opening is None:
+                continue
+            config, since = opening
+            elapsed = time.monotonic() - since
+            name = backend_name(config.delegate)
+            who = "B: " if side == "b" else ""
+            lines.append(f"{who}Starting {name} · {Path(str(config.model)).stem}… {elapsed:.1f} s")
+            if side == "a":  # nothing infers meanwhile: not the old session's name and rate
+                self.video.backend_label = f"{name}: starting… {elapsed:.0f} s"
+                self.video.inference_fps = 0.0
+        self.delegation.set_opening("; ".join(lines) if lines else None)
+        return lines
 
     def _show_events(self, update: EventUpdate) -> None:
         """What the pipeline's new events change: plot markers, the delegation panel, the delegate and

@@ -189,3 +189,43 @@ def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_wi
     assert again.dockWidgetArea(again.controls_dock) == Qt.DockWidgetArea.RightDockWidgetArea
     qtbot.waitUntil(lambda: _offload_and_rate_in_view(again), timeout=30_000)
     assert again.controls_dock.widget().verticalScrollBar().maximum() == 0
+
+
+@pytest.mark.timeout(120)
+def test_a_session_that_takes_long_to_open_is_said_and_the_old_facts_greyed(qtbot, make_window, monkeypatch):
+    """Item 6: while the TensorFlow reference started (~10 s) the badge read 'CPU (fallback) 0.0 inf/s' and
+    the panel showed the previous backend's facts as if current. Here the int8 model's open is held until
+    the window has been looked at (a gate, not a sleep): any slow open is shown the same way."""
+    import threading
+
+    import app.pipeline.worker as worker
+
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: "Offload" in window.delegation.text(), timeout=30_000)
+    assert not window.delegation.greyed and window.video.banner == ""
+    gate, real_open = threading.Event(), worker.open_session
+
+    def held_open(spec, *args, **kwargs):
+        if spec.name == "efficientnet_lite0_int8":
+            gate.wait(60)
+        return real_open(spec, *args, **kwargs)
+
+    monkeypatch.setattr(worker, "open_session", held_open)
+    try:
+        assert window.switch_model("efficientnet_lite0_int8")
+        qtbot.waitUntil(lambda: window.delegation.greyed, timeout=10_000)
+        starting = "Starting CPU · efficientnet_lite0_int8…"
+        assert starting in window.delegation.text() and "previous session's facts" in window.delegation.text()
+        assert "efficientnet_lite0" in window.delegation.facts.text()  # still the old facts, marked as old
+        assert window.video.banner.startswith(starting)
+        assert window.video.backend_label.startswith("CPU: starting…")
+        assert window.video.inference_fps == 0.0  # not the old session's rate
+        first = window.delegation.opening.text()
+        qtbot.waitUntil(lambda: window.delegation.opening.text() != first, timeout=5_000)  # the time runs
+    finally:
+        gate.set()
+    qtbot.waitUntil(lambda: not window.delegation.greyed, timeout=30_000)
+    qtbot.waitUntil(lambda: "efficientnet_lite0_int8" in window.delegation.facts.text(), timeout=10_000)
+    assert window.video.banner == "" and "starting" not in window.video.backend_label
+    assert "Starting" not in window.delegation.text()
