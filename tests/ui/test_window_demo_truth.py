@@ -229,3 +229,49 @@ def test_a_session_that_takes_long_to_open_is_said_and_the_old_facts_greyed(qtbo
     qtbot.waitUntil(lambda: "efficientnet_lite0_int8" in window.delegation.facts.text(), timeout=10_000)
     assert window.video.banner == "" and "starting" not in window.video.backend_label
     assert "Starting" not in window.delegation.text()
+
+
+@pytest.mark.timeout(180)
+def test_reviewing_an_a_b_recording_shows_side_b_beside_side_a(qtbot, make_window, tmp_path):
+    """Item 11: Review of an A/B recording drew side A only (B's rows are in X-b.csv beside it)."""
+    import numpy as np
+
+    window = make_window()
+    wait_for_results(qtbot, window)
+    qtbot.waitUntil(lambda: window.delegate_statuses is not None, timeout=60_000)  # the probe's thread is done
+    window.set_compare(("efficientnet_lite0_int8", "cpu"))
+    qtbot.waitUntil(lambda: window.live.comparison().summary.frames >= 3, timeout=60_000)
+    path = tmp_path / "ab.csv"
+    assert window.start_recording(path)
+    qtbot.waitUntil(lambda: window.live.recording_status().compared >= 20, timeout=60_000)
+    status = window.stop_recording()
+    assert status is not None and status.b_path is not None
+
+    for opened in (path, status.b_path):  # either side's file: A leads, B beside it
+        review = window.open_review(opened)
+        assert review is not None
+        qtbot.addWidget(review)
+        assert review.b_path == status.b_path and "ab-b.csv (A/B)" in review.windowTitle()
+        rows = review.segment_rows()
+        assert [r["side"] for r in rows] == ["A"] * len(review.segments) + ["B"] * len(review.b_segments)
+        assert {r["model"] for r in rows if r["side"] == "A"} == {"efficientnet_lite0"}
+        assert {r["model"] for r in rows if r["side"] == "B"} == {"efficientnet_lite0_int8"}
+        assert "side B (ab-b.csv) beside side A" in review.summary.text()
+        # B's figures are drawn, on A's clock: within the span A's rows cover.
+        a_t, _ = review.plots.curves["inference_mean"].getData()
+        b_t, b_ms = review.plots.curves["b_inference_mean"].getData()
+        assert len(b_t) == review.b_inferences >= 20 and np.isfinite(b_ms).all()
+        assert a_t[0] - 1.0 <= b_t[0] and b_t[-1] <= a_t[-1] + 1.0, (a_t[[0, -1]], b_t[[0, -1]])
+        assert "B inference (each)" in review.legend_names()
+        review.close()
+    # A recording without B is reviewed as before: no side column, no B curve.
+    window.set_compare(None)
+    single = tmp_path / "single.csv"
+    assert window.start_recording(single)
+    qtbot.waitUntil(lambda: window.live.recording_status().rows >= 5, timeout=30_000)
+    window.stop_recording()
+    review = window.open_review(single)
+    qtbot.addWidget(review)
+    assert review.b_path is None and "side" not in review.segment_rows()[0]
+    b_t = review.plots.curves["b_inference_mean"].getData()[0]
+    assert b_t is None or len(b_t) == 0
