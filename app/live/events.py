@@ -29,16 +29,17 @@ _STATUS_EVENTS = _MARKER_EVENTS | {EventKind.SOURCE_ENDED, EventKind.ERROR, Even
 
 
 def marker_text(event: Event) -> str:
-    """A session's marker says every change that opened it and, after them, a fallback: a model loaded while
-    Core ML falls back reads 'model a→b · Core ML→CPU fallback', not as if only the fallback happened."""
+    """A session's marker says what runs and every change that opened it: a model loaded while Core ML falls
+    back reads 'Core ML→CPU fallback · model a→b', not as if only the fallback happened (what runs comes
+    first, as in 'CPU · model a→b': a label too long for its room is cut at its end)."""
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
         used = backend_name(event.report.used)
         model = event.model.name if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             fallback = f"{backend_name(event.report.requested)}→{used} fallback"
-            # The delegate change is the fallback's own 'requested→used'; the other changes are said first.
+            # The delegate change is the fallback's own 'requested→used'; the other changes follow it.
             changes = [c for c in (event.changes or "").split(", ") if c and not c.startswith("delegate ")]
-            return " · ".join([*changes, fallback])
+            return " · ".join([fallback, *changes])
         return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"
     return event.kind.replace("_", " ")
 

@@ -49,7 +49,7 @@ def test_a_model_loaded_while_core_ml_falls_back_is_marked_as_a_model_switch(qtb
     assert window.switch_model("efficientnet_lite0_int8")
     qtbot.waitUntil(lambda: "int8" in window.plots.marker_texts()[-1], timeout=30_000)
     marker = window.plots.marker_texts()[-1]
-    assert marker == "model efficientnet_lite0→efficientnet_lite0_int8 · Core ML→CPU fallback", marker
+    assert marker == "Core ML→CPU fallback · model efficientnet_lite0→efficientnet_lite0_int8", marker
 
 
 def test_the_record_menu_says_where_and_the_status_bar_names_the_whole_file(qtbot, make_window, tmp_path):
