@@ -272,8 +272,13 @@ class MainWindow(QMainWindow):
             bar.show()
         (self.compare_dock if self.live.comparing else self.delegation_dock).raise_()
         self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
-        QTimer.singleShot(0, self._fit_docks)  # once the docks above are laid out
+        QTimer.singleShot(0, self._reset_sizes)  # once the docks above are laid out
         self.statusBar().showMessage("Layout reset", 5000)
+
+    def _reset_sizes(self) -> None:
+        docks = [self.delegation_dock, self.controls_dock]
+        self.resizeDocks(docks, [DOCK_WIDTH, DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self._fit_docks()
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()

@@ -146,6 +146,7 @@ def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_wi
     squeezed the facts; a cramped layout came back at the next start and nothing reset it."""
     from PySide6.QtCore import Qt
 
+    from app.ui.main_window import DOCK_WIDTH
     from app.ui.settings import window_state
 
     window = make_window()
@@ -176,12 +177,14 @@ def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_wi
     # the cramped layout back, but not the sweep's dock, and View → Reset layout puts it all right.
     window.controls_dock.setFloating(True)
     window.resizeDocks([window.delegation_dock], [120], Qt.Orientation.Vertical)
+    window.resizeDocks([window.delegation_dock], [160], Qt.Orientation.Horizontal)  # squeezed to its minimum
     settings = window.qsettings
     window.close()
     again = make_window()
     again.restore_layout(*window_state(settings))
     qtbot.waitUntil(lambda: again.live.snapshot().inferences_total >= 3, timeout=30_000)
     assert again.controls_dock.isFloating() and not again.sweep.dock.isVisible()
+    assert again.delegation_dock.width() < DOCK_WIDTH
     view = next(m.menu() for m in again.menuBar().actions() if m.text() == "&View")
     reset = next(a for a in view.actions() if a.text() == "&Reset layout")
     reset.trigger()
@@ -189,6 +192,7 @@ def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_wi
     assert again.dockWidgetArea(again.controls_dock) == Qt.DockWidgetArea.RightDockWidgetArea
     qtbot.waitUntil(lambda: _offload_and_rate_in_view(again), timeout=30_000)
     assert again.controls_dock.widget().verticalScrollBar().maximum() == 0
+    assert again.delegation_dock.width() == again.controls_dock.width() == DOCK_WIDTH
 
 
 @pytest.mark.timeout(120)
