@@ -19,7 +19,14 @@ from typing import TypeGuard
 import numpy as np
 
 from app.errors import ModelError
-from app.model.labels import LabelSet, align_labels, numbered_labels, parse_labels, read_labels_file
+from app.model.labels import (
+    LabelSet,
+    align_labels,
+    chosen_labels_source,
+    numbered_labels,
+    parse_labels,
+    read_labels_file,
+)
 from app.model.task import (
     DETECTION_POSTPROCESS,
     IMAGE_DTYPES,
@@ -441,7 +448,7 @@ def _labels(
     not say how many classes there are, so index k is line k of whatever file is found."""
     align = align_labels if aligned else _as_listed
     if labels_file is not None:
-        return align(read_labels_file(labels_file), classes, f"--labels {labels_file}")
+        return align(read_labels_file(labels_file), classes, chosen_labels_source(labels_file))
     if sidecar and isinstance(sidecar.get("labels"), str):
         candidate = path.parent / Path(sidecar["labels"]).name  # a name beside the model, never a path elsewhere
         if candidate.is_file():
