@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.model.spec import load_model_spec
+from app.model.task import Task
 from app.tflite.file import read_tflite
 from tests.builders import any_models
 from tests.helpers.cli import assert_one_line_error, run_cli
@@ -226,3 +228,20 @@ def test_grey_and_rgba_inputs(built: dict[str, Path], name: str, channels: int):
 def test_predict_refuses_a_model_that_takes_no_image(vision: Path):
     run = run_cli("predict", "--model", vision / "yamnet_audio_classifier_with_metadata.tflite", COFFEE)
     assert_one_line_error(run, 3, "predict takes image models", "--inputs FILE.npz")
+
+
+def test_a_detector_without_metadata_is_read_from_its_post_processing_node(vision: Path, tmp_path: Path):
+    """The structure rule alone (tensorflow/lite/kernels/detection_postprocess.cc's output order)."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as fb
+
+    model = fb.ModelT.InitFromObj(fb.Model.GetRootAs((vision / VISION_MODELS[0]).read_bytes(), 0))
+    model.metadata = []  # no TFLite Support metadata: no tensor names, no labels
+    builder = flatbuffers.Builder(1 << 22)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    bare = tmp_path / "ssd_bare.tflite"
+    bare.write_bytes(bytes(builder.Output()))
+    spec = load_model_spec(bare)
+    assert spec.kind == Task.DETECTION
+    assert spec.task is not None and spec.task.evidence.startswith("structure: node 63 is TFLite_Detection_PostProcess")
+    assert spec.labels.source.startswith("none")

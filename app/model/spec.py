@@ -28,7 +28,6 @@ from app.model.labels import (
     read_labels_file,
 )
 from app.model.task import (
-    DETECTION_POSTPROCESS,
     IMAGE_DTYPES,
     ClassificationLayout,
     KeypointsLayout,
@@ -39,7 +38,6 @@ from app.model.task import (
 )
 from app.system.paths import models_dir
 from app.tflite.file import TensorInfo, TfliteInfo, read_tflite
-from app.tflite.graph import read_graph
 from app.tflite.metadata import METADATA_NAME, ClassifierMetadata, parse_metadata, read_associated_file
 
 DEFAULT_MODEL = "efficientnet_lite0"
@@ -496,10 +494,8 @@ def load_model_spec(
                 metadata = parse_metadata(info.metadata[METADATA_NAME])
             except ModelError as exc:
                 warnings.append(f"ignoring the model's TFLite metadata: {exc}")
-        # The graph is read only where the structure says more than the tensors (the detection op).
-        graph = read_graph(content) if DETECTION_POSTPROCESS in info.op_types else None
         names = metadata.output_names if metadata else ()
-        task = infer_task(inputs, info.outputs, graph, names, options.task)
+        task = infer_task(inputs, info.outputs, info, names, options.task)
         image = task.image_input
         if image is not None:
             _check_image_input(inputs[image])
