@@ -88,7 +88,7 @@ def test_every_bundled_and_fixture_model(coral: Path):
             assert run.json()["coreml_pieces"] is None, model
 
 
-@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "detector", "dynamic size"])
+@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "dynamic size"])
 def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
     path, fragment = bad_models(tmp_path)[case]
     assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)

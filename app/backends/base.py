@@ -171,7 +171,7 @@ def time_first_inference(session: ModelRunner, spec: ModelSpec) -> float:
             raise ModelError(f"the runtime gave {len(outputs)} outputs but the model declares {len(spec.all_outputs)}")
         return elapsed
     started = time.perf_counter()
-    out = session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+    out = session.run(np.zeros(spec.input.shape, spec.input_dtype))  # 1, 3 or 4 channels
     elapsed = (time.perf_counter() - started) * 1000
     if out.size != spec.classes:  # a corrupt file can declare one output shape and compute another
         raise ModelError(f"the runtime's output has {out.size} values but the model declares {spec.classes} classes")

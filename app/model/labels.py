@@ -28,6 +28,13 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # Windows Notepad's "Unicode"
 _INDEXED = re.compile(r"^\s*(\d+)\s*[:\t ]\s*(.*)$")
 _IMAGENET_WITH_BACKGROUND = 1001
 _BACKGROUND_NAMES = {"background", "???", "unused", "__background__"}
+# How a labels file the user named is introduced in the labels' source and warnings: the command line's flag
+# ("--labels PATH has 10 labels but …"). The window says it its own way (app/live/events.py).
+CHOSEN_LABELS_FLAG = "--labels"
+
+
+def chosen_labels_source(path: Path) -> str:
+    return f"{CHOSEN_LABELS_FLAG} {path}"
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,15 @@ from typing import TypeGuard
 import numpy as np
 
 from app.errors import ModelError
-from app.model.labels import LabelSet, align_labels, numbered_labels, parse_labels, read_labels_file
+from app.model.labels import (
+    LabelSet,
+    align_labels,
+    chosen_labels_source,
+    numbered_labels,
+    parse_labels,
+    read_labels_file,
+)
 from app.model.task import (
-    DETECTION_POSTPROCESS,
     IMAGE_DTYPES,
     ClassificationLayout,
     KeypointsLayout,
@@ -32,7 +38,6 @@ from app.model.task import (
 )
 from app.system.paths import models_dir
 from app.tflite.file import TensorInfo, TfliteInfo, read_tflite
-from app.tflite.graph import read_graph
 from app.tflite.metadata import METADATA_NAME, ClassifierMetadata, parse_metadata, read_associated_file
 
 DEFAULT_MODEL = "efficientnet_lite0"
@@ -441,7 +446,7 @@ def _labels(
     not say how many classes there are, so index k is line k of whatever file is found."""
     align = align_labels if aligned else _as_listed
     if labels_file is not None:
-        return align(read_labels_file(labels_file), classes, f"--labels {labels_file}")
+        return align(read_labels_file(labels_file), classes, chosen_labels_source(labels_file))
     if sidecar and isinstance(sidecar.get("labels"), str):
         candidate = path.parent / Path(sidecar["labels"]).name  # a name beside the model, never a path elsewhere
         if candidate.is_file():
@@ -489,10 +494,8 @@ def load_model_spec(
                 metadata = parse_metadata(info.metadata[METADATA_NAME])
             except ModelError as exc:
                 warnings.append(f"ignoring the model's TFLite metadata: {exc}")
-        # The graph is read only where the structure says more than the tensors (the detection op).
-        graph = read_graph(content) if DETECTION_POSTPROCESS in info.op_types else None
         names = metadata.output_names if metadata else ()
-        task = infer_task(inputs, info.outputs, graph, names, options.task)
+        task = infer_task(inputs, info.outputs, info, names, options.task)
         image = task.image_input
         if image is not None:
             _check_image_input(inputs[image])

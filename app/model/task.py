@@ -16,8 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.errors import ModelError
-from app.tflite.file import TensorInfo
-from app.tflite.graph import Graph
+from app.tflite.file import TensorInfo, TfliteInfo
 
 
 class Task(StrEnum):
@@ -100,7 +99,8 @@ def image_input_index(inputs: Sequence[TensorInfo]) -> int | None:
             and t.shape[3] in (1, 3, 4)
             and t.dtype in IMAGE_DTYPES
             and t.shape[0] in (1, -1)
-            and min(t.shape[1], t.shape[2], sig[1], sig[2]) > 1
+            and min(t.shape[1], t.shape[2]) > 1
+            and all(d == -1 or d > 1 for d in (sig[1], sig[2]))  # -1: dynamic, set by --input-shape
         ):
             return i
     return None
@@ -118,14 +118,14 @@ def _classification(outputs: Sequence[TensorInfo]) -> ClassificationLayout | Non
     return ClassificationLayout(0, dims[0]) if len(dims) == 1 and dims[0] >= 2 else None
 
 
-def _detection(graph: Graph | None, outputs: Sequence[TensorInfo]) -> tuple[DetectionLayout, str] | None:
-    if graph is None:
+def _detection(info: TfliteInfo | None) -> tuple[DetectionLayout, str] | None:
+    if info is None:
         return None
-    positions = {tensor: i for i, tensor in enumerate(graph.outputs)}
-    for node in graph.nodes:
-        if node.op == DETECTION_POSTPROCESS and len(node.outputs) == 4 and all(t in positions for t in node.outputs):
-            b, c, s, n = (positions[t] for t in node.outputs)
-            evidence = f"structure: node {node.index} is TFLite_Detection_PostProcess and its 4 outputs are the model's"
+    positions = {tensor: i for i, tensor in enumerate(info.output_tensors)}
+    for node, outputs in sorted(info.custom_node_outputs.items()):
+        if info.op_types[node] == DETECTION_POSTPROCESS and len(outputs) == 4 and all(t in positions for t in outputs):
+            b, c, s, n = (positions[t] for t in outputs)
+            evidence = f"structure: node {node} is TFLite_Detection_PostProcess and its 4 outputs are the model's"
             return DetectionLayout(b, c, s, n), evidence
     return None
 
@@ -201,7 +201,7 @@ def _values_per_point(length: int) -> int | None:
 def infer_task(
     inputs: Sequence[TensorInfo],
     outputs: Sequence[TensorInfo],
-    graph: Graph | None,
+    info: TfliteInfo | None,
     metadata_output_names: Sequence[str] = (),
     requested: Task | None = None,
 ) -> TaskChoice:
@@ -209,7 +209,7 @@ def infer_task(
     image = image_input_index(inputs)
     choices: list[TaskChoice] = []
     if image is not None:
-        choices.extend(_image_choices(inputs[image], outputs, graph, metadata_output_names, image))
+        choices.extend(_image_choices(inputs[image], outputs, info, metadata_output_names, image))
     choices.append(TaskChoice(Task.RAW, RawLayout(), _raw_evidence(image, inputs), image))
     if requested is None:
         return choices[0]
@@ -227,7 +227,7 @@ def infer_task(
 
 
 def _image_choices(
-    image: TensorInfo, outputs: Sequence[TensorInfo], graph: Graph | None, names: Sequence[str], index: int
+    image: TensorInfo, outputs: Sequence[TensorInfo], info: TfliteInfo | None, names: Sequence[str], index: int
 ) -> list[TaskChoice]:
     """Every task the model's structure supports, most specific evidence first."""
     found: list[TaskChoice] = []
@@ -235,7 +235,7 @@ def _image_choices(
     if from_metadata is not None:
         evidence = f"metadata: outputs named {', '.join(names)} (TFLite Support's object detector)"
         found.append(TaskChoice(Task.DETECTION, from_metadata, evidence, index))
-    detection = _detection(graph, outputs)
+    detection = _detection(info)
     if detection is not None:
         found.append(TaskChoice(Task.DETECTION, detection[0], detection[1], index))
     if _SEGMENTATION_METADATA_NAME in [n.strip().lower() for n in names] and len(outputs) == 1:

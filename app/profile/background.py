@@ -23,10 +23,11 @@ from app.backends import open_session
 from app.backends.base import ModelRunner
 from app.backends.litert_c import NativeModel
 from app.backends.options import BackendOptions, Delegate
-from app.errors import DelegateScopeError
+from app.errors import DelegateScopeError, ModelError
 from app.model.spec import ModelSpec, load_model_spec
-from app.profile.cpu import compiled_and_warm, profile_cpu
+from app.profile.cpu import compiled_and_warm, profile_cpu, sample_inputs
 from app.profile.gpu import profile_gpu
+from app.profile.placements import profile_placements
 from app.profile.run import profile_model
 from app.profile.types import Profile
 from app.system.thread_cpu import started_by
@@ -135,7 +136,11 @@ class LiveProfiler:
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
             threads = target.options.cpu_threads
-            model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads))
+            try:
+                model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads))
+            except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
+                reason = f"LiteRT's CompiledModel refused it ({exc})"
+                return profile_placements(spec, threads, self.runs, reason, sample_inputs(spec))
             self._models[side] = cached = (target, model)
         native = cached[1]
         assert isinstance(native, NativeModel)  # the CPU side caches its NativeModel, the GPU side a session

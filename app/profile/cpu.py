@@ -8,9 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.backends.litert_c import HW_CPU, EventType, NativeModel, RawEvent
+from app.errors import ModelError
 from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
-from app.model.task import Task
+from app.profile.placements import profile_placements
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.system.thread_cpu import CpuMeter, InferenceCpu, started_by
@@ -21,31 +22,23 @@ WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its
 
 
 def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
-    """A fixed pseudo-random image in the model's input type: the kernels' cost does not depend on it."""
+    """A fixed pseudo-random image in the model's input type and shape (1, 3 or 4 channels): the kernels'
+    cost does not depend on it. For a model that takes no image, its first input as the feeder makes it."""
+    if spec.image_input is None:
+        return sample_inputs(spec, seed)[0]
     rng = np.random.default_rng(seed)
-    shape = (1, spec.input_height, spec.input_width, 3)
+    shape = spec.input.shape
     if spec.input_dtype == np.float32:
         return rng.uniform(-1, 1, shape).astype(np.float32)
     info = np.iinfo(spec.input_dtype)
     return rng.integers(info.min, info.max, shape, endpoint=True).astype(spec.input_dtype)
 
 
-def sample_inputs(spec: ModelSpec) -> list[np.ndarray]:
-    """Every input of a profiled run, model order: a one-input classifier's image as sample_input; any other
-    model's image input a fixed pseudo-random image of its own shape and type, the others from the input
-    feeder (seeded samples, or --inputs FILE.npz: what bench feeds)."""
-    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
-        return [sample_input(spec)]
-    image = None
-    if spec.image_input is not None:
-        t = spec.all_inputs[spec.image_input]
-        rng = np.random.default_rng(0)
-        if np.dtype(t.dtype) == np.float32:
-            image = rng.uniform(-1, 1, t.shape).astype(np.float32)
-        else:
-            info = np.iinfo(np.dtype(t.dtype))
-            image = rng.integers(info.min, info.max, t.shape, endpoint=True).astype(t.dtype)
-    return InputFeeder(spec).inputs(image)
+def sample_inputs(spec: ModelSpec, seed: int = 0) -> list[np.ndarray]:
+    """Every input of one run, model order: the sample image in the image's place, the others from the
+    feeder (seeded, or the user's --inputs file)."""
+    image = sample_input(spec, seed) if spec.image_input is not None else None
+    return InputFeeder(spec, seed).inputs(image)
 
 
 @dataclass(frozen=True)
@@ -162,11 +155,19 @@ def profile_cpu(
     op's time is its minimum over the runs, not its mean. Profiler events are wall time, so on a busy
     machine a preempted op counts the time it waited: at nice +10 beside four busy processes the int8
     model's Invoke read 130-470 ms (quiet: 6-15 ms) and rose with the load, while its least-disturbed
-    run stays near the quiet figure (docs/benchmarks.md). The thread's CPU share says how busy it was."""
+    run stays near the quiet figure (docs/benchmarks.md). The thread's CPU share says how busy it was.
+
+    A model LiteRT's profiler cannot take (its CompiledModel refuses to read or run it: an LSTM here)
+    gets each node's place without per-op times (profile_placements), or the Interpreter's own refusal
+    (a custom op it has no kernel for, named with its node)."""
     own = model is None
     if model is None:
-        # The runtime runs the model on a thread of its own: found as it starts, for its CPU time below.
-        pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads))
+        try:
+            # The runtime runs the model on a thread of its own: found as it starts, for its CPU time below.
+            pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads))
+        except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
+            reason = f"LiteRT's CompiledModel refused it ({exc})"
+            return profile_placements(spec, threads, runs, reason, sample_inputs(spec))
     else:
         pm = model
     meter = CpuMeter(runtime_threads or set())
@@ -197,6 +198,8 @@ def profile_cpu(
     # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
     per_op = times.min(axis=0) if least_disturbed else times.mean(axis=0)
     rows = build_rows(spec, layout, per_op, np.median(times, axis=0))
+    named = {r.node for r in rows if r.node is not None}
+    fused = tuple((n.index, n.op) for n in read_graph(spec.content).nodes if n.index not in named)
     xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
     plural = "s" if threads != 1 else ""
     return Profile(
@@ -213,6 +216,7 @@ def profile_cpu(
             "per-op times are LiteRT's own profiler events (CompiledModel with enable_profiling, read through "
             "its C API): XNNPACK's operators inside a partition, the built-in kernels' nodes outside",
         ),
+        fused=fused,
         per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
         per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
         least_disturbed=least_disturbed,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ai_edge_litert import schema_py_generated as fb
 
@@ -43,6 +43,8 @@ class TfliteInfo:
     op_versions: list[int]  # each node's operator version, same order
     metadata: Mapping[str, bytes]  # model metadata entries by name (e.g. "TFLITE_METADATA")
     description: str
+    output_tensors: tuple[int, ...] = ()  # the main subgraph's output tensor indices, in output order
+    custom_node_outputs: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # custom op node -> its outputs
 
 
 def check_len(n: int, limit: int, what: str) -> int:
@@ -138,6 +140,10 @@ def read_tflite(data: bytes) -> TfliteInfo:
         outputs = [tensor_info(sg, int(sg.Outputs(i)), limit) for i in range(n_out)]
         n_ops = check_len(sg.OperatorsLength(), limit, "the operator list")
         op_types = [op_name(model, sg.Operators(i).OpcodeIndex()) for i in range(n_ops)]
+        # A custom op's outputs say what a model's outputs are (TFLite_Detection_PostProcess: the task's).
+        custom = {i: tuple(int(t) for t in sg.Operators(i).OutputsAsNumpy()) for i, op in enumerate(op_types)
+                  if op.startswith("CUSTOM") and sg.Operators(i).OutputsLength()}  # fmt: skip
+        output_tensors = tuple(int(sg.Outputs(i)) for i in range(n_out))
         op_versions = [int(model.OperatorCodes(sg.Operators(i).OpcodeIndex()).Version()) for i in range(n_ops)]
         metadata = _metadata(model, data, limit)
         description = (model.Description() or b"").decode("utf-8", errors="replace")
@@ -147,4 +153,5 @@ def read_tflite(data: bytes) -> TfliteInfo:
         raise ModelError(
             f"model file is truncated or corrupt ({type(exc).__name__} while reading its flatbuffer)"
         ) from None
-    return TfliteInfo(n_subgraphs, inputs, outputs, op_types, op_versions, metadata, description)
+    return TfliteInfo(n_subgraphs, inputs, outputs, op_types, op_versions, metadata, description, output_tensors,
+                      custom)  # fmt: skip
