@@ -129,6 +129,22 @@ def test_sweep_of_a_segmenter(vision: Path, coral: Path, tmp_path: Path) -> None
     assert "segmentation" in run.stdout
 
 
+def test_sweep_of_a_model_with_no_image_compares_like_inputs(vision: Path, tmp_path: Path) -> None:
+    """Each configuration is compared with the first on frames fed the same generated inputs: the same
+    model on another thread count gives the same outputs (a frame's place in the replay lap is not
+    enough, its index picks the generated sample)."""
+    out = tmp_path / "sweep.json"
+    run = run_cli("sweep", "--model", vision / YAMNET, "--source", "synthetic", "--frames", "5", "--warmup", "1",
+                  "--json", out, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = [r for r in json.loads(out.read_text())["rows"] if r["outcome"] == "measured"]
+    assert len(rows) >= 2 and all(r["task"] == "raw" and r["feed"] == "generated (seed 0)" for r in rows)
+    g = rows[1]["agreement"]
+    assert g["frames"] >= 5 and g["agreeing_frames"] == g["frames"]
+    assert g["cosine_min"] == [pytest.approx(1.0, abs=1e-6)]
+    assert "inputs: generated (seed 0)" in run.stdout
+
+
 def ab(a: Path, source: str, tmp_path: Path, *extra: str | Path) -> tuple[dict, Path, str]:
     out, csv_path = tmp_path / "ab.json", tmp_path / "ab.csv"
     run = run_cli("bench", "--model", a, "--source", source, "--frames", "3", "--warmup", "1",

@@ -105,7 +105,7 @@ class SweepRow:
     feed: str | None = None
     results: dict | None = None
     agreement: dict | None = None
-    answers: dict[int, TaskResult] = field(default_factory=dict, repr=False)  # captured frame -> its result
+    answers: dict[int, TaskResult] = field(default_factory=dict, repr=False)  # frame index -> its result
 
     @property
     def measured(self) -> bool:
@@ -296,7 +296,9 @@ def _measure(
     def on_result(result: Result) -> None:
         top1[result.frame_index % count] = result.top[0].label if result.top else ""
         if result.task is not None:
-            answers[result.frame_index % count] = result.task
+            # By the frame's own index, not its place in the lap: a generated input is picked by that
+            # index (app/model/feed.py), so only the same index means the same inputs on every row.
+            answers[result.frame_index] = result.task
 
     def on_progress(done: int, frames: int | None, _snap: MetricsSnapshot) -> None:
         if progress:
