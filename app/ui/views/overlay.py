@@ -69,7 +69,8 @@ def class_colour(index: int) -> QColor:
 
 
 def _mask_lut() -> np.ndarray:
-    """(256, 4) uint8 in QImage's ARGB32_Premultiplied byte order (B, G, R, A on little endian)."""
+    """(256, 4) uint8 in QImage's ARGB32_Premultiplied byte order (B, G, R, A in memory: a 32-bit
+    0xAARRGGBB on a little-endian machine, which every platform the app ships for is)."""
     lut = np.zeros((256, 4), np.uint8)
     rgb = _PALETTE.astype(np.uint16) * MASK_ALPHA // 255  # premultiplied
     lut[:, 0], lut[:, 1], lut[:, 2] = rgb[:, 2], rgb[:, 1], rgb[:, 0]
@@ -78,15 +79,17 @@ def _mask_lut() -> np.ndarray:
     return lut
 
 
-_LUT = _mask_lut()
+_LUT = _mask_lut().view(np.uint32).reshape(256)  # one 32-bit pixel per class: one gather per mask
 
 
 def mask_pixels(class_map: np.ndarray) -> np.ndarray:
-    """A class map (h, w) -> (h, w, 4) premultiplied BGRA bytes through the lookup table (classes
-    past 255 wrap, negative ones are transparent)."""
+    """A class map (h, w) -> (h, w) uint32 premultiplied ARGB pixels through the lookup table (classes
+    past 255 wrap, negative ones are transparent). 0.14 ms for DeepLab's 257x257 here, against 2.2 ms
+    for an (h, w, 4) fancy index after a modulo (benchmarks/investigations/overlay_paint.py)."""
     classes = np.asarray(class_map)
-    index = np.where(classes < 0, 0, classes % 256).astype(np.uint8) if classes.dtype != np.uint8 else classes
-    return np.ascontiguousarray(_LUT[index])
+    if classes.size and (int(classes.min()) < 0 or int(classes.max()) > 255):
+        classes = np.where(classes < 0, 0, classes % 256)
+    return np.ascontiguousarray(np.take(_LUT, classes))
 
 
 @dataclass
@@ -103,7 +106,7 @@ class MaskCache:
             return None
         if result is not self.result:
             pixels = mask_pixels(result.class_map)
-            h, w = pixels.shape[:2]
+            h, w = pixels.shape
             self.image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
             self.result, self.pixels = result, pixels
             self.built += 1

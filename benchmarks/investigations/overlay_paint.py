@@ -1,0 +1,120 @@
+"""What the video view's paint costs with each task's overlay, side by side: top-k labels (a
+classifier, the window before tasks), boxes (SSD), a class mask (DeepLab), a skeleton (MoveNet) and a
+raw model's statistics (BlazeFace), each from a real result of the model on the same photo.
+
+The view is sized as it is in a 1280x860 window (954x537, `window.video.size()` at the window's
+default layout) and repainted `--paints` times per variant and round, the variants in turn paint by
+paint, a new frame each paint (converted once, as a new camera frame is); "new result" variants give
+every paint a new result too (the mask image rebuilt each paint: the worst case, a result per
+frame), the others repaint the same result (frames faster than inferences). Figures: the view's own
+paintEvent wall time (the window's `paint_ms` in --stats) and the GUI thread's CPU time per repaint
+(what the machine's other load cannot inflate).
+
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.overlay_paint [--paints 300] [--rounds 3]
+        [--vision DIR] [--photo FILE] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtWidgets import QApplication
+
+from app.live.controller import LiveController
+from app.pipeline import InferenceConfig, Result
+from app.sources import Frame
+from app.ui.views.video import VideoView
+from benchmarks.harness.paths import CORAL, VISION
+from benchmarks.harness.rounds import rotated
+
+VIEW = (954, 537)  # the video view in a 1280x860 window
+MODELS = {
+    "labels (classifier)": "efficientnet_lite0",
+    "boxes (SSD)": "coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite",
+    "mask (DeepLab)": "deeplabv3.tflite",
+    "skeleton (MoveNet)": "movenet_single_pose_lightning_ptq.tflite",
+    "raw stats (BlazeFace)": "face_detection_front.tflite",
+}
+
+
+def first_result(model: str, photo: Path) -> tuple[Frame, Result]:
+    """The model's result on the photo, from the app's own live pipeline."""
+    live = LiveController(f"images:{photo}", InferenceConfig(model=model, options={"threads": 1}))
+    live.start()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            frame, result = live.latest_frame(), live.latest_result()
+            if frame is not None and result is not None:
+                return frame, result
+            time.sleep(0.05)
+        sys.exit(f"{model}: no result in 60 s ({live.status().message})")
+    finally:
+        live.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("--paints", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--vision", type=Path, default=VISION)
+    parser.add_argument("--photo", type=Path, default=CORAL / "grace_hopper.bmp")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    app = QApplication([])
+    view = VideoView()
+    view.resize(*VIEW)
+    view.backend_label, view.inference_fps = "CPU", 30.0  # the badge, as the window paints it
+    view.show()
+    app.processEvents()
+
+    cases: dict[str, tuple[Frame, Result]] = {}
+    for name, model in MODELS.items():
+        ref = model if not model.endswith(".tflite") else str(args.vision / model)
+        cases[name] = first_result(ref, args.photo)
+        result = cases[name][1]
+        found = result.task.summary() if result.task else ", ".join(p.label for p in result.top[:2])
+        print(f"{name:24} {found}", flush=True)
+
+    variants = [(name, *case, False) for name, case in cases.items()]
+    variants += [(f"{name}, new result", *cases[name], True) for name in ("mask (DeepLab)", "boxes (SSD)")]
+    wall: dict[str, list[float]] = {v[0]: [] for v in variants}
+    cpu: dict[str, list[float]] = {v[0]: [] for v in variants}
+    for r in range(args.rounds):
+        # Paint by paint, the variants in turn (rotated each round): a burst of load from the other
+        # processes on this shared machine hits every variant alike instead of one leg's p95.
+        for i in range(args.paints):
+            for name, frame, result, new_result in rotated(variants, r):
+                shown = dataclasses.replace(frame, index=frame.index + r * args.paints + i + 1)  # converted again
+                res = result
+                if new_result and result.task is not None:  # a new result object: its mask is built again
+                    res = dataclasses.replace(result, task=dataclasses.replace(result.task))
+                view.set_frame(shown, res)
+                started = time.thread_time()
+                view.repaint()
+                cpu[name].append((time.thread_time() - started) * 1000)
+                wall[name].append(view.paint_ms)
+        print(f"round {r + 1} of {args.rounds} done", flush=True)
+
+    summary = {}
+    print(
+        f"{'':36} paintEvent wall p50 / p95    GUI thread CPU per repaint p50 / p95 ({len(wall[variants[0][0]])} paints)"
+    )
+    for name in wall:
+        w50, w95 = (float(np.percentile(wall[name], q)) for q in (50, 95))
+        c50, c95 = (float(np.percentile(cpu[name], q)) for q in (50, 95))
+        summary[name] = {"paint_ms_p50": w50, "paint_ms_p95": w95, "cpu_ms_p50": c50, "cpu_ms_p95": c95}
+        print(f"  {name:34} {w50:5.2f} / {w95:5.2f} ms              {c50:5.2f} / {c95:5.2f} ms")
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
