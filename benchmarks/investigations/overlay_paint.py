@@ -103,9 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {r + 1} of {args.rounds} done", flush=True)
 
     summary = {}
-    print(
-        f"{'':36} paintEvent wall p50 / p95    GUI thread CPU per repaint p50 / p95 ({len(wall[variants[0][0]])} paints)"
-    )
+    paints = len(wall[variants[0][0]])
+    print(f"{'':36} paintEvent wall p50 / p95    GUI thread CPU per repaint p50 / p95 ({paints} paints each)")
     for name in wall:
         w50, w95 = (float(np.percentile(wall[name], q)) for q in (50, 95))
         c50, c95 = (float(np.percentile(cpu[name], q)) for q in (50, 95))
