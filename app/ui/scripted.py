@@ -95,6 +95,7 @@ class WindowStats:
     metrics: MetricsSnapshot
     session: SessionFacts
     tallies: tuple[ResultTally, ...] = ()  # side A's, and B's when A/B ran
+    overlay: dict[str, object] = field(default_factory=dict)  # what the video view drew last (overlay_facts)
 
     def to_dict(self) -> dict[str, object]:
         """The --stats JSON (its keys in this order: benchmarks read it)."""
@@ -107,6 +108,7 @@ class WindowStats:
             "metrics": self.metrics.to_dict(),
             "session": self.session.to_dict(),
             **self._results(),
+            **({"overlay": self.overlay} if self.overlay else {}),
         }
 
     def _results(self) -> dict[str, object]:
@@ -141,7 +143,21 @@ def window_stats(
         snap,
         session_facts(live),
         tallies,
+        overlay_facts(video),
     )
+
+
+def overlay_facts(video: VideoView) -> dict[str, object]:
+    """--stats' `overlay`: where the frame was drawn in the window (x, y, width, height: a screenshot's
+    pixels can be read against the results' normalised positions), each label panel's rows as last
+    painted, and how many class masks were built (once per result)."""
+    rect = video.image_rect()
+    origin = video.mapTo(video.window(), rect.topLeft().toPoint())
+    return {
+        "image_rect": [origin.x(), origin.y(), round(rect.width()), round(rect.height())],
+        "panels": video.panel_texts,
+        "masks_built": sum(mask.built for mask in video.masks),
+    }
 
 
 def session_facts(live: LiveController) -> SessionFacts:

@@ -79,6 +79,7 @@ class VideoView(QWidget):
         self.banner = ""
         self.badge_rect = QRectF()  # where the backend badge and the label panels were last painted (tests)
         self.panel_rects: list[QRectF] = []
+        self.panel_texts: list[list[str]] = []  # each panel's rows as last painted (--stats, tests)
         self.frames_converted = 0  # frames converted for display (once each, however often it paints)
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
@@ -234,7 +235,7 @@ class VideoView(QWidget):
                 panel_w = beside
             else:
                 top = self.badge_rect.bottom() + 6
-        self.panel_rects = []
+        self.panel_rects, self.panel_texts = [], []
 
         for index, res in enumerate(sides):
             footer = None
@@ -328,6 +329,8 @@ class VideoView(QWidget):
         box = QRectF(target.left() + 8, target.top() + 8 if top is None else top, width, height)
         p.fillRect(box, _PANEL_BG)
         self.panel_rects.append(box)
+        self.panel_texts.append([line.text if line.score is None else f"{line.text} {line.score:.1%}"
+                                 for line in lines])  # fmt: skip
         y = box.top() + 4
         for line in lines:
             x, score = box.left() + 8, line.score
