@@ -235,3 +235,27 @@ def test_the_windows_model_options_reach_the_pipeline_and_only_its_model(qtbot, 
         timeout=60_000,
     )
     qtbot.waitUntil(lambda: "classification (structure: one image input" in window.delegation.text(), timeout=10_000)
+
+
+def test_only_the_coloured_part_of_a_mask_is_drawn(qtbot):
+    """Qt blends every pixel it draws, clear or not: the mask is drawn over the box of its non-background
+    classes only, and a frame where the model found nothing costs no mask at all."""
+    import numpy as np
+
+    from app.model.decode import TaskResult
+    from app.model.preprocess import CropBox
+    from app.model.task import Task
+    from app.ui.views.overlay import MaskCache
+
+    cache = MaskCache()
+    nothing = TaskResult(Task.SEGMENTATION, (), class_map=np.zeros((64, 48), np.int32), crop=CropBox(0, 0, 96, 128))
+    assert cache.image_for(nothing) is not None and cache.coloured.isEmpty()
+    block = np.zeros((64, 48), np.int32)
+    block[10:20, 5:9] = 3
+    block[30, 40] = 300  # past 255: wraps to class 44, still coloured
+    found = TaskResult(Task.SEGMENTATION, (), class_map=block, crop=CropBox(0, 0, 96, 128))
+    cache.image_for(found)
+    rect = cache.coloured
+    assert (rect.x(), rect.y(), rect.right(), rect.bottom()) == (5, 10, 40, 30) and cache.built == 2
+    pixels = cache.pixels
+    assert pixels is not None and pixels[0, 0] == 0 and pixels[15, 6] != 0 and pixels[30, 40] != 0

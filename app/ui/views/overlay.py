@@ -11,10 +11,10 @@ see VideoView).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 
 from app.model.decode import TaskResult
@@ -99,6 +99,9 @@ class MaskCache:
     result: TaskResult | None = None
     pixels: np.ndarray | None = None  # the QImage points into it: kept together
     image: QImage | None = None
+    # The part of the mask that is not transparent (mask pixels): only that part is drawn. Qt blends
+    # every pixel it draws, clear or not; a frame with no object in it then costs nothing to mask.
+    coloured: QRect = field(default_factory=QRect)
     built: int = 0  # how many masks were built (tests: once per result, however often it paints)
 
     def image_for(self, result: TaskResult) -> QImage | None:
@@ -109,6 +112,12 @@ class MaskCache:
             h, w = pixels.shape
             self.image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
             self.result, self.pixels = result, pixels
+            opaque = pixels != 0
+            rows, cols = np.flatnonzero(opaque.any(axis=1)), np.flatnonzero(opaque.any(axis=0))
+            self.coloured = QRect()
+            if rows.size:
+                self.coloured = QRect(int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1),
+                                      int(rows[-1] - rows[0] + 1))  # fmt: skip
             self.built += 1
         return self.image
 
@@ -123,13 +132,19 @@ def frame_rect(target: QRectF, result: TaskResult, frame_size: tuple[int, int]) 
     return QRectF(target.x() + crop.x * sx, target.y() + crop.y * sy, crop.width * sx, crop.height * sy)
 
 
-def draw_mask(p: QPainter, target: QRectF, image: QImage, where: QRectF, clip: QRectF | None = None) -> None:
-    """The mask scaled onto `where` (non-smooth: Qt's fast path; the class map's blocks stay visible
-    at a few times its size), only inside `clip` when given (A/B: each side on its half)."""
+def draw_mask(p: QPainter, mask: MaskCache, where: QRectF, clip: QRectF | None = None) -> None:
+    """The mask's coloured part scaled onto its place in `where` (the whole class map's rectangle;
+    non-smooth: Qt's fast path, the class map's blocks stay visible at a few times its size), only
+    inside `clip` when given (A/B: each side on its half)."""
+    image, part = mask.image, mask.coloured
+    if image is None or part.isEmpty():
+        return
+    sx, sy = where.width() / image.width(), where.height() / image.height()
+    placed = QRectF(where.x() + part.x() * sx, where.y() + part.y() * sy, part.width() * sx, part.height() * sy)
     if clip is not None:
         p.save()
         p.setClipRect(clip)
-    p.drawImage(where, image)
+    p.drawImage(placed, image, QRectF(part))
     if clip is not None:
         p.restore()
 

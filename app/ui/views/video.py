@@ -275,15 +275,14 @@ class VideoView(QWidget):
         for index, (res, task) in enumerate(zip(sides, tasks, strict=True)):
             if res is None or task is None or task.task != Task.SEGMENTATION:
                 continue
-            image = self.masks[index].image_for(task)
-            if image is None:
+            if self.masks[index].image_for(task) is None:
                 continue
             half = None
             if split:
                 mid = target.center().x()
                 half = QRectF(target.left(), target.top(), mid - target.left(), target.height()) if index == 0 else (
                     QRectF(mid, target.top(), target.right() - mid, target.height()))  # fmt: skip
-            draw_mask(p, target, image, frame_rect(target, task, res.frame_size), half)
+            draw_mask(p, self.masks[index], frame_rect(target, task, res.frame_size), half)
         if split:
             mid = target.center().x()
             p.setPen(QPen(QColor(255, 255, 255), 2))
