@@ -199,7 +199,13 @@ def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision):
     assert view.masks[1].built == 1 and view.masks[0].built == 0  # B's mask; A has none
     for _ in range(3):
         view.repaint()
-    assert view.masks[1].built == 1  # built once per result, however often painted
+    assert view.masks[1].built == 1 and view.masks[1].resized == 1  # once per result and size, however often painted
+    view.resize(800, 450)
+    qtbot.waitUntil(lambda: view.width() == 800, timeout=5_000)
+    view.grab()  # paints at the new size
+    assert view.masks[1].built == 1 and view.masks[1].resized == 2  # a new size: resized, not rebuilt
+    view.resize(954, 537)
+    qtbot.waitUntil(lambda: view.width() == 954, timeout=5_000)
 
     # Both sides segment: A's mask on the left half, B's on the right, a divider between.
     view.titles = ("A · CPU · deeplab", "B · CPU · deeplab")

@@ -3,18 +3,22 @@
 (keypoints), and for raw models a panel of output statistics. Positions in `TaskResult` are
 normalised to the whole frame, so everything here maps them onto the rectangle the frame is drawn in.
 
-Cost: a class map becomes a small premultiplied ARGB image once per result (a colour lookup table
-indexed by the class map, at the model's resolution) and Qt scales it while painting; every line
-and box is stroked with an opaque pen (Qt's raster engine strokes translucent pens the slow way,
-see VideoView).
+Cost: a class map becomes premultiplied ARGB pixels once per result (a colour lookup table indexed by
+the class map, at the model's resolution), resized (nearest, OpenCV) to the size it is drawn at once
+per result and size, and only its coloured part is blended at paint, unscaled: 0.06 ms a paint for
+a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each paint
+(benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
+with an opaque pen (Qt's raster engine strokes translucent pens the slow way, see VideoView).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import cv2
 import numpy as np
-from PySide6.QtCore import QPointF, QRect, QRectF, Qt
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 
 from app.model.decode import TaskResult
@@ -32,8 +36,9 @@ _BOX_COLOURS = tuple(
     for c in ("#ff7043", "#42a5f5", "#66bb6a", "#ffca28", "#ab47bc", "#26c6da", "#ec407a", "#d4e157",
               "#8d6e63", "#5c6bc0", "#ffa726", "#26a69a")
 )  # fmt: skip
-# While A and B are compared, each side has one colour so their boxes and skeletons tell apart.
-SIDE_COLOURS = (QColor(255, 150, 40), QColor(70, 200, 255))
+# While A and B are compared, each side has one colour so their boxes and skeletons tell apart: B in
+# orange as on the plots (app/ui/views/plots.py), A in blue.
+SIDE_COLOURS = (QColor(70, 200, 255), QColor(255, 150, 40))
 _BONE = QColor(120, 230, 120)
 _POINT = QColor(255, 235, 60)
 _DIM = QColor(200, 200, 200)
@@ -94,15 +99,30 @@ def mask_pixels(class_map: np.ndarray) -> np.ndarray:
 
 @dataclass
 class MaskCache:
-    """The mask image of the newest result of one side, built once per result and scaled at paint."""
+    """The mask of the newest result of one side: built once per result, resized once per size."""
 
     result: TaskResult | None = None
-    pixels: np.ndarray | None = None  # the QImage points into it: kept together
+    pixels: np.ndarray | None = None  # (h, w) uint32 at the model's resolution; the QImage points into it
     image: QImage | None = None
     # The part of the mask that is not transparent (mask pixels): only that part is drawn. Qt blends
     # every pixel it draws, clear or not; a frame with no object in it then costs nothing to mask.
     coloured: QRect = field(default_factory=QRect)
     built: int = 0  # how many masks were built (tests: once per result, however often it paints)
+    resized: int = 0  # how many times one was resized to the size it is drawn at
+    _scaled: tuple[tuple[int, int], np.ndarray, QImage] | None = None  # (size, pixels, image over them)
+
+    def scaled(self, width: int, height: int) -> QImage | None:
+        """The current mask at `width` x `height` (nearest: the class map's blocks stay sharp)."""
+        if self.pixels is None or width < 1 or height < 1:
+            return None
+        if self._scaled is None or self._scaled[0] != (width, height):
+            h, w = self.pixels.shape
+            quad = self.pixels.view(np.uint8).reshape(h, w, 4)  # cv2 resizes 4 channels of bytes, not uint32
+            big = np.ascontiguousarray(cv2.resize(quad, (width, height), interpolation=cv2.INTER_NEAREST))
+            image = QImage(big.data, width, height, big.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
+            self._scaled = ((width, height), big, image)
+            self.resized += 1
+        return self._scaled[2]
 
     def image_for(self, result: TaskResult) -> QImage | None:
         if result.class_map is None or result.class_map.ndim != 2 or not result.class_map.size:
@@ -111,7 +131,7 @@ class MaskCache:
             pixels = mask_pixels(result.class_map)
             h, w = pixels.shape
             self.image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
-            self.result, self.pixels = result, pixels
+            self.result, self.pixels, self._scaled = result, pixels, None
             opaque = pixels != 0
             rows, cols = np.flatnonzero(opaque.any(axis=1)), np.flatnonzero(opaque.any(axis=0))
             self.coloured = QRect()
@@ -133,18 +153,26 @@ def frame_rect(target: QRectF, result: TaskResult, frame_size: tuple[int, int]) 
 
 
 def draw_mask(p: QPainter, mask: MaskCache, where: QRectF, clip: QRectF | None = None) -> None:
-    """The mask's coloured part scaled onto its place in `where` (the whole class map's rectangle;
-    non-smooth: Qt's fast path, the class map's blocks stay visible at a few times its size), only
-    inside `clip` when given (A/B: each side on its half)."""
-    image, part = mask.image, mask.coloured
-    if image is None or part.isEmpty():
+    """The mask's coloured part, at the size of `where` (the whole class map's place in the drawn
+    frame, to the pixel), blended unscaled; only inside `clip` when given (A/B: each side on its half)."""
+    part, pixels = mask.coloured, mask.pixels
+    if pixels is None or part.isEmpty():
         return
-    sx, sy = where.width() / image.width(), where.height() / image.height()
-    placed = QRectF(where.x() + part.x() * sx, where.y() + part.y() * sy, part.width() * sx, part.height() * sy)
+    placed = where.toRect()  # whole pixels: an unscaled blit at a whole position is Qt's fast path
+    scaled = mask.scaled(placed.width(), placed.height())
+    if scaled is None:
+        return
+    h, w = pixels.shape
+    sx, sy = placed.width() / w, placed.height() / h
+    x0, y0 = int(part.x() * sx), int(part.y() * sy)
+    x1, y1 = (
+        min(placed.width(), math.ceil((part.right() + 1) * sx)),
+        min(placed.height(), math.ceil((part.bottom() + 1) * sy)),
+    )
     if clip is not None:
         p.save()
         p.setClipRect(clip)
-    p.drawImage(placed, image, QRectF(part))
+    p.drawImage(QPoint(placed.x() + x0, placed.y() + y0), scaled, QRect(x0, y0, x1 - x0, y1 - y0))
     if clip is not None:
         p.restore()
 

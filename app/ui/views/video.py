@@ -70,7 +70,7 @@ class VideoView(QWidget):
         self.score_threshold = 0.0
         self.show_crop = True
         # Per side: whether the frame is the model's input (False: a model with no image input, fed
-        # generated inputs; its "model input" outline would be a lie), and the task line the panel shows.
+        # generated inputs; its "model input" outline would be a lie, and its panel says so).
         self.frame_is_input = (True, True)
         self.masks = (MaskCache(), MaskCache())  # each side's class mask, built once per result
         self.message = "Starting…"  # shown when there is no frame (opening, errors)
@@ -254,8 +254,9 @@ class VideoView(QWidget):
                     footer = f"result is {age_ms:.0f} ms older than the frame (frame {res.frame_index})"
             if not self.frame_is_input[index]:
                 lines.append(Line("not fed this frame: its inputs are generated", None, _STALE))
-            if comparing:  # the title in the side's colour: its boxes and skeleton have that colour
-                lines.insert(0, Line(self.titles[index], None, SIDE_COLOURS[index]))
+            if comparing:  # a task's title in the side's colour, as its boxes and skeleton (a classifier's white)
+                task_side = res is not None and res.task is not None
+                lines.insert(0, Line(self.titles[index], None, SIDE_COLOURS[index] if task_side else None))
             top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, None, top, panel_w) + 6
         if badge:
             p.setFont(self._bold)
