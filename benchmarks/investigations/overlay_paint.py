@@ -78,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     app = QApplication([])
-    view = VideoView()
-    view.resize(*VIEW)
-    view.backend_label, view.inference_fps = "CPU", 30.0  # the badge, as the window paints it
-    view.show()
-    app.processEvents()
+
+    def new_view() -> VideoView:
+        view = VideoView()
+        view.resize(*VIEW)
+        view.backend_label, view.inference_fps = "CPU", 30.0  # the badge, as the window paints it
+        view.show()
+        return view
 
     cases: dict[str, tuple[Frame, Result]] = {}
     for name, model in MODELS.items():
@@ -94,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
 
     variants = [(name, *case, False) for name, case in cases.items()]
     variants += [(f"{name}, new result", *cases[name], True) for name in ("mask (DeepLab)", "boxes (SSD)")]
+    # A view each: one view shown two results in turn would rebuild its mask at every paint.
+    views = {v[0]: new_view() for v in variants}
+    app.processEvents()
     wall: dict[str, list[float]] = {v[0]: [] for v in variants}
     cpu: dict[str, list[float]] = {v[0]: [] for v in variants}
     for r in range(args.rounds):
@@ -105,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 res = result
                 if new_result and result.task is not None:  # a new result object: its mask is built again
                     res = dataclasses.replace(result, task=dataclasses.replace(result.task))
+                view = views[name]
                 view.set_frame(shown, res)
                 started = time.thread_time()
                 view.repaint()
