@@ -13,10 +13,13 @@ paintEvent wall time (the window's `paint_ms` in --stats) and the GUI thread's C
 --windows S adds the real window: `gui --exit-after S --stats` at its default 1280x860 on the photo
 with the classifier, the SSD and DeepLab in turn (rotated, `--rounds` rounds), each throttled to
 `--throttle-ms` so the models infer at similar rates (DeepLab alone takes ~100 ms a frame here), and
-their --stats' paint p50 / p95 and GUI-thread CPU per displayed frame, median over the rounds.
+their --stats' paint p50 / p95 and GUI-thread CPU per displayed frame, median over the rounds. A
+control leg runs DeepLab read as `raw` (overlay_paint_child.py): the same inference load on the
+machine, a statistics panel instead of the mask. --baseline CHECKOUT adds the classifier's window of
+another checkout (labels before this change).
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.overlay_paint [--paints 300] [--rounds 3]
-        [--windows 20] [--throttle-ms 150] [--vision DIR] [--photo FILE] [--json FILE]
+        [--windows 20] [--throttle-ms 150] [--baseline CHECKOUT] [--vision DIR] [--photo FILE] [--json FILE]
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from app.live.controller import LiveController
 from app.pipeline import InferenceConfig, Result
 from app.sources import Frame
 from app.ui.views.video import VideoView
-from benchmarks.harness.children import app_command, run_checked
-from benchmarks.harness.paths import CORAL, VISION
+from benchmarks.harness.children import app_command, module_command, run_checked
+from benchmarks.harness.paths import CORAL, ROOT, VISION
 from benchmarks.harness.rounds import alternate, rotated
 
 VIEW = (954, 537)  # the video view in a 1280x860 window
@@ -75,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--photo", type=Path, default=CORAL / "grace_hopper.bmp")
     parser.add_argument("--windows", type=float, metavar="S", help="also the real window, S seconds a run")
     parser.add_argument("--throttle-ms", type=float, default=150.0)
+    parser.add_argument("--baseline", type=Path, help="a checkout whose classifier window also runs")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     app = QApplication([])
@@ -141,25 +145,35 @@ def windows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     out = Path(tempfile.mkdtemp(prefix="overlay-paint-"))
     env = {**os.environ, "QT_QPA_PLATFORM": os.environ.get("QT_QPA_PLATFORM", "offscreen")}
 
-    def leg(name: str, model: str):
+    def leg(model: str, checkout: Path = ROOT, task: str | None = None):
         ref = model if not model.endswith(".tflite") else str(args.vision / model)
 
         def run() -> dict[str, float]:
-            stats = out / "stats.json"
-            run_checked(app_command("gui", "--source", f"images:{args.photo}", "--model", ref, "--threads", "1",
-                                    "--throttle-ms", str(args.throttle_ms), "--settings", str(out / "s.ini"),
-                                    "--exit-after", str(args.windows), "--stats", str(stats)), env=env)  # fmt: skip
+            stats, settings = out / "stats.json", out / "s.ini"
+            if task is None:
+                cmd = app_command("gui", "--source", f"images:{args.photo}", "--model", ref, "--threads", "1",
+                                  "--throttle-ms", str(args.throttle_ms), "--settings", str(settings),
+                                  "--exit-after", str(args.windows), "--stats", str(stats))  # fmt: skip
+            else:
+                cmd = module_command("benchmarks.investigations.overlay_paint_child", ref, str(args.photo),
+                                     str(args.windows), str(args.throttle_ms), str(stats), str(settings),
+                                     task)  # fmt: skip
+            run_checked(cmd, env=env, cwd=checkout)
             figures = json.loads(stats.read_text())
-            return {k: float(figures[k]) for k in WINDOW_FIGURES} | {"task": figures.get("task")}
+            if task is not None and figures.get("task") != task:
+                sys.exit(f"the control window read {model} as {figures.get('task')}, not {task}")
+            return {k: float(figures[k]) for k in WINDOW_FIGURES}
 
         return run
 
-    names = ("labels (classifier)", "boxes (SSD)", "mask (DeepLab)")
-    legs = {name: leg(name, MODELS[name]) for name in names}
+    legs = {name: leg(MODELS[name]) for name in ("labels (classifier)", "boxes (SSD)", "mask (DeepLab)")}
+    legs["DeepLab read raw (control)"] = leg(MODELS["mask (DeepLab)"], task="raw")
+    if args.baseline:
+        legs[f"labels, {args.baseline.name}"] = leg(MODELS["labels (classifier)"], args.baseline.resolve())
 
     def report(r: int, results: dict[str, dict[str, float]]) -> None:
         for name, f in results.items():
-            print(f"window round {r + 1}  {name:22} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
+            print(f"window round {r + 1}  {name:28} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
                   f"  GUI CPU/frame p50 {f['gui_cpu_ms_p50']:5.2f} p95 {f['gui_cpu_ms_p95']:5.2f} ms"
                   f"  displayed {f['display_fps']:4.1f} fps", flush=True)  # fmt: skip
 
@@ -169,7 +183,7 @@ def windows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     for name, rounds in results.items():
         summary[name] = {k: float(np.median([r[k] for r in rounds])) for k in WINDOW_FIGURES}
         f = summary[name]
-        print(f"  {name:22} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
+        print(f"  {name:28} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
               f"  GUI CPU/frame p50 {f['gui_cpu_ms_p50']:5.2f} p95 {f['gui_cpu_ms_p95']:5.2f} ms")  # fmt: skip
     return summary
 
