@@ -287,6 +287,11 @@ def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None 
             rows.append(Line("mean score", sum(scored) / len(scored), side_colour))
             if low:
                 rows.append(Line(f"{low} under {KEYPOINT_MIN_SCORE:.0%}: grey rings, no bones"))
+        # A landmark model's single values beside its points (MediaPipe's hand presence and handedness):
+        # the points are drawn whatever they say, so a user reads here whether there was a hand at all.
+        for s in result.outputs:
+            if math.prod(s.shape) == 1 and s.mean is not None:
+                rows.append(Line(f"{s.name} = {s.mean:.3g}"))
         return rows
     rows = [Line(f"raw model: {len(result.outputs)} output{'' if len(result.outputs) == 1 else 's'}, not decoded")]
     for s in result.outputs[:RAW_LINES]:  # two rows each: the panel is narrow beside the badge
