@@ -46,6 +46,13 @@ class SourceError(DelegateScopeError):
     exit_code = 6
 
 
+class SourceSpecError(SourceError):
+    """A source string that names no source (`bogus:thing`, `camera:x`): the user's typing, a usage
+    error (exit 2), though the window and the pipeline handle it as any source problem."""
+
+    exit_code = 2
+
+
 class SourceLost(SourceError):
     """An open source stopped delivering frames; the pipeline retries with back-off."""
 

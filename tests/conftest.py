@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from app.pipeline import Pipeline
 
 CORAL = ROOT.parent / "shared" / "fixtures" / "coral"
+VISION = ROOT.parent / "shared" / "fixtures" / "vision"
 
 
 @pytest.fixture(scope="session")
@@ -30,6 +31,17 @@ def coral() -> Path:
             pytest.fail(f"CI is set but the third-party fixtures are missing at {CORAL}")
         pytest.skip(f"third-party fixtures not present at {CORAL} (they exist for CI and developers only)")
     return CORAL
+
+
+@pytest.fixture(scope="session")
+def vision() -> Path:
+    """Third-party models of the other tasks (a detector, a segmenter, pose and landmark models, audio and a
+    sequence model; photos in `coral`): absent in a user's checkout, mandatory in CI."""
+    if not (VISION / "README.md").is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but the third-party fixtures are missing at {VISION}")
+        pytest.skip(f"third-party fixtures not present at {VISION} (they exist for CI and developers only)")
+    return VISION
 
 
 @pytest.fixture(scope="session")

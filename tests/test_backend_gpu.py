@@ -30,6 +30,10 @@ def test_log_parsing_on_lines_litert_prints():
     nvidia = "Selected adapter: NVIDIA H200, arch=, vendor=nvidia, backend=Vulkan, adapterType=Discrete GPU"
     assert parse_log([nvidia]).adapter == "NVIDIA H200 (Vulkan, Discrete GPU)"  # as logged on an H200
     assert (facts.nodes_delegated, facts.nodes_total, facts.subsets) == (29, 31, 2)
+    # XNNPACK, applied after the GPU to what it left, would log its own line: not the GPU's.
+    xnnpack = "Replacing 2 out of 3 node(s) with delegate (TfLiteXNNPackDelegate) node, yielding 2 partitions"
+    both = parse_log([*lines, f"INFO: {xnnpack}"])
+    assert (both.nodes_delegated, both.line) == (29, lines[-1][len("INFO: ") :])
 
 
 def test_failure_reasons_are_words_a_user_can_act_on():

@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers.bad_models import bad_models
 from tests.helpers.cli import assert_one_line_error, run_cli
-from tests.helpers.paths import PHOTOS
+from tests.helpers.paths import PHOTOS, TEST_MODELS
 
 # Top-1 that the bundled models must give on the bundled test photos (docs/models.md has the scores).
 EXPECTED_TOP1 = {
@@ -130,14 +130,19 @@ def test_usage_errors_exit_2():
         "truncated",
         "not tflite",
         "a jpeg",
-        "detector",
-        "text input",
         "dynamic size",
     ],
 )
 def test_model_problems_exit_3_with_one_line(tmp_path: Path, case: str):
     path, fragment = bad_models(tmp_path)[case]
     assert_one_line_error(run_cli("classify", "--model", path, PHOTOS / "coffee.jpg"), 3, fragment)
+
+
+@pytest.mark.parametrize("model", ["detector_like", "text_input"])
+def test_a_model_that_is_no_classifier_is_exit_3_naming_its_task_and_predict(model: str):
+    run = run_cli("classify", "--model", TEST_MODELS / f"{model}.tflite", PHOTOS / "coffee.jpg")
+    assert_one_line_error(run, 3, "reads as raw (structure: ")
+    assert "use `predict`" in run.stderr
 
 
 def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):

@@ -59,9 +59,10 @@ def test_gui_options_are_guioptions_fields_and_reach_it(monkeypatch: pytest.Monk
     gui = _subparsers(build_parser())["gui"]
     dests = {a.dest for a in gui._actions if a.dest not in ("help", "debug")}
     fields = {f.name for f in dataclasses.fields(GuiOptions)}
-    # A new option needs a field, a new field an option or a default; model_options is built from --task,
-    # --input-shape and --inputs by the CLI (app/cli/options.py), not from one option.
-    assert dests == fields - {"dialogs", "model_options"}
+    # --task, --input-shape and --inputs reach GuiOptions as one ModelOptions (`model_options`), when it has one.
+    reading = {"task", "input_shape", "inputs"}
+    assert reading <= dests
+    assert dests - reading == fields - {"dialogs", "model_options"}  # a new option needs a field, and so on
 
     received: list[GuiOptions] = []
     monkeypatch.setattr(app.ui.app, "run_gui", lambda options: received.append(options) or 0)
@@ -89,3 +90,11 @@ def test_gui_options_are_guioptions_fields_and_reach_it(monkeypatch: pytest.Monk
     ]
     args = build_parser().parse_args(["gui"])
     assert args.handler(args) == 0 and received[-1] == GuiOptions()  # nothing given: every default
+    if "model_options" in fields:
+        from app.model.spec import ModelOptions
+        from app.model.task import Task
+
+        argv = ["gui", "--task", "raw", "--input-shape", "x=1x8x8x3", "--inputs", str(tmp_path / "i.npz")]
+        args = build_parser().parse_args(argv)
+        assert args.handler(args) == 0
+        assert received[-1].model_options == ModelOptions(Task.RAW, (("x", (1, 8, 8, 3)),), tmp_path / "i.npz")

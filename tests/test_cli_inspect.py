@@ -28,8 +28,14 @@ def test_json_contract_without_a_gpu():
     cov = out["coverage"]
     assert set(cov) == {"cpu", "gpu", "coreml"}
     for name, c in cov.items():
-        assert set(c) == COVERAGE_KEYS, name
+        # log_source: only where the line is measured (the CPU's, computed here); no GPU, Core ML's predicted.
+        assert set(c) == COVERAGE_KEYS | ({"log_source"} if name == "cpu" else set()), name
         assert c["delegate"] == name
+    assert cov["cpu"]["log_source"] == "computed"
+    assert cov["cpu"]["log"] == (
+        "Replacing 61 out of 61 node(s) with delegate (TfLiteXNNPackDelegate) node, yielding 1 partitions "
+        "for subgraph 0 (main)."
+    )
     assert cov["cpu"]["source"] == "measured" and cov["cpu"]["nodes_delegated"] == 61
     assert all(set(n) == NODE_KEYS for n in cov["cpu"]["nodes"]) and len(cov["cpu"]["nodes"]) == 61
     assert cov["gpu"]["source"] == "unavailable" and "no GPU" in cov["gpu"]["reason"]
@@ -52,7 +58,8 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     run = run_cli("inspect", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
     text = run.stdout
-    assert "CPU (XNNPACK)  measured    61 of 61 nodes delegated in 1 partition" in text
+    assert "CPU (XNNPACK)  measured    61 of 61 nodes delegated in 1 partition\n" in text
+    assert "\n" + " " * 27 + "log (computed; this LiteRT build does not print it): Replacing 61 out of 61" in text
     assert "Core ML        predicted   CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in text
     assert "58     p0             CPU      MEAN" in text
     assert "MEAN (node 58): keep_dims is false" in text
@@ -81,7 +88,7 @@ def test_every_bundled_and_fixture_model(coral: Path):
             assert run.json()["coreml_pieces"] is None, model
 
 
-@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "detector", "dynamic size"])
+@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "dynamic size"])
 def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
     path, fragment = bad_models(tmp_path)[case]
     assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
@@ -124,3 +131,20 @@ def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path
     assert "Core ML delegate (predicted)" in page
     assert "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in page
     assert "MEAN (node 58): keep_dims is false" in page
+
+
+def test_a_gpu_child_killed_by_a_signal_is_named_so():
+    """LiteRT's GPU accelerator aborts on some models (a failed CHECK in object_reader.cc on YAMNet
+    under SwiftShader): the coverage says the child was killed by SIGABRT, not a bare exit code."""
+    import subprocess
+    import sys
+
+    from app.tasks.inspect import _child_failure
+
+    aborted = subprocess.run([sys.executable, "-c", "import os; os.abort()"], capture_output=True, text=True)
+    assert _child_failure(aborted, ValueError()) == (
+        "the GPU child process was killed by SIGABRT while the runtime opened the model"
+    )
+    failed = subprocess.run([sys.executable, "-c", "raise SystemExit(3)"], capture_output=True, text=True)
+    assert _child_failure(failed, IndexError()) == "the GPU child process failed (exit code 3)"
+    assert "could not start" in _child_failure(None, OSError("no such file"))

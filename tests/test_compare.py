@@ -90,6 +90,19 @@ def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     rendered = run_cli("report", *sides, "--out", html)
     assert rendered.returncode == 0, rendered.stderr
     assert "coreml" in html.read_text(encoding="utf-8")
+    # The report of each side counts the inferences and gives the p95 its side's summary gave: the rows
+    # between `measure` and `measure_end` (it counted rows that ran while the bench stopped: 362 for 361).
+    from app.report.data import load_session
+
+    for side, recording in zip(("a", "b"), sides, strict=True):
+        data = load_session(recording, 0)
+        together = s[side]["together"]
+        assert data.summary.inferences == together["inferences_total"] == together["latency"]["inference"]["count"]
+        assert data.summary.stages["inference"].p95 == pytest.approx(together["latency"]["inference"]["p95"], abs=1e-3)
+    # The per-frame file itself is not a recording: report says so and names the files to pass.
+    wrong = run_cli("report", table, "--out", tmp_path / "wrong.html")
+    assert wrong.returncode == 2 and "A/B comparison's per-frame file" in wrong.stderr
+    assert "report frames-a.csv frames-b.csv" in wrong.stderr
     strict = run_cli("bench", "--frames", "5", "--threads", "1", "--compare-with", "coreml",
                      "--compare-alone-seconds", "0", "--no-fallback")  # fmt: skip
     assert strict.returncode == 5

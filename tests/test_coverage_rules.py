@@ -312,6 +312,23 @@ def test_reshape_is_refused_under_core_ml_3_the_default():
     assert "takes no Reshape when it builds Core ML 3 models" in check(reshape([1, 16, 16, 1]))
 
 
+def test_reshape_refused_under_core_ml_3_points_to_version_2_only_where_its_rule_takes_it():
+    """The reason for a refused RESHAPE points to coreml_version 2 only where version 2's own checks
+    (the same IsReshapeOpSupported) take the node: a 2-D target shape is refused there too."""
+    would = "the delegate takes no Reshape when it builds Core ML 3 models (its default); coreml_version 2 would"
+    assert check(reshape([1, 16, 16, 1])) == would
+    assert check(reshape([1, 16, 16], shape_tensor=False)) == would
+    for flat in (reshape([1, 256]), reshape([1, 256], shape_tensor=False)):
+        assert check(flat) == (
+            "the delegate takes no Reshape when it builds Core ML 3 models (its default); coreml_version 2 would "
+            "not either: its target shape has 2 dimensions; Core ML 2 reshape takes 3 or 4"
+        )
+        assert check(flat, version=2) is not None  # the rule the reason names: version 2 refuses it too
+    computed = check(reshape([1, 16, 16, 1], constant=False))
+    assert computed.endswith("would not either: its target shape is computed at run time; the delegate needs a "
+                             "constant shape")  # fmt: skip
+
+
 def test_reshape_under_core_ml_2_needs_a_constant_3_or_4_element_shape():
     assert check(reshape([1, 16, 16, 1]), version=2) is None
     assert check(reshape([1, 16, 16]), version=2) is None

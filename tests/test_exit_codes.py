@@ -26,7 +26,18 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("classify: Core ML off macOS, --no-fallback", ["classify", "--delegate", "coreml", "--no-fallback",
      str(PHOTOS / "coffee.jpg")], {}, 5, "the coreml delegate is not available"),
     ("classify: usage", ["classify", "--top-k", "0", str(PHOTOS / "coffee.jpg")], {}, 2, None),
+    ("predict: missing model", ["predict", "--model", MISSING, str(PHOTOS / "coffee.jpg")], {}, 3, "nope.tflite"),
+    ("predict: no image input", ["predict", "--model", str(TEST_MODELS / "text_input.tflite"),
+                                 str(PHOTOS / "coffee.jpg")], {}, 3, "text_input.tflite: predict takes image models"),
+    ("predict: --task that does not fit", ["predict", "--task", "detection", str(PHOTOS / "coffee.jpg")], {}, 3,
+     "efficientnet_lite0.tflite: --task detection does not fit this model"),
+    ("predict: missing image", ["predict", "{tmp}/nope.jpg"], {}, 4, "{tmp}/nope.jpg"),
+    ("predict: usage", ["predict", "--input-shape", "x=1xAx3", str(PHOTOS / "coffee.jpg")], {}, 2, None),
     ("inspect: missing model", ["inspect", "--model", MISSING], NO_VULKAN, 3, "nope.tflite"),
+    ("inspect: dynamic input not fixed", ["inspect", "--model", str(TEST_MODELS / "dynamic_size.tflite")], NO_VULKAN,
+     3, "dynamic_size.tflite: input "),
+    ("inspect: --input-shape of no input", ["inspect", "--model", str(TEST_MODELS / "dynamic_size.tflite"),
+     "--input-shape", "image=1x64x64x3"], NO_VULKAN, 3, "dynamic_size.tflite: --input-shape names 'image'"),
     ("inspect: not TFLite", ["inspect", "--model", str(PHOTOS / "coffee.jpg")], NO_VULKAN, 3, "coffee.jpg"),
     ("inspect: usage", ["inspect", "--coreml-version", "4"], {}, 2, None),
     ("delegates: usage", ["delegates", "--model", "efficientnet_lite0"], {}, 2, None),
@@ -48,6 +59,8 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("profile: Model Explorer file in a missing folder", ["profile", "--model-explorer", "{tmp}/no/such/me.json"],
      {}, 2, "--model-explorer"),
     ("profile: usage", ["profile", "--runs", "0"], {}, 2, None),
+    ("profile: missing --inputs file", ["profile", "--model", str(TEST_MODELS / "text_input.tflite"), "--inputs",
+     "{tmp}/nope.npz"], {}, 4, "inputs file not found: {tmp}/nope.npz"),
     ("report: missing recording", ["report", "{tmp}/nope.csv", "--out", "{tmp}/r.html"], {}, 2, "{tmp}/nope.csv"),
     ("report: not a recording", ["report", str(PHOTOS.parent.parent / "conftest.py"), "--out", "{tmp}/r.html"], {},
      2, "{root}/tests/conftest.py: not a Delegate Scope recording"),
@@ -82,6 +95,32 @@ def test_exit_code_contract(name: str, argv: list[str], env: dict, code: int, st
     assert_one_line_error(run, code)
     first_line = run.stderr.strip().splitlines()[0].removeprefix("delegate-scope: error: ")
     assert first_line.startswith(message) or message in first_line, (first_line, message)
+
+
+@pytest.fixture(scope="module")
+def custom_op_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An image classifier in shape whose node 1 is a custom op no runtime here has (as PoseNet's decoder)."""
+    from tests.builders.tflite_builder import GraphBuilder
+
+    g = GraphBuilder()
+    image = g.input((1, 8, 8, 3))
+    relu = g.tensor((1, 8, 8, 3))
+    g.op("RELU", [image], [relu])
+    scores = g.tensor((1, 10))
+    g.custom("PosenetDecoderOp", [relu], [scores])
+    path = tmp_path_factory.mktemp("custom") / "custom_op.tflite"
+    path.write_bytes(g.build([scores]))
+    return path
+
+
+@pytest.mark.parametrize("command", ["classify", "predict", "inspect", "profile", "bench"])
+def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(custom_op_model: Path, command: str):
+    # bench: its capture thread said RUNNING after the inference thread's ERROR, and bench waited forever
+    # (2 runs of 4); an ERROR is now final (app/pipeline/run_log.py).
+    images = [str(PHOTOS / "coffee.jpg")] if command in ("classify", "predict") else []
+    images += ["--frames", "5"] if command == "bench" else []
+    run = run_cli(command, "--model", custom_op_model, *images, env=NO_VULKAN)
+    assert_one_line_error(run, 3, "the custom op 'PosenetDecoderOp' (node 1)")
 
 
 def test_the_table_covers_every_command():

@@ -110,7 +110,14 @@ def test_swiftshader_takes_the_largest_partition_and_says_why_the_rest_stays(swi
     model.write_bytes(chain(MIXED))
     gpu = inspect_gpu(model, swiftshader)
     assert gpu["source"] == "measured"
-    assert gpu["log"] == "3 operations will run on the GPU, and the remaining 5 operations will run on the CPU."
+    # TFLite's line for the GPU, computed (this build does not print it), agrees with the line the GPU
+    # delegate does print: 3 nodes, 3 + 5 in all; P counts the CPU's subset too (nodes 3-7: one subset).
+    printed = "3 operations will run on the GPU, and the remaining 5 operations will run on the CPU."
+    assert (gpu["log"], gpu["log_source"]) == (
+        "Replacing 3 out of 8 node(s) with delegate (LITERT_WEBGPU) node, yielding 2 partitions for subgraph 0 ().",
+        "computed",
+    )
+    assert gpu["reason"].endswith(f"; its log says: {printed}")
     assert (gpu["nodes_total"], gpu["nodes_delegated"], gpu["partitions"], gpu["delegated_partitions"]) == (8, 3, 3, 1)
     assert "each compiled alone" in gpu["reason"]
     nodes = gpu["nodes"]
@@ -133,6 +140,12 @@ def test_equal_partitions_leave_which_one_the_gpu_took_open(swiftshader: dict, t
     model.write_bytes(chain(TIE))
     gpu = inspect_gpu(model, swiftshader)
     assert gpu["nodes_delegated"] == 2 and gpu["delegated_partitions"] == 1 and gpu["partitions"] == 2
+    # Which of two equal partitions it took is open, and so is TFLite's count of subsets: the GPU
+    # delegate's own printed line stands in for it.
+    assert (gpu["log"], gpu["log_source"]) == (
+        "2 operations will run on the GPU, and the remaining 3 operations will run on the CPU.",
+        "printed",
+    )
     assert [n["delegated"] for n in gpu["nodes"]] == [None, None, False, None, None]
     assert "which is not reported by the runtime" in gpu["nodes"][0]["reason"]
 
@@ -154,7 +167,14 @@ def test_a_61_node_model_with_one_refused_node_is_answered_quickly(swiftshader: 
     model = tmp_path / "efficientnet_lite0_beta2.tflite"
     model.write_bytes(with_softmax_beta(ROOT / "models/efficientnet_lite0.tflite", 2.0))
     gpu = inspect_gpu(model, swiftshader)
-    assert gpu["log"] == "60 operations will run on the GPU, and the remaining 1 operations will run on the CPU."
+    assert gpu["reason"].endswith(
+        "its log says: 60 operations will run on the GPU, and the remaining 1 operations will run on the CPU."
+    )
+    # The SOFTMAX left at the end is a subset of its own: 2 partitions, as the runtime's partitioning counts.
+    assert gpu["log"] == (
+        "Replacing 60 out of 61 node(s) with delegate (LITERT_WEBGPU) node, "
+        "yielding 2 partitions for subgraph 0 (main)."
+    )
     assert [n["index"] for n in gpu["nodes"] if not n["delegated"]] == [60]
     assert all(n["partition"] == 0 for n in gpu["nodes"][:60])
     assert "1 node(s) of those kinds each compiled alone" in gpu["reason"]
@@ -164,3 +184,7 @@ def test_a_61_node_model_with_one_refused_node_is_answered_quickly(swiftshader: 
 def test_a_model_taken_whole_compiles_nothing_alone(swiftshader: dict, model: str):
     gpu = inspect_gpu(ROOT / f"models/{model}.tflite", swiftshader)
     assert gpu["nodes_delegated"] == 61 and "compiled alone" not in gpu["reason"]
+    assert gpu["log"] == (
+        "Replacing 61 out of 61 node(s) with delegate (LITERT_WEBGPU) node, "
+        "yielding 1 partitions for subgraph 0 (main)."
+    )

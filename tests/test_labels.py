@@ -4,6 +4,8 @@ import pytest
 
 from app.errors import ModelError
 from app.model.labels import align_labels, parse_labels, read_labels_file
+from tests.helpers.cli import run_cli
+from tests.helpers.paths import PHOTOS, ROOT
 
 
 def test_plain_lines_keep_positions_and_drop_trailing_blanks():
@@ -94,10 +96,20 @@ def test_c1_controls_are_removed_like_c0_controls():
     assert parse_labels("red\x9b2J\x1b[31m!\n".encode()) == ["red2J[31m!"]
 
 
-def test_one_label_short_of_a_1000_output_model_is_warned_about():
-    # Found by tests/test_labels_fuzz.py: 999 labels for 1000 outputs took the 1001/1000 background
-    # convention silently, shifting every label by one with no word to the user.
+def test_one_label_short_of_a_1000_output_model_is_not_shifted():
+    # 999 labels for 1000 outputs used to take the 1001/1000 background convention, shifting every label
+    # onto its neighbour ("mortar and pestle" for "military uniform"): only a 1001-output model has that row.
     labels = align_labels([f"l{i}" for i in range(999)], 1000, "labels.txt")
-    assert labels.name(1) == "l0"
+    assert not labels.background_class
+    assert labels.name(0) == "l0" and labels.name(998) == "l998" and labels.name(999) == "class 999"
     assert "has 999 labels but the model has 1000 outputs" in labels.warnings[0]
-    assert "background" in labels.warnings[0]
+    assert "class N" in labels.warnings[0] and "background" not in labels.warnings[0]
+
+def test_classify_with_a_labels_file_one_line_short_keeps_every_label_in_place(tmp_path: Path):
+    """The real command, as a user ran it: 999 ImageNet labels for the bundled 1000-output model."""
+    short = tmp_path / "labels999.txt"
+    short.write_text("\n".join((ROOT / "models" / "imagenet_labels.txt").read_text().splitlines()[:999]) + "\n")
+    run = run_cli("classify", "--labels", short, "--json", PHOTOS / "grace_hopper.jpg")
+    assert run.returncode == 0, run.stderr
+    assert run.json()["results"][0]["top"][0]["label"] == "military uniform"
+    assert "has 999 labels but the model has 1000 outputs" in run.stderr and "class N" in run.stderr

@@ -43,6 +43,19 @@ def test_offload_sentence_reads_the_ratio_honestly():
     assert "cores" in offload_sentence(1.9, "cpu", 19.0, 10.0)
 
 
+def test_the_offload_sentence_tells_waiting_from_offloading():
+    """Found demoing: the CPU backend at 35% of wall on a loaded machine and the TensorFlow reference
+    (a child process) at 1% both read "the work runs off the CPU"."""
+    cpu = offload_sentence(0.35, "cpu", 3.5, 10.0, machine_cpu_pct=97.0)
+    assert "off the CPU" not in cpu and "waited for a core" in cpu and "97% busy" in cpu
+    assert "off the CPU" not in offload_sentence(0.35, "cpu", 3.5, 10.0)
+    reference = offload_sentence(0.01, "reference", 0.1, 10.0)
+    assert "off the CPU" not in reference and "child process" in reference
+    busy_gpu = offload_sentence(0.1, "gpu", 1.0, 10.0, machine_cpu_pct=95.0)
+    assert "off the CPU, or waited for a core" in busy_gpu
+    assert offload_sentence(0.1, "gpu", 1.0, 10.0, machine_cpu_pct=20.0).endswith("the work runs off the CPU.")
+
+
 def test_delegation_panel_facts_flag_fallback_and_software():
     from app.backends.base import DelegationReport
 

@@ -95,6 +95,9 @@ def test_marker_texts():
     fell = DelegationReport(requested="gpu", used="cpu", accelerator="XNNPACK")
     assert marker_text(_event(EventKind.OPEN, 1, cpu, model=_facts("m"))) == "CPU · m"
     assert marker_text(_event(EventKind.SWITCH, 2, fell, model=_facts("m"))) == "GPU→CPU fallback"
+    # The fallback, then every other change that opened the session (its delegate change is the fallback's own).
+    changed = _event(EventKind.SWITCH, 3, fell, model=_facts("m"), changes="model a→m, delegate cpu→gpu, threads 2→1")
+    assert marker_text(changed) == "GPU→CPU fallback · model a→m · threads 2→1"
     assert marker_text(_event(EventKind.SOURCE_LOST, 2)) == "source lost"
     assert source_marker("/videos/clip.mp4") == "source: clip.mp4"
     assert source_marker("rtsp://user:secret@cam/1") == "source: rtsp"  # never a stream's address

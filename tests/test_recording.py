@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.recording.writer import COLUMNS, RecordingWriter, neutralise, read_recording
+from tests.helpers.cli import run_cli
 from tests.helpers.paths import ROOT
 from tests.helpers.wait import wait_until
 
@@ -200,3 +201,23 @@ def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     # ... but a NAME.json that is not a session sidecar (bench's summary) is never taken for one.
     sidecar_path(csv_path).unlink()
     assert read_recording(csv_path).metadata == {}
+
+
+def test_kill_9_mid_bench_keeps_the_delegation_facts_for_the_report(tmp_path: Path):
+    """The sidecar is written when a session opens, not only at the end: a report of a recording whose
+    process was killed still says what ran where (it said "not recorded (no sidecar facts)")."""
+    path = tmp_path / "killed.csv"
+    proc = subprocess.Popen([sys.executable, "-m", "app", "bench", "--source", "synthetic", "--seconds", "120",
+                             "--threads", "1", "--csv", str(path)], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        assert wait_until(lambda: path.exists() and path.stat().st_size > 20_000, timeout=60)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    html = tmp_path / "killed.html"
+    run = run_cli("report", path, "--out", html)
+    assert run.returncode == 0, run.stderr
+    page = html.read_text(encoding="utf-8")
+    assert "no sidecar facts" not in page
+    assert "nodes delegated" in page and "XNNPACK (CPU, 1 thread)" in page

@@ -78,6 +78,11 @@ def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path)
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert "Latency over time" in page and "Throughput and CPU" in page
     assert "machine" in page and "XNNPACK" in page  # sidecar facts
+    # The coverage's summary, and TFLite's line for XNNPACK beside it (computed: this build does not print it).
+    assert (
+        "61 of 61 nodes delegated in 1 partition. Log line (computed): Replacing 61 out of 61 node(s) with delegate "
+        "(TfLiteXNNPackDelegate) node, yielding 1 partitions for subgraph 0 (main)."
+    ) in page
 
 
 def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):

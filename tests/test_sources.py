@@ -18,6 +18,7 @@ import pytest
 
 from app.errors import SourceError, SourceLost
 from app.sources import Frame, FrameSource, list_cameras, open_source, parse_source_spec
+from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.paths import PHOTOS
 from tests.helpers.video import VIDEO_FPS, VIDEO_FRAMES, VIDEO_SIZE, grey_level, write_video
 from tests.helpers.wait import run_with_deadline
@@ -95,6 +96,13 @@ def test_bad_specs_raise_one_clear_source_error(spec: str, fragment: str) -> Non
     assert fragment in message and "\n" not in message
     with pytest.raises(SourceError):
         open_source(spec)
+
+
+@pytest.mark.parametrize("spec", ["bogus:thing", "camera:x", "synthetic:4x4"])
+def test_a_source_string_that_names_no_source_is_a_usage_error(spec: str) -> None:
+    """What the user typed is wrong (exit 2), not a source that failed to open (exit 6)."""
+    run = run_cli("bench", "--source", spec, "--frames", "3")
+    assert_one_line_error(run, 2, spec)
 
 
 # --- video files ---------------------------------------------------------------------------

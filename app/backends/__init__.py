@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.backends import preflight
 from app.backends.base import Backend, CoreMLMode, DelegationReport, ModelRunner, first_line
 from app.backends.coreml.backend import CoreMLBackend
 from app.backends.cpu import CpuBackend
@@ -58,6 +59,7 @@ def open_session(
     a fallback off macOS still says what a Mac would have delegated."""
     backend = get_backend(requested)
     options = BackendOptions.of(options)
+    preflight.check(spec)  # a model whose ops could crash the runtime: opened in a child first
     if requested == Delegate.CPU:
         return backend.open(spec, options)
     try:

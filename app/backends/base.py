@@ -63,6 +63,9 @@ class DelegationReport:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        for key in ("coverage", "predicted"):  # Coverage writes its own JSON (log_source only where set)
+            value = getattr(self, key)
+            d[key] = None if value is None else value.to_dict()
         mode = d.pop("coreml_mode")
         if mode is not None:
             items = list(d["options"].items())
@@ -168,7 +171,7 @@ def time_first_inference(session: ModelRunner, spec: ModelSpec) -> float:
             raise ModelError(f"the runtime gave {len(outputs)} outputs but the model declares {len(spec.all_outputs)}")
         return elapsed
     started = time.perf_counter()
-    out = session.run(np.zeros((1, spec.input_height, spec.input_width, 3), spec.input_dtype))
+    out = session.run(np.zeros(spec.input.shape, spec.input_dtype))  # 1, 3 or 4 channels
     elapsed = (time.perf_counter() - started) * 1000
     if out.size != spec.classes:  # a corrupt file can declare one output shape and compute another
         raise ModelError(f"the runtime's output has {out.size} values but the model declares {spec.classes} classes")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
+from app.backends import preflight
 from app.backends.base import DelegationReport, first_line, refusal, time_first_inference
 from app.backends.options import BackendOptions, Delegate
 from app.coverage.measured import from_ops_details
@@ -29,7 +30,7 @@ class CpuSession:
                 for detail, wanted in zip(details, spec.all_inputs, strict=False):
                     if tuple(detail["shape"]) != wanted.shape:
                         # A dynamic dimension: fixed to one image, or to --input-shape.
-                        self._interpreter.resize_input_tensor(detail["index"], list(wanted.shape))
+                        self._interpreter.resize_tensor_input(detail["index"], list(wanted.shape))
                 self._interpreter.allocate_tensors()
             image = spec.image_input if spec.image_input is not None else 0
             self._input_indices = [d["index"] for d in details]
@@ -42,7 +43,7 @@ class CpuSession:
             raise ModelError(refusal(exc, spec)) from None
         init_ms = (time.perf_counter() - started) * 1000
         try:
-            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions)
+            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions, spec.content)
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError, KeyError) as exc:
             raise ModelError(
                 f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"
@@ -118,4 +119,5 @@ class CpuBackend:
         return None
 
     def open(self, spec: ModelSpec, options: BackendOptions) -> CpuSession:
+        preflight.check(spec)  # also for callers that open the CPU directly (inspect, profile)
         return CpuSession(spec, options.cpu_threads)

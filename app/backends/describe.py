@@ -16,20 +16,43 @@ class Fact:
     level: str = "ok"  # "ok", "info", "warn": how the window colours it
 
 
-def offload_sentence(cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: float) -> str:
+BUSY_MACHINE_PCT = 90.0  # the machine's CPU this busy: an inference may wait for a core as long as it runs
+
+
+def offload_sentence(
+    cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: float, machine_cpu_pct: float | None = None
+) -> str:
     """One sentence on what CPU time per inference against wall time means.
 
-    A GPU driver can wait for its results by spinning on a core, so a ratio near 1 on a
-    GPU does not prove the work ran on the CPU; the sentence says so rather than guess.
+    Below 1 it means either that the work ran elsewhere or that the inference waited (for a core on
+    a busy machine, for the other side in A/B). The CPU backend does all its work on the CPU, so there
+    it is always waiting; the TensorFlow reference runs in a child process whose CPU time is not this
+    process's, so there it says nothing; for an accelerator on a busy machine both readings are said.
+    A GPU driver can also wait for its results by spinning on a core, so a ratio near 1 on a GPU does
+    not prove the work ran on the CPU; the sentence says so rather than guess.
     """
     if wall_ms <= 0:
         return "No inference measured yet."
     pct = cpu_per_wall * 100
     head = f"CPU time per inference is {pct:.0f}% of wall time ({cpu_ms:.1f} of {wall_ms:.1f} ms)"
+    busy = machine_cpu_pct is not None and machine_cpu_pct >= BUSY_MACHINE_PCT
+    load = f" (the machine's CPU is {machine_cpu_pct:.0f}% busy)" if busy and machine_cpu_pct is not None else ""
+    if backend == Delegate.REFERENCE:
+        return (
+            f"{head}: the TensorFlow reference runs in a child process, whose CPU time is not counted here, "
+            "so this says nothing about where it runs."
+        )
+    if cpu_per_wall < 0.85 and backend == Delegate.CPU:
+        return (
+            f"{head}: the CPU backend does all its work on the CPU, so the rest of the time the inference "
+            f"waited for a core{load or ' (another process or thread had it)'}; nothing runs elsewhere."
+        )
     if cpu_per_wall < 0.3:
+        if busy:
+            return f"{head}: the work runs off the CPU, or waited for a core{load}; compare on a quieter machine."
         return f"{head}: the work runs off the CPU."
     if cpu_per_wall < 0.85:
-        return f"{head}: the CPU is idle part of the time, so part of the work runs elsewhere or waits."
+        return f"{head}: the CPU is idle part of the time, so part of the work runs elsewhere or waits{load}."
     if cpu_per_wall <= 1.2:
         if backend == Delegate.CPU:
             return f"{head}: one core is busy for the whole inference; the work runs on the CPU."
@@ -127,6 +150,14 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
             "info" if report.partitions is None else ("ok" if report.partitions <= 1 else "warn"),
         )
     )
+    coverage = report.coverage
+    if coverage is not None and coverage.log and coverage.log_source is not None:  # the runtime's words
+        said = (
+            "printed by the runtime"
+            if coverage.log_source == "printed"
+            else "computed: this LiteRT build does not print it"
+        )
+        facts.append(Fact("Log line", f"{coverage.log} ({said})", "info"))
     if report.cpu_ops:
         facts.append(Fact("Ops left on CPU", ", ".join(report.cpu_ops), "warn"))
     elif report.fully_accelerated is False:  # some ops stay on the CPU, but the runtime did not say which

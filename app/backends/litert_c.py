@@ -21,8 +21,10 @@ checked at run time where they can be (the event count against the buffer, the t
 from __future__ import annotations
 
 import ctypes as C
+import math
 import os
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -57,6 +59,17 @@ _GPU_PRECISION: dict[str, int] = {GpuPrecision.FP16: 1, GpuPrecision.FP32: 2}  #
 _RANKED_TYPE_SIZE = 72
 _LAYOUT_WORD = 4
 _DIMS = 8
+_LAYOUT_SIZE = _RANKED_TYPE_SIZE - _LAYOUT_WORD  # a LiteRtLayout alone (LiteRtGetCompiledModelOutputTensorLayouts)
+# litert/c/litert_model_types.h: LiteRtElementType, TFLite's TfLiteType values; the types numpy holds as they are
+# (int4 is packed two to a byte, bfloat16 numpy lacks, strings and resources are no arrays: not read here).
+_ELEMENT_TYPES: dict[int, np.dtype] = {
+    code: np.dtype(name)
+    for code, name in (
+        (1, "float32"), (2, "int32"), (3, "uint8"), (4, "int64"), (6, "bool"), (7, "int16"), (8, "complex64"),
+        (9, "int8"), (10, "float16"), (11, "float64"), (12, "complex128"), (13, "uint64"), (16, "uint32"),
+        (17, "uint16"),
+    )
+}  # fmt: skip
 # litert/c/litert_common.h: LiteRtStatus, the values a run or a buffer lock can answer with.
 _STATUS = {
     1: "invalid argument",
@@ -114,6 +127,16 @@ class _EnvOption(C.Structure):
 class _Compiled:
     status: int
     handle: _P
+
+
+@dataclass(frozen=True)
+class BufferLayout:
+    """One input's (output's) buffer as the compiled model has it: the element type (None: one numpy
+    cannot hold), the concrete shape, and the tensor's own bytes in the buffer."""
+
+    dtype: np.dtype | None
+    shape: tuple[int, ...]
+    size: int
 
 
 @dataclass(frozen=True)
@@ -186,6 +209,29 @@ def _copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[
     memoryview(dst).cast("B")[:] = memoryview(src).cast("B")  # type: ignore[arg-type]  # stubs: __buffer__ is 3.12+
 
 
+def _element_type(ranked: C.Array[C.c_char]) -> int:
+    code: int = struct.unpack_from("<i", ranked.raw, 0)[0]
+    return code
+
+
+def _dims(ranked: C.Array[C.c_char]) -> tuple[int, ...]:
+    rank = ranked.raw[_LAYOUT_WORD] & 0x7F
+    return tuple(struct.unpack_from(f"<{rank}i", ranked.raw, _DIMS))
+
+
+def _element_count(ranked: C.Array[C.c_char]) -> int:
+    """0 for a rank-0 type: a shape the file leaves for the runtime to set (a true scalar reads the same)."""
+    dims = _dims(ranked)
+    return math.prod(dims) if dims else 0
+
+
+def _set_dims(ranked: C.Array[C.c_char], dims: Sequence[int]) -> None:
+    """Make the type's dimensions `dims`; its rank is theirs (the rank's 7 bits, has_strides kept)."""
+    word = ranked.raw[_LAYOUT_WORD]
+    C.memset(C.addressof(ranked) + _LAYOUT_WORD, (word & 0x80) | len(dims), 1)
+    C.memmove(C.addressof(ranked) + _DIMS, struct.pack(f"<{len(dims)}i", *dims), 4 * len(dims))
+
+
 class NativeRunFailed(ModelError):
     """A run, or a lock of one of its buffers, that LiteRT answered with an error status."""
 
@@ -218,15 +264,21 @@ class NativeModel:
         input_shape: tuple[int, ...] | None = None,
         wait_hint: bool = False,
         capture_log: bool = True,
+        input_shapes: Sequence[tuple[int, ...]] | None = None,
     ) -> None:
         """`wait_hint`: the GPU accelerator's `hint_waiting_for_completion`. `capture_log=False`: the
-        caller captures the runtime's log itself (it needs the lines when opening fails too)."""
+        caller captures the runtime's log itself (it needs the lines when opening fails too).
+        `input_shapes`: every input's fixed shape, model order (ModelSpec.all_inputs), for its dynamic
+        dimensions; `input_shape`: the first input's alone."""
         lib = _lib()
         self._lib = lib
         self._handles: list[tuple[str, _P]] = []  # destroyed in reverse order
         self._keep: list[object] = []
         self.profiling = profiling
-        self._input_shape = input_shape  # fixes a dynamic batch dimension, as the app's CPU session does
+        # Fix dynamic dimensions as the app's CPU session does: to the spec's shapes (--input-shape, a batch of one).
+        shapes = list(input_shapes) if input_shapes is not None else [input_shape] if input_shape is not None else []
+        self._input_shapes: list[tuple[int, ...] | None] = [None if s is None else tuple(s) for s in shapes]
+        self._resized = False
         self._settings = (accelerators, threads, gpu_precision, wait_hint)
         self._capture_log = capture_log
         self.log: list[str] = []
@@ -271,9 +323,9 @@ class NativeModel:
         compiled = self._compile(self._model)
         _check(compiled.status, "compile the model", BackendUnavailable if accelerators & HW_GPU else ModelError)
         self._compiled = self._own("LiteRtDestroyCompiledModel", compiled.handle)
-        self._inputs, in_size, host_in = self._buffers(False)
-        self._outputs, out_size, host_out = self._buffers(True)
-        self._sizes = (in_size, out_size)
+        self._inputs, self.input_layouts, host_in = self._buffers(False)
+        self._outputs, self.output_layouts, host_out = self._buffers(True)
+        self._sizes = (self.input_layouts[0].size, self.output_layouts[0].size)
         self._host = (host_in, host_out)
         profiler = _P()
         _check(lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
@@ -339,9 +391,9 @@ class NativeModel:
             lib.LiteRtDestroyModel(model)
             del self._keep[kept:]  # that model's data and options, read by nothing now
 
-    def _buffers(self, outputs: bool) -> tuple[C.Array[_P], int, np.ndarray | None]:
-        """The inputs' (outputs') buffers; the first one's bytes, and the numpy array it is made over
-        when it is host memory of ours (`_host_memory`)."""
+    def _buffers(self, outputs: bool) -> tuple[C.Array[_P], tuple[BufferLayout, ...], np.ndarray | None]:
+        """The inputs' (outputs') buffers, each one's layout, and the numpy array the first one is made
+        over when it is host memory of ours (`_host_memory`)."""
         lib = self._lib
         signature = _P()
         _check(lib.LiteRtGetModelSignature(self._model, 0, C.byref(signature)), "list the model's signature")
@@ -356,14 +408,22 @@ class NativeModel:
             if outputs
             else lib.LiteRtGetCompiledModelInputBufferRequirements
         )
-        handles: list[int | None] = []
-        first_size, host = 0, None
+        types = []
         for i in range(count.value):
             tensor = _P()
             _check(getter(signature, i, C.byref(tensor)), "read a tensor")
             ranked = C.create_string_buffer(_RANKED_TYPE_SIZE)
             _check(lib.LiteRtGetRankedTensorType(tensor, ranked), "read a tensor's type")
-            self._fix_dynamic_dims(ranked, i, outputs)
+            types.append(ranked)
+        if outputs:
+            self._fix_output_types(types)
+        else:
+            for i, ranked in enumerate(types):
+                self._fix_input_type(ranked, i)
+        handles: list[int | None] = []
+        layouts: list[BufferLayout] = []
+        host = None
+        for i, ranked in enumerate(types):
             req = _P()
             _check(requirements(self._compiled, 0, i, C.byref(req)), "state a buffer's requirements")
             buffer = _P()
@@ -371,18 +431,18 @@ class NativeModel:
                 lib.LiteRtCreateManagedTensorBufferFromRequirements(self._env, ranked, req, C.byref(buffer)),
                 "allocate a buffer",
             )
-            if i == 0:
-                try:
-                    first_size = self._buffer_size(buffer)
-                    made = self._host_memory(ranked, first_size) if self.HOST_BUFFERS else None
-                except ModelError:
-                    lib.LiteRtDestroyTensorBuffer(buffer)
-                    raise
-                if made is not None:  # the runtime's own buffer is not used from now on
-                    lib.LiteRtDestroyTensorBuffer(buffer)
-                    buffer, host = made
+            try:
+                size = self._buffer_size(buffer)
+                made = self._host_memory(ranked, size) if self.HOST_BUFFERS and i == 0 else None
+            except ModelError:
+                lib.LiteRtDestroyTensorBuffer(buffer)
+                raise
+            if made is not None:  # the runtime's own buffer is not used from now on
+                lib.LiteRtDestroyTensorBuffer(buffer)
+                buffer, host = made
             handles.append(self._own("LiteRtDestroyTensorBuffer", buffer).value)
-        return (_P * len(handles))(*handles), first_size, host
+            layouts.append(BufferLayout(_ELEMENT_TYPES.get(_element_type(ranked)), _dims(ranked), size))
+        return (_P * len(handles))(*handles), tuple(layouts), host
 
     def _host_memory(self, ranked: C.Array[C.c_char], size: int) -> tuple[_P, np.ndarray] | None:
         """A buffer of `size` bytes over a numpy array of ours, for the first input (output), when
@@ -409,21 +469,45 @@ class NativeModel:
         _check(self._lib.LiteRtGetTensorBufferPackedSize(buffer, C.byref(size)), "size a buffer")
         return size.value
 
-    def _fix_dynamic_dims(self, ranked: C.Array[C.c_char], index: int, output: bool) -> None:
-        """A dynamic dimension (-1; a dynamic batch) set to the one image the app runs: the input resized
-        in the compiled model first, then every buffer's type made concrete to match."""
-        rank = ranked.raw[_LAYOUT_WORD] & 0x7F
-        dims = list(struct.unpack_from(f"<{rank}i", ranked.raw, _DIMS))
-        if -1 not in dims:
+    def _fix_input_type(self, ranked: C.Array[C.c_char], index: int) -> None:
+        """The input made the shape the app feeds (ModelSpec's fixed inputs: --input-shape, or a dynamic
+        batch of one): resized in the compiled model where that differs from its type (the type holds the
+        file's shape, 1 where the signature says -1, or -1), its type made concrete."""
+        dims = _dims(ranked)
+        wanted = self._input_shapes[index] if index < len(self._input_shapes) else None
+        if (wanted is None or tuple(wanted) == dims) and -1 not in dims:
             return
-        if not output and index == 0 and self._input_shape is not None and len(self._input_shape) == rank:
-            fixed = [int(d) for d in self._input_shape]
-            array = (C.c_int * rank)(*fixed)
-            status = self._lib.LiteRtCompiledModelResizeInputTensor(self._compiled, 0, 0, array, rank)
+        if wanted is not None and len(wanted) == len(dims):
+            fixed = [int(d) for d in wanted]
+            array = (C.c_int * len(fixed))(*fixed)
+            status = self._lib.LiteRtCompiledModelResizeInputTensor(self._compiled, 0, index, array, len(fixed))
             _check(status, "resize its dynamic input")
+            self._resized = True
         else:
             fixed = [1 if d == -1 else d for d in dims]  # the batch of one image
-        C.memmove(C.addressof(ranked) + _DIMS, struct.pack(f"<{rank}i", *fixed), 4 * rank)
+        _set_dims(ranked, fixed)
+
+    def _fix_output_types(self, types: list[C.Array[C.c_char]]) -> None:
+        """Outputs whose type in the file is not concrete take the shape the runtime allocated: a dynamic
+        dimension (-1), or a shape the file leaves empty for the op to set at preparation (the SSD's
+        TFLite_Detection_PostProcess outputs: [] in the file, [1,10,4], [1,10], [1,10], [1] allocated),
+        and every output after an input was resized. Without that the buffers are made too small and
+        the run fails ("Custom allocation is too small for tensor")."""
+        if not self._resized and all(_element_count(r) > 0 and -1 not in _dims(r) for r in types):
+            return
+        lib = self._lib
+        lib.LiteRtGetCompiledModelOutputTensorLayouts.argtypes = [_P, C.c_size_t, C.c_size_t, _P, C.c_bool]
+        layouts = C.create_string_buffer(_LAYOUT_SIZE * len(types))
+        # update_allocation: the runtime allocates the tensors first (the CPU path has not yet; the GPU's has).
+        status = lib.LiteRtGetCompiledModelOutputTensorLayouts(self._compiled, 0, len(types), layouts, True)
+        for i, ranked in enumerate(types):
+            if status == 0:
+                rank = layouts.raw[_LAYOUT_SIZE * i] & 0x7F
+                allocated = struct.unpack_from(f"<{rank}i", layouts.raw, _LAYOUT_SIZE * i + _LAYOUT_WORD)
+                if -1 not in allocated:
+                    C.memmove(C.addressof(ranked) + _LAYOUT_WORD, C.addressof(layouts) + _LAYOUT_SIZE * i, _LAYOUT_SIZE)
+                    continue
+            _set_dims(ranked, [1 if d == -1 else d for d in _dims(ranked)])  # as for an input: a batch of one
 
     def write_input(self, tensor: np.ndarray) -> None:
         """Copy the input (one image, the model's dtype and size) into the first input buffer."""
@@ -489,6 +573,44 @@ class NativeModel:
         self.run()
         self._read_output(out)
         return out
+
+    def write_inputs(self, tensors: Sequence[np.ndarray]) -> None:
+        """Every input (model order), each of its buffer's element type and size. The first goes through
+        run_tensor's own path (host memory of ours when HOST_BUFFERS is set)."""
+        if len(tensors) != len(self.input_layouts):
+            raise ValueError(f"{len(tensors)} inputs for a model that takes {len(self.input_layouts)}")
+        arrays = []
+        for i, (tensor, layout) in enumerate(zip(tensors, self.input_layouts, strict=True)):
+            array = np.ascontiguousarray(tensor)
+            if array.dtype != layout.dtype or array.nbytes != layout.size:
+                raise ValueError(
+                    f"input {i}: {array.dtype} of {array.nbytes} bytes for a model that takes"
+                    f" {layout.dtype or 'a type numpy cannot hold'} of {layout.size} bytes {list(layout.shape)}"
+                )
+            arrays.append(array)
+        self._write_input(arrays[0])
+        for i in range(1, len(arrays)):
+            self._copy(self._inputs[i], _LOCK_WRITE, arrays[i], "map an input")
+
+    def read_outputs(self) -> list[np.ndarray]:
+        """Every output (model order) in a new array of its buffer's type and shape."""
+        outs = []
+        for i, layout in enumerate(self.output_layouts):
+            if layout.dtype is None or math.prod(layout.shape) * layout.dtype.itemsize != layout.size:
+                raise ModelError(
+                    f"output {i} ({layout.size} bytes, shape {list(layout.shape)}) cannot be read as an array"
+                )
+            outs.append(np.empty(layout.shape, layout.dtype))
+        self._read_output(outs[0])
+        for i in range(1, len(outs)):
+            self._copy(self._outputs[i], _LOCK_READ, outs[i], "map an output")
+        return outs
+
+    def run_all(self, tensors: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """write_inputs, one run, read_outputs."""
+        self.write_inputs(tensors)
+        self.run()
+        return self.read_outputs()
 
     def start(self) -> None:
         if self._profiler is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from app import __version__
 from app.cli.command import Command
-from app.cli.commands import bench, classify, delegates, gui, inspect, profile, report, sweep
+from app.cli.commands import bench, classify, delegates, gui, inspect, predict, profile, report, sweep
 from app.cli.output import PROG
 from app.errors import DelegateScopeError
 from app.system.native_log import NativeLogFile
@@ -19,6 +19,7 @@ from app.system.native_log import NativeLogFile
 # In the order `delegate-scope --help` lists them.
 COMMANDS: tuple[Command, ...] = (
     classify.COMMAND,
+    predict.COMMAND,
     inspect.COMMAND,
     delegates.COMMAND,
     profile.COMMAND,

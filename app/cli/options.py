@@ -8,7 +8,8 @@ from pathlib import Path
 
 from app.backends import BACKENDS
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision, default_threads
-from app.model.spec import DEFAULT_MODEL
+from app.model.spec import DEFAULT_MODEL, ModelOptions, parse_input_shape
+from app.model.task import Task
 
 
 def positive_int(text: str) -> int:
@@ -52,12 +53,54 @@ def non_negative_int(text: str) -> int:
     return 0 if text.strip() == "0" else positive_int(text)
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
-    """The model and its labels, for every command that reads one model."""
+def input_shape(text: str) -> tuple[str, tuple[int, ...]]:
+    try:
+        return parse_input_shape(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_model_options(p: argparse.ArgumentParser, model: bool = True) -> None:
+    """The model and how to read it, for every command that reads one (`model=False`: a command that
+    names its models its own way, and takes only how to read them)."""
+    if model:
+        p.add_argument(
+            "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
+        )
+        p.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+    add_reading_options(p)
+
+
+def add_reading_options(p: argparse.ArgumentParser) -> None:
+    """--task, --input-shape and --inputs: how to read a model beyond its file (ModelOptions)."""
     p.add_argument(
-        "--model", default=DEFAULT_MODEL, help=f"bundled model name or .tflite path (default {DEFAULT_MODEL})"
+        "--task",
+        choices=[t.value for t in Task],
+        help="what the model does, instead of what its metadata or structure says (it must fit the model)",
     )
-    p.add_argument("--labels", type=Path, help="labels file, one label per line (overrides the model's own)")
+    p.add_argument(
+        "--input-shape",
+        type=input_shape,
+        action="append",
+        default=[],
+        metavar="NAME=1x224x224x3",
+        help="fix the dynamic dimensions of an input (by name or index; repeat for several inputs)",
+    )
+    p.add_argument(
+        "--inputs",
+        type=Path,
+        metavar="FILE.npz",
+        help="values for the inputs that are not the image (by input name, else arr_0, arr_1... in model order)",
+    )
+
+
+def model_options(args: argparse.Namespace) -> ModelOptions:
+    """The ModelOptions of a command's --task, --input-shape and --inputs (load_model_spec's `options`)."""
+    return ModelOptions(
+        task=Task(args.task) if getattr(args, "task", None) else None,
+        input_shapes=tuple(getattr(args, "input_shape", None) or ()),
+        inputs_file=getattr(args, "inputs", None),
+    )
 
 
 def add_backend_options(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 CoverageSource = Literal["measured", "predicted", "unavailable"]
+# Where `log` comes from: "printed", the runtime printed it in this run (read from its native log);
+# "computed", worked out from the measured nodes in the runtime's own format (app/coverage/replacing.py)
+# because this build does not print it. A predicted coverage's line is always worked out: no source given.
+LogSource = Literal["printed", "computed"]
 NOT_REPORTED = "not reported by the runtime"
 
 
@@ -40,9 +44,18 @@ class Coverage:
     delegated_partitions: int | None
     log: str | None  # the delegate's own summary line, word for word, when known
     nodes: tuple[NodeCoverage, ...] = ()
+    log_source: LogSource | None = None  # measured coverages' `log`: printed by the runtime or computed
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Its fields, `log_source` beside `log` and only where there is one (JSON written before it
+        existed keeps its bytes)."""
+        d = asdict(self)
+        source = d.pop("log_source")
+        if source is None:
+            return d
+        items = list(d.items())
+        items.insert(list(d).index("log") + 1, ("log_source", source))
+        return dict(items)
 
     @classmethod
     def from_dict(cls, d: dict) -> Coverage:
@@ -86,6 +99,7 @@ def read_coverage(value: object) -> Coverage | None:
         isinstance(coverage.nodes_total, int)
         and all(_typed(v, (int,)) for v in counts)
         and all(_typed(v, (str,)) for v in (coverage.delegate, coverage.source, coverage.reason, coverage.log))
+        and coverage.log_source in (None, "printed", "computed")
         and all(
             isinstance(n.index, int)
             and isinstance(n.op, str)

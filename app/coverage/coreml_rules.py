@@ -253,7 +253,14 @@ def _mirror_pad(v: _View) -> str | None:
 def _reshape(v: _View, coreml_version: int) -> str | None:
     # builders/reshape_op_builder.cc: IsReshapeOpSupported
     if coreml_version >= 3:
-        return "the delegate takes no Reshape when it builds Core ML 3 models (its default); coreml_version 2 would"
+        # The same function's Core ML 2 checks say whether coreml_version 2 would take it instead.
+        core_ml_2 = _reshape(v, 2)
+        default = "the delegate takes no Reshape when it builds Core ML 3 models (its default)"
+        return (
+            f"{default}; coreml_version 2 would"
+            if core_ml_2 is None
+            else f"{default}; coreml_version 2 would not either: {core_ml_2}"
+        )
     if len(v.inputs) == 1:
         new_shape = getattr(v.node.options, "newShape", None)
         dims = 0 if new_shape is None else len(new_shape)

@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
-from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
+from app.coverage import NOT_REPORTED, Coverage, LogSource, NodeCoverage
 from app.coverage.gpu_nodes import GpuNodes
+from app.coverage.partition import subsets as node_subsets
+from app.coverage.replacing import XNNPACK_KERNEL, replacing_line, subgraph_name
+from app.errors import ModelError
+from app.tflite.graph import read_graph
 
 # XNNPACK does not log why it refuses a node; the runtime's own kernel then runs it.
 _XNNPACK_LEFT = "XNNPACK did not take it (the runtime does not say why); LiteRT's built-in CPU kernel runs it"
 
 
-def from_ops_details(ops: list[dict], versions: list[int] | None = None) -> Coverage:
+def _xnnpack_line(content: bytes, partitions: list[set[int]], n_nodes: int) -> str | None:
+    """TFLite's line for XNNPACK's replacement (app/coverage/replacing.py), from the nodes its DELEGATE
+    nodes hold; None when the model's graph is not the interpreter's or graph_info.cc's partitioning
+    as reproduced by `partition.subsets` does not give back the partitions the runtime made."""
+    try:
+        graph = read_graph(content)
+        name = subgraph_name(content)
+    except ModelError:
+        return None
+    if len(graph.nodes) != n_nodes:
+        return None
+    taken = [any(i in p for p in partitions) for i in range(n_nodes)]
+    reproduced = {frozenset(members) for kind, members in node_subsets(graph, taken) if kind}
+    if reproduced != {frozenset(p) for p in partitions}:
+        return None
+    return replacing_line(graph, taken, XNNPACK_KERNEL, name)
+
+
+def from_ops_details(ops: list[dict], versions: list[int] | None = None, content: bytes | None = None) -> Coverage:
     """CPU coverage from `Interpreter._get_ops_details()` after allocation.
 
     The list holds the model's nodes, then one DELEGATE node per partition XNNPACK
     replaced. A node belongs to a partition when the partition's outputs depend on it
-    without passing through the partition's inputs.
+    without passing through the partition's inputs. With the model's bytes (`content`),
+    `log` is TFLite's "Replacing N out of M node(s)…" line for XNNPACK, computed.
     """
     original = [op for op in ops if op["op_name"] != "DELEGATE"]
     delegates = [op for op in ops if op["op_name"] == "DELEGATE"]
@@ -45,6 +68,8 @@ def from_ops_details(ops: list[dict], versions: list[int] | None = None) -> Cove
         )
         for op in original
     )
+    members = [{n for n, q in partition_of.items() if q == p} for p in range(len(delegates))]
+    log = None if content is None else _xnnpack_line(content, members, len(original))
     return Coverage(
         delegate="cpu",
         source="measured",
@@ -53,9 +78,34 @@ def from_ops_details(ops: list[dict], versions: list[int] | None = None) -> Cove
         nodes_delegated=len(partition_of),
         partitions=len(delegates),
         delegated_partitions=len(delegates),
-        log=None,
+        log=log,
         nodes=nodes,
+        log_source=None if log is None else "computed",
     )
+
+
+def gpu_replacing_line(
+    content: bytes, fully_accelerated: bool, taken: GpuNodes | str | None, kernel: str | None
+) -> str | None:
+    """TFLite's "Replacing N out of M node(s)…" line for the GPU accelerator (app/coverage/replacing.py),
+    from the nodes it took: all of them when it reports the whole model accelerated, else the nodes
+    `gpu_nodes.resolve` found; None when some are open (equal partitions), the nodes are not reported,
+    or the accelerator's kernel name is not known (`kernel` None). LiteRT applies the GPU accelerator
+    before XNNPACK (its log creates XNNPACK after the GPU's summary), so M is every node of the model."""
+    if kernel is None:
+        return None
+    try:
+        graph = read_graph(content)
+        name = subgraph_name(content)
+    except ModelError:
+        return None
+    if fully_accelerated:
+        chosen: list[bool] = [True] * len(graph.nodes)
+    elif isinstance(taken, GpuNodes) and all(d is not None for d in taken.delegated):
+        chosen = [bool(d) for d in taken.delegated]
+    else:
+        return None
+    return replacing_line(graph, chosen, kernel, name)
 
 
 def gpu_coverage(
@@ -64,14 +114,20 @@ def gpu_coverage(
     fully_accelerated: bool,
     nodes_delegated: int | None,
     partitions: int | None,
-    log: str | None,
+    printed: str | None,
     subsets: int | None = None,
     taken: GpuNodes | str | None = None,
+    summary: str | None = None,
+    computed: str | None = None,
 ) -> Coverage:
     """GPU coverage from what LiteRT's CompiledModel says: whether every node is accelerated, the node
     count its log prints, and, for a partly accelerated model, which nodes it took as worked out by
     `gpu_nodes.resolve` from its log (`taken`); when that is absent or does not add up (a sentence),
-    the nodes are NOT_REPORTED rather than guessed from an op list."""
+    the nodes are NOT_REPORTED rather than guessed from an op list.
+
+    `log` is TFLite's "Replacing N out of M node(s)…" line: the one the runtime `printed`, else the one
+    `computed` from the nodes (`gpu_replacing_line`), else the GPU delegate's own `summary` line as
+    printed ("3 operations will run on the GPU, …"), which the reason then quotes when it is not the log."""
 
     def node(i: int, op: str) -> NodeCoverage:
         version = versions[i] if i < len(versions) else 0
@@ -100,6 +156,10 @@ def gpu_coverage(
             basis += f" ({taken})"
     if subsets is not None:
         basis += f"; its log splits the graph into {subsets} node subsets, delegated and not"
+    source: LogSource = "computed" if computed and not printed else "printed"
+    log = printed or computed or summary
+    if summary and log != summary:
+        basis += f"; its log says: {summary}"
     return Coverage(
         delegate="gpu",
         source="measured",
@@ -110,4 +170,5 @@ def gpu_coverage(
         delegated_partitions=partitions,
         log=log,
         nodes=nodes,
+        log_source=source if log else None,
     )

@@ -10,11 +10,25 @@ from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
 DELEGATE_NAMES = {"cpu": "CPU (XNNPACK)", "gpu": "GPU (LiteRT)", "coreml": "Core ML"}
 
 
+_HEAD = 27  # the width of "CPU (XNNPACK)  measured    ": a log line starts under the summary
+
+
 def summary_line(c: Coverage) -> str:
+    """The delegate's summary: its own log line for a predicted coverage (Core ML's, all it says), else
+    'N of M nodes delegated in P partitions' (a measured one's log line goes beneath: `log_line`)."""
     head = f"{DELEGATE_NAMES.get(c.delegate, c.delegate):<14} {c.source:<11} "
     if c.source == "unavailable":
         return head + (c.reason or "unavailable")
-    return head + (c.log if c.log else c.summary())
+    return head + (c.log if c.log and c.log_source is None else c.summary())
+
+
+def log_line(c: Coverage) -> str | None:
+    """A measured coverage's log line, word for word, under its summary, saying whether the runtime
+    printed it here or it is computed (the runtime's format, from the measured nodes)."""
+    if not c.log or c.log_source is None or c.source == "unavailable":
+        return None
+    said = "printed" if c.log_source == "printed" else "computed; this LiteRT build does not print it"
+    return f"{'':<{_HEAD}}log ({said}): {c.log}"
 
 
 def cell(n: NodeCoverage | None) -> str:
@@ -70,7 +84,7 @@ def reasons(c: Coverage) -> list[str]:
 
 def render(coverages: Mapping[str, Coverage]) -> list[str]:
     names = list(coverages)
-    out = [summary_line(c) for c in coverages.values()]
+    out = [line for c in coverages.values() for line in (summary_line(c), log_line(c)) if line is not None]
     measured = {k: c for k, c in coverages.items() if c.nodes}
     if measured:
         out.append("")

@@ -213,6 +213,12 @@ class LiveController:
         """What really runs on that side: requested and used backend, coverage, fallback."""
         return self._running().side_report(side) if side == "a" or self.comparing else None
 
+    def opening(self, side: Side = "a") -> tuple[InferenceConfig, float] | None:
+        """What the side's inference thread is opening now and since when (monotonic), None when nothing is."""
+        if side == "b" and not self.comparing:
+            return None
+        return self._running().workers[side].opening()
+
     def snapshot(self, side: Side = "a") -> MetricsSnapshot:
         return self._metrics[side].snapshot()
 
@@ -299,6 +305,17 @@ class LiveController:
             compare={"b": b_recording(path).name, "comparison": comparison_recording(path).name}
         )
         session.add_side_b(sink, comparisons)
+
+    def record_failure(self, message: str, *, kind: str = "switch_failed", side: Side | None = None) -> bool:
+        """A failure the window showed as an event row of the recording, so the CSV holds every failure the
+        user saw: `switch_failed` for a model or source it refused (nothing changed), `window_error` for
+        the rest. In `side`'s file (side A's when B is not recorded), every file when None. False when
+        nothing is recorded."""
+        session = self._recording
+        if session is None:
+            return False
+        session.add_row({"event": kind, "message": message, "source": self._source}, side)
+        return True
 
     def recording_status(self) -> RecordingStatus | None:
         session = self._recording

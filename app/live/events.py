@@ -5,12 +5,14 @@ window's own commands are here too."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.backends import DelegationReport
 from app.backends.describe import backend_name
 from app.live.controller import LiveController
+from app.model.labels import CHOSEN_LABELS_FLAG
 from app.pipeline import Event, EventKind
 
 _MARKER_EVENTS = {
@@ -27,13 +29,30 @@ _STATUS_EVENTS = _MARKER_EVENTS | {EventKind.SOURCE_ENDED, EventKind.ERROR, Even
 
 
 def marker_text(event: Event) -> str:
+    """A session's marker says what runs and every change that opened it: a model loaded while Core ML falls
+    back reads 'Core ML→CPU fallback · model a→b', not as if only the fallback happened (what runs comes
+    first, as in 'CPU · model a→b': a label too long for its room is cut at its end)."""
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
         used = backend_name(event.report.used)
         model = event.model.name if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
-            return f"{backend_name(event.report.requested)}→{used} fallback"
+            fallback = f"{backend_name(event.report.requested)}→{used} fallback"
+            # The delegate change is the fallback's own 'requested→used'; the other changes follow it.
+            changes = [c for c in (event.changes or "").split(", ") if c and not c.startswith("delegate ")]
+            return " · ".join([fallback, *changes])
         return f"{used} · {event.changes}" if event.changes else f"{used} · {model}"
     return event.kind.replace("_", " ")
+
+
+def labels_in_window_words(source: str, warnings: Sequence[str]) -> tuple[str, list[str]]:
+    """The labels' source and warnings as the window says them: a file the user opened is 'labels file NAME',
+    not the command line's '--labels PATH' (the model's wording serves both; the full path is in the
+    Labels button's tooltip)."""
+    prefix = CHOSEN_LABELS_FLAG + " "
+    if not source.startswith(prefix):
+        return source, list(warnings)
+    said = f"labels file {Path(source.removeprefix(prefix)).name}"
+    return said, [warning.replace(source, said) for warning in warnings]
 
 
 def source_marker(spec: str) -> str:
@@ -101,7 +120,7 @@ class EventDigest:
             if event.report is not None:
                 if event.model:
                     self._model_label = event.model.name
-                    self._labels = (event.model.labels, list(event.model.label_warnings))
+                    self._labels = labels_in_window_words(event.model.labels, event.model.label_warnings)
                 parts = [f"{k} {v:.0f} ms" for k, v in (("close", event.close_ms), ("open", event.open_ms),
                          ("first inference", event.first_inference_ms)) if v is not None]  # fmt: skip
                 cost = "Last switch: " + ", ".join(parts) if parts else ""

@@ -97,10 +97,12 @@ class RecordingSession:
 
     # The controlling thread:
 
-    def add_row(self, row: dict[str, object]) -> None:
-        """An event row in every side's recording (a source or A/B change concerns both)."""
+    def add_row(self, row: dict[str, object], side: str | None = None) -> None:
+        """An event row in every side's recording (a source or A/B change concerns both), or in `side`'s
+        alone when that side is recorded (side A's otherwise: the one file there is)."""
         with self._lock:
-            for sink in self._sinks.values():
+            sinks = self._sinks if side is None else {side: self._sinks.get(side, self._sinks["a"])}
+            for sink in sinks.values():
                 sink.recorder.add_row(row)
 
     def status(self) -> RecordingStatus:

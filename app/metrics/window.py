@@ -273,9 +273,17 @@ class Metrics:
         with self._lock:
             return self._inferences_total
 
-    def snapshot(self) -> MetricsSnapshot:
+    @property
+    def started_at(self) -> float:
+        """When the window opened: construction or the last reset(), on the metrics' clock."""
         with self._lock:
-            now = self._clock()
+            return self._start
+
+    def snapshot(self, now: float | None = None) -> MetricsSnapshot:
+        """`now`: close the window at that moment of the clock (a measured span that ended then) rather
+        than at the call."""
+        with self._lock:
+            now = self._clock() if now is None else now
             for ring in self._rings():
                 ring.trim(now - self.window_s)
             lo = max(self._start, now - self.window_s, *(ring.evicted_at for ring in self._rings()))

@@ -42,6 +42,9 @@ class OutputStats:
 
     @classmethod
     def of(cls, info: TensorInfo, array: np.ndarray) -> OutputStats:
+        shape = tuple(int(d) for d in np.shape(array))
+        if np.asarray(array).dtype.kind not in "biuf":  # strings, objects: shown by name and shape only
+            return cls(info.name, shape, info.dtype, None, None, None, 0)
         values = dequantized(info, array)
         finite = values[np.isfinite(values)] if values.size else values
         low: float | None
@@ -51,7 +54,7 @@ class OutputStats:
             low, high, mean = float(finite.min()), float(finite.max()), float(finite.mean(dtype=np.float64))
         else:
             low = high = mean = None
-        return cls(info.name, tuple(int(d) for d in array.shape), info.dtype, low, high, mean,
+        return cls(info.name, shape, info.dtype, low, high, mean,
                    int(values.size - finite.size))  # fmt: skip
 
     def to_dict(self) -> dict[str, object]:

@@ -19,6 +19,7 @@ from app.tflite.file import TensorInfo
 
 SEED = 0
 POOL = 8  # distinct generated samples, fed in turn: varied data without generating on every inference
+_POOL_BYTES = 64 << 20  # ... while they fit in this; a larger input gets one sample
 _MAX_NPZ_BYTES = 1 << 30
 _INT_RANGE = 100  # unquantized integer inputs (token ids, indices): [0, 100) stays inside any vocabulary seen
 
@@ -113,9 +114,9 @@ class InputFeeder:
             self.facts = FeedFacts(path.name, ())
         else:
             rng = np.random.default_rng(seed)
-            self._pool = [
-                {i: generated(inputs[i], rng) for i in self._wanted} for _ in range(POOL if self._wanted else 1)
-            ]
+            size = sum(math.prod(inputs[i].shape) * np.dtype(inputs[i].dtype).itemsize for i in self._wanted)
+            count = POOL if self._wanted and size * POOL <= _POOL_BYTES else 1
+            self._pool = [{i: generated(inputs[i], rng) for i in self._wanted} for _ in range(count)]
             ranges = tuple(_range_text(inputs[i]) for i in self._wanted)
             self.facts = FeedFacts(f"generated (seed {seed})" if self._wanted else "none", ranges)
         self._next = 0

@@ -26,8 +26,15 @@ _NEWLINE = re.compile(r"\r\n|\r|\n")
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # Windows Notepad's "Unicode"
 # "0 tench" / "1: goldfish" style files carry their own index before the label.
 _INDEXED = re.compile(r"^\s*(\d+)\s*[:\t ]\s*(.*)$")
-_MIN_LABELS_FOR_BACKGROUND = 100
+_IMAGENET_WITH_BACKGROUND = 1001
 _BACKGROUND_NAMES = {"background", "???", "unused", "__background__"}
+# How a labels file the user named is introduced in the labels' source and warnings: the command line's flag
+# ("--labels PATH has 10 labels but …"). The window says it its own way (app/live/events.py).
+CHOSEN_LABELS_FLAG = "--labels"
+
+
+def chosen_labels_source(path: Path) -> str:
+    return f"{CHOSEN_LABELS_FLAG} {path}"
 
 
 @dataclass(frozen=True)
@@ -83,18 +90,11 @@ def align_labels(labels: list[str], classes: int, source: str) -> LabelSet:
     first_is_background = n > 0 and labels[0].lower() in _BACKGROUND_NAMES
     if n == classes:
         return LabelSet(labels, source, background_class=first_is_background)
-    if classes == n + 1 and n >= _MIN_LABELS_FOR_BACKGROUND and not first_is_background:
-        # 1001-output models (index 0 = background) with a 1000-line ImageNet file. Small label
-        # sets are left alone: "3 outputs, 2 labels" is a mistake more often than a convention.
-        # Only 1001/1000 is the well-known ImageNet case; otherwise (a 1000-output model and a file
-        # that lost a line) the shift is a guess, and the user is told.
-        shifted = LabelSet(["background", *labels], source, background_class=True)
-        if classes != 1001:
-            shifted.warnings.append(
-                f"{source} has {n} labels but the model has {classes} outputs; "
-                "assuming output 0 is a background class (labels shifted by one)"
-            )
-        return shifted
+    if classes == _IMAGENET_WITH_BACKGROUND and n == classes - 1 and not first_is_background:
+        # The 1001-output convention (index 0 = background) with a 1000-line ImageNet file: the only
+        # case where one label short means a background row. Elsewhere (1000 outputs, a file that lost
+        # a line) shifting would put every label on its neighbour: the labels do not fit, said below.
+        return LabelSet(["background", *labels], source, background_class=True)
     if n == classes + 1 and first_is_background:
         return LabelSet(labels[1:], source)
     warning = f"{source} has {n} labels but the model has {classes} outputs; " + (

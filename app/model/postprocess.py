@@ -54,8 +54,22 @@ class Postprocessor:
         return values
 
     def top_k(self, scores: np.ndarray, k: int) -> list[Prediction]:
+        """The k best, without padding: a score of exactly 0 (a quantized output's floor) says nothing,
+        so it is not listed after the first ("background 0.0000" filled a 1001-class model's top-3)."""
         k = max(1, min(k, scores.size))
-        return [Prediction(i, self.spec.label(i), float(scores[i])) for i in top_indices(scores, k)]
+        top = [Prediction(i, self.spec.label(i), float(scores[i])) for i in top_indices(scores, k)]
+        return [p for n, p in enumerate(top) if n == 0 or p.score > 0]
+
+    @staticmethod
+    def flat_hint(scores: np.ndarray) -> str | None:
+        """A hint when every class scores about the same (top-1 at most twice 1/N): such a model is
+        usually fed wrongly (normalisation, channel order, input range) or was never trained."""
+        if scores.size < 2 or float(scores.max()) > 2.0 / scores.size:
+            return None
+        return (
+            f"the scores are flat (top-1 {float(scores.max()):.4f}, about 1/{scores.size} classes): check the "
+            "input normalisation (--mean/--std) and channel order, or whether the model is trained"
+        )
 
 
 _ARGMAX_UP_TO = 16  # k at most this: k argmax passes; beyond, one stable sort

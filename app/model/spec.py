@@ -19,7 +19,14 @@ from typing import TypeGuard
 import numpy as np
 
 from app.errors import ModelError
-from app.model.labels import LabelSet, align_labels, numbered_labels, parse_labels, read_labels_file
+from app.model.labels import (
+    LabelSet,
+    align_labels,
+    chosen_labels_source,
+    numbered_labels,
+    parse_labels,
+    read_labels_file,
+)
 from app.model.task import (
     DETECTION_POSTPROCESS,
     IMAGE_DTYPES,
@@ -38,7 +45,7 @@ from app.tflite.metadata import METADATA_NAME, ClassifierMetadata, parse_metadat
 DEFAULT_MODEL = "efficientnet_lite0"
 SIDECAR_FORMAT = 1
 MAX_MODEL_BYTES = 2 * 1024**3  # flatbuffers cannot address more; larger files are not TFLite models
-_MAX_INPUT_ELEMENTS = 1 << 28  # a fixed input shape beyond this (1 GiB of float32) is a typo, not a model
+_MAX_INPUT_ELEMENTS = 1 << 26  # 256 MiB of float32: beyond any input fed here (a video clip of 16 224² frames: 2.4 M)
 
 
 @dataclass(frozen=True)
@@ -339,11 +346,19 @@ def _read_model_bytes(path: Path) -> bytes:
         raise ModelError(f"cannot read model file {path}: {exc.strerror or exc}") from None
 
 
+# Input types this tool can make values of (numpy's names); strings, resources and 4-bit types it cannot.
+_FEEDABLE = ("float32", "float16", "float64", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+             "uint64", "bool")  # fmt: skip
+
+
 def _fixed_inputs(info: TfliteInfo, options: ModelOptions) -> tuple[TensorInfo, ...]:
     """Every input with its dynamic dimensions fixed: by --input-shape, or a dynamic batch set to one;
     any other dynamic dimension is refused, saying which option fixes it."""
     if not info.inputs:
         raise ModelError("the model has no input")
+    for t in info.inputs:
+        if t.dtype not in _FEEDABLE:
+            raise ModelError(f"input '{t.name}' is {t.dtype}: this tool feeds numeric and bool inputs only")
     known = {t.name for t in info.inputs} | {str(i) for i in range(len(info.inputs))}
     for name, _ in options.input_shapes:
         if name not in known:
@@ -433,7 +448,7 @@ def _labels(
     not say how many classes there are, so index k is line k of whatever file is found."""
     align = align_labels if aligned else _as_listed
     if labels_file is not None:
-        return align(read_labels_file(labels_file), classes, f"--labels {labels_file}")
+        return align(read_labels_file(labels_file), classes, chosen_labels_source(labels_file))
     if sidecar and isinstance(sidecar.get("labels"), str):
         candidate = path.parent / Path(sidecar["labels"]).name  # a name beside the model, never a path elsewhere
         if candidate.is_file():

@@ -100,7 +100,8 @@ def image_input_index(inputs: Sequence[TensorInfo]) -> int | None:
             and t.shape[3] in (1, 3, 4)
             and t.dtype in IMAGE_DTYPES
             and t.shape[0] in (1, -1)
-            and min(t.shape[1], t.shape[2], sig[1], sig[2]) > 1
+            and min(t.shape[1], t.shape[2]) > 1
+            and all(d == -1 or d > 1 for d in (sig[1], sig[2]))  # -1: dynamic, set by --input-shape
         ):
             return i
     return None

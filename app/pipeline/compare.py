@@ -232,5 +232,5 @@ class ComparePipeline(Feed):
             metrics.reset()
         self.comparator.reset()
 
-    def snapshots(self) -> dict[str, MetricsSnapshot]:
-        return {side: m.snapshot() for side, m in self.metrics.items()}
+    def snapshots(self, now: float | None = None) -> dict[str, MetricsSnapshot]:
+        return {side: m.snapshot(now) for side, m in self.metrics.items()}

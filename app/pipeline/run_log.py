@@ -26,7 +26,13 @@ class RunLog:
             return self._status
 
     def set_status(self, status: Status) -> None:
+        """An ERROR ends the run: only stop() (STOPPED) replaces it. A thread that reports later (the capture
+        thread saying RUNNING once its source opened, after the inference thread failed to open the model)
+        must not hide it; bench waited for inferences that would never come (found by bench on a model the
+        runtime refuses)."""
         with self._lock:
+            if self._status.state == State.ERROR and status.state != State.STOPPED:
+                return
             self._status = status
 
     def fail(self, message: str, exit_code: int, source: SourceInfo | None = None) -> None:

@@ -80,6 +80,7 @@ class InferenceWorker:
         self._handoff = Handoff()
         self._bad_results, self._bad_result_at = 0, -float("inf")  # results thread only
         self._session_counter = 0
+        self._opening: tuple[InferenceConfig, float] | None = None  # the config being opened, since (monotonic)
         self._inference = threading.Thread(target=self._inference_loop, name="delegate-scope-inference", daemon=True)
         self._results = threading.Thread(target=self._results_loop, name="delegate-scope-results", daemon=True)
 
@@ -121,6 +122,13 @@ class InferenceWorker:
     def delegation_report(self) -> DelegationReport | None:
         with self._lock:
             return self._report
+
+    def opening(self) -> tuple[InferenceConfig, float] | None:
+        """The config the inference thread is opening now and since when (monotonic), None when it is not:
+        the window says what it waits for while a slow backend starts (the TensorFlow reference takes
+        seconds), until the open or switch event comes."""
+        with self._lock:
+            return self._opening
 
     def status(self) -> Status:
         return self.log.status()
@@ -235,6 +243,15 @@ class InferenceWorker:
         if active is not None and active.config.same_session(config):
             active.config = config  # throttle or top-k only: no reopen
             return active
+        with self._lock:
+            self._opening = (config, time.monotonic())
+        try:
+            return self._reopen(active, config)
+        finally:  # after the open or switch event: the window reads that event, then sees this cleared
+            with self._lock:
+                self._opening = None
+
+    def _reopen(self, active: ActiveSession | None, config: InferenceConfig) -> ActiveSession | None:
         close_ms = None
         spec = None
         if active is not None:

@@ -21,17 +21,19 @@ from pathlib import Path
 
 from app.backends import open_session
 from app.backends.base import ModelRunner
-from app.backends.litert_c import HW_CPU, NativeModel
+from app.backends.litert_c import NativeModel
 from app.backends.options import BackendOptions, Delegate
-from app.errors import DelegateScopeError
+from app.errors import DelegateScopeError, ModelError
 from app.model.spec import ModelSpec, load_model_spec
-from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.cpu import compiled_and_warm, profile_cpu, sample_inputs
 from app.profile.gpu import profile_gpu
+from app.profile.placements import profile_placements
 from app.profile.run import profile_model
 from app.profile.types import Profile
+from app.system.thread_cpu import started_by
 
 INTERVAL_S = 3.0  # between two profiles of a side
-RUNS = 5  # runs per profile: a few, to keep what the live session loses small
+RUNS = 8  # runs per profile: a few, to keep what the live session loses small; enough for a least-disturbed one
 NICE = 10
 
 
@@ -77,6 +79,7 @@ class LiveProfiler:
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
         # Per side, compiled or opened once per target and profiled again: a NativeModel (CPU) or a GPU session.
         self._models: dict[str, tuple[Target, NativeModel | ModelRunner]] = {}
+        self._runtime_threads: dict[str, set[int]] = {}  # a CPU side's runtime threads, for its CPU share
 
     @property
     def running(self) -> bool:
@@ -132,15 +135,17 @@ class LiveProfiler:
             return profile_model(spec, target.delegate, target.options, runs=self.runs)
         if cached is None:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
-            shape = (1, spec.input_height, spec.input_width, 3)
-            model = NativeModel(spec.content, HW_CPU, target.options.cpu_threads, profiling=True, input_shape=shape)
-            model.write_input(sample_input(spec))
-            for _ in range(WARMUP_RUNS):
-                model.run()
+            threads = target.options.cpu_threads
+            try:
+                model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads))
+            except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
+                reason = f"LiteRT's CompiledModel refused it ({exc})"
+                return profile_placements(spec, threads, self.runs, reason, sample_inputs(spec))
             self._models[side] = cached = (target, model)
         native = cached[1]
         assert isinstance(native, NativeModel)  # the CPU side caches its NativeModel, the GPU side a session
-        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=native)
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=native, least_disturbed=True,
+                           runtime_threads=self._runtime_threads.get(side, set()))  # fmt: skip
 
     def _profile_gpu(
         self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, NativeModel | ModelRunner] | None

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from app.backends.litert_c import HW_CPU, EventType, NativeModel, RawEvent
+from app.errors import ModelError
+from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
+from app.profile.placements import profile_placements
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
+from app.system.thread_cpu import CpuMeter, InferenceCpu, started_by
 from app.tflite.graph import read_graph
 
 _OP_EVENTS = (EventType.OPERATOR_INVOKE_EVENT, EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT)
@@ -18,13 +22,23 @@ WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its
 
 
 def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
-    """A fixed pseudo-random image in the model's input type: the kernels' cost does not depend on it."""
+    """A fixed pseudo-random image in the model's input type and shape (1, 3 or 4 channels): the kernels'
+    cost does not depend on it. For a model that takes no image, its first input as the feeder makes it."""
+    if spec.image_input is None:
+        return sample_inputs(spec, seed)[0]
     rng = np.random.default_rng(seed)
-    shape = (1, spec.input_height, spec.input_width, 3)
+    shape = spec.input.shape
     if spec.input_dtype == np.float32:
         return rng.uniform(-1, 1, shape).astype(np.float32)
     info = np.iinfo(spec.input_dtype)
     return rng.integers(info.min, info.max, shape, endpoint=True).astype(spec.input_dtype)
+
+
+def sample_inputs(spec: ModelSpec, seed: int = 0) -> list[np.ndarray]:
+    """Every input of one run, model order: the sample image in the image's place, the others from the
+    feeder (seeded, or the user's --inputs file)."""
+    image = sample_input(spec, seed) if spec.image_input is not None else None
+    return InputFeeder(spec, seed).inputs(image)
 
 
 @dataclass(frozen=True)
@@ -108,25 +122,69 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
     return rows
 
 
-def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: NativeModel | None = None) -> Profile:
-    """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller)."""
-    own = model is None
-    shape = (1, spec.input_height, spec.input_width, 3)
-    pm = model or NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shape=shape)
+def compiled_and_warm(spec: ModelSpec, threads: int) -> NativeModel:
+    shapes = [t.shape for t in spec.all_inputs]
+    model = NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shapes=shapes)
     try:
-        pm.write_input(sample_input(spec))
-        if own:
-            for _ in range(WARMUP_RUNS):
-                pm.run()
+        model.write_inputs(sample_inputs(spec))
+        for _ in range(WARMUP_RUNS):
+            model.run()
+    except BaseException:
+        model.close()
+        raise
+    return model
+
+
+def _share(cpu: InferenceCpu, wall_ms: float, threads: int) -> float | None:
+    if cpu.runtime_threads_ms is None or wall_ms <= 0:
+        return None
+    return min(1.0, cpu.inference_ms / (wall_ms * max(1, threads)))
+
+
+def profile_cpu(
+    spec: ModelSpec,
+    threads: int,
+    runs: int,
+    model: NativeModel | None = None,
+    least_disturbed: bool = False,
+    runtime_threads: set[int] | None = None,
+) -> Profile:
+    """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller).
+
+    `least_disturbed` (the live Ops view, whose thread runs at low priority beside the live session): each
+    op's time is its minimum over the runs, not its mean. Profiler events are wall time, so on a busy
+    machine a preempted op counts the time it waited: at nice +10 beside four busy processes the int8
+    model's Invoke read 130-470 ms (quiet: 6-15 ms) and rose with the load, while its least-disturbed
+    run stays near the quiet figure (docs/benchmarks.md). The thread's CPU share says how busy it was.
+
+    A model LiteRT's profiler cannot take (its CompiledModel refuses to read or run it: an LSTM here)
+    gets each node's place without per-op times (profile_placements), or the Interpreter's own refusal
+    (a custom op it has no kernel for, named with its node)."""
+    own = model is None
+    if model is None:
+        try:
+            # The runtime runs the model on a thread of its own: found as it starts, for its CPU time below.
+            pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads))
+        except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
+            reason = f"LiteRT's CompiledModel refused it ({exc})"
+            return profile_placements(spec, threads, runs, reason, sample_inputs(spec))
+    else:
+        pm = model
+    meter = CpuMeter(runtime_threads or set())
+    try:
+        pm.write_inputs(sample_inputs(spec))
         pm.start()
         walls = []
+        meter.start()
         for _ in range(runs):
             started = time.perf_counter()
             pm.run()
             walls.append((time.perf_counter() - started) * 1000)
+        cpu = meter.stop()
         pm.stop()
         events = pm.events()
     finally:
+        meter.close()
         if own:
             pm.close()
     per_run = split_runs(events)
@@ -138,7 +196,10 @@ def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: NativeModel | N
     complete = [per_run[i] for i in kept]
     times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
     # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
-    rows = build_rows(spec, layout, times.mean(axis=0), np.median(times, axis=0))
+    per_op = times.min(axis=0) if least_disturbed else times.mean(axis=0)
+    rows = build_rows(spec, layout, per_op, np.median(times, axis=0))
+    named = {r.node for r in rows if r.node is not None}
+    fused = tuple((n.index, n.op) for n in read_graph(spec.content).nodes if n.index not in named)
     xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
     plural = "s" if threads != 1 else ""
     return Profile(
@@ -149,12 +210,17 @@ def profile_cpu(spec: ModelSpec, threads: int, runs: int, model: NativeModel | N
         threads=threads,
         runs=len(complete),
         ops=tuple(rows),
-        invoke_ms=float(np.mean(invokes)) / 1000 if invokes else None,
-        wall_ms=float(np.mean(walls)),
+        invoke_ms=float(np.min(invokes) if least_disturbed else np.mean(invokes)) / 1000 if invokes else None,
+        wall_ms=float(np.min(walls) if least_disturbed else np.mean(walls)),
         notes=(
             "per-op times are LiteRT's own profiler events (CompiledModel with enable_profiling, read through "
             "its C API): XNNPACK's operators inside a partition, the built-in kernels' nodes outside",
         ),
+        fused=fused,
         per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
         per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
+        least_disturbed=least_disturbed,
+        # The CPU the runs had (this thread and the runtime's, per thread from schedstat) over the wall time
+        # of `threads` cores: near 1 when nothing else wanted them, far below when the runs waited.
+        cpu_share=_share(cpu, sum(walls), threads) if runtime_threads is not None or own else None,
     )

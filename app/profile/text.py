@@ -19,15 +19,26 @@ def _median(op: OpTime) -> str:
 
 def _row(profile: Profile, op: OpTime) -> str:
     part = "" if op.partition is None else str(op.partition)
+    timed = op.source is not TimeSource.NOT_REPORTED
+    mean = f"{op.ms:>9.3f}" if timed else f"{'-':>9}"
+    share = f"{100 * profile.share(op):>6.1f}%" if timed else f"{'-':>7}"
     return (
         f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
-        f"{part:>4} {_median(op):>9} {op.ms:>9.3f} {100 * profile.share(op):>6.1f}%"
+        f"{part:>4} {_median(op):>9} {mean} {share}"
     )
+
+
+def _timed(profile: Profile) -> bool:
+    """False when the runtime's profiler could not take the model: places only, no per-op time."""
+    return any(op.source is not TimeSource.NOT_REPORTED for op in profile.ops)
 
 
 def _header() -> str:
     columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<5} {'part':>4}"
     return f"  {'#':>4} {'node':>7}  {columns} {'median ms':>9} {'mean ms':>9} {'share':>7}"
+
+
+CONTENDED_SHARE = 0.8  # below this share of their wall time on the CPU, the runs mostly waited
 
 
 def headline(profile: Profile) -> list[str]:
@@ -44,7 +55,17 @@ def headline(profile: Profile) -> list[str]:
             ratio += f" (run by run, median {100 * profile.ops_over_invoke:.1f}%)"
     else:
         ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
-    lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} (means per run)")
+    per_run = "least-disturbed run per op" if profile.least_disturbed else "means per run"
+    if _timed(profile):
+        lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} ({per_run})")
+    else:
+        lines.append(f"time      {whole} (mean per run); per-op times not reported")
+    if profile.cpu_share is not None:
+        busy = profile.cpu_share < CONTENDED_SHARE
+        lines.append(
+            f"cpu       the runs had the CPU {100 * profile.cpu_share:.0f}% of their wall time"
+            + ("; taken under contention: times include waiting for the CPU" if busy else "")
+        )
     if any(op.source is TimeSource.DIFFERENCE for op in profile.ops):
         lines.append(
             "          (the GPU rows are the measured run minus the CPU ops: the sum is the run by construction)"
@@ -56,22 +77,37 @@ def render(profile: Profile, top: int = 10) -> list[str]:
     lines = headline(profile)
     lines += ["", "Run order", _header()]
     lines += [_row(profile, op) for op in profile.ops]
-    lines += ["", f"Top {min(top, len(profile.ops))} by time (ranked by median per run)", _header()]
-    lines += [_row(profile, op) for op in profile.top(top)]
+    timed = _timed(profile)
+    if timed:
+        lines += ["", f"Top {min(top, len(profile.ops))} by time (ranked by median per run)", _header()]
+        lines += [_row(profile, op) for op in profile.top(top)]
     lines += ["", "By op type", f"  {'op':<40} {'count':>5} {'ms':>9} {'share':>7}"]
     total = profile.ops_ms or 1.0
     lines += [
-        f"  {name[:40]:<40} {count:>5} {ms:>9.3f} {100 * ms / total:>6.1f}%" for name, count, ms in profile.by_type()
+        f"  {name[:40]:<40} {count:>5} {ms:>9.3f} {100 * ms / total:>6.1f}%"
+        if timed
+        else f"  {name[:40]:<40} {count:>5} {'-':>9} {'-':>7}"
+        for name, count, ms in profile.by_type()
     ]
     off = profile.off_accelerator()
-    lines += ["", f"Off the accelerator: {len(off)} op(s), {profile.off_accelerator_ms:.3f} ms "
-              f"({100 * profile.off_accelerator_ms / total:.1f}% of the ops' time)"]  # fmt: skip
+    if timed:
+        lines += ["", f"Off the accelerator: {len(off)} op(s), {profile.off_accelerator_ms:.3f} ms "
+                  f"({100 * profile.off_accelerator_ms / total:.1f}% of the ops' time)"]  # fmt: skip
+    else:
+        lines += ["", f"Off the accelerator: {len(off)} op(s)"]
     lines += [_row(profile, op) for op in off]
     lines += ["", "Partition boundaries (run order)"]
     for s in profile.segments():
         where = f"partition {s.partition}" if s.placement is Placement.ACCELERATOR else "CPU      "
         span = "" if s.first_node is None else f"nodes {s.first_node}-{s.last_node}"
-        lines.append(f"  {where:<12} {span:<16} {s.ops:>4} op(s) {s.ms:>9.3f} ms")
+        lines.append(f"  {where:<12} {span:<16} {s.ops:>4} op(s) " + (f"{s.ms:>9.3f} ms" if timed else f"{'-':>9}"))
+    if profile.fused:
+        shown = ", ".join(f"{node} {op}" for node, op in profile.fused[:12])
+        more = f" and {len(profile.fused) - 12} more" if len(profile.fused) > 12 else ""
+        lines.append(
+            f"fused: {len(profile.fused)} node(s) inside a partition have no operator of their own (the delegate "
+            f"fused each into a neighbour's; its time is there): {shown}{more}"
+        )
     for text in profile.not_reported:
         lines.append(f"not reported: {text}")
     for text in profile.notes:

@@ -17,6 +17,7 @@ class TimeSource(StrEnum):
     CPU_PROFILE = "CPU profile"  # the same node's time in the runtime's CPU profile of the same model
     DIFFERENCE = "by difference"  # the whole run, measured, minus the ops timed on the CPU
     ESTIMATE = "estimated cost"  # Core ML's MLComputePlan estimated share times the measured prediction
+    NOT_REPORTED = "not reported"  # the runtime's profiler cannot take the model: where it ran, not how long
 
 
 @dataclass(frozen=True)
@@ -59,8 +60,15 @@ class Profile:
     fallback_reason: str | None = None
     not_reported: tuple[str, ...] = ()  # what the runtime does not give, in words
     notes: tuple[str, ...] = ()
+    # Nodes inside a delegated partition with no operator of their own (the delegate fused them into a
+    # neighbour's, e.g. an activation into its convolution): (node, op). With the rows, every node is placed.
+    fused: tuple[tuple[int, str], ...] = ()
     per_run_ms: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # op times per run (profiler runs)
     per_run_invoke_ms: tuple[float, ...] = field(default=(), repr=False)  # the runtime's Invoke span of each run
+    # The live Ops view's profiles: op times are each op's least-disturbed run (the minimum over the runs),
+    # and cpu_share says how much of its wall time the profiling thread had the CPU (None: not measured).
+    least_disturbed: bool = False
+    cpu_share: float | None = None
 
     @property
     def ops_over_invoke(self) -> float | None:
@@ -134,6 +142,7 @@ class Profile:
         d["top"] = [op.order for op in self.top(5)]
         d["by_type"] = [{"op": name, "count": count, "ms": ms} for name, count, ms in self.by_type()]
         d["segments"] = [asdict(s) for s in self.segments()]
+        d["fused"] = [{"node": node, "op": op} for node, op in self.fused]
         return d
 
     @classmethod
@@ -167,4 +176,7 @@ class Profile:
             fallback_reason=d.get("fallback_reason"),
             not_reported=tuple(str(s) for s in d.get("not_reported") or ()),
             notes=tuple(str(s) for s in d.get("notes") or ()),
+            least_disturbed=bool(d.get("least_disturbed", False)),
+            cpu_share=None if d.get("cpu_share") is None else float(d["cpu_share"]),
+            fused=tuple((int(f["node"]), str(f["op"])) for f in d.get("fused") or ()),
         )

@@ -263,8 +263,12 @@ class RecordingWriter:
             return False
 
     def update_metadata(self, **fields: object) -> None:
+        """Add to the sidecar and write it now (atomically): facts given when a session opens (the model,
+        its delegation) must survive a kill -9 as the rows do, not wait for stop(). Callers give them
+        at opens and ends, never per row."""
         with self._lock:
             self._meta.update(fields)
+        self._write_sidecar()
 
     def stop(self, timeout: float = 10.0) -> RecorderState:
         """Flush everything queued, fsync, write the final sidecar. Idempotent."""

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from app.errors import UsageError
+from app.metrics.window import PERCENTILE_METHOD
+from app.recording.ab import comparison_sides
 from app.recording.segments import Segment, change_text, split_segments
 from app.recording.writer import Recording, cell_number, original_text, read_recording
 
@@ -36,7 +38,8 @@ def _median(values: np.ndarray) -> float:
 
 def _p95(values: np.ndarray) -> float:
     values = values[~np.isnan(values)]
-    return float(np.percentile(values, 95)) if values.size else math.nan
+    # One definition with the live metrics and bench's summary (app/metrics/window.py).
+    return float(np.percentile(values, 95, method=PERCENTILE_METHOD)) if values.size else math.nan
 
 
 @dataclass
@@ -102,6 +105,7 @@ class RecordingData:
     inferences: list[dict]  # every inference row, in time order
     events: list[RecordedEvent]
     measured_from: float | None  # t_s of bench's `measure` event (warm-up done), if any
+    measured_to: float | None = None  # t_s of a compare bench's `measure_end` event (its summary's end), if any
     label: str = ""  # legend text: model + backend
     t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     summary: SessionSummary = field(default_factory=SessionSummary)  # summarise(), once read
@@ -132,7 +136,8 @@ class RecordingData:
         """The rows the figures summarise: after bench's warm-up when there was one, else all."""
         if self.measured_from is None:
             return self.inferences
-        rows = [r for r in self.inferences if cell_number(r["t_s"]) >= self.measured_from]
+        end = math.inf if self.measured_to is None else self.measured_to
+        rows = [r for r in self.inferences if self.measured_from <= cell_number(r["t_s"]) <= end]
         return rows or self.inferences
 
 
@@ -171,6 +176,12 @@ def _read(path: Path) -> Recording:
     try:
         session = read_recording(path)
     except ValueError:
+        sides = comparison_sides(path)
+        if sides is not None:  # the A/B per-frame file: say which files make the report
+            raise UsageError(
+                f"{path}: this is an A/B comparison's per-frame file, not a recording; report the two sides: "
+                f"report {sides[0]} {sides[1]}"
+            ) from None
         raise UsageError(f"{path}: not a Delegate Scope recording (the header is not the CSV format's)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -185,7 +196,7 @@ def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> Reco
     inferences = [r for r in rows if not r.get("event")]
     inferences.sort(key=lambda r: cell_number(r["t_s"]))
     events: list[RecordedEvent] = []
-    measured_from = None
+    measured_from = measured_to = None
     for r in rows:
         kind = original_text(r["event"])
         if not kind:
@@ -193,10 +204,13 @@ def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> Reco
         t = cell_number(r["t_s"])
         if kind == "measure":
             measured_from = t
+        elif kind == "measure_end":
+            measured_to = t
         events.append(RecordedEvent(t, kind, _event_text(kind, r)))
     meta = session.metadata if isinstance(session.metadata, dict) else {}
     data = RecordingData(
-        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from
+        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from,
+        measured_to,
     )
     data.t = data.column("t_s")
     data.summary = summarise(data)
@@ -207,6 +221,8 @@ def _event_text(kind: str, row: dict) -> str:
     message = original_text(row.get("message", ""))
     if kind == "measure":
         return "warm-up done"
+    if kind == "measure_end":
+        return "measured span ends"
     if kind in ("open", "switch"):
         text = f"{kind}: {change_text(kind, row).removeprefix('switch to ')}"
     elif kind == "stop":
@@ -279,7 +295,7 @@ def summarise(s: RecordingData) -> SessionSummary:
     return SessionSummary(
         inferences=len(rows),
         inferences_total=len(s.inferences),
-        warmup=len(s.inferences) - len(rows),
+        warmup=sum(1 for r in s.inferences if s.measured_from is not None and cell_number(r["t_s"]) < s.measured_from),
         duration_s=float(s.t[-1] - s.t[0]) if len(s.t) > 1 else 0.0,
         span_s=span,
         # inferences per second between the first and the last measured inference

@@ -106,6 +106,8 @@ def _facts_html(s: RecordingData, events: list) -> str:
                 if coverage is not None:
                     left = left_on_cpu_lines(coverage, limit=8)
                     text = coverage.log or coverage.summary()
+                    if coverage.log and coverage.log_source:  # a measured delegate's line: beside its summary
+                        text = f"{coverage.summary()}. Log line ({coverage.log_source}): {coverage.log}"
                     if left:
                         text += " Left on the CPU: " + "; ".join(left)
                     items.append((f"{title} (session {sid})", text))
@@ -155,7 +157,8 @@ def render_html(
         "Inference fps: inferences per second between the first and last measured inference. Dropped frames: "
         "frame-id gaps between consecutive inferences of one source (frames captured but never inferred). "
         "Offload ratio: median process CPU time during an inference over its median wall time (≈ threads "
-        "busy when the CPU does the work; far below 1 when an accelerator does).</p>"
+        "busy when the CPU does the work; below 1 when an accelerator does, or when the inference waited "
+        "for a core: on the CPU backend, below 1 is always waiting).</p>"
     )
     if any(s.segmented for s in sessions):
         parts.append(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.errors import SourceError
+from app.errors import SourceSpecError
 from app.sources.base import MAX_FPS, FrameSource
 from app.sources.camera import CameraSource
 from app.sources.still_images import IMAGE_SUFFIXES, IMAGES_DEFAULT_FPS, ImageSource
@@ -30,7 +30,7 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
     """(kind, argument) for a source string; SourceError says what is wrong with a bad one."""
     text = spec.strip()
     if not text:
-        raise SourceError(f"empty source; expected {SPEC_HELP}")
+        raise SourceSpecError(f"empty source; expected {SPEC_HELP}")
     kind, sep, arg = text.partition(":")
     kind = kind.lower()
     if not sep or _WINDOWS_DRIVE.match(text):
@@ -38,15 +38,15 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
     if kind not in KINDS:
         if Path(text).exists():  # a file whose name contains a colon
             return _parse_bare(text)
-        raise SourceError(f"unknown source kind {kind!r} in {spec!r}; expected {SPEC_HELP}")
+        raise SourceSpecError(f"unknown source kind {kind!r} in {spec!r}; expected {SPEC_HELP}")
     if kind == "camera":
         return kind, str(_camera_index(arg, spec))
     if kind in ("video", "images"):
         if not arg.strip():
-            raise SourceError(f"{kind}: needs a path, e.g. {kind}:/path/to/file")
+            raise SourceSpecError(f"{kind}: needs a path, e.g. {kind}:/path/to/file")
         return kind, arg
     if kind == "demo":
-        raise SourceError(f"demo takes no argument: {spec!r}")
+        raise SourceSpecError(f"demo takes no argument: {spec!r}")
     if kind == "stream":
         return kind, _stream_url(arg)
     _parse_synthetic(arg, spec)  # synthetic: validate now, not when the thread opens it
@@ -68,20 +68,20 @@ def _stream_url(arg: str) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep or not rest:
         # The URL alone, as typed: the window's stream dialog never shows the internal "stream:" prefix.
-        raise SourceError(f"stream: needs a URL such as rtsp://host/path or tcp://host:port, not {url!r}")
+        raise SourceSpecError(f"stream: needs a URL such as rtsp://host/path or tcp://host:port, not {url!r}")
     if scheme.lower() not in STREAM_SCHEMES:
-        raise SourceError(
+        raise SourceSpecError(
             f"stream: protocol {scheme!r} is not a network stream; use one of {', '.join(STREAM_SCHEMES)}"
         )
     if any(ord(c) < 32 for c in url):
-        raise SourceError(f"stream: the URL contains control characters: {url!r}")
+        raise SourceSpecError(f"stream: the URL contains control characters: {url!r}")
     return url
 
 
 def _camera_index(arg: str, spec: str) -> int:
     arg = arg.strip()
     if not arg.isdecimal() or len(arg) > 4:
-        raise SourceError(f"camera index must be a number from 0 to 9999 (camera:0), not {spec!r}")
+        raise SourceSpecError(f"camera index must be a number from 0 to 9999 (camera:0), not {spec!r}")
     return int(arg)
 
 
@@ -91,7 +91,7 @@ def _parse_synthetic(arg: str, spec: str) -> tuple[int | None, int | None, float
         return None, None, None
     match = _SYNTHETIC_ARG.fullmatch(arg.strip())
     if not match:
-        raise SourceError(f"synthetic options must look like synthetic:640x480@30, not {spec!r}")
+        raise SourceSpecError(f"synthetic options must look like synthetic:640x480@30, not {spec!r}")
     width, height = int(match[1]), int(match[2])
     fps = float(match[3]) if match[3] else None
     _check_size(width, height, spec)
@@ -102,12 +102,12 @@ def _parse_synthetic(arg: str, spec: str) -> tuple[int | None, int | None, float
 
 def _check_size(width: int, height: int, spec: str) -> None:
     if not (8 <= width <= MAX_SIDE and 8 <= height <= MAX_SIDE):
-        raise SourceError(f"frame size {width}x{height} out of range (8..{MAX_SIDE} per side) in {spec!r}")
+        raise SourceSpecError(f"frame size {width}x{height} out of range (8..{MAX_SIDE} per side) in {spec!r}")
 
 
 def _check_fps(fps: float, spec: str) -> None:
     if not (0 < fps <= MAX_FPS):
-        raise SourceError(f"frame rate {fps:g} out of range (0..{MAX_FPS:g}] in {spec!r}")
+        raise SourceSpecError(f"frame rate {fps:g} out of range (0..{MAX_FPS:g}] in {spec!r}")
 
 
 def open_source(

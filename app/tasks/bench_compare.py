@@ -164,15 +164,21 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
     try:
         _wait(lambda: min(m.inferences_total for m in cp.metrics.values()) >= bench.warmup, 120, cp)
         cp.reset()
-        for sink in sinks.values():
-            sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"})
+        # Each side's recording marks its span where its metrics opened and closed it, so the inference
+        # rows between `measure` and `measure_end` are exactly those its summary counts (`report` reads them).
+        for side, sink in sinks.items():
+            sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"},
+                                  monotonic=cp.metrics[side].started_at)  # fmt: skip
         measured_from = time.monotonic()
         if bench.frames is not None:
             frames = bench.frames
             _wait(lambda: len(cp.comparator.comparisons) >= frames, 3600, cp)
         else:
             _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, cp)
-        snaps = cp.snapshots()
+        ended = time.monotonic()
+        snaps = cp.snapshots(ended)
+        for sink in sinks.values():
+            sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
         agreement = cp.comparator.summary()
         comparisons = list(cp.comparator.comparisons)
         status = cp.status()

@@ -24,6 +24,7 @@ class ImageResult:
     inference_ms: float
     postprocess_ms: float
     cpu: InferenceCpu  # CPU time during the inference: its thread, the runtime's threads, the rest
+    hint: str | None = None  # e.g. flat scores: said with the result, not guessed away
 
     @property
     def inference_cpu_ms(self) -> float:
@@ -47,6 +48,7 @@ class ImageResult:
             },
             "inference_cpu_ms": self.cpu.to_dict(),
             "cpu_per_wall": round(self.cpu_per_wall, 3),
+            **({"hint": self.hint} if self.hint else {}),
         }
 
 
@@ -82,8 +84,10 @@ def classify_images(
                 raise RunFailed(str(exc)) from None
             t2 = time.perf_counter()
             cpu = meter.stop()
-            top = postprocess.top_k(postprocess.scores(raw), top_k)
+            scores = postprocess.scores(raw)
+            top = postprocess.top_k(scores, top_k)
             t3 = time.perf_counter()
-            yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu)
+            hint = postprocess.flat_hint(scores)
+            yield ImageResult(path, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu, hint)
     finally:
         meter.close()

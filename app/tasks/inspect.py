@@ -9,6 +9,7 @@ coverage is predicted from the TFLite Core ML delegate's rules on every OS.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -63,6 +64,7 @@ def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
     if not status.ok:
         reason = f"no GPU here: {status.reason}"
         return unavailable("gpu", reason, len(spec.op_types)), None, False
+    proc: subprocess.CompletedProcess[str] | None = None
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "app.backends.gpu.coverage_child", str(spec.path)],
@@ -73,8 +75,8 @@ def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
     except subprocess.TimeoutExpired:
         result = {"ok": False, "reason": f"the GPU did not open the model within {GPU_CHILD_TIMEOUT_S} s"}
-    except (ValueError, IndexError, OSError):
-        result = {"ok": False, "reason": f"the GPU child process failed (exit code {proc.returncode})"}
+    except (ValueError, IndexError, OSError) as exc:
+        result = {"ok": False, "reason": _child_failure(proc, exc)}
     if not result.get("ok") or not isinstance(result.get("coverage"), dict):
         reason = f"the GPU accelerator did not open this model: {result.get('reason', 'no coverage reported')}"
         return unavailable("gpu", reason, len(spec.op_types)), None, False
@@ -84,6 +86,17 @@ def gpu_coverage_of(spec: ModelSpec) -> tuple[Coverage, str | None, bool]:
         note = f"on a SOFTWARE RENDERER ({result.get('adapter')}): the 'GPU' work runs on the CPU; "
         coverage = replace(coverage, reason=note + (coverage.reason or ""))
     return coverage, result.get("adapter"), software
+
+
+def _child_failure(proc: subprocess.CompletedProcess[str] | None, exc: Exception) -> str:
+    """Why the GPU coverage child gave no answer: a signal by name (LiteRT's GPU accelerator aborts the
+    process on some models, e.g. a failed CHECK while it reads a node's inputs), else its exit code."""
+    if proc is None:
+        return f"the GPU child process could not start ({exc})"
+    code = proc.returncode
+    if code < 0 and -code in {s.value for s in signal.Signals}:
+        return f"the GPU child process was killed by {signal.Signals(-code).name} while the runtime opened the model"
+    return f"the GPU child process failed (exit code {code})"
 
 
 def coreml_coverage_of(spec: ModelSpec, options: CoreMLOptions) -> Coverage:

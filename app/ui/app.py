@@ -67,13 +67,7 @@ def run_gui(options: object) -> int:
         settings = QSettings()
     window = MainWindow(options, settings)
     _install_excepthook(window)
-    geometry, state = window_state(settings)
-    if geometry is not None:
-        window.restoreGeometry(geometry)
-    else:
-        window.resize(1280, 860)
-    if state is not None:
-        window.restoreState(state)
+    window.restore_layout(*window_state(settings))
     window.show()
     code = app.exec()
     if window.exit_code:  # a scripted run says what stopped it, as bench does

@@ -12,15 +12,24 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, QTimer
-from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QScrollArea, QSplitter, QWidget
+from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QShowEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QScrollArea,
+    QSplitter,
+    QToolBar,
+    QWidget,
+)
 
 from app.backends.describe import backend_name
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
-from app.live.controller import LiveController
-from app.live.events import EventDigest, EventUpdate, compare_marker, source_marker
+from app.live.controller import LiveController, Side
+from app.live.events import EventDigest, EventUpdate, compare_marker, labels_in_window_words, source_marker
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
 from app.live.recording import RecordingStatus
@@ -36,7 +45,7 @@ from app.tasks.delegates import DelegateStatus, delegate_statuses
 from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
-from app.ui.menus import build_menus
+from app.ui.menus import build_menus, home_relative
 from app.ui.model_reading import ModelReadings
 from app.ui.panels.compare import ComparePanel
 from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
@@ -54,7 +63,7 @@ from app.ui.window_probes import WindowProbes
 DISPLAY_INTERVAL_MS = 5  # polls the newest frame and the end of an inference (app/live/paint.py)
 STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
-DOCK_WIDTH = 320
+DOCK_WIDTH = 360  # at 1280×860 the facts, Offload and Rate wrap to fewer lines than at 320
 # The video's banner when the pipeline is not running (the status message goes below it).
 _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
@@ -109,13 +118,14 @@ class MainWindow(QMainWindow):
             source=lambda: self.live.source,
             add_marker=self.plots.add_marker,
         )
-        self.record_action = build_menus(
+        self.recording_actions = build_menus(
             self,
             self,
             docks=(self.controls_dock, self.delegation_dock, self.ops_dock),
             clear_plots=self.plots.clear_series,
             benchmarks=(self.sweep.action, self.unpaced.action),
         )
+        self.record_action = self.recording_actions.record
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
         self.event_digest = EventDigest(self.live)
@@ -168,14 +178,23 @@ class MainWindow(QMainWindow):
         self.ops_dock = self._dock("Ops", self.ops_view, "ops")
         self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
         self.delegation_dock.raise_()
+        # The right-hand docks keep the window's whole height: a dock at the bottom (the delegate sweep's)
+        # goes under the video and plots only, never squeezing "What really runs" and the Controls.
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
-        # 320 wide by default (a small window may squeeze them to their 220 minimum).
+        # DOCK_WIDTH wide by default (a small window may squeeze them to their 220 minimum).
         self.resizeDocks([self.delegation_dock], [DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self._layout_restored = False  # a saved layout was restored: the first show leaves its sizes alone
+        self._shown = False
+        self._fitted_hint = 0  # the Controls' height when the docks were last fitted to it
+        self.controls.installEventFilter(self)
 
         self.status_label = QLabel("starting")
         self.record_label = QLabel("")
         self.statusBar().addPermanentWidget(self.record_label)
         self.statusBar().addPermanentWidget(self.status_label)
+        self._path_message = ""  # the status bar's message naming a recording's path (its tooltip is the path)
+        self.statusBar().messageChanged.connect(self._message_changed)
 
         c = self.controls
         c.source_requested.connect(self.request_source)
@@ -187,6 +206,83 @@ class MainWindow(QMainWindow):
         c.threshold_changed.connect(lambda value: self.video.set_score_threshold(value))
         c.compare_changed.connect(self.set_compare)
         c.b_file_requested.connect(self.request_b_file)
+        c.labels_requested.connect(lambda what: self.request_labels() if what == "open" else self.use_own_labels())
+
+    def restore_layout(self, geometry: QByteArray | None, state: QByteArray | None) -> None:
+        """The window's saved size and docks (app.py, at start), else the default size."""
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 860)
+        if state is not None:
+            self._layout_restored = self.restoreState(state)
+            self.sweep.dock.hide()  # shown by a sweep only (older settings saved it open)
+            self.compare_dock.setVisible(self.live.comparing)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        if not self._shown:
+            self._shown = True
+            if not self._layout_restored:
+                QTimer.singleShot(0, self._fit_docks)  # once the window has its size
+
+    def _fit_docks(self) -> None:
+        """The Controls get the height they need and "What really runs" the rest, so its Offload and Rate
+        lines are in view at 1280×860 (Qt's default shares the height in proportion, leaving the Controls
+        rows to spare or short of them). Only while both docks sit on the right, one above the other."""
+        self._fitted_hint = self.controls.sizeHint().height()
+        docks = [self.delegation_dock, self.controls_dock]
+        right = Qt.DockWidgetArea.RightDockWidgetArea
+        if not all(d.isVisible() and not d.isFloating() and self.dockWidgetArea(d) == right for d in docks):
+            return
+        if self.controls_dock in self.tabifiedDockWidgets(self.delegation_dock):
+            return
+        area = self.controls_dock.widget()
+        assert isinstance(area, QScrollArea)
+        asked = [d.height() for d in docks]
+        for _ in range(3):  # what Qt gives differs from what was asked by the tab bar's share: asked again
+            spare = area.viewport().height() - self._fitted_hint
+            if 0 <= spare <= 2:  # never short of a pixel: that is a scrollbar
+                break
+            asked = [asked[0] + spare, asked[1] - spare]
+            self.resizeDocks(docks, asked, Qt.Orientation.Vertical)
+            layout = self.layout()
+            if layout is not None:
+                layout.activate()  # the docks take the sizes now, for the next look
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # The Controls' rows change (a delegate's options, A/B's B rows): they get the height they now need.
+        if watched is self.controls and event.type() == QEvent.Type.LayoutRequest and self._shown:
+            if self.controls.sizeHint().height() != self._fitted_hint:
+                QTimer.singleShot(0, self._fit_docks)
+        return super().eventFilter(watched, event)
+
+    def reset_layout(self) -> None:
+        """View → Reset layout: the docks where a first start puts them, at their first sizes; the docks a
+        sweep or an A/B comparison show stay shown while those run."""
+        for dock in (self.delegation_dock, self.controls_dock, self.compare_dock, self.ops_dock, self.sweep.dock):
+            dock.setFloating(False)
+        for dock in (self.delegation_dock, self.controls_dock):
+            self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)  # moves a dock already in the window
+            dock.show()
+        self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
+        self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
+        self.ops_dock.show()
+        self.compare_dock.setVisible(self.live.comparing)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.sweep.dock)
+        self.sweep.dock.setVisible(self.sweep.running)
+        for bar in self.findChildren(QToolBar):
+            self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+            bar.show()
+        (self.compare_dock if self.live.comparing else self.delegation_dock).raise_()
+        self.resizeDocks([self.delegation_dock, self.controls_dock], [340, 460], Qt.Orientation.Vertical)
+        QTimer.singleShot(0, self._reset_sizes)  # once the docks above are laid out
+        self.statusBar().showMessage("Layout reset", 5000)
+
+    def _reset_sizes(self) -> None:
+        docks = [self.delegation_dock, self.controls_dock]
+        self.resizeDocks(docks, [DOCK_WIDTH, DOCK_WIDTH], Qt.Orientation.Horizontal)
+        self._fit_docks()
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()
@@ -208,7 +304,7 @@ class MainWindow(QMainWindow):
             try:
                 chosen = dialogs.ask_source(self, spec.partition(":")[2])
             except SourceError as exc:
-                self.show_error("Cannot open this stream", str(exc))
+                self.show_error("Cannot open this stream", str(exc), record="switch_failed")
                 chosen = None
             if chosen is None:  # cancelled or refused: the box goes back to the running source
                 self.controls.show_sources(self.cameras, self.live.source)
@@ -251,13 +347,15 @@ class MainWindow(QMainWindow):
             spec = load_model_spec(ref, labels, options=options)
         except DelegateScopeError as exc:
             name = Path(ref).name
-            self.show_error("Cannot open this model", str(exc) if name in str(exc) else f"{name}: {exc}")
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"
+            self.show_error("Cannot open this model", message, record="switch_failed", side="a")
             self.controls.set_models(str(self.live.config().model))
             return None
-        for warning in spec.warnings:
+        for warning in labels_in_window_words(spec.labels.source, spec.warnings)[1]:
             self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
         self.live.reconfigure(model=ref, labels=labels, model_options=options)
         self.controls.set_models(ref, spec.display_name)
+        self.controls.set_labels(labels)  # a labels file belongs to the model it was chosen for
         return spec
 
     def request_labels(self) -> None:
@@ -270,11 +368,24 @@ class MainWindow(QMainWindow):
         spec = self._switch_model(str(self.live.config().model), path)
         if spec is None:
             return False
-        fits = not spec.labels.warnings
+        _, warnings = labels_in_window_words(spec.labels.source, spec.labels.warnings)
         message = f"Labels: {path.name}, {sum(1 for label in spec.labels.labels if label)} for {spec.classes} outputs"
-        self.statusBar().showMessage(message + ("" if fits else f" — {spec.labels.warnings[0]}"), 15_000)
-        if not fits and self.options.dialogs:
-            QMessageBox.warning(self, "These labels do not fit the model", spec.labels.warnings[0])
+        self.statusBar().showMessage(message + (f" — {warnings[0]}" if warnings else ""), 15_000)
+        if warnings and self.options.dialogs:
+            QMessageBox.warning(self, "These labels do not fit the model", warnings[0])
+        return True
+
+    def use_own_labels(self) -> bool:
+        """Side A back on its model's own labels (its sidecar's, a file beside it, its metadata's, or none)."""
+        if self.live.config().labels is None:
+            self.statusBar().showMessage("Labels: already the model's own", 5000)
+            return True
+        spec = self._switch_model(str(self.live.config().model), None)
+        if spec is None:
+            return False
+        source, warnings = labels_in_window_words(spec.labels.source, spec.labels.warnings)
+        message = f"Labels: the model's own ({source})"
+        self.statusBar().showMessage(message + (f" — {warnings[0]}" if warnings else ""), 15_000)
         return True
 
     def request_delegate(self, name: str) -> None:
@@ -309,6 +420,9 @@ class MainWindow(QMainWindow):
         b = self.controls.b_side()
         model: str | None = b.model
         labels = b.labels
+        if kind == "own-labels":
+            self.use_b_model(b.model, None)
+            return
         if kind == "model":
             path = dialogs.ask_model(self)
             model, labels = (path, None) if path else (None, None)
@@ -327,12 +441,13 @@ class MainWindow(QMainWindow):
             spec = load_model_spec(model, labels, options=self.model_options_for(model))
         except DelegateScopeError as exc:
             name = Path(model).name
-            self.show_error("Cannot open this model for B", str(exc) if name in str(exc) else f"{name}: {exc}")
+            message = str(exc) if name in str(exc) else f"{name}: {exc}"
+            self.show_error("Cannot open this model for B", message, record="switch_failed", side="b")
             return False
         if model not in bundled_models():
             self.controls.add_b_model(model, spec.display_name)
         self.controls.set_b_labels(labels)
-        warnings = [*spec.warnings, *spec.labels.warnings]
+        _, warnings = labels_in_window_words(spec.labels.source, spec.warnings)  # the labels' are among them
         if warnings:
             self.statusBar().showMessage(f"B: {spec.display_name}: {warnings[0]}", 15_000)
         if self.live.comparing:
@@ -347,8 +462,11 @@ class MainWindow(QMainWindow):
         if self.live.recording:
             self.stop_recording()
         else:
-            folder = self.saved.recordings_dir or dialogs.default_recordings_dir()
-            self.start_recording(Path(folder) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
+            self.start_recording(Path(self.recordings_dir()) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
+
+    def recordings_dir(self) -> str:
+        """Where Ctrl+R records: the folder chosen in Record → Recordings folder…, else Documents'."""
+        return self.saved.recordings_dir or dialogs.default_recordings_dir()
 
     def start_recording(self, path: Path) -> bool:
         try:
@@ -358,13 +476,40 @@ class MainWindow(QMainWindow):
             self.show_error("Cannot record", f"{exc.strerror or exc}: {path}")
             return False
         self.record_action.setChecked(True)
+        self._update_recording()  # the file's name and full path (tooltip) at once, not at the next tick
         status = self.live.recording_status()
         if status is not None and status.both_sides:
             files = _files_text(status, counts=False)
-            self.statusBar().showMessage(f"Recording both sides of A/B in {path.parent}: {files}", 15_000)
+            self._show_path_message("Recording both sides of A/B in ", path.parent, f": {files}", 15_000)
         else:
-            self.statusBar().showMessage(f"Recording to {path}", 5000)
+            self._show_path_message("Recording to ", path, "", 15_000)
         return True
+
+    def _show_path_message(self, before: str, path: Path, after: str, ms: int) -> None:
+        """A status-bar message naming `path` (home as ~): the path elided in the middle so the message fits
+        beside the permanent labels (the file's name stays whole); the full path in the bar's tooltip."""
+        bar = self.statusBar()
+        metrics = bar.fontMetrics()
+        beside = sum(w.sizeHint().width() + 12 for w in (self.record_label, self.status_label) if w.text())
+        room = bar.width() - beside - 24 - metrics.horizontalAdvance(before + after)
+        # The folder gives way first: the file's name stays whole unless it alone is wider than the room.
+        name = "" if path.is_dir() else "/" + path.name
+        folder = home_relative(path.parent if name else path)
+        room = max(room, 160)
+        if metrics.horizontalAdvance(folder + name) <= room:
+            shown = folder + name
+        elif metrics.horizontalAdvance("…" + name) + 40 <= room:
+            shown = metrics.elidedText(folder, Qt.TextElideMode.ElideMiddle, room - metrics.horizontalAdvance(name))
+            shown += name
+        else:
+            shown = metrics.elidedText(folder + name, Qt.TextElideMode.ElideMiddle, room)
+        self._path_message = before + shown + after
+        bar.showMessage(self._path_message, ms)
+        bar.setToolTip(str(path.resolve()))
+
+    def _message_changed(self, message: str) -> None:
+        if message != self._path_message:  # the tooltip belongs to the path's message only
+            self.statusBar().setToolTip("")
 
     def stop_recording(self) -> RecordingStatus | None:
         status = self.live.stop_recording()
@@ -378,14 +523,14 @@ class MainWindow(QMainWindow):
             else:
                 lost = f", {status.lost_rows} rows lost (disk too slow)" if status.lost_rows else ""
                 if status.both_sides:
-                    saved = f"Recording saved, both sides, in {status.path.parent}: {_files_text(status)}{lost}"
+                    after = f": {_files_text(status)}{lost}"
+                    self._show_path_message("Recording saved, both sides, in ", status.path.parent, after, 15_000)
                 else:
-                    saved = f"Recording saved: {status.path} ({status.rows} rows{lost})"
-                self.statusBar().showMessage(saved, 15_000)
+                    self._show_path_message("Recording saved: ", status.path, f" ({status.rows} rows{lost})", 15_000)
         return status
 
     def request_review(self) -> None:
-        path = dialogs.ask_recording(self, self.saved.recordings_dir or dialogs.default_recordings_dir())
+        path = dialogs.ask_recording(self, self.recordings_dir())
         if path is not None:
             self.open_review(path)
 
@@ -400,9 +545,10 @@ class MainWindow(QMainWindow):
         return review
 
     def choose_recordings_dir(self) -> None:
-        folder = dialogs.ask_recordings_dir(self, self.saved.recordings_dir or dialogs.default_recordings_dir())
+        folder = dialogs.ask_recordings_dir(self, self.recordings_dir())
         if folder:
             self.saved.recordings_dir = folder
+            self.recording_actions.show_folder(folder)
 
     def save_screenshot(self) -> None:
         path = dialogs.ask_screenshot_path(self)
@@ -412,10 +558,14 @@ class MainWindow(QMainWindow):
     def show_about(self) -> None:
         dialogs.show_about(self)
 
-    def show_error(self, title: str, message: str) -> None:
-        """One clear line in the status bar; a dialog too unless this is a scripted run."""
+    def show_error(self, title: str, message: str, record: str = "window_error", side: Side | None = None) -> None:
+        """One clear line in the status bar; a dialog too unless this is a scripted run. A recording gets
+        it as an event row of kind `record` (in `side`'s file, every file when None): the CSV holds every
+        failure the user was shown."""
         self.statusBar().showMessage(f"{title}: {message}", 15_000)
         self.last_error = f"{title}: {message}"
+        if hasattr(self, "live"):  # an internal error (app.py's hook) can come before the controller exists
+            self.live.record_failure(self.last_error, kind=record, side=side)
         if self.options.dialogs and not self.options.scripted:
             QMessageBox.warning(self, title, message)
 
@@ -473,6 +623,7 @@ class MainWindow(QMainWindow):
         )
         self.video.backend_label += self.unpaced.badge()
         self.video.inference_fps = snap.inference_fps
+        opening = self._show_opening()  # before the events: a session that opened meanwhile is greyed one tick
         bottleneck = find_bottleneck(snap, live.config().throttle_ms)
         self.delegation.set_metrics(snap, backend, shared=comparing, bottleneck=bottleneck)
         update = self.event_digest.poll()
@@ -482,7 +633,7 @@ class MainWindow(QMainWindow):
         back = self.source_trial.check(status.state, status.message, live.latest_frame() is not None)
         if back is not None:  # the chosen source never opened: the one that ran before runs again
             self.switch_source(back.source)
-            self.show_error("Cannot open this source", back.message)
+            self.show_error("Cannot open this source", back.message, record="switch_failed")
             return
         text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
         if bottleneck is not None and status.state == State.RUNNING:
@@ -493,9 +644,29 @@ class MainWindow(QMainWindow):
         if live.latest_frame() is None and status.state != State.RUNNING:
             self.video.set_message(f"{status.state}: {status.message}")
         title = _STATE_TITLES.get(status.state)  # only the states where the source stopped have one
-        self.video.set_banner(f"{title}\n{status.message}" if title else "")
+        self.video.set_banner(f"{title}\n{status.message}" if title else "\n".join(opening))
         self._poll_background()
         self._update_recording()
+
+    def _show_opening(self) -> list[str]:
+        """While a side's session opens (the TensorFlow reference takes seconds): what is starting and for
+        how long, on the badge, the video's banner and the panel, whose facts are greyed as the previous
+        session's until the open event. Returns the banner's lines (none when nothing is opening)."""
+        lines = []
+        for side in ("a", "b") if self.live.comparing else ("a",):
+            opening = self.live.opening(side)
+            if opening is None:
+                continue
+            config, since = opening
+            elapsed = time.monotonic() - since
+            name = backend_name(config.delegate)
+            who = "B: " if side == "b" else ""
+            lines.append(f"{who}Starting {name} · {Path(str(config.model)).stem}… {elapsed:.1f} s")
+            if side == "a":  # nothing infers meanwhile: not the old session's name and rate
+                self.video.backend_label = f"{name}: starting… {elapsed:.0f} s"
+                self.video.inference_fps = 0.0
+        self.delegation.set_opening("; ".join(lines) if lines else None)
+        return lines
 
     def _show_events(self, update: EventUpdate) -> None:
         """What the pipeline's new events change: plot markers, the delegation panel, the delegate and
@@ -511,6 +682,7 @@ class MainWindow(QMainWindow):
                 self.delegation.set_switch_cost(shown.switch_cost)
         if update.model_running is not None:
             self.controls.set_models(update.model_running)
+            self.controls.set_labels(self.live.config().labels)
         for message in update.status:
             self.statusBar().showMessage(message, 15_000)
 
@@ -612,6 +784,8 @@ class MainWindow(QMainWindow):
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:
             remember(self.saved, self.live.config(), self.live.source, self.video.score_threshold)
+            for dock in (self.sweep.dock, self.compare_dock):  # shown while a sweep or A/B runs: saved hidden
+                dock.hide()
             save_settings(self.qsettings, self.saved, self.saveGeometry(), self.saveState())
         event.accept()
 

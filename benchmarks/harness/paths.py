@@ -11,7 +11,7 @@ GRACE_HOPPER = PHOTOS / "grace_hopper.jpg"
 DEMO_CLIP = ROOT / "resources" / "demo.mp4"
 # The third-party fixtures, where developers and CI have them (tests/conftest.py reads the same folder).
 CORAL = ROOT.parent / "shared" / "fixtures" / "coral"
-VISION = ROOT.parent / "shared" / "fixtures" / "vision"  # detectors, segmenters, pose and raw models
+VISION = CORAL.parent / "vision"  # detectors, segmenters, pose, landmarks, audio, a sequence model
 BUNDLED = ("efficientnet_lite0", "efficientnet_lite0_int8")
 
 

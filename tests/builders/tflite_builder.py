@@ -69,6 +69,16 @@ class GraphBuilder:
             o.builtinOptions = options
         self.operators.append(o)
 
+    def custom(self, code: str, inputs: list[int], outputs: list[int]) -> None:
+        """A CUSTOM op named `code` (no options): resolved only when the runtime has a kernel of that name."""
+        key = (fb.BuiltinOperator.CUSTOM, 1, code)
+        if key not in self.codes:
+            self.codes.append(key)
+        o = fb.OperatorT()
+        o.opcodeIndex = self.codes.index(key)
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        self.operators.append(o)
+
     def build(self, outputs: list[int] | None = None) -> bytes:
         sg = fb.SubGraphT()
         sg.tensors, sg.operators = self.tensors, self.operators
@@ -78,11 +88,13 @@ class GraphBuilder:
         model.subgraphs = [sg]
         model.buffers = self.buffers
         codes = []
-        for builtin, version, _ in self.codes:
+        for builtin, version, custom in self.codes:
             c = fb.OperatorCodeT()
             c.builtinCode = builtin
             c.deprecatedBuiltinCode = min(builtin, 127)
             c.version = version
+            if custom is not None:
+                c.customCode = custom
             codes.append(c)
         model.operatorCodes = codes
         builder = flatbuffers.Builder(1024)

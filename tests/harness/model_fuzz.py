@@ -1,11 +1,12 @@
 """Model-file fuzzing: deterministic mutations of real models, run through the app's own load
-path (parse -> classifier checks -> LiteRT CPU session -> one inference -> scores) in a worker
+path (parse -> task -> LiteRT CPU session -> one inference -> scores, or the task's decoding) in a worker
 process, so that a native crash or hang is observed from outside instead of taking us down.
 
 Used by tests/test_fuzz_models.py (a fixed, seeded few hundred cases in CI) and
 benchmarks/fuzz/models.py (thousands). Outcomes:
   model_error  the app refused the file with a clear one-line ModelError (the contract)
-  ok           it loaded and ran, scores finite and of the model's class count
+  ok           it loaded and ran: a classifier's scores finite and of its class count; any other
+               model's outputs decoded (non-finite values counted and shown, as the app shows them)
   nonfinite    it ran but produced NaN/Inf scores (a silent wrong answer unless flagged)
   exception    any other Python exception (would be a traceback to the user)
   crash        the worker died by a signal (native crash)
@@ -80,9 +81,9 @@ def _structural(data: bytes, mutation: str, rng: random.Random) -> bytes:
     sg = model.subgraphs[0]
     tensor = sg.tensors[rng.randrange(len(sg.tensors))]
     if mutation == "shape":
-        dims = list(tensor.shape) if tensor.shape is not None else [1]
+        dims = [int(d) for d in tensor.shape] if tensor.shape is not None and len(tensor.shape) else [1]  # a scalar too
         j = rng.randrange(max(1, len(dims)))
-        dims[j] = rng.choice([0, -1, 1 << 30, 65536, dims[j] + 1 if dims else 2])
+        dims[j] = rng.choice([0, -1, 1 << 30, 65536, dims[j] + 1])
         tensor.shape = dims
     else:
         tensor.type = rng.choice([0, 1, 2, 3, 4, 6, 7, 9, 10, 16, 17, 99])
@@ -103,29 +104,47 @@ def _run_case(case: Case, image: Path, tmp: Path) -> dict:
     import numpy as np
 
     from app.backends import open_session
-    from app.errors import ModelError
+    from app.errors import DelegateScopeError, ModelError
+    from app.model.decode import TaskDecoder
+    from app.model.feed import InputFeeder
     from app.model.image_files import read_image
     from app.model.postprocess import Postprocessor
-    from app.model.preprocess import Preprocessor
+    from app.model.preprocess import CropBox, Preprocessor
     from app.model.spec import load_model_spec
+    from app.model.task import Task
 
     data = mutate(Path(case.seed_path).read_bytes(), case.mutation, random.Random(case.rng_seed))
     path = tmp / f"case{case.index}.tflite"
     path.write_bytes(data)
+    task = None
     try:
         spec = load_model_spec(path)
         session = open_session(spec, "cpu", {"threads": 1})
         try:
-            raw = session.run(Preprocessor(spec)(read_image(image)))
-            scores = Postprocessor(spec).scores(raw)
+            frame = read_image(image)
+            pre = Preprocessor(spec) if spec.image_input is not None else None
+            if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+                assert pre is not None
+                scores = Postprocessor(spec).scores(session.run(pre(frame)))
+            else:  # any other model: every input (frame + feeder), every output, its task's decoder
+                outputs = session.run_all(InputFeeder(spec).inputs(pre(frame) if pre else None))
+                height, width = frame.shape[:2]
+                crop = pre.crop_box(width, height) if pre else CropBox(0, 0, width, height)
+                task = TaskDecoder(spec).decode(outputs, crop, (width, height))
         finally:
             session.close()
     except ModelError as exc:
+        return {"outcome": "model_error", "message": str(exc).splitlines()[0][:300]}
+    except DelegateScopeError as exc:  # another typed one-line error (an input that cannot be fed: exit 4)
         return {"outcome": "model_error", "message": str(exc).splitlines()[0][:300]}
     except Exception as exc:  # the contract says this must not happen: report it
         return {"outcome": "exception", "message": f"{type(exc).__name__}: {exc}"[:300]}
     finally:
         path.unlink(missing_ok=True)
+    if task is not None:
+        # Non-finite values of a non-classifier are counted with its outputs (OutputStats.non_finite) and shown.
+        shown = sum(o.non_finite for o in task.outputs)
+        return {"outcome": "ok", "message": f"{spec.kind.value}: {task.count()} result(s), {shown} non-finite shown"}
     if scores.size != spec.classes or not np.isfinite(scores).all():
         bad = int((~np.isfinite(scores)).sum())
         return {"outcome": "nonfinite", "message": f"{scores.size} scores for {spec.classes} classes, {bad} not finite"}

@@ -76,7 +76,8 @@ def test_recordings_folder_starts_where_recordings_go(qtbot, make_window, tmp_pa
     window.saved.recordings_dir = str(folder)
     asked = []
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: asked.append(a) or "")
-    action = next(a for a in window.menuBar().actions()[0].menu().actions() if "Recordings" in a.text())
+    record_menu = next(m.menu() for m in window.menuBar().actions() if m.text() == "&Record")
+    action = next(a for a in record_menu.actions() if "Recordings" in a.text())
     action.trigger()
     assert asked and asked[0][2] == str(folder)
 

@@ -17,8 +17,10 @@ fallback to the real CPU path is visible instead of a 100x slowdown.
 from __future__ import annotations
 
 import gc
+import hashlib
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -28,14 +30,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from app.backends.base import DelegationReport, time_first_inference
+from app.backends import preflight
+from app.backends.base import DelegationReport, time_first_inference, zero_inputs
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
-from app.coverage.measured import gpu_coverage
+from app.coverage.measured import gpu_coverage, gpu_replacing_line
+from app.coverage.replacing import WEBGPU_KERNEL, XNNPACK_KERNEL
 from app.errors import BackendUnavailable, ModelError, RunFailed
-from app.model.spec import ModelSpec
+from app.model.spec import ModelSpec, bundled_models
 from app.model.task import Task
 from app.system.native_log import capture_stderr
 from app.tflite.graph import read_graph
@@ -46,6 +50,9 @@ _REPLACING = re.compile(
     r"Replacing (\d+) out of (\d+) node\(s\) with delegate \(([^)]*)\) node, yielding (\d+) partitions"
 )
 _BACKEND_NAME = "Metal" if sys.platform == "darwin" else "WebGPU/Vulkan"
+# The delegate kernel TFLite's "Replacing … with delegate (K) node" line names: known for the WebGPU
+# accelerator this package ships (app/coverage/replacing.py), not for Metal's, so no line is computed there.
+_KERNEL = None if sys.platform == "darwin" else WEBGPU_KERNEL
 
 
 @dataclass(frozen=True)
@@ -72,15 +79,24 @@ def parse_log(lines: list[str]) -> LogFacts:
     for line in lines:
         if m := _SELECTED_ADAPTER.search(line):
             adapter = pretty_adapter(m.group(1).strip())
-        if m := _REPLACING.search(line):
+        # LiteRT applies XNNPACK after the GPU, to what is left: a build that logs both prints its line too.
+        if (m := _REPLACING.search(line)) and m.group(3) != XNNPACK_KERNEL:
             nodes, total, subsets = int(m.group(1)), int(m.group(2)), int(m.group(4))
             said = line[m.start() :].strip()
     return LogFacts(adapter, nodes, total, subsets, said)
 
 
-def failure_reason(lines: list[str], devices: list[VulkanDevice], vulkan_problem: str | None) -> str:
-    """Why the GPU accelerator could not start, in words a user can act on."""
+def failure_reason(
+    lines: list[str], devices: list[VulkanDevice], vulkan_problem: str | None, unread: str | None = None
+) -> str:
+    """Why the GPU accelerator could not start, in words a user can act on. `unread`: LiteRT's
+    compiled-model API refused the model itself (before any accelerator), e.g. a model with variable
+    tensors (a stateful LSTM): "Variable tensors not yet supported" (litert/core/model/model_load.cc)."""
     text = "\n".join(lines)
+    if unread is not None and "read the model" in unread:
+        said = [line for line in lines if line.startswith("ERROR") and "model_load" in line]
+        why = said[-1].split("]", 1)[-1].strip() if said else unread
+        return f"LiteRT's compiled-model API, which its GPU accelerator runs in, cannot read this model ({why})"
     if "No adapters found" in text or "Failed to initialize WebGPU" in text:
         if vulkan_problem:
             return f"no GPU adapter found ({vulkan_problem})"
@@ -145,6 +161,7 @@ class GpuSession:
         devices, vulkan_problem = list_devices()
         started = time.perf_counter()
         self._model: NativeModel | None = None
+        unread: str | None = None
         with capture_stderr() as log:
             try:
                 # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
@@ -155,14 +172,16 @@ class GpuSession:
                     threads,
                     profiling=False,
                     gpu_precision=precision,
-                    input_shape=tuple(spec.input.shape),
+                    input_shapes=[t.shape for t in spec.all_inputs],
                     wait_hint=wait_hint,
                     capture_log=False,
                 )
-            except (BackendUnavailable, ModelError):
+            except BackendUnavailable:
                 pass
+            except ModelError as exc:
+                unread = str(exc)
         if self._model is None:
-            raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem))
+            raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem, unread))
         facts = parse_log(log.lines())
         adapter, software = _adapter(facts, devices)
         if software and not allow_software:
@@ -175,10 +194,7 @@ class GpuSession:
             raise BackendUnavailable(f"the GPU accelerator could not say what it took ({exc})") from None
         split = parse_split(log.lines())
         taken = _nodes_taken(spec, split, fully, self._model)
-        self._out_count = spec.classes if spec.kind == Task.CLASSIFICATION else int(np.prod(spec.output.shape))
-        self._output_shapes = [t.shape for t in spec.all_outputs]
-        self._out_dtype = np.dtype(spec.output.dtype)
-        self._in_dtype = np.dtype(spec.input.dtype)
+        self._one_run_inputs(spec)
         init_ms = (time.perf_counter() - started) * 1000
         nodes_total = facts.nodes_total or len(spec.op_types)
         # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
@@ -196,9 +212,11 @@ class GpuSession:
             fully,
             delegated,
             partitions,
-            facts.line or (split.line if split else None),
+            facts.line,
             facts.subsets,
             taken,
+            summary=split.line if split else None,
+            computed=None if facts.line else gpu_replacing_line(spec.content, fully, taken, _KERNEL),
         )
         self.report = DelegationReport(
             requested="gpu",
@@ -233,15 +251,41 @@ class GpuSession:
             self.close()
             raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
 
+    def _one_run_inputs(self, spec: ModelSpec) -> None:
+        """What `run` needs: the image input and the task's primary output (as the CPU session reads them).
+        One input and the primary output first: the direct path (NativeModel.run_tensor, the classifiers'
+        path, measured in docs/benchmarks.md); otherwise every input (zeros but the image) and output."""
+        assert self._model is not None
+        self._image = spec.image_input if spec.image_input is not None else 0
+        layout = spec.task.layout if spec.task is not None else None
+        self._primary = int(getattr(layout, "output", 0))
+        self._direct = len(self._model.input_layouts) == 1 and self._primary == 0
+        self._others = zero_inputs(spec)
+        first = self._model.output_layouts[0]
+        self._out_count = spec.classes if spec.kind == Task.CLASSIFICATION else int(np.prod(first.shape))
+        from_spec = spec.kind == Task.CLASSIFICATION or first.dtype is None  # a type numpy lacks: the file's
+        self._out_dtype = np.dtype(spec.output.dtype) if from_spec else first.dtype
+        self._in_dtype = np.dtype(spec.input.dtype)
+
     def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """One input and one output through `run` (a segmenter, a classifier); several are not read here yet."""
-        if len(inputs) != 1 or len(self._output_shapes) != 1 or not self._output_shapes[0]:
-            raise ModelError("the GPU session runs models of one input and one output of fixed shape only")
-        return [self.run(inputs[0]).reshape(self._output_shapes[0])]
+        """Every input (model order, each its dtype and fixed shape), one run, every output in model order
+        shaped as the runtime allocated it (the SSD's post-processing outputs get theirs only then)."""
+        if self._model is None:
+            raise GpuRunFailed("the GPU run failed: the session is closed")
+        try:
+            return self._model.run_all(inputs)
+        except ModelError as exc:  # a failing device fails in the locks too: fall back, not crash
+            raise GpuRunFailed(f"the GPU run failed: {exc}") from None
+        except ValueError as exc:
+            raise ModelError(f"the GPU session cannot take these inputs: {exc}") from None
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         if self._model is None:
             raise GpuRunFailed("the GPU run failed: the session is closed")
+        if not self._direct:
+            inputs = list(self._others)
+            inputs[self._image] = np.asarray(input_tensor, dtype=self._in_dtype).reshape(inputs[self._image].shape)
+            return self.run_all(inputs)[self._primary].reshape(-1)
         tensor = np.ascontiguousarray(input_tensor, dtype=self._in_dtype)
         out = np.empty(self._out_count, self._out_dtype)
         try:
@@ -260,6 +304,47 @@ class GpuSession:
                 self._model.close()
             self._model = None
             gc.collect()
+
+
+COMPILE_TIMEOUT_S = 120
+_COMPILED: dict[tuple[str, str, str], str | None] = {}  # (model digest, precision, shapes) -> compile_crash's answer
+_CHECK_FAILED = re.compile(r"\] (Check failed: .*)")
+
+
+def compile_crash(spec: ModelSpec, precision: GpuPrecision | str) -> str | None:
+    """Compile the model with the GPU accelerator in a child process first, once per model and options:
+    LiteRT's GPU delegate ends the process on some graphs (an ABSL_CHECK while it builds its graph: on
+    YAMNet's int8 SPLIT, "object_reader.cc:373] Check failed: CanReadValue(node_input_index)", then
+    SIGABRT, on any device), and in this process that would end the app. Why the GPU cannot be used when
+    the child died or hung; None when it exited (the session, opened here, says any other failure)."""
+    shapes = json.dumps([list(t.shape) for t in spec.all_inputs])
+    key = (hashlib.sha256(spec.content).hexdigest(), str(precision), shapes)
+    if key not in _COMPILED:
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "app.backends.gpu.compile_child", str(precision), shapes],
+                input=spec.content,
+                capture_output=True,
+                timeout=COMPILE_TIMEOUT_S,
+            )
+        except subprocess.TimeoutExpired:
+            _COMPILED[key] = f"LiteRT's GPU accelerator did not compile this model within {COMPILE_TIMEOUT_S} s"
+        else:
+            said = _CHECK_FAILED.findall(proc.stderr.decode("utf-8", "replace"))
+            _COMPILED[key] = (
+                f"LiteRT's GPU accelerator ended the process compiling this model ({_signal_name(-proc.returncode)}"
+                f"{': ' + said[-1].strip()[:200] if said else ''}); it was compiled apart, so only that process ended"
+                if proc.returncode < 0
+                else None
+            )
+    return _COMPILED[key]
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 @dataclass(frozen=True)
@@ -319,8 +404,13 @@ class GpuBackend:
         return None
 
     def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
+        preflight.check(spec)  # a crash opening it would take the window down: see app/backends/preflight.py
         if options.precision not in tuple(GpuPrecision):
             raise ValueError(f"GPU precision must be one of {', '.join(GpuPrecision)}")
+        if spec.path not in bundled_models().values():  # the bundled ones are compiled by the test suite
+            crash = compile_crash(spec, options.precision)
+            if crash is not None:
+                raise BackendUnavailable(crash)
         return GpuSession(
             spec,
             options.precision,

@@ -16,6 +16,7 @@ from app.cli.options import (
     add_backend_options,
     add_model_options,
     backend_options,
+    model_options,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -96,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
-    load_model_spec(args.model, labels_file=args.labels)  # a bad model is exit 3 before anything starts
+    # A bad model is exit 3 before anything starts.
+    load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(
         args.source,

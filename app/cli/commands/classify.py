@@ -11,10 +11,18 @@ from typing import Any
 from app.backends import DelegationReport, open_session
 from app.backends.describe import delegation_line
 from app.cli.command import Command
-from app.cli.options import add_backend_options, add_model_options, backend_options, one_or_three_floats, positive_int
+from app.cli.options import (
+    add_backend_options,
+    add_model_options,
+    backend_options,
+    model_options,
+    one_or_three_floats,
+    positive_int,
+)
 from app.cli.output import PROG, print_prediction, warn
-from app.errors import BackendUnavailable, RunFailed
+from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec, load_model_spec
+from app.model.task import Task
 from app.system.thread_cpu import started_by
 from app.tasks.classify import ImageFailure, ImageResult, classify_images
 
@@ -32,7 +40,9 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std)
+    spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std,
+                           options=model_options(args))  # fmt: skip
+    refuse_non_classifier(spec)
     session, runtime_threads = started_by(
         lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
     )
@@ -73,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {
             "model": spec.as_json(),
-            "delegate": _delegate_json(session.report, results),
+            "delegate": delegate_json(session.report, [r.cpu_per_wall for r in results]),
             "results": [r.to_dict() for r in results],
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
             "warnings": spec.warnings + session.report.warnings,
@@ -83,6 +93,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_table(spec, session.report, results)
     return failures[0].error.exit_code if failures else 0
+
+
+def refuse_non_classifier(spec: ModelSpec) -> None:
+    """classify reads class scores only; any other model is exit 3 naming its task and `predict`."""
+    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+        return
+    task = spec.task
+    evidence = f" ({task.evidence})" if task else ""
+    if spec.kind == Task.CLASSIFICATION:  # class scores, but more than the image to feed
+        evidence += f", with {len(spec.all_inputs)} inputs"
+    raise ModelError(
+        f"{spec.path.name}: classify reads image classifiers; this model reads as {spec.kind.value}{evidence}: "
+        f"use `predict` for any image model (or `bench`/`profile` for one that takes no image)"
+    )
 
 
 def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageResult]) -> None:
@@ -108,13 +132,16 @@ def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageR
         )
         for rank, p in enumerate(result.top, 1):
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
+        if result.hint:
+            print(f"  note: {result.hint}")
 
 
-def _delegate_json(report: DelegationReport, results: list[ImageResult]) -> dict[str, Any]:
+def delegate_json(report: DelegationReport, cpu_per_wall: list[float]) -> dict[str, Any]:
+    """The report as JSON, with the images' median CPU time per wall time (`predict` prints it alike)."""
     out = {k: v for k, v in report.to_dict().items() if k != "native_log"}
     for key in ("init_ms", "first_inference_ms"):
         out[key] = round(out[key], 3)
-    ratios = sorted(r.cpu_per_wall for r in results)
+    ratios = sorted(cpu_per_wall)
     # Offload evidence: process CPU time per inference over wall time (median over the images).
     out["cpu_per_wall"] = round(ratios[len(ratios) // 2], 3) if ratios else None
     return out

@@ -20,9 +20,13 @@ def run(args: argparse.Namespace) -> int:
         json.dump([st.to_dict() for st in statuses], sys.stdout, indent=2)
         print()
         return 0
+    # Columns as wide as their longest entry ("reference", "TensorFlow reference" overflowed fixed widths).
+    name_width = max(len(st.name) for st in statuses)
+    label_width = max(len(st.label) for st in statuses)
+    indent = " " * (name_width + 1)
     for st in statuses:
         state = "available" if st.available else "not available"
-        print(f"{st.name:<7} {st.label:<16} {state}" + (f": {st.reason}" if st.reason else ""))
+        print(f"{st.name:<{name_width}} {st.label:<{label_width}} {state}" + (f": {st.reason}" if st.reason else ""))
         facts = (
             ("adapter", st.gpu.adapter if st.gpu else None),
             ("devices", "; ".join(st.gpu.devices) if st.gpu else None),
@@ -30,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for key, value in facts:
             if value:
-                print(f"        {key}: {value}")
+                print(f"{indent}{key}: {value}")
     return 0
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.backends import BACKENDS
 from app.cli.command import Command
-from app.cli.options import non_negative_float, positive_float, positive_int
+from app.cli.options import add_reading_options, model_options, non_negative_float, positive_float, positive_int
 from app.errors import UsageError
 
 
@@ -16,6 +16,7 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
     # Each option's dest is the name of a GuiOptions field (tests/test_cli_commands.py holds them together).
     g.add_argument("--source", help="camera:N, video:PATH, images:PATH, demo, synthetic")
     g.add_argument("--model", help="bundled model name or .tflite path")
+    add_reading_options(g)  # --task, --input-shape, --inputs: one ModelOptions (`model_options` below)
     g.add_argument("--delegate", choices=list(BACKENDS), help="backend to start on")
     g.add_argument("--threads", type=positive_int, help="CPU threads")
     g.add_argument("--throttle-ms", type=non_negative_float, help="delay between inference starts")
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--screenshot is taken just before --exit-after closes the window: give both")
     given = vars(args)
     # A field the command line has no option for (`dialogs`) keeps its default.
+    given = {**given, "model_options": model_options(args)}  # GuiOptions' field for --task/--input-shape/--inputs
     options = GuiOptions(**{f.name: given[f.name] for f in dataclasses.fields(GuiOptions) if f.name in given})
     return run_gui(options)
 

@@ -7,10 +7,10 @@ import json
 import sys
 
 from app.cli.command import Command
-from app.cli.options import add_model_options
+from app.cli.options import add_model_options, model_options
 from app.cli.output import warn
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
-from app.model.spec import load_model_spec
+from app.model.spec import ModelSpec, load_model_spec
 
 
 def add_arguments(i: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from app.tasks.inspect import inspect_model
     from app.tflite.graph import read_graph
 
-    spec = load_model_spec(args.model, labels_file=args.labels)
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     result = inspect_model(spec, CoreMLOptions(coreml_version=args.coreml_version))
     # How the Core ML backend runs it on a Mac: the delegate's partitions in Core ML, the rest in LiteRT.
     graph = read_graph(spec.content)
@@ -53,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     inp = spec.input
     print(f"model     {spec.display_name}  ({spec.path})")
     print(f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, {len(spec.op_types)} nodes")
+    for line in _task_lines(spec):
+        print(line)
     if result.gpu_adapter:
         print(f"          GPU adapter {result.gpu_adapter}" + (" [SOFTWARE RENDERER]" if result.gpu_software else ""))
     print()
@@ -62,6 +64,22 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(plan.sentence())
     return 0
+
+
+def _task_lines(spec: ModelSpec) -> list[str]:
+    """The task with its evidence and every input and output, for the models that are not plain
+    classifiers (a classifier's text stays as it was)."""
+    if not spec.task_json():
+        return []
+    task = spec.task
+    lines = [f"          task {spec.kind.value}" + (f": {task.evidence}" if task else "")]
+    for what, tensors in (("input", spec.all_inputs), ("output", spec.all_outputs)):
+        for i, t in enumerate(tensors):
+            quant = f", scale {t.scale:g} zero point {t.zero_point}" if t.scale is not None else ""
+            image = " (the image)" if what == "input" and i == spec.image_input else ""
+            shape = "x".join(map(str, t.shape)) or "[] (no shape declared)"
+            lines.append(f"          {what} {i} '{t.name}' {shape} {t.dtype}{quant}{image}")
+    return lines
 
 
 COMMAND = Command(

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from app.cli.command import Command
-from app.cli.options import add_backend_options, add_model_options, backend_options, positive_int
+from app.cli.options import add_backend_options, add_model_options, backend_options, model_options, positive_int
 from app.cli.output import warn
 from app.errors import UsageError
+from app.model.feed import InputFeeder
 from app.model.spec import load_model_spec
 
 
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from app.profile.run import profile_model
     from app.profile.text import render
 
-    spec = load_model_spec(args.model, labels_file=args.labels)
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     for warning in spec.warnings:
         warn(warning)
     export = args.model_explorer
@@ -53,12 +54,16 @@ def run(args: argparse.Namespace) -> int:
                 f"{exported.skipped_rows} row(s) ({exported.skipped_ms:.3f} ms) stand for no single TFLite node "
                 "(a GPU partition, an operator XNNPACK added) and are not in the Model Explorer data"
             )
+    feeder = InputFeeder(spec)  # what fed the inputs that are not the image (the profile's runs used the same)
+    fed = {"inputs": feeder.facts.to_dict()} if feeder.needed else {}  # said only where there are such inputs
     if args.json:
-        json.dump({"model": spec.as_json(), "profile": profile.to_dict()}, sys.stdout, indent=2)
+        json.dump({"model": spec.as_json(), "profile": profile.to_dict(), **fed}, sys.stdout, indent=2)
         print()
         return 0
     for line in render(profile, top=args.top):
         print(line)
+    if feeder.needed:
+        print(f"inputs: {feeder.facts.describe()}")
     return 0
 
 

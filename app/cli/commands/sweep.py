@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from app.cli.command import Command
-from app.cli.options import non_negative_int, positive_int
+from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
 from app.cli.output import warn
 from app.model.spec import load_model_spec
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
@@ -26,6 +26,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         metavar="M",
         help="bundled model name or .tflite path; repeat for several (default: every bundled model)",
     )
+    add_model_options(s, model=False)
     s.add_argument("--source", default="demo", help="where the frames come from (default: the demo clip)")
     s.add_argument(
         "--frames",
@@ -57,7 +58,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     models = args.models or default_models()
     for model in models:
-        load_model_spec(model)  # a bad model is exit 3 before anything runs
+        load_model_spec(model, options=model_options(args))  # a bad model is exit 3 before anything runs
     if args.json_file:
         check_json_out(args.json_file)
     if args.html:

@@ -20,8 +20,10 @@ from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QPushButton,
     QSpinBox,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -52,6 +54,35 @@ class BSide:
     labels: Path | None = None
 
 
+MODEL_OWN_LABELS = "the model's own"
+
+
+class LabelsChoice(QWidget):
+    """A side's labels: the file chosen (the button opens another) or the model's own, and a way back to
+    the model's own once a file was chosen."""
+
+    def __init__(self, whose: str) -> None:
+        super().__init__()
+        self._whose = whose
+        self.button = QPushButton(MODEL_OWN_LABELS)
+        self.own = QToolButton()
+        self.own.setText("↩ model's own")
+        self.own.setToolTip(f"Back to {whose} model's own labels (its sidecar, a file beside it, or its metadata's)")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(4)
+        layout.addWidget(self.button, 1)
+        layout.addWidget(self.own)
+        self.file: Path | None = None
+        self.set_file(None)
+
+    def set_file(self, path: Path | None) -> None:
+        self.file = path
+        self.button.setText(path.name if path else MODEL_OWN_LABELS)
+        self.button.setToolTip(str(path) if path else f"Labels for {self._whose} model: click to open a labels file")
+        self.own.setVisible(path is not None)
+
+
 def _form(box: QGroupBox) -> QFormLayout:
     form = QFormLayout(box)
     form.setVerticalSpacing(4)  # with the panel's own spacing, the Controls fit the default window
@@ -71,7 +102,8 @@ class ControlPanel(QWidget):
     top_k_changed = Signal(int)
     threshold_changed = Signal(float)  # 0..1
     compare_changed = Signal(object)  # None (off) or the BSide to run
-    b_file_requested = Signal(str)  # "model" (Open .tflite… for B) or "labels" (a labels file for B)
+    b_file_requested = Signal(str)  # "model" (Open .tflite… for B), "labels" (a labels file for B), "own-labels"
+    labels_requested = Signal(str)  # side A's labels: "open" (a labels file) or "own" (back to the model's own)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -81,7 +113,6 @@ class ControlPanel(QWidget):
         self._unavailable: dict[str, str] = {}  # delegate -> why it cannot run here
         # Third-party models opened this session, path -> label: they stay in the Model lists after a switch.
         self._opened: dict[str, str] = {}
-        self._b_labels: Path | None = None
         self._b_model = DEFAULT_B_MODEL
 
         box = QGroupBox("Input and model")
@@ -91,6 +122,8 @@ class ControlPanel(QWidget):
         form.addRow("Source", self.source)
         self.model = QComboBox()
         form.addRow("Model", self.model)
+        self.labels = LabelsChoice("A's")
+        form.addRow("Labels", self.labels)
         self.forms = [form]
         layout.addWidget(box)
 
@@ -129,9 +162,9 @@ class ControlPanel(QWidget):
         self.b_model.setToolTip("B's model: a bundled one, or Open .tflite… for any classifier")
         self._fill_models(self.b_model, DEFAULT_B_MODEL)
         form.addRow("B model", self.b_model)
-        self.b_labels = QPushButton("the model's own")
-        self.b_labels.setToolTip("Labels for B's model: click to open a labels file")
-        form.addRow("B labels", self.b_labels)
+        self.b_labels_choice = LabelsChoice("B's")
+        self.b_labels = self.b_labels_choice.button
+        form.addRow("B labels", self.b_labels_choice)
         self.b_delegate = QComboBox()
         for name, label in DELEGATE_LABELS.items():
             self.b_delegate.addItem(label, name)
@@ -179,6 +212,9 @@ class ControlPanel(QWidget):
         self.compare.toggled.connect(lambda _: self._compare_changed())
         self.b_model.activated.connect(self._b_model_activated)
         self.b_labels.clicked.connect(lambda: self.b_file_requested.emit("labels"))
+        self.b_labels_choice.own.clicked.connect(lambda: self.b_file_requested.emit("own-labels"))
+        self.labels.button.clicked.connect(lambda: self.labels_requested.emit("open"))
+        self.labels.own.clicked.connect(lambda: self.labels_requested.emit("own"))
         self.b_delegate.activated.connect(lambda _: self._compare_changed())
         self._show_relevant_options()
         for combo in self.findChildren(QComboBox):
@@ -224,7 +260,7 @@ class ControlPanel(QWidget):
 
     def b_side(self) -> BSide:
         """What B would run, as chosen in the panel."""
-        return BSide(self.b_model.currentData(), self.b_delegate.currentData(), self._b_labels)
+        return BSide(self.b_model.currentData(), self.b_delegate.currentData(), self.b_labels_choice.file)
 
     def _b_model_activated(self, index: int) -> None:
         if self.b_model.itemData(index) == OPEN_FILE:
@@ -246,9 +282,11 @@ class ControlPanel(QWidget):
         self.set_b_labels(None)
 
     def set_b_labels(self, path: Path | None) -> None:
-        self._b_labels = path
-        self.b_labels.setText(path.name if path else "the model's own")
-        self.b_labels.setToolTip(str(path) if path else "Labels for B's model: click to open a labels file")
+        self.b_labels_choice.set_file(path)
+
+    def set_labels(self, path: Path | None) -> None:
+        """Side A's labels: the file the running model reads them from, or None (the model's own)."""
+        self.labels.set_file(path)
 
     # ---- filling -------------------------------------------------------------------------
 
@@ -324,6 +362,7 @@ class ControlPanel(QWidget):
         """Show what side A runs (and the overlay's threshold, 0..1) without emitting a change."""
         self.set_models(str(config.model), Path(str(config.model)).name)
         self.show_delegate(config.delegate)
+        self.set_labels(config.labels)
         widgets = (self.threads, self.precision, self.allow_software, self.units, self.throttle, self.top_k,
                    self.threshold)  # fmt: skip
         for widget in widgets:
@@ -377,7 +416,7 @@ class ControlPanel(QWidget):
                               (self.units, name == "coreml")):  # fmt: skip
             self._delegate_form.setRowVisible(widget, shown)
         on = self.compare.isChecked()
-        for b_widget in (self.b_model, self.b_labels, self.b_delegate):
+        for b_widget in (self.b_model, self.b_labels_choice, self.b_delegate):
             self._compare_form.setRowVisible(b_widget, on)
 
     def _source_activated(self, index: int) -> None:

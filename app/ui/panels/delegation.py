@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QTextDocument
-from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.backends.base import CoreMLMode, DelegationReport
 from app.backends.describe import backend_name, coreml_prediction_sentence, delegation_panel_facts, offload_sentence
@@ -24,6 +24,14 @@ class DelegationPanel(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         layout = QVBoxLayout(self)
+        # While a session opens (the TensorFlow reference takes seconds): what is starting and for how long;
+        # the facts below are the previous session's, greyed, until the new one's open event.
+        self.opening = QLabel("")
+        self.opening.setWordWrap(True)
+        self.opening.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.opening.setStyleSheet("background: #fff3cd; color: #5d4200; padding: 4px")
+        self.opening.setVisible(False)
+        layout.addWidget(self.opening)
         self.facts = QLabel("No model open yet.")
         self.coverage = QLabel("")
         self.pieces = QLabel("")  # Core ML requested: the pieces a Mac runs the model in (app/coreml_mil/split.py)
@@ -33,8 +41,10 @@ class DelegationPanel(QWidget):
         self.offload = QLabel("")
         self.bound = QLabel("")  # which stage sets the rate (app/metrics/bottleneck.py)
         self.switch = QLabel("")
-        labels = (self.coverage, self.pieces, self.strip, self.legend, self.left_on_cpu, self.facts, self.offload,
-                  self.bound)  # fmt: skip
+        # Offload and Rate, the live readings, come right under the node strip: at 1280×860 they were below the
+        # facts table and out of view; Core ML's pieces, the nodes its delegate leaves and the facts follow.
+        labels = (self.coverage, self.strip, self.legend, self.offload, self.bound, self.pieces, self.left_on_cpu,
+                  self.facts)  # fmt: skip
         for label in (*labels, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
@@ -45,6 +55,7 @@ class DelegationPanel(QWidget):
             layout.addWidget(label)
         self.strip.setVisible(False)
         layout.addStretch(1)
+        self._old = [*labels, self.switch]  # greyed while a new session opens
         self.report: DelegationReport | None = None
         self.report_b: DelegationReport | None = None  # side B's, while A/B runs
         self._a: tuple[str, str, tuple[str, ...]] = ("", "", ())  # A's model label, labels, label warnings
@@ -172,6 +183,30 @@ class DelegationPanel(QWidget):
         self.pieces.setToolTip("\n".join(tip))
         self.pieces.setVisible(True)
 
+    def set_opening(self, text: str | None) -> None:
+        """A session is opening (`text` says what, for how long): the facts shown are marked as the previous
+        session's and greyed. None: it opened (or failed); the facts are current again."""
+        if text is None:
+            if self.opening.isVisible():
+                self.opening.setVisible(False)
+                self.opening.setText("")
+                for widget in self._old:
+                    widget.setGraphicsEffect(None)  # type: ignore[arg-type]  # None removes the effect (Qt docs); the stubs omit it
+            return
+        old = "; below, the previous session's facts until it opens" if self.report is not None else ""
+        self.opening.setText(f"<b>{html.escape(text)}</b>{old}")
+        if not self.opening.isVisible():
+            self.opening.setVisible(True)
+            for widget in self._old:
+                effect = QGraphicsOpacityEffect(widget)
+                effect.setOpacity(0.35)
+                widget.setGraphicsEffect(effect)
+
+    @property
+    def greyed(self) -> bool:
+        """The facts shown are the previous session's, greyed (tests)."""
+        return self.opening.isVisible() and all(w.graphicsEffect() is not None for w in self._old)
+
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
 
@@ -183,7 +218,9 @@ class DelegationPanel(QWidget):
             self.offload.setText("")
             self.bound.setText("")
             return
-        sentence = offload_sentence(snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean)
+        sentence = offload_sentence(
+            snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean, snap.system_cpu_pct
+        )
         if snap.gpu_busy_ms_per_inference:  # the GPU's own evidence: a waiting thread may spin
             sentence += f" NVML: the GPU itself was busy {snap.gpu_busy_ms_per_inference:.2f} ms per inference."
         if shared:  # A/B: the CPU figure is this side's threads, and the two sides queue for cores
@@ -194,7 +231,8 @@ class DelegationPanel(QWidget):
     def text(self) -> str:
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
-        widgets = (self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound, self.switch)
+        widgets = (self.opening, self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound,
+                   self.switch)  # fmt: skip
         doc.setHtml("<br>".join(w.text() for w in widgets))
         # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
         return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "").replace(_JOIN, "")

@@ -8,6 +8,7 @@ import html
 import math
 import statistics
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 
 from app.recording.segments import Segment, delegate_facts
 from app.recording.series import circled, recorded_series
-from app.recording.writer import cell_number, original_text, read_recording
+from app.recording.writer import Recording, cell_number, original_text, read_recording
 from app.ui.views.plots import LivePlots
 
 # Legend names for what Review draws: the recorded figures, named as such.
@@ -56,16 +57,48 @@ COLUMNS = (
 )  # fmt: skip
 
 
+_B_LEGEND = {"b_inference_fps": "B inference fps (as recorded)", "b_inference_mean": "B inference (each)"}
+
+
 class ReviewWindow(QMainWindow):
     def __init__(self, path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         session = read_recording(path)  # OSError/ValueError: the caller shows the message
-        self.setWindowTitle(f"Recording: {path.name} — Delegate Scope")
+        # An A/B recording (either side's file opened): side B's own recording is shown beside side A's.
+        self.b_path: Path | None = None
+        b_session, b_problem = None, None
+        other = _other_side(path, session.metadata)
+        if other is not None:
+            side, other_path = other
+            try:
+                other_session = read_recording(other_path)
+            except (OSError, ValueError, UnicodeError) as exc:
+                b_problem = f"{other_path.name} could not be read: {exc}"
+            else:
+                if side == "a":  # the file opened was side B's: side A leads, as everywhere else
+                    path, session, other_path, other_session = other_path, other_session, path, session
+                self.b_path, b_session = other_path, other_session
+        both = f" + {self.b_path.name} (A/B)" if self.b_path else ""
+        self.setWindowTitle(f"Recording: {path.name}{both} — Delegate Scope")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         series = recorded_series(session)
         self.segments = [g for g in series.segments if g.inferences]
         self.inferences = len(series.t)
         self.markers = series.markers
+        self.b_segments: list[Segment] = []
+        self.b_inferences = 0
+        b_drawn = None
+        if b_session is not None:
+            b_series = recorded_series(b_session)
+            self.b_segments = [g for g in b_series.segments if g.inferences]
+            self.b_inferences = len(b_series.t)
+            # B's file opened when B first ran: its times are put on A's clock by both files' wall times.
+            shift = _wall_origin(b_session) - _wall_origin(session)
+            shift = 0.0 if math.isnan(shift) else shift
+            b_t = b_series.t + shift
+            b_drawn = (b_t, {"b_inference_fps": b_series.values["inference_fps"],
+                             "b_inference_mean": b_series.values["inference_mean"]})  # fmt: skip
+            self.markers = sorted([*self.markers, *((at + shift, f"B {text}") for at, text in b_series.markers)])
         meta = session.metadata
         duration = float(series.t[-1] - series.t[0]) if len(series.t) > 1 else 0.0
         parts = [f"<b>{html.escape(path.name)}</b>: {self.inferences} inferences over {duration:.1f} s"]
@@ -79,18 +112,31 @@ class ReviewWindow(QMainWindow):
         if meta and meta.get("complete") is False:
             parts.append("<span style='color:#b71c1c'>not stopped cleanly</span>")
         compare = _mapping(meta.get("compare"))
-        if isinstance(compare.get("b"), str):  # side A of an A/B recording: say where the rest is
+        if self.b_path is not None:
+            b = html.escape(self.b_path.name)
+            c = html.escape(str(compare.get("comparison", "")))
+            parts.append(
+                f"A/B: side B ({b}) beside side A: {self.b_inferences} inferences, "
+                f"<span style='color:#ff7f0e'>orange</span> in the plots, its parts marked B in the table"
+                + (f"; per-frame comparison: {c}" if c else "")
+            )
+        elif isinstance(compare.get("b"), str):  # side A of an A/B recording: say where the rest is
             b, c = html.escape(compare["b"]), html.escape(str(compare.get("comparison", "")))
-            parts.append(f"side A of an A/B recording (side B: {b}; per-frame comparison: {c})")
+            missing = html.escape(b_problem) if b_problem else "not found beside it"
+            parts.append(f"side A of an A/B recording (side B: {b}, {missing}; per-frame comparison: {c})")
         self.summary = QLabel(" · ".join(parts))
         self.summary.setWordWrap(True)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.note = QLabel(NOTE)
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #444")
-        self.table = self._segment_table(self.segments, meta)
+        self.columns = ("side", *COLUMNS) if b_session is not None else COLUMNS
+        sides = [("A", g, meta) for g in self.segments]
+        if b_session is not None:
+            sides += [("B", g, b_session.metadata) for g in self.b_segments]
+        self.table = self._segment_table(sides)
         self.plots = LivePlots()
-        self.plots.set_static(series.t, series.values, series.markers)
+        self.plots.set_static(series.t, series.values, self.markers, b=b_drawn)
         self._name_recorded_series()
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -106,7 +152,7 @@ class ReviewWindow(QMainWindow):
         split.setStretchFactor(1, 1)
         layout.addWidget(split, 1)
         self.setCentralWidget(central)
-        rows_shown = min(len(self.segments), 6)
+        rows_shown = min(self.table.rowCount(), 6)
         table_h = (
             self.table.horizontalHeader().sizeHint().height()
             + sum(self.table.rowHeight(r) for r in range(rows_shown))
@@ -121,7 +167,10 @@ class ReviewWindow(QMainWindow):
     def segment_rows(self) -> list[dict[str, str]]:
         """The table as text, row by row (tests and screenshots read this)."""
         return [
-            {COLUMNS[c]: (item.text() if (item := self.table.item(r, c)) else "") for c in range(len(COLUMNS))}
+            {
+                self.columns[c]: (item.text() if (item := self.table.item(r, c)) else "")
+                for c in range(len(self.columns))
+            }
             for r in range(self.table.rowCount())
         ]
 
@@ -133,11 +182,16 @@ class ReviewWindow(QMainWindow):
             legend = self._legend(name)
             if legend is None:
                 continue
+            named = {id(sample.item): label.text for sample, label in legend.items}
+            legend.clear()  # refilled in order: A's recorded series, then side B's
+            drawn = plot.listDataItems()
             for key, curve in self.plots.curves.items():
-                if key in _NOT_RECORDED or key in _LEGEND or key.startswith("b_"):
-                    legend.removeItem(curve)
-                if key in _LEGEND and curve in plot.listDataItems():
-                    legend.addItem(curve, _LEGEND[key])
+                if curve in drawn and key not in _NOT_RECORDED and not key.startswith("b_"):
+                    if text := _LEGEND.get(key) or named.get(id(curve)):
+                        legend.addItem(curve, text)
+            for key, curve in self.plots.curves.items():
+                if key in _B_LEGEND and self.b_path is not None and curve in drawn:
+                    legend.addItem(curve, _B_LEGEND[key])
             legend.updateSize()
 
     def _legend(self, name: str) -> pg.LegendItem | None:
@@ -155,24 +209,57 @@ class ReviewWindow(QMainWindow):
             names += [label.text for _, label in legend.items] if legend is not None else []
         return names
 
-    def _segment_table(self, segments: list[Segment], meta: dict) -> QTableWidget:
-        table = QTableWidget(len(segments), len(COLUMNS))
-        table.setHorizontalHeaderLabels(list(COLUMNS))
+    def _segment_table(self, sides: list[tuple[str, Segment, dict]]) -> QTableWidget:
+        """One row per part, each side's (A's, then B's in an A/B recording) in recorded order."""
+        table = QTableWidget(len(sides), len(self.columns))
+        table.setHorizontalHeaderLabels(list(self.columns))
         table.verticalHeader().setVisible(False)
         table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         table.setWordWrap(False)
-        models = _mapping(meta.get("models"))
-        for row, segment in enumerate(segments):
-            for column, text in enumerate(_segment_cells(segment, models)):
+        for row, (side, segment, meta) in enumerate(sides):
+            cells = _segment_cells(segment, _mapping(meta.get("models")))
+            if self.columns[0] == "side":
+                cells = [side, *cells]
+            for column, text in enumerate(cells):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
                 if "FALLBACK" in text:
                     item.setForeground(QColor("#b71c1c"))
+                elif side == "B" and column == 0:
+                    item.setForeground(QColor("#ff7f0e"))  # B's colour in the plots
                 table.setItem(row, column, item)
         header = table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         return table
+
+
+def _other_side(path: Path, meta: dict) -> tuple[str, Path] | None:
+    """The other side's file of an A/B recording, beside this one: ("b", X-b.csv) for side A's X.csv (named
+    in its sidecar), ("a", X.csv) for side B's X-b.csv. A name beside the file, never a path elsewhere."""
+    compare = _mapping(meta.get("compare"))
+    if isinstance(compare.get("b"), str):
+        other = path.parent / Path(compare["b"]).name
+        return ("b", other) if other.is_file() and other != path else None
+    settings = _mapping(meta.get("settings"))
+    if settings.get("compare_side") == "b" and path.stem.endswith("-b"):
+        other = path.with_name(path.stem.removesuffix("-b") + path.suffix)
+        return ("a", other) if other.is_file() else None
+    return None
+
+
+def _wall_origin(session: Recording) -> float:
+    """The wall-clock time (epoch seconds) of the recording's t_s 0, from its first row holding both; NaN
+    when none does. Two sides' files started apart are put on one clock by it."""
+    for row in session.rows:
+        t = cell_number(row.get("t_s"))
+        try:
+            wall = datetime.fromisoformat(original_text(row.get("timestamp", ""))).timestamp()
+        except ValueError:
+            continue
+        if not math.isnan(t):
+            return wall - t
+    return math.nan
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from app.live.ops import OpsProfiles
 from app.profile.background import INTERVAL_S, LiveProfile
+from app.profile.text import CONTENDED_SHARE
 from app.profile.types import OpTime, Placement, Profile
 
 REFRESH_MS = 500
@@ -133,6 +134,14 @@ def _summary(p: Profile, age_s: float) -> str:
         f"ops {p.ops_ms:.2f} ms of {whole}, {p.runs} runs, {age_s:.0f} s ago · "
         f"<span style='color:{colour}'>off the accelerator: {len(off)} op(s), {share:.1f}%</span>"
     )
+    if p.least_disturbed:
+        text += f"<br>op times: each op's least-disturbed of the {p.runs} runs"
+    if p.cpu_share is not None and p.cpu_share < CONTENDED_SHARE:
+        # On a busy machine the profiler (nice +10) waits for the CPU; its wall-time events count the wait.
+        text += (
+            f"<br><span style='color:{CPU_COLOUR}'>taken under contention: the runs had the CPU "
+            f"{100 * p.cpu_share:.0f}% of their wall time; Invoke includes waiting</span>"
+        )
     if p.fallback_reason:
         text += f"<br>fell back to CPU: {html.escape(p.fallback_reason)}"
     for line in p.not_reported:

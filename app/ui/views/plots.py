@@ -183,16 +183,36 @@ class LivePlots(pg.GraphicsLayoutWidget):
             top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
             self.plots[name].setYRange(0, max(1.0, top * 1.12), padding=0)
 
-    def set_static(self, t: np.ndarray, values: dict[str, np.ndarray], markers: list[tuple[float, str]]) -> None:
-        """Show a recorded session: absolute seconds on the x axis, markers where events were."""
+    def set_static(
+        self,
+        t: np.ndarray,
+        values: dict[str, np.ndarray],
+        markers: list[tuple[float, str]],
+        b: tuple[np.ndarray, dict[str, np.ndarray]] | None = None,
+    ) -> None:
+        """Show a recorded session: absolute seconds on the x axis, markers where events were. `b`: side B
+        of an A/B recording, its own times (on A's clock) and its `b_` series, drawn beside A's."""
         self.clear_series()
         for key, curve in self.curves.items():
-            curve.setData(t, values.get(key, np.full(len(t), np.nan)))
+            if key.startswith("b_"):
+                b_t, b_values = b if b is not None else (np.zeros(0), {})
+                curve.setData(b_t, b_values.get(key, np.full(len(b_t), np.nan)))
+            else:
+                curve.setData(t, values.get(key, np.full(len(t), np.nan)))
         for plot in self.plots.values():
             plot.setLabel("bottom", "seconds since the recording started")
         if len(t):
-            self.plots["fps"].setXRange(float(t[0]), float(t[-1]), padding=0.01)
-        self._fit_from_zero(np.column_stack([t, *(values.get(k, np.full(len(t), np.nan)) for k in KEYS)]))
+            first, last = float(t[0]), float(t[-1])
+            if b is not None and len(b[0]):
+                first, last = min(first, float(b[0][0])), max(last, float(b[0][-1]))
+            self.plots["fps"].setXRange(first, last, padding=0.01)
+        rows = np.column_stack([t, *(values.get(k, np.full(len(t), np.nan)) for k in KEYS)])
+        if b is not None and len(b[0]):  # B's figures within the axes too
+            b_t, b_values = b
+            b_rows = np.column_stack([b_t, *(b_values.get(k, np.full(len(b_t), np.nan)) for k in KEYS)])
+            rows = np.concatenate([rows, b_rows]) if len(rows) else b_rows
+        self._fit_from_zero(rows)
+        self.show_b(b is not None)
         for at, text in markers:
             self._add_marker_lines(text, at, at)
         self.place_marker_labels()
@@ -286,6 +306,10 @@ class LivePlots(pg.GraphicsLayoutWidget):
 
     def marker_count(self) -> int:
         return len(self._markers)
+
+    def marker_texts(self) -> list[str]:
+        """The markers' full texts, oldest first (a label on the plot may be elided; its tooltip is whole)."""
+        return [marker.text for marker in self._markers]
 
     def clear_series(self) -> None:
         self._ring.clear()

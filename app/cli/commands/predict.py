@@ -1,0 +1,132 @@
+"""`delegate-scope predict`: image files through any image model on one backend: what its task reads
+(top classes, detections, class shares, keypoints) and every output's statistics, a line or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.backends import DelegationReport, open_session
+from app.backends.describe import delegation_line
+from app.cli.command import Command
+from app.cli.commands.classify import delegate_json
+from app.cli.options import (
+    add_backend_options,
+    add_model_options,
+    backend_options,
+    model_options,
+    one_or_three_floats,
+    positive_int,
+)
+from app.cli.output import PROG, print_prediction, warn
+from app.errors import BackendUnavailable, RunFailed
+from app.model.feed import InputFeeder
+from app.model.spec import ModelSpec, load_model_spec
+from app.system.thread_cpu import started_by
+from app.tasks.predict import ImageFailure, PredictResult, predict_images, refuse_without_image
+
+
+def add_arguments(c: argparse.ArgumentParser) -> None:
+    add_model_options(c)
+    add_backend_options(c)
+    c.add_argument("--top-k", type=positive_int, default=5, help="classification: predictions per image (default 5)")
+    c.add_argument(
+        "--mean", type=one_or_three_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)"
+    )
+    c.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
+    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    c.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+
+
+def run(args: argparse.Namespace) -> int:
+    spec = load_model_spec(args.model, labels_file=args.labels, mean=args.mean, std=args.std,
+                           options=model_options(args))  # fmt: skip
+    refuse_without_image(spec)  # before a backend opens: the reason is the model, not the machine
+    feeder = InputFeeder(spec)  # a bad --inputs file is exit 4 before anything runs
+    session, runtime_threads = started_by(
+        lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
+    )
+    for warning in spec.warnings + session.report.warnings:
+        warn(warning)
+    results: list[PredictResult] = []
+    failures: list[ImageFailure] = []
+    try:
+        if args.debug:
+            for line in session.report.native_log:
+                print(f"[runtime, opening] {line}", file=sys.stderr)
+        pending = list(args.images)
+        while pending:
+            try:
+                for outcome in predict_images(spec, session, list(pending), args.top_k, runtime_threads, feeder):
+                    pending.pop(0)
+                    if isinstance(outcome, ImageFailure):
+                        failures.append(outcome)
+                        print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
+                    else:
+                        results.append(outcome)
+            except RunFailed as exc:
+                used = session.report.used
+                if used == "cpu":
+                    raise
+                if args.no_fallback:
+                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
+                # As classify: the rest on the CPU, the image that failed included.
+                session.close()
+                reason = f"{used} failed mid-run: {exc}"
+                session, runtime_threads = started_by(lambda: open_session(spec, "cpu", backend_options(args)))
+                session.report.requested, session.report.fallback_reason = args.delegate, reason
+                session.report.warnings.append(f"fell back to CPU: {reason}")
+                warn(f"fell back to CPU: {reason}")
+    finally:
+        session.close()
+    if args.json:
+        out = {
+            "model": spec.as_json(),
+            "delegate": delegate_json(session.report, [r.cpu_per_wall for r in results]),
+            "inputs": feeder.facts.to_dict() if feeder.needed else None,
+            "results": [r.to_dict() for r in results],
+            "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
+            "warnings": spec.warnings + session.report.warnings,
+        }
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    else:
+        _print_lines(spec, session.report, results, feeder)
+    return failures[0].error.exit_code if failures else 0
+
+
+def _print_lines(spec: ModelSpec, report: DelegationReport, results: list[PredictResult], feeder: InputFeeder) -> None:
+    inp = spec.input
+    task = spec.task
+    print(f"model     {spec.display_name}  ({spec.path})")
+    print(
+        f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, sha256 {spec.sha256[:12]}; "
+        f"{'centre crop' if spec.crops else 'whole frame'}, {spec.normalization.describe()}"
+    )
+    print(f"          task {spec.kind.value}" + (f" ({task.evidence})" if task else ""))
+    print(f"          labels: {spec.labels.source}")
+    if feeder.needed:
+        print(f"          other inputs: {feeder.facts.describe()}")
+    print(f"delegate  {delegation_line(report)}")
+    print(f"          init {report.init_ms:.1f} ms, first inference {report.first_inference_ms:.1f} ms")
+    print_prediction(report)
+    for result in results:
+        print(
+            f"{result.image}   {result.task.value}: {result.summary()}   (preprocess {result.preprocess_ms:.2f} ms, "
+            f"inference {result.inference_ms:.2f} ms, CPU {result.cpu.inference_ms:.2f} ms, "
+            f"{result.cpu_per_wall:.2f}x wall)"
+        )
+
+
+COMMAND = Command(
+    name="predict",
+    help="what any image model says of image files",
+    description="Run image files through any image model (classifier, detector, segmenter, pose or landmark "
+    "model, or one read as raw) and print what its task reads: top classes, detections with boxes, the share of "
+    "each class's pixels, keypoints; and every output's statistics. Detectors, segmenters and keypoint models see "
+    "the whole image resized, classifiers a centre crop (docs/guide.md).",
+    add_arguments=add_arguments,
+    run=run,
+)

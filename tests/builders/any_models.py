@@ -1,0 +1,83 @@
+"""Small models of the kinds issue 32 reads that the fixtures do not hold, built with the schema's object API
+(tests/builders/tflite_builder.py): each is the structure a task is inferred from, with weights set so that
+its answer is known whatever the picture (a landmark regressor whose points are its bias, a class map that
+is one class), so predict's reading can be checked exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+from ai_edge_litert import schema_py_generated as fb
+
+from tests.builders.tflite_builder import GraphBuilder, options
+
+SIZE = 16  # input height and width
+
+
+def _flat(g: GraphBuilder, image: int, channels: int) -> int:
+    flat = g.tensor((1, SIZE * SIZE * channels))
+    g.op("RESHAPE", [image, g.const([1, SIZE * SIZE * channels], "int32")], [flat])
+    return flat
+
+
+def _dense(g: GraphBuilder, x: int, width: int, units: int, bias: np.ndarray, scale: float = 0.0) -> int:
+    """FULLY_CONNECTED of `units` outputs: weights `scale` everywhere (0: the output is the bias)."""
+    out = g.tensor((1, units))
+    weights = g.const(np.full((units, width), scale, np.float32))
+    g.op("FULLY_CONNECTED", [x, weights, g.const(bias.astype(np.float32))], [out], options("FullyConnectedOptions"))
+    return out
+
+
+def class_map(dtype: str, classes: int = 3, winner: int = 2) -> bytes:
+    """A segmenter ending in its own argmax: [1,16,16,3] float -> scores [1,16,16,C] -> ARG_MAX ->
+    [1,16,16] of `dtype` (int64 as DeepLab's coral export, or int32). Every pixel is `winner`."""
+    g = GraphBuilder()
+    image = g.input((1, SIZE, SIZE, 3))
+    scores = g.tensor((1, SIZE, SIZE, classes))
+    filters = g.const(np.zeros((classes, 1, 1, 3), np.float32))
+    bias = np.zeros(classes, np.float32)
+    bias[winner] = 1.0
+    g.op("CONV_2D", [image, filters, g.const(bias)], [scores],
+         options("Conv2DOptions", padding=fb.Padding.SAME, strideW=1, strideH=1))  # fmt: skip
+    out = g.tensor((1, SIZE, SIZE), dtype)
+    kind = fb.TensorType.INT64 if dtype == "int64" else fb.TensorType.INT32
+    g.op("ARG_MAX", [scores, g.const([3], "int32")], [out], options("ArgMaxOptions", outputType=kind))
+    return g.build([out])
+
+
+def landmarks(points: np.ndarray) -> bytes:
+    """A landmark regressor as MediaPipe's: [1,16,16,3] -> [1,2N] (x, y in input pixels) beside a [1,1]
+    presence score. The points are the bias (weights 0): `points` (N, 2) whatever the picture."""
+    g = GraphBuilder()
+    image = g.input((1, SIZE, SIZE, 3))
+    flat = _flat(g, image, 3)
+    coords = _dense(g, flat, SIZE * SIZE * 3, points.size, points.reshape(-1))
+    presence = _dense(g, flat, SIZE * SIZE * 3, 1, np.array([0.9]))
+    return g.build([coords, presence])
+
+
+def two_inputs(classes: int = 4) -> bytes:
+    """An image classifier with a second, non-image input added to its scores: [1,16,16,3] and [1,C] ->
+    [1,C] = the second input (image weights 0), so the top class is whatever the second input says."""
+    g = GraphBuilder()
+    image = g.input((1, SIZE, SIZE, 3))
+    extra = g.input((1, classes))
+    flat = _flat(g, image, 3)
+    dense = _dense(g, flat, SIZE * SIZE * 3, classes, np.zeros(classes))
+    out = g.tensor((1, classes))
+    g.op("ADD", [dense, extra], [out], options("AddOptions"))
+    return g.build([out])
+
+
+def channels(count: int, classes: int = 3) -> bytes:
+    """A classifier of a [1,16,16,count] image (1: grey, 4: RGBA): scores 1, 2, 3 plus a thousandth of the
+    mean pixel, so any picture gives class 2 on top."""
+    g = GraphBuilder()
+    image = g.input((1, SIZE, SIZE, count))
+    flat = _flat(g, image, count)
+    width = SIZE * SIZE * count
+    out = g.tensor((1, classes))
+    weights = np.full((classes, width), 1e-3 / width, np.float32)
+    bias = np.arange(1, classes + 1, dtype=np.float32)
+    g.op("FULLY_CONNECTED", [flat, g.const(weights), g.const(bias)], [out],
+         options("FullyConnectedOptions"))  # fmt: skip
+    return g.build([out])
