@@ -8,24 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import ROOT
-
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # before any QApplication exists
-
-VISION = ROOT.parent / "shared" / "fixtures" / "vision"
-CORAL = ROOT.parent / "shared" / "fixtures" / "coral"
-
-
-@pytest.fixture(scope="session")
-def vision() -> Path:
-    """Third-party detectors, segmenters, pose and raw models (and, beside them, the coral photos);
-    absent in a user's checkout, mandatory in CI (as tests/conftest.py's `coral`)."""
-    for folder in (VISION, CORAL):
-        if not (folder / "README.md").is_file():
-            if os.environ.get("CI"):
-                pytest.fail(f"CI is set but the third-party fixtures are missing at {folder}")
-            pytest.skip(f"third-party fixtures not present at {folder} (they exist for CI and developers only)")
-    return VISION
 
 
 @pytest.fixture

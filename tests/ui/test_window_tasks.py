@@ -22,17 +22,17 @@ MOVENET = "movenet_single_pose_lightning_ptq.tflite"
 LSTM = "keras_lstm_mnist_ptq.tflite"
 
 
-def _photo(vision: Path) -> Path:
-    return vision.parent / "coral" / "grace_hopper.bmp"
+def _photo(coral: Path) -> Path:
+    return coral / "grace_hopper.bmp"
 
 
-def _scripted(vision: Path, model: str, tmp_path: Path) -> tuple[dict, object]:
+def _scripted(vision: Path, coral: Path, model: str, tmp_path: Path) -> tuple[dict, object]:
     """One scripted window run of `model` on the photo: its --stats and its screenshot (a QImage)."""
     from PySide6.QtGui import QImage
 
     shot, stats = tmp_path / "window.png", tmp_path / "stats.json"
     run = run_cli(
-        "gui", "--source", f"images:{_photo(vision)}", "--model", vision / model, "--threads", "1",
+        "gui", "--source", f"images:{_photo(coral)}", "--model", vision / model, "--threads", "1",
         "--settings", tmp_path / "s.ini", "--exit-after", "6", "--screenshot", shot, "--stats", stats,
         env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120,
     )  # fmt: skip
@@ -67,10 +67,10 @@ def _rgb(colour) -> tuple[int, int, int]:
 
 
 @pytest.mark.timeout(180)
-def test_a_detector_draws_its_boxes_with_labels(vision, tmp_path):
+def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
     from app.ui.views.overlay import box_colour
 
-    figures, image = _scripted(vision, SSD, tmp_path)
+    figures, image = _scripted(vision, coral, SSD, tmp_path)
     assert figures["task"] == "detection"
     results = figures["results"]
     found = {d["label"]: d for d in results["last"]["detections"]}
@@ -91,10 +91,10 @@ def test_a_detector_draws_its_boxes_with_labels(vision, tmp_path):
 
 
 @pytest.mark.timeout(180)
-def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, tmp_path):
+def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, coral, tmp_path):
     from app.ui.views.overlay import MASK_ALPHA, class_colour
 
-    figures, image = _scripted(vision, DEEPLAB, tmp_path)
+    figures, image = _scripted(vision, coral, DEEPLAB, tmp_path)
     assert figures["task"] == "segmentation"
     classes = figures["results"]["last"]["segmentation"]["classes"]
     # LiteRT: background 37 %, person (15) 63 % of pixels; DeepLab's file has no labels: "class N".
@@ -104,7 +104,7 @@ def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, tmp_
     panel = figures["overlay"]["panels"][0]
     assert panel[0] == "2 classes, share of pixels" and panel[1].startswith("class 15 6")
     frame = _Frame(figures, image)
-    photo = cv2.imread(str(_photo(vision)))  # BGR
+    photo = cv2.imread(str(_photo(coral)))  # BGR
     ph, pw = photo.shape[:2]
     a = MASK_ALPHA / 255
     person = _rgb(class_colour(15))
@@ -119,10 +119,10 @@ def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, tmp_
 
 
 @pytest.mark.timeout(180)
-def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, tmp_path):
+def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, coral, tmp_path):
     from app.ui.views.overlay import _BONE, _POINT, KEYPOINT_MIN_SCORE
 
-    figures, image = _scripted(vision, MOVENET, tmp_path)
+    figures, image = _scripted(vision, coral, MOVENET, tmp_path)
     assert figures["task"] == "keypoints"
     points = {k["name"]: k for k in figures["results"]["last"]["keypoints"]}
     assert figures["results"]["last_count"] == len(points) == 17
@@ -140,8 +140,8 @@ def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, tmp_path):
 
 
 @pytest.mark.timeout(180)
-def test_a_model_without_an_image_input_shows_its_output_statistics(vision, tmp_path):
-    figures, _ = _scripted(vision, LSTM, tmp_path)
+def test_a_model_without_an_image_input_shows_its_output_statistics(vision, coral, tmp_path):
+    figures, _ = _scripted(vision, coral, LSTM, tmp_path)
     assert figures["task"] == "raw"
     outputs = figures["results"]["last"]["outputs"]
     assert [o["name"] for o in outputs] == ["StatefulPartitionedCall:0"] and figures["results"]["last_count"] == 1
@@ -169,12 +169,12 @@ def _first_result(model: str, photo: Path):
 
 
 @pytest.mark.timeout(180)
-def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision):
+def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision, coral):
     from app.ui.views.overlay import SIDE_COLOURS, class_colour
     from app.ui.views.video import VideoView
 
-    frame, ssd = _first_result(str(vision / SSD), _photo(vision))
-    _, deeplab = _first_result(str(vision / DEEPLAB), _photo(vision))
+    frame, ssd = _first_result(str(vision / SSD), _photo(coral))
+    _, deeplab = _first_result(str(vision / DEEPLAB), _photo(coral))
     view = VideoView()
     qtbot.addWidget(view)
     view.resize(954, 537)  # the video's size in a 1280x860 window
@@ -221,12 +221,12 @@ def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision):
 
 
 @pytest.mark.timeout(180)
-def test_the_windows_model_options_reach_the_pipeline_and_only_its_model(qtbot, make_window, vision):
+def test_the_windows_model_options_reach_the_pipeline_and_only_its_model(qtbot, make_window, vision, coral):
     from app.model.spec import ModelOptions
     from app.model.task import Task
 
     ssd = str(vision / SSD)
-    window = make_window(source=f"images:{_photo(vision)}", model=ssd, model_options=ModelOptions(task=Task.RAW))
+    window = make_window(source=f"images:{_photo(coral)}", model=ssd, model_options=ModelOptions(task=Task.RAW))
     assert window.live.config().model_options.task == Task.RAW
     qtbot.waitUntil(lambda: (r := window.live.latest_result()) is not None and r.task is not None, timeout=60_000)
     assert window.live.latest_result().task.task == Task.RAW  # --task raw: the detector's outputs, not decoded
