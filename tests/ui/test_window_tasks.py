@@ -177,7 +177,7 @@ def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision, 
     _, deeplab = _first_result(str(vision / DEEPLAB), _photo(coral))
     view = VideoView()
     qtbot.addWidget(view)
-    view.resize(954, 537)  # the video's size in a 1280x860 window
+    view.resize(914, 537)  # the video's size in a 1280x860 window
     view.show()
     view.titles = ("A · CPU · ssd", "B · CPU · deeplab")
     frame = type(frame)(frame.index, frame.image, ssd.captured_at, frame.wall_time)  # not stale
@@ -204,8 +204,8 @@ def test_side_b_has_its_own_colour_and_two_masks_share_the_frame(qtbot, vision, 
     qtbot.waitUntil(lambda: view.width() == 800, timeout=5_000)
     view.grab()  # paints at the new size
     assert view.masks[1].built == 1 and view.masks[1].resized == 2  # a new size: resized, not rebuilt
-    view.resize(954, 537)
-    qtbot.waitUntil(lambda: view.width() == 954, timeout=5_000)
+    view.resize(914, 537)
+    qtbot.waitUntil(lambda: view.width() == 914, timeout=5_000)
 
     # Both sides segment: A's mask on the left half, B's on the right, a divider between.
     view.titles = ("A · CPU · deeplab", "B · CPU · deeplab")
