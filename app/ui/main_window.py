@@ -37,7 +37,7 @@ from app.live.source_trial import SourceTrial
 from app.live.sweep import SweepRunner
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import MetricsSnapshot
-from app.model.spec import ModelSpec, bundled_models, load_model_spec
+from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
 from app.sources import CameraInfo, list_cameras
 from app.system.redact import redact_credentials
@@ -46,12 +46,13 @@ from app.ui import dialogs
 from app.ui.background import BackgroundJobs
 from app.ui.benchmark_mode import UnpacedMode
 from app.ui.menus import build_menus, home_relative
+from app.ui.model_reading import ModelReadings
 from app.ui.panels.compare import ComparePanel
 from app.ui.panels.controls import OPEN_FILE, BSide, ControlPanel
 from app.ui.panels.delegation import DelegationPanel
 from app.ui.panels.review import ReviewWindow
 from app.ui.panels.sweep import SweepDock
-from app.ui.scripted import WindowStats, scripted_outcome, window_stats, write_stats
+from app.ui.scripted import ResultTally, WindowStats, scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
@@ -94,9 +95,12 @@ class MainWindow(QMainWindow):
         self.last_error: str | None = None
         self.exit_code, self.exit_message = 0, ""  # a scripted run's outcome (--exit-after)
         self.source_trial = SourceTrial()  # a chosen source that never opens gives way to the one that ran
+        self.readings = ModelReadings()  # each model's task and its evidence, for the panel and the view
+        self.tallies = (ResultTally(), ResultTally())  # what each side's results found (--stats)
 
         self._build_widgets()
         start = start_config(options, self.saved)
+        self._start_model = str(start.config.model)  # the model --task/--input-shape/--inputs were given for
         self.live = LiveController(start.source, start.config)
         self.sweep = SweepDock(
             self,
@@ -331,9 +335,16 @@ class MainWindow(QMainWindow):
         """Check the model here first (one clear message, nothing changes if it is bad), then switch."""
         return self._switch_model(ref, labels) is not None
 
+    def model_options_for(self, ref: str) -> ModelOptions:
+        """The command line's --task/--input-shape/--inputs were given for the model the window started
+        with; another model chosen in the window is read as it is (a --task detection would refuse the
+        classifier picked next), and going back to the first one reads it as asked again."""
+        return self.options.model_options if ref == self._start_model else ModelOptions()
+
     def _switch_model(self, ref: str, labels: Path | None) -> ModelSpec | None:
+        options = self.model_options_for(ref)
         try:
-            spec = load_model_spec(ref, labels)
+            spec = load_model_spec(ref, labels, options=options)
         except DelegateScopeError as exc:
             name = Path(ref).name
             message = str(exc) if name in str(exc) else f"{name}: {exc}"
@@ -342,7 +353,7 @@ class MainWindow(QMainWindow):
             return None
         for warning in labels_in_window_words(spec.labels.source, spec.warnings)[1]:
             self.statusBar().showMessage(f"{spec.display_name}: {warning}", 10_000)
-        self.live.reconfigure(model=ref, labels=labels)
+        self.live.reconfigure(model=ref, labels=labels, model_options=options)
         self.controls.set_models(ref, spec.display_name)
         self.controls.set_labels(labels)  # a labels file belongs to the model it was chosen for
         return spec
@@ -387,7 +398,8 @@ class MainWindow(QMainWindow):
         if isinstance(b, tuple):
             b = BSide(*b)
         config = self.live.config()
-        b_config = None if b is None else replace(config, model=b.model, delegate=b.delegate, labels=b.labels)
+        b_config = None if b is None else replace(config, model=b.model, delegate=b.delegate, labels=b.labels,
+                                                  model_options=self.model_options_for(b.model))  # fmt: skip
         self.live.set_compare(b_config)
         self._last_frame_index = -1
         on = b_config is not None
@@ -398,6 +410,8 @@ class MainWindow(QMainWindow):
         self.plots.add_marker(compare_marker(b.model, b.delegate) if b else compare_marker(None, None))
         if not on:
             self.video.titles = ("", "")
+            self.video.frame_is_input = (self.video.frame_is_input[0], True)
+        self.tallies[1].reset()
         self.delegation.set_report_b(None)
         self.controls.show_compare(b)
 
@@ -424,7 +438,7 @@ class MainWindow(QMainWindow):
     def use_b_model(self, model: str, labels: Path | None = None) -> bool:
         """Make `model` (with `labels`) side B's choice, and run it if A/B is on; a bad file changes nothing."""
         try:
-            spec = load_model_spec(model, labels)
+            spec = load_model_spec(model, labels, options=self.model_options_for(model))
         except DelegateScopeError as exc:
             name = Path(model).name
             message = str(exc) if name in str(exc) else f"{name}: {exc}"
@@ -580,6 +594,8 @@ class MainWindow(QMainWindow):
         if new_frame and not self.deferral.paint_frame(inferring):
             return  # painted once the inference ends (with its result, if it ran on this frame)
         self._last_frame_index, self._last_result_id = frame.index, result_id
+        self.tallies[0].add(result)
+        self.tallies[1].add(result_b)
         self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
         if new_frame:
@@ -657,6 +673,8 @@ class MainWindow(QMainWindow):
         model boxes, the status bar."""
         for text, at in update.markers:
             self.plots.add_marker(text, at=at - self.plots.t0)
+        if update.reports:
+            self._show_reading()
         for shown in update.reports:
             self.delegation.set_report(shown.report, shown.model, shown.labels, shown.label_warnings)
             self.controls.show_delegate(shown.report.requested)
@@ -667,6 +685,15 @@ class MainWindow(QMainWindow):
             self.controls.set_labels(self.live.config().labels)
         for message in update.status:
             self.statusBar().showMessage(message, 15_000)
+
+    def _show_reading(self) -> None:
+        """Side A's task and why (the model that opened last), on the panel's Task row and to the view."""
+        opened = [e.model for e in self.live.events() if e.model]
+        config = self.live.config()
+        model = opened[-1].path if opened else config.model
+        reading = self.readings.reading(model, config.labels, config.model_options)
+        self.delegation.set_task(reading.text() if reading else "")
+        self.video.frame_is_input = (reading.frame_is_input if reading else True, self.video.frame_is_input[1])
 
     def _update_compare(self, snap: MetricsSnapshot, snap_b: MetricsSnapshot) -> None:
         comparison = self.live.comparison()
@@ -683,7 +710,10 @@ class MainWindow(QMainWindow):
         self.compare_panel.set_summary(comparison.summary, snap, snap_b, (names[0], names[1]), comparison.speed)
         b_config = self.live.config("b")
         b_labels = b_config.labels.name if b_config.labels else ""
-        self.delegation.set_report_b(self.live.report("b"), Path(str(b_config.model)).stem, b_labels)
+        reading = self.readings.reading(b_config.model, b_config.labels, b_config.model_options)
+        self.video.frame_is_input = (self.video.frame_is_input[0], reading.frame_is_input if reading else True)
+        self.delegation.set_report_b(self.live.report("b"), Path(str(b_config.model)).stem, b_labels,
+                                     reading.text() if reading else "")  # fmt: skip
         self.compare_panel.set_thumbnails(comparison.thumbnails)
 
     def _poll_background(self) -> None:
@@ -730,7 +760,7 @@ class MainWindow(QMainWindow):
 
     def stats(self) -> WindowStats:
         """Figures for benchmarks and scripted runs (--stats FILE)."""
-        return window_stats(self.live, self.probes, self.video, self.plots)
+        return window_stats(self.live, self.probes, self.video, self.plots, self.tallies)
 
     def _scripted_exit(self) -> None:
         self.exit_code, self.exit_message = scripted_outcome(self.live)  # before closing stops the pipeline

@@ -3,10 +3,11 @@ defaults; and what it remembers at exit."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.backends.options import BackendOptions, default_threads
+from app.model.spec import ModelOptions
 from app.pipeline import InferenceConfig
 from app.sources import CameraInfo, list_cameras
 from app.ui.settings import SavedSettings
@@ -28,6 +29,8 @@ class GuiOptions:
     stats_file: Path | None = None
     save_settings: bool | None = None  # None: yes for an interactive run, no for a scripted one (--exit-after)
     dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
+    # --task, --input-shape, --inputs (app/cli/options.py): how to read the model the window starts with.
+    model_options: ModelOptions = field(default_factory=ModelOptions)
 
     @property
     def scripted(self) -> bool:
@@ -69,6 +72,7 @@ def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
         options=inference_options,
         throttle_ms=o.throttle_ms if o.throttle_ms is not None else s.throttle_ms,
         top_k=s.top_k,
+        model_options=o.model_options,
     )
     return StartConfig(config, source, s.threshold, probed_below, cameras)
 

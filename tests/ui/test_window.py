@@ -96,7 +96,9 @@ def test_a_bad_model_file_is_refused_and_nothing_changes(qtbot, make_window, tmp
     bad.write_bytes(b"TFL3" + bytes(100))
     assert not window.switch_model(str(bad))
     assert window.last_error and "broken.tflite" in window.last_error
-    assert not window.switch_model(str(TEST_MODELS / "text_input.tflite"))
+    # Any model loads since issue 32 (a text model too); one with dynamic dimensions and no --input-shape does not.
+    assert not window.switch_model(str(TEST_MODELS / "dynamic_size.tflite"))
+    assert window.last_error and "--input-shape" in window.last_error
     before = window.live.snapshot().inferences_total
     qtbot.waitUntil(lambda: window.live.snapshot().inferences_total > before + 3, timeout=20_000)
     assert window.live.latest_result().model == "efficientnet_lite0"

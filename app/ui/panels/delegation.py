@@ -60,6 +60,7 @@ class DelegationPanel(QWidget):
         self.report_b: DelegationReport | None = None  # side B's, while A/B runs
         self._a: tuple[str, str, tuple[str, ...]] = ("", "", ())  # A's model label, labels, label warnings
         self._b: tuple[str, str] = ("", "")  # B's model label, labels
+        self._tasks = ("", "")  # each side's task and its evidence ("detection (metadata: ...)")
 
     def set_report(
         self,
@@ -76,11 +77,19 @@ class DelegationPanel(QWidget):
         self._show_facts()
         self._show_coverage(report)
 
-    def set_report_b(self, report: DelegationReport | None, model_label: str = "", labels: str = "") -> None:
+    def set_report_b(
+        self, report: DelegationReport | None, model_label: str = "", labels: str = "", task: str = ""
+    ) -> None:
         """Side B's facts beside A's while A/B runs (None: A alone again)."""
-        if (report, model_label, labels) == (self.report_b, *self._b):
+        if (report, model_label, labels, task) == (self.report_b, *self._b, self._tasks[1]):
             return
-        self.report_b, self._b = report, (model_label, labels)
+        self.report_b, self._b, self._tasks = report, (model_label, labels), (self._tasks[0], task)
+        if self.report is not None:
+            self._show_facts()
+
+    def set_task(self, task: str) -> None:
+        """Side A's task and why the app reads the model that way (shown from the next report on)."""
+        self._tasks = (task, self._tasks[1])
         if self.report is not None:
             self._show_facts()
 
@@ -88,9 +97,9 @@ class DelegationPanel(QWidget):
         """A's facts, and B's in a second column while comparing (rows matched by name)."""
         assert self.report is not None
         model_label, labels, label_warnings = self._a
-        columns = [_facts(self.report, model_label, labels, label_warnings)]
+        columns = [_facts(self.report, model_label, labels, label_warnings, self._tasks[0])]
         if self.report_b is not None:
-            columns.append(_facts(self.report_b, *self._b, ()))
+            columns.append(_facts(self.report_b, *self._b, (), self._tasks[1]))
         names = list(dict.fromkeys(name for column in columns for name in column))
         rows = []
         if len(columns) > 1:
@@ -230,10 +239,12 @@ class DelegationPanel(QWidget):
 
 
 def _facts(
-    report: DelegationReport, model_label: str, labels: str, warnings: Sequence[str]
+    report: DelegationReport, model_label: str, labels: str, warnings: Sequence[str], task: str = ""
 ) -> dict[str, tuple[str, str]]:
     """One side's rows: name -> (value, level); labels in red when they do not fit the model's outputs."""
     rows = {"Model": (model_label, "info")} if model_label else {}
+    if task:  # what the app reads the model as, and the evidence: a wrong guess is seen (and --task fixes it)
+        rows["Task"] = (task, "info")
     if labels:
         rows["Labels"] = (labels + ("; " + "; ".join(warnings) if warnings else ""), "warn" if warnings else "ok")
     for fact in delegation_panel_facts(report):

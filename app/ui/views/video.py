@@ -11,8 +11,19 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.model.task import Task
 from app.pipeline import Result
 from app.sources import Frame
+from app.ui.views.overlay import (
+    SIDE_COLOURS,
+    Line,
+    MaskCache,
+    draw_detections,
+    draw_keypoints,
+    draw_mask,
+    frame_rect,
+    task_lines,
+)
 
 STALE_MS = 250.0  # a result older than this (throttle, slow delegate) is marked as such
 _PANEL_BG = QColor(0, 0, 0, 165)
@@ -58,12 +69,17 @@ class VideoView(QWidget):
         self.inference_fps = 0.0
         self.score_threshold = 0.0
         self.show_crop = True
+        # Per side: whether the frame is the model's input (False: a model with no image input, fed
+        # generated inputs; its "model input" outline would be a lie, and its panel says so).
+        self.frame_is_input = (True, True)
+        self.masks = (MaskCache(), MaskCache())  # each side's class mask, built once per result
         self.message = "Starting…"  # shown when there is no frame (opening, errors)
         # Over the last frame when the source stopped (lost, reconnecting, ended): a frozen
         # picture with live-looking labels must not pass for a running camera.
         self.banner = ""
         self.badge_rect = QRectF()  # where the backend badge and the label panels were last painted (tests)
         self.panel_rects: list[QRectF] = []
+        self.panel_texts: list[list[str]] = []  # each panel's rows as last painted (--stats, tests)
         self.frames_converted = 0  # frames converted for display (once each, however often it paints)
         self.paint_ms = 0.0  # duration of the last paint, for the GUI-cost figures
         self.paint_times: deque[float] = deque(maxlen=20_000)
@@ -186,14 +202,23 @@ class VideoView(QWidget):
         metrics = p.fontMetrics()
         line_h = metrics.height() + 4
         scale = target.width() / frame.image.shape[1]
-        if result is not None and self.show_crop and result.frame_size == (frame.image.shape[1], frame.image.shape[0]):
+        comparing = bool(self.titles[1])
+        sides = (result, self._result_b) if comparing else (result,)
+        self._draw_tasks(p, target, sides)
+        p.setFont(self._font)
+        same_size = result is not None and result.frame_size == (frame.image.shape[1], frame.image.shape[0])
+        if result is not None and self.show_crop and same_size and self.frame_is_input[0]:
             c = result.crop
             crop = QRectF(target.x() + c.x * scale, target.y() + c.y * scale, c.width * scale, c.height * scale)
             # A solid, opaque line: a dashed one cost ~1 ms a frame to stroke, and a translucent one 1.9 ms
             # at 2800x1600 against 0.08 ms opaque (Qt's raster engine strokes translucent pens the slow way).
             p.setPen(QPen(_CROP_LINE, 1))
             p.drawRect(crop)
-            p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
+            # A model that sees the whole frame (detection, segmentation, keypoints, raw): the outline is
+            # the frame's edge, and its words would sit under the box tags.
+            whole = c.x == c.y == 0 and (c.width, c.height) == result.frame_size
+            if result.task is None or not whole:
+                p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
 
         # Top right: the backend that really runs and its rate. The label panels keep left of it, or go
         # under it when the view is too narrow for both side by side (they used to paint over it).
@@ -210,24 +235,29 @@ class VideoView(QWidget):
                 panel_w = beside
             else:
                 top = self.badge_rect.bottom() + 6
-        self.panel_rects = []
+        self.panel_rects, self.panel_texts = [], []
 
-        comparing = bool(self.titles[1])
-        for index, res in enumerate((result, self._result_b) if comparing else (result,)):
-            title = self.titles[index] if comparing else None
+        for index, res in enumerate(sides):
+            footer = None
             if res is None:
-                lines: list[tuple[str, float | None]] = [("waiting for the first result…", None)]
-                footer = None
+                lines = [Line("waiting for the first result…")]
             else:
-                shown = [pred for pred in res.top if pred.score >= self.score_threshold]
-                lines = [(pred.label, pred.score) for pred in shown] or [
-                    (f"nothing above {self.score_threshold:.0%}", None)
-                ]
+                if res.task is not None:  # detection, segmentation, keypoints, raw: app/ui/views/overlay.py
+                    lines = task_lines(res.task, self.score_threshold, SIDE_COLOURS[index] if comparing else None)
+                else:  # a classifier: its top-k, as before tasks
+                    shown = [pred for pred in res.top if pred.score >= self.score_threshold]
+                    lines = [Line(pred.label, pred.score) for pred in shown] or [
+                        Line(f"nothing above {self.score_threshold:.0%}")
+                    ]
                 age_ms = (frame.captured_at - res.captured_at) * 1000
-                footer = None
                 if age_ms > STALE_MS:
                     footer = f"result is {age_ms:.0f} ms older than the frame (frame {res.frame_index})"
-            top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, title, top, panel_w) + 6
+            if not self.frame_is_input[index]:
+                lines.append(Line("not fed this frame: its inputs are generated", None, _STALE))
+            if comparing:  # a task's title in the side's colour, as its boxes and skeleton (a classifier's white)
+                task_side = res is not None and res.task is not None
+                lines.insert(0, Line(self.titles[index], None, SIDE_COLOURS[index] if task_side else None))
+            top = self._panel(p, target, lines, line_h, metrics.ascent(), footer, None, top, panel_w) + 6
         if badge:
             p.setFont(self._bold)
             p.fillRect(self.badge_rect, _PANEL_BG)
@@ -236,11 +266,48 @@ class VideoView(QWidget):
             p.drawText(self.badge_rect, Qt.AlignmentFlag.AlignCenter, text)
             p.setFont(self._font)
 
+    def _draw_tasks(self, p: QPainter, target: QRectF, sides: tuple[Result | None, ...]) -> None:
+        """Each side's task overlay: masks first (under the rest), then boxes and skeletons. While A and
+        B are compared, each side's boxes and skeleton have its own colour, and two masks share the
+        frame, A's on the left half and B's on the right (overlaid, neither would read)."""
+        comparing = len(sides) > 1
+        tasks = [r.task if r is not None else None for r in sides]
+        split = comparing and all(t is not None and t.task == Task.SEGMENTATION for t in tasks)
+        for index, (res, task) in enumerate(zip(sides, tasks, strict=True)):
+            if res is None or task is None or task.task != Task.SEGMENTATION:
+                continue
+            if self.masks[index].image_for(task) is None:
+                continue
+            half = None
+            if split:
+                mid = target.center().x()
+                half = QRectF(target.left(), target.top(), mid - target.left(), target.height()) if index == 0 else (
+                    QRectF(mid, target.top(), target.right() - mid, target.height()))  # fmt: skip
+            draw_mask(p, self.masks[index], frame_rect(target, task, res.frame_size), half)
+        if split:
+            mid = target.center().x()
+            p.setPen(QPen(QColor(255, 255, 255), 2))
+            p.drawLine(QPointF(mid, target.top()), QPointF(mid, target.bottom()))
+            p.setFont(self._bold)
+            for text, x in (("A", mid - 22), ("B", mid + 8)):
+                p.fillRect(QRectF(x - 4, target.bottom() - 28, 22, 22), _PANEL_BG)
+                p.drawText(QPointF(x, target.bottom() - 12), text)
+            p.setFont(self._font)
+        p.setFont(self._font)
+        for index, task in enumerate(tasks):
+            colour = SIDE_COLOURS[index] if comparing else None
+            if task is not None and task.task == Task.DETECTION:
+                # Clear of where the panels and the badge were painted last (they are painted over the tags).
+                avoid = [*self.panel_rects, self.badge_rect]
+                draw_detections(p, target, task, self.score_threshold, colour, avoid)
+            elif task is not None and task.task == Task.KEYPOINTS:
+                draw_keypoints(p, target, task, colour)
+
     def _panel(
         self,
         p: QPainter,
         target: QRectF,
-        lines: list[tuple[str, float | None]],
+        lines: list[Line],
         line_h: int,
         ascent: int,
         footer: str | None,
@@ -250,9 +317,9 @@ class VideoView(QWidget):
     ) -> float:
         """Draw one label panel at `top`; return its bottom edge."""
         if title:
-            lines = [(title, None), *lines]
+            lines = [Line(title), *lines]
         metrics = p.fontMetrics()
-        text_w = max(metrics.horizontalAdvance(text) for text, _ in lines)
+        text_w = max(metrics.horizontalAdvance(line.text) for line in lines)
         bar_w, pct_w = 90, metrics.horizontalAdvance("100.0%")
         room = target.width() - 16 if max_width is None else max_width
         width = min(room, text_w + bar_w + pct_w + 30)
@@ -262,19 +329,22 @@ class VideoView(QWidget):
         box = QRectF(target.left() + 8, target.top() + 8 if top is None else top, width, height)
         p.fillRect(box, _PANEL_BG)
         self.panel_rects.append(box)
+        self.panel_texts.append([line.text if line.score is None else f"{line.text} {line.score:.1%}"
+                                 for line in lines])  # fmt: skip
         y = box.top() + 4
-        for text, score in lines:
-            x = box.left() + 8
+        for line in lines:
+            x, score = box.left() + 8, line.score
             if score is not None:
                 p.setPen(QColor(255, 255, 255))
                 pct = f"{score:.1%}"
                 p.drawText(QPointF(x + pct_w - metrics.horizontalAdvance(pct), y + ascent + 2), pct)
                 x += pct_w + 6
                 p.fillRect(QRectF(x, y + 4, bar_w, line_h - 8), QColor(255, 255, 255, 45))
-                p.fillRect(QRectF(x, y + 4, bar_w * max(0.0, min(1.0, score)), line_h - 8), _BAR)
+                # A class's own colour (the boxes', the mask's): the panel is the overlay's legend.
+                p.fillRect(QRectF(x, y + 4, bar_w * max(0.0, min(1.0, score)), line_h - 8), line.colour or _BAR)
                 x += bar_w + 8
-            p.setPen(QColor(255, 255, 255))
-            elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, int(box.right() - x - 8))
+            p.setPen(line.colour if score is None and line.colour is not None else QColor(255, 255, 255))
+            elided = metrics.elidedText(line.text, Qt.TextElideMode.ElideRight, int(box.right() - x - 8))
             p.drawText(QPointF(x, y + ascent + 2), elided)
             y += line_h
         if footer:

@@ -1,0 +1,309 @@
+"""What a model that is not a classifier found, drawn over the video: boxes with label and score
+(detection), a translucent class mask with a legend (segmentation), keypoints and their skeleton
+(keypoints), and for raw models a panel of output statistics. Positions in `TaskResult` are
+normalised to the whole frame, so everything here maps them onto the rectangle the frame is drawn in.
+
+Cost: a class map becomes premultiplied ARGB pixels once per result (a colour lookup table indexed by
+the class map, at the model's resolution), resized (nearest, OpenCV) to the size it is drawn at once
+per result and size, and only its coloured part is blended at paint, unscaled: 0.06 ms a paint for
+a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each paint
+(benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
+with an opaque pen (Qt's raster engine strokes translucent pens the slow way, see VideoView).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPen
+
+from app.model.decode import TaskResult
+from app.model.task import Task
+
+# MoveNet's own demos skip keypoints under 0.11-0.3; under this score a keypoint is drawn as a small
+# hollow grey ring (dimmed, so a user still sees where the model guessed) and its bones are skipped.
+KEYPOINT_MIN_SCORE = 0.2
+MASK_ALPHA = 140  # of 255: the class reads at a glance and the frame stays readable under it
+RAW_LINES = 8  # outputs listed in a raw model's panel; the rest are counted
+
+# Distinct, opaque colours for detection classes (class index modulo their number).
+_BOX_COLOURS = tuple(
+    QColor(c)
+    for c in ("#ff7043", "#42a5f5", "#66bb6a", "#ffca28", "#ab47bc", "#26c6da", "#ec407a", "#d4e157",
+              "#8d6e63", "#5c6bc0", "#ffa726", "#26a69a")
+)  # fmt: skip
+# While A and B are compared, each side has one colour so their boxes and skeletons tell apart: B in
+# orange as on the plots (app/ui/views/plots.py), A in blue.
+SIDE_COLOURS = (QColor(70, 200, 255), QColor(255, 150, 40))
+_BONE = QColor(120, 230, 120)
+_POINT = QColor(255, 235, 60)
+_DIM = QColor(200, 200, 200)
+_TAG_TEXT = QColor(0, 0, 0)
+_OUTPUT_NAME = QColor(150, 210, 255)
+
+
+def box_colour(index: int) -> QColor:
+    return _BOX_COLOURS[index % len(_BOX_COLOURS)]
+
+
+def _class_palette(n: int = 256) -> np.ndarray:
+    """(n, 3) uint8 RGB: saturated hues a golden angle apart, so neighbouring class numbers differ
+    (PASCAL VOC's own colour map is too dull to read through a translucent mask: person is 192,128,128)."""
+    palette = np.zeros((n, 3), np.uint8)
+    for index in range(n):
+        colour = QColor.fromHsvF((index * 0.618034) % 1.0, 0.85, 1.0)
+        palette[index] = (colour.red(), colour.green(), colour.blue())
+    return palette
+
+
+_PALETTE = _class_palette()
+# Class 0 is the background in every segmenter's convention here (DeepLab, PASCAL, one-channel masks).
+_BACKGROUND_CLASS = 0
+
+
+def class_colour(index: int) -> QColor:
+    """The legend's colour of a class: the mask's colour, opaque (the background: grey)."""
+    if index == _BACKGROUND_CLASS:
+        return QColor(160, 160, 160)
+    r, g, b = (int(v) for v in _PALETTE[index % len(_PALETTE)])
+    return QColor(r, g, b)
+
+
+def _mask_lut() -> np.ndarray:
+    """(256, 4) uint8 in QImage's ARGB32_Premultiplied byte order (B, G, R, A in memory: a 32-bit
+    0xAARRGGBB on a little-endian machine, which every platform the app ships for is)."""
+    lut = np.zeros((256, 4), np.uint8)
+    rgb = _PALETTE.astype(np.uint16) * MASK_ALPHA // 255  # premultiplied
+    lut[:, 0], lut[:, 1], lut[:, 2] = rgb[:, 2], rgb[:, 1], rgb[:, 0]
+    lut[:, 3] = MASK_ALPHA
+    lut[_BACKGROUND_CLASS] = 0  # transparent: the frame shows through
+    return lut
+
+
+_LUT = _mask_lut().view(np.uint32).reshape(256)  # one 32-bit pixel per class: one gather per mask
+
+
+def mask_pixels(class_map: np.ndarray) -> np.ndarray:
+    """A class map (h, w) -> (h, w) uint32 premultiplied ARGB pixels through the lookup table (classes
+    past 255 wrap, negative ones are transparent). 0.07-0.14 ms for DeepLab's 257x257 here, against 2.2 ms
+    for an (h, w, 4) fancy index after a modulo (benchmarks/investigations/overlay_paint.py)."""
+    classes = np.asarray(class_map)
+    if classes.size and (int(classes.min()) < 0 or int(classes.max()) > 255):
+        classes = np.where(classes < 0, 0, classes % 256)
+    return np.ascontiguousarray(np.take(_LUT, classes))
+
+
+@dataclass
+class MaskCache:
+    """The mask of the newest result of one side: built once per result, resized once per size."""
+
+    result: TaskResult | None = None
+    pixels: np.ndarray | None = None  # (h, w) uint32 at the model's resolution; the QImage points into it
+    image: QImage | None = None
+    # The part of the mask that is not transparent (mask pixels): only that part is drawn. Qt blends
+    # every pixel it draws, clear or not; a frame with no object in it then costs nothing to mask.
+    coloured: QRect = field(default_factory=QRect)
+    built: int = 0  # how many masks were built (tests: once per result, however often it paints)
+    resized: int = 0  # how many times one was resized to the size it is drawn at
+    _scaled: tuple[tuple[int, int], np.ndarray, QImage] | None = None  # (size, pixels, image over them)
+
+    def scaled(self, width: int, height: int) -> QImage | None:
+        """The current mask at `width` x `height` (nearest: the class map's blocks stay sharp)."""
+        if self.pixels is None or width < 1 or height < 1:
+            return None
+        if self._scaled is None or self._scaled[0] != (width, height):
+            h, w = self.pixels.shape
+            quad = self.pixels.view(np.uint8).reshape(h, w, 4)  # cv2 resizes 4 channels of bytes, not uint32
+            big = np.ascontiguousarray(cv2.resize(quad, (width, height), interpolation=cv2.INTER_NEAREST))
+            image = QImage(big.data, width, height, big.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
+            self._scaled = ((width, height), big, image)
+            self.resized += 1
+        return self._scaled[2]
+
+    def image_for(self, result: TaskResult) -> QImage | None:
+        if result.class_map is None or result.class_map.ndim != 2 or not result.class_map.size:
+            return None
+        if result is not self.result:
+            pixels = mask_pixels(result.class_map)
+            h, w = pixels.shape
+            self.image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
+            self.result, self.pixels, self._scaled = result, pixels, None
+            opaque = pixels != 0
+            rows, cols = np.flatnonzero(opaque.any(axis=1)), np.flatnonzero(opaque.any(axis=0))
+            self.coloured = QRect()
+            if rows.size:
+                self.coloured = QRect(int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1),
+                                      int(rows[-1] - rows[0] + 1))  # fmt: skip
+            self.built += 1
+        return self.image
+
+
+def frame_rect(target: QRectF, result: TaskResult, frame_size: tuple[int, int]) -> QRectF:
+    """Where the box the model saw (`result.crop`, frame pixels) lies in the drawn frame."""
+    crop = result.crop
+    width, height = max(1, frame_size[0]), max(1, frame_size[1])
+    if crop is None:
+        return QRectF(target)
+    sx, sy = target.width() / width, target.height() / height
+    return QRectF(target.x() + crop.x * sx, target.y() + crop.y * sy, crop.width * sx, crop.height * sy)
+
+
+def draw_mask(p: QPainter, mask: MaskCache, where: QRectF, clip: QRectF | None = None) -> None:
+    """The mask's coloured part, at the size of `where` (the whole class map's place in the drawn
+    frame, to the pixel), blended unscaled; only inside `clip` when given (A/B: each side on its half)."""
+    part, pixels = mask.coloured, mask.pixels
+    if pixels is None or part.isEmpty():
+        return
+    placed = where.toRect()  # whole pixels: an unscaled blit at a whole position is Qt's fast path
+    scaled = mask.scaled(placed.width(), placed.height())
+    if scaled is None:
+        return
+    h, w = pixels.shape
+    sx, sy = placed.width() / w, placed.height() / h
+    x0, y0 = int(part.x() * sx), int(part.y() * sy)
+    x1, y1 = (
+        min(placed.width(), math.ceil((part.right() + 1) * sx)),
+        min(placed.height(), math.ceil((part.bottom() + 1) * sy)),
+    )
+    if clip is not None:
+        p.save()
+        p.setClipRect(clip)
+    p.drawImage(QPoint(placed.x() + x0, placed.y() + y0), scaled, QRect(x0, y0, x1 - x0, y1 - y0))
+    if clip is not None:
+        p.restore()
+
+
+def draw_detections(
+    p: QPainter,
+    target: QRectF,
+    result: TaskResult,
+    threshold: float,
+    side_colour: QColor | None = None,
+    avoid: list[QRectF] | None = None,
+) -> int:
+    """Boxes with a tag 'label 72%' at a corner of each, the first corner clear of `avoid` (the label
+    panels and the badge, painted over the tags) and of the tags placed before; returns how many."""
+    metrics = p.fontMetrics()
+    taken = list(avoid or [])
+    drawn = 0
+    for d in result.detections:
+        if d.score < threshold:
+            continue
+        ymin, xmin, ymax, xmax = d.box
+        box = QRectF(target.x() + xmin * target.width(), target.y() + ymin * target.height(),
+                     (xmax - xmin) * target.width(), (ymax - ymin) * target.height())  # fmt: skip
+        colour = side_colour or box_colour(d.index)
+        p.setPen(QPen(colour, 2))
+        p.drawRect(box)
+        tag = f"{d.label} {d.score:.0%}"
+        w, h = metrics.horizontalAdvance(tag) + 8, metrics.height() + 2
+        tag_rect = _tag_place(box, w, h, target, taken)
+        taken.append(tag_rect)
+        p.fillRect(tag_rect, colour)
+        p.setPen(_TAG_TEXT)
+        p.drawText(tag_rect.adjusted(4, 0, -2, 0), int(Qt.AlignmentFlag.AlignVCenter), tag)
+        drawn += 1
+    return drawn
+
+
+def _tag_place(box: QRectF, w: float, h: float, target: QRectF, taken: list[QRectF]) -> QRectF:
+    """Above the box's top left, else inside it at the top left, top right, bottom left, bottom right:
+    the first that stays in the frame and clear of `taken`; the first in the frame when none is clear."""
+    w = min(w, target.width())
+    corners = ((box.left(), box.top() - h), (box.left(), box.top()), (box.right() - w, box.top()),
+               (box.left(), box.bottom() - h), (box.right() - w, box.bottom() - h))  # fmt: skip
+    inside = []
+    for x, y in corners:
+        rect = QRectF(min(max(x, target.left()), target.right() - w), y, w, h)
+        if rect.top() < target.top() or rect.bottom() > target.bottom():
+            continue
+        if not any(rect.intersects(other) for other in taken):
+            return rect
+        inside.append(rect)
+    return inside[0] if inside else QRectF(box.left(), box.top(), w, h)
+
+
+def draw_keypoints(p: QPainter, target: QRectF, result: TaskResult, side_colour: QColor | None = None) -> int:
+    """Bones between confident points, then the points (dimmed under KEYPOINT_MIN_SCORE); returns how
+    many were drawn confident."""
+    points = result.keypoints
+    at = [QPointF(target.x() + k.x * target.width(), target.y() + k.y * target.height()) for k in points]
+    sure = [k.score is None or k.score >= KEYPOINT_MIN_SCORE for k in points]
+    p.setPen(QPen(side_colour or _BONE, 3))
+    # The decoder drops a point it cannot place (NaN): the others then no longer match the bones' indices.
+    complete = len(points) == 1 + max((max(bone) for bone in result.bones), default=-1)
+    for a, b in result.bones if complete else ():
+        if sure[a] and sure[b]:
+            p.drawLine(at[a], at[b])
+    radius = max(4.0, min(7.0, target.width() / 120))
+    p.setPen(QPen(_DIM, 2))
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    for point, ok in zip(at, sure, strict=True):
+        if not ok:
+            p.drawEllipse(point, radius - 1, radius - 1)
+    p.setPen(QPen(QColor(0, 0, 0), 1))
+    p.setBrush(side_colour or _POINT)
+    for point, ok in zip(at, sure, strict=True):
+        if ok:
+            p.drawEllipse(point, radius, radius)
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    return sum(sure)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One row of a label panel: text, an optional score or share (a bar), an optional bar colour."""
+
+    text: str
+    score: float | None = None
+    colour: QColor | None = None
+
+
+def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None = None) -> list[Line]:
+    """A label panel's rows for a task result (the header first); bars in the colour the overlay
+    draws that row with (the class's, or the side's while A and B are compared)."""
+    if result.task == Task.DETECTION:
+        shown = [d for d in result.detections if d.score >= threshold]
+        header = f"{len(shown)} detection{'' if len(shown) == 1 else 's'}"
+        if len(shown) != len(result.detections):
+            header += f" ({len(result.detections) - len(shown)} under {threshold:.0%} hidden)"
+        return [Line(header), *(Line(d.label, d.score, side_colour or box_colour(d.index)) for d in shown)]
+    if result.task == Task.SEGMENTATION:
+        rows = [Line(f"{len(result.class_fractions)} classes, share of pixels")]
+        for index, label, share in result.class_fractions[:10]:
+            name = f"{label} (clear)" if index == _BACKGROUND_CLASS else label
+            rows.append(Line(name, share, class_colour(index)))
+        if len(result.class_fractions) > 10:
+            rows.append(Line(f"+{len(result.class_fractions) - 10} more"))
+        return rows
+    if result.task == Task.KEYPOINTS:
+        scored = [k.score for k in result.keypoints if k.score is not None]
+        header = f"{len(result.keypoints)} keypoints"
+        rows = [Line(header)]
+        if scored:
+            low = sum(1 for s in scored if s < KEYPOINT_MIN_SCORE)
+            rows.append(Line("mean score", sum(scored) / len(scored), side_colour))
+            if low:
+                rows.append(Line(f"{low} under {KEYPOINT_MIN_SCORE:.0%}: grey rings, no bones"))
+        # A landmark model's single values beside its points (MediaPipe's hand presence and handedness):
+        # the points are drawn whatever they say, so a user reads here whether there was a hand at all.
+        for s in result.outputs:
+            if math.prod(s.shape) == 1 and s.mean is not None:
+                rows.append(Line(f"{s.name} = {s.mean:.3g}"))
+        return rows
+    rows = [Line(f"raw model: {len(result.outputs)} output{'' if len(result.outputs) == 1 else 's'}, not decoded")]
+    for s in result.outputs[:RAW_LINES]:  # two rows each: the panel is narrow beside the badge
+        rows.append(Line(f"{s.name}  [{'x'.join(map(str, s.shape))}] {s.dtype}", None, _OUTPUT_NAME))
+        if s.min is None or s.max is None or s.mean is None:
+            values = "no finite value"
+        else:
+            values = f"min {s.min:.4g}   max {s.max:.4g}   mean {s.mean:.4g}"
+        bad = f"   {s.non_finite} NaN/inf" if s.non_finite else ""
+        rows.append(Line(f"    {values}{bad}"))
+    if len(result.outputs) > RAW_LINES:
+        rows.append(Line(f"+{len(result.outputs) - RAW_LINES} more outputs"))
+    return rows
