@@ -152,12 +152,12 @@ threading.Thread(target=spin, daemon=True).start()
 time.sleep(0.2)
 runs, start = 0, time.perf_counter()
 before = count[0]
-while time.perf_counter() - start < 2.0:
+while runs < 3 or time.perf_counter() - start < 2.0:  # a loaded machine: a run can take seconds
     s.run(x); runs += 1
-during = count[0] - before
+during = (count[0] - before) / (time.perf_counter() - start)
 before, start = count[0], time.perf_counter()
 time.sleep(2.0)
-alone = count[0] - before
+alone = (count[0] - before) / (time.perf_counter() - start)
 stop.set(); s.close()
 print(json.dumps({"runs": runs, "during": during, "alone": alone}))
 """
@@ -172,8 +172,8 @@ def test_a_gpu_run_lets_other_python_threads_run(swiftshader: dict):
                           env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     probe = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert probe["runs"] >= 2, probe
-    assert probe["during"] > 0.2 * probe["alone"], probe
+    assert probe["runs"] >= 3, probe
+    assert probe["during"] > 0.2 * probe["alone"], probe  # spins per second while runs go on vs alone
 
 
 _BUFFER_KINDS = """

@@ -9,6 +9,9 @@ from app.pipeline import InferenceConfig
 from app.tasks.bench import BenchConfig, run_bench
 from tests.builders.tflite_builder import GraphBuilder, options
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("bottleneck")
+
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> Path:

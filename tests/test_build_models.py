@@ -38,7 +38,9 @@ def _top1(model: Path) -> dict[str, tuple[int, float]]:
 SCORE_TOLERANCE = 0.01  # weights one rounding step apart move a probability by far less than this
 
 
-@pytest.fixture(scope="module")
+# Session scope: xdist may run a test of tests/test_packaging.py (same group) between this module's tests,
+# and a module-scoped fixture is then torn down and rebuilt (two 130 s rebuilds in one run, seen here).
+@pytest.fixture(scope="session")
 def rebuilt(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest, bundle_build: BundleBuild
 ) -> Path:

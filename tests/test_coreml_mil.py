@@ -28,6 +28,9 @@ from app.tflite.graph import read_graph
 from tests.builders.coreml_models import every_op_model, fp16_partial_model, fp16_weights_model, reshape_model
 from tests.helpers.paths import ROOT, TEST_MODELS
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("coreml_mil")
+
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
 

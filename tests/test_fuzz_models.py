@@ -57,4 +57,5 @@ def test_regression_models_that_crash_the_runtime_are_model_errors(vision):
              Case(728, str(hand), "shape", 25736407)]  # fmt: skip
     results = run_cases(found, PHOTOS / "grace_hopper.jpg")
     assert [r["outcome"] for r in results] == ["model_error", "model_error", "ok"], results
-    assert "crashed (SIGABRT)" in results[0]["message"] and "crashed (SIGSEGV)" in results[1]["message"]
+    # Heap corruption shows as SIGABRT or SIGSEGV from one run to the next: a signal, named.
+    assert all("the LiteRT runtime crashed (SIG" in r["message"] for r in results[:2]), results

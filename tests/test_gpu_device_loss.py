@@ -18,6 +18,9 @@ from tests.harness.vulkan_fault import NoCompiler, build_layer, device_loss_env
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import PHOTOS, ROOT
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("gpu_device_loss")
+
 # The int8 model's session opens with 4 submits on SwiftShader and runs 4 per inference (float32: about
 # the same); the figures below leave a few inferences before the loss without depending on the exact count.
 # Three after the open: each costs ~1 s on SwiftShader (40 submits, nine inferences, cost 35 s more a run).

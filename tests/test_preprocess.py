@@ -8,6 +8,9 @@ from app.model.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
 from app.model.spec import Normalization, load_model_spec
 from tests.helpers.paths import TEST_MODELS
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("preprocess")
+
 
 def test_centre_crop_keeps_the_model_aspect():
     box = centre_crop_box(1280, 720, 1.0)

@@ -12,6 +12,9 @@ from tests.harness import reader_fuzz
 from tests.helpers.cli import run_cli
 from tests.helpers.extras import need_convert_extra
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("reader_fuzz")
+
 CASES = 200
 
 

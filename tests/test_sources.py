@@ -23,6 +23,9 @@ from tests.helpers.paths import PHOTOS
 from tests.helpers.video import VIDEO_FPS, VIDEO_FRAMES, VIDEO_SIZE, grey_level, write_video
 from tests.helpers.wait import run_with_deadline
 
+# Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
+pytestmark = pytest.mark.xdist_group("sources")
+
 
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:

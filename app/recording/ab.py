@@ -35,7 +35,7 @@ def comparison_sides(path: Path) -> tuple[str, str] | None:
         meta = json.loads(sidecar_path(Path(path)).read_text(encoding="utf-8"))
         if isinstance(meta, dict) and meta.get("format") == COMPARISON_FORMAT:
             return str(meta.get("side_a") or "X.csv"), str(meta.get("side_b") or "X-b.csv")
-    except (OSError, ValueError, UnicodeError):
+    except (OSError, ValueError, UnicodeError, RecursionError):  # RecursionError: nesting deeper than Python's stack
         pass
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

@@ -65,6 +65,7 @@ STATS_INTERVAL_MS = 200  # plots, panel, status: 5 Hz
 BACKGROUND_JOIN_S = 3.0
 DOCK_WIDTH = 360  # at 1280×860 the facts, Offload and Rate wrap to fewer lines than at 320
 # The video's banner when the pipeline is not running (the status message goes below it).
+_SLOW_OPEN_S = 0.5  # an open that lasts longer is said (the TensorFlow reference takes seconds)
 _STATE_TITLES = {
     State.RECONNECTING: "Source lost: reconnecting",
     State.ERROR: "Stopped: source or model failed",
@@ -659,6 +660,8 @@ class MainWindow(QMainWindow):
                 continue
             config, since = opening
             elapsed = time.monotonic() - since
+            if elapsed < _SLOW_OPEN_S:  # most opens take a fraction of a second: a banner would only flash
+                continue
             name = backend_name(config.delegate)
             who = "B: " if side == "b" else ""
             lines.append(f"{who}Starting {name} · {Path(str(config.model)).stem}… {elapsed:.1f} s")
