@@ -43,6 +43,14 @@ class ClassSpace:
             return self.by_label.get(b_index) == a_index
         return b_index - self.offset == a_index
 
+    def a_index(self, b_index: int) -> int | None:
+        """A's index for B's class; None where it has none."""
+        if not self.comparable:
+            return None
+        if self.by_label:
+            return self.by_label.get(b_index)
+        return b_index - self.offset
+
     def to_dict(self) -> dict[str, object]:
         return {"comparable": self.comparable, "how": self.how}
 

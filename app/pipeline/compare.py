@@ -21,6 +21,7 @@ import numpy as np
 
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.agreement import FrameAgreement, TaskAgreement, compare_tasks
+from app.model.classes import ClassSpace, class_space
 from app.pipeline import Event, Feed, InferenceConfig, Result
 from app.sources import CapturedFrames
 
@@ -47,7 +48,8 @@ class FrameComparison:
     at: float  # monotonic, when the second result arrived
     a_top1: str  # a model that is not a classifier: its result's one-line summary
     b_top1: str
-    top1_agree: bool  # ... and whether what a user reads of the frame agrees (app/model/agreement.py)
+    top1_agree: bool  # ... and whether what a user reads of the frame agrees: classifiers by class
+    # (app/model/classes.py), never by label text; the other tasks by app/model/agreement.py
     top5_overlap: float | None  # |top5 A ∩ top5 B| / 5 (by label); None for the other tasks
     max_abs_diff: float | None  # max |score A - score B| over classes; None when class sets differ
     tv_distance: float | None  # total variation between the two score vectors, 0..1
@@ -56,6 +58,7 @@ class FrameComparison:
     a_cpu_ms: float
     b_cpu_ms: float
     task: FrameAgreement | None = None  # either side not a classifier: the task's figures
+    classes: ClassSpace | None = None  # classifiers: how their classes were matched (None: by label, unknown)
 
 
 @dataclass
@@ -68,6 +71,7 @@ class AgreementSummary:
     scores_comparable: bool
     disagreements: list[FrameComparison] = field(default_factory=list)  # most recent few
     task: TaskAgreement | None = None  # models that are not classifiers: their task's figures
+    classes: ClassSpace | None = None  # classifiers: how their classes compare (not comparable: no figure)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -81,6 +85,8 @@ class AgreementSummary:
         }
         if self.task is not None:  # said for the other tasks only: a classifier's A/B JSON stays as it was
             out["task"] = self.task.to_dict()
+        if self.classes is not None:
+            out["classes"] = self.classes.to_dict()
         return out
 
     def describe(self) -> str:
@@ -90,14 +96,18 @@ class AgreementSummary:
         if self.task is not None:
             return (f"{self.task.task.value}: {self.task.describe()}; the frame agrees on "
                     f"{self.top1_agreement or 0:.1%} of {self.frames:,} frames")  # fmt: skip
-        if self.top5_overlap is None:
+        if self.classes is not None and not self.classes.comparable:
+            return f"{self.classes.how}: no agreement figure for {self.frames:,} frames"
+        if self.top5_overlap is None or self.top1_agreement is None:
             return f"A and B are not of one task: nothing to compare in {self.frames:,} frames"
         line = f"top-1 agrees on {self.top1_agreement:.1%} of {self.frames:,} frames"
+        if self.classes is not None and self.classes.offset:
+            line += f" ({self.classes.how})"
         line += f"; top-5 overlap {self.top5_overlap:.1%}"
         if self.scores_comparable:
             line += f"; max score difference {self.max_abs_diff:.3g}; mean total variation {self.mean_tv_distance:.3g}"
         else:
-            line += "; scores not comparable (different class sets): labels only"
+            line += "; scores not compared (different class sets): top-1 and top-5 by class"
         return line
 
 
@@ -133,12 +143,21 @@ def task_cells(c: FrameComparison) -> dict[str, object]:
     }
 
 
-def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
+def compare_results(a: Result, b: Result, at: float, classes: ClassSpace | None = None) -> FrameComparison:
+    """`classes`: how the two classifiers' classes match (app/model/classes.py); without it, labels are
+    compared as text (two label files can spell one class two ways: only for callers that know no spec)."""
     if a.task is not None or b.task is not None:
         return _compare_tasks(a, b, at)
-    a_labels = [p.label for p in a.top[:5]]
-    b_labels = [p.label for p in b.top[:5]]
-    comparable = a.scores.shape == b.scores.shape
+    a_top, b_top = a.top[:5], b.top[:5]
+    if classes is not None:
+        agree = bool(classes.agree(a_top[0].index, b_top[0].index)) if a_top and b_top else False
+        mapped = {classes.a_index(p.index) for p in b_top}
+        overlap = len({p.index for p in a_top} & mapped) / max(1, min(5, len(a_top), len(b_top)))
+    else:
+        a_labels, b_labels = {p.label for p in a_top}, {p.label for p in b_top}
+        agree = bool(a_top and b_top and a_top[0].label == b_top[0].label)
+        overlap = len(a_labels & b_labels) / max(1, min(5, len(a_top), len(b_top)))
+    comparable = a.scores.shape == b.scores.shape and (classes is None or (classes.comparable and not classes.offset))
     diff = tv = None
     if comparable:
         delta = np.abs(a.scores.astype(np.float64) - b.scores.astype(np.float64))
@@ -148,16 +167,17 @@ def compare_results(a: Result, b: Result, at: float) -> FrameComparison:
     return FrameComparison(
         frame_index=a.frame_index,
         at=at,
-        a_top1=a_labels[0],
-        b_top1=b_labels[0],
-        top1_agree=a_labels[0] == b_labels[0],
-        top5_overlap=len(set(a_labels) & set(b_labels)) / max(1, min(5, len(a_labels), len(b_labels))),
+        a_top1=a_top[0].label if a_top else "",
+        b_top1=b_top[0].label if b_top else "",
+        top1_agree=agree,
+        top5_overlap=overlap,
         max_abs_diff=diff,
         tv_distance=tv,
         a_inference_ms=a.timing.inference_ms,
         b_inference_ms=b.timing.inference_ms,
         a_cpu_ms=a.timing.inference_cpu_ms,
         b_cpu_ms=b.timing.inference_cpu_ms,
+        classes=classes,
     )
 
 
@@ -182,6 +202,11 @@ def _compare_tasks(a: Result, b: Result, at: float) -> FrameComparison:
     )
 
 
+def _comparable(c: FrameComparison) -> bool:
+    """Whether a frame's "disagreement" means anything: not when the two classifiers' classes do not compare."""
+    return c.classes is None or c.classes.comparable
+
+
 def _said(r: Result) -> str:
     """What a result says in one line: its task's summary, or a classifier's top-1 label."""
     return r.task.summary() if r.task is not None else (r.top[0].label if r.top else "")
@@ -202,7 +227,7 @@ class Comparator:
         self.comparisons: deque[FrameComparison] = deque(maxlen=keep)
         self._disagreements: deque[FrameComparison] = deque(maxlen=50)
 
-    def add(self, side: str, result: Result) -> FrameComparison | None:
+    def add(self, side: str, result: Result, classes: ClassSpace | None = None) -> FrameComparison | None:
         other = "b" if side == "a" else "a"
         with self._lock:
             match = self._pending[other].pop(result.frame_index, None)
@@ -216,9 +241,9 @@ class Comparator:
             for index in [i for i in self._pending[other] if i < result.frame_index]:
                 del self._pending[other][index]
             a, b = (result, match) if side == "a" else (match, result)
-            comparison = compare_results(a, b, time.monotonic())
+            comparison = compare_results(a, b, time.monotonic(), classes)
             self.comparisons.append(comparison)
-            if not comparison.top1_agree:
+            if not comparison.top1_agree and _comparable(comparison):
                 self._disagreements.append(comparison)
             return comparison
 
@@ -257,14 +282,17 @@ class Comparator:
             )
         diffs = [c.max_abs_diff for c in rows if c.max_abs_diff is not None]
         tvs = [c.tv_distance for c in rows if c.tv_distance is not None]
+        classes = rows[-1].classes  # the models now running: a switch mid-run starts a new comparison
+        comparable = classes is None or classes.comparable
         return AgreementSummary(
             frames=len(rows),
-            top1_agreement=sum(c.top1_agree for c in rows) / len(rows),
+            top1_agreement=sum(c.top1_agree for c in rows) / len(rows) if comparable else None,
             top5_overlap=float(np.mean([c.top5_overlap or 0.0 for c in rows])),
             max_abs_diff=max(diffs) if diffs else None,
             mean_tv_distance=float(np.mean(tvs)) if tvs else None,
             scores_comparable=len(diffs) == len(rows),
-            disagreements=disagreements,
+            disagreements=disagreements if comparable else [],
+            classes=classes,
         )
 
 
@@ -285,6 +313,7 @@ class ComparePipeline(Feed):
         on_comparison: Callable[[FrameComparison], None] | None = None,
     ) -> None:
         self.comparator = Comparator()
+        self._class_space: tuple[tuple[str, str, str, str], ClassSpace] | None = None
         self._on_comparison = on_comparison  # a recording of the comparison (the window's)
         self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
         self._on_side_result = on_result
@@ -307,13 +336,23 @@ class ComparePipeline(Feed):
         # this frame on both sides before it is asked to record their comparison (app/live/recording.py).
         if self._on_side_result:
             self._on_side_result(side, r)
-        comparison = self.comparator.add(side, r)
+        comparison = self.comparator.add(side, r, self._classes())
         if comparison is not None and self._on_comparison is not None:
             self._on_comparison(comparison)
-        if comparison is not None and not comparison.top1_agree:
+        if comparison is not None and not comparison.top1_agree and _comparable(comparison):
             pixels = self.rgb_cache.peek(r.frame_index)  # what both models saw (RGB, input size)
             if pixels is not None:
                 self.thumbnails.append((comparison, pixels))
+
+    def _classes(self) -> ClassSpace | None:
+        """How the two sides' classes compare, worked out once per pair of models."""
+        a, b = self.workers["a"].model_spec(), self.workers["b"].model_spec()
+        if a is None or b is None:
+            return None
+        key = (a.sha256, b.sha256, a.labels.source, b.labels.source)
+        if self._class_space is None or self._class_space[0] != key:
+            self._class_space = (key, class_space(a, b))
+        return self._class_space[1]
 
     def reset(self) -> None:
         for metrics in self.metrics.values():

@@ -72,6 +72,7 @@ class InferenceWorker:
         self._pending: InferenceConfig | None = None
         self._result: Result | None = None
         self._report: DelegationReport | None = None
+        self._spec: ModelSpec | None = None  # the model the open session runs (A/B: its class space)
         self._cpu_split: cpu_affinity.CpuSplit | None = None
         self._capture_pre: Preprocessor | None = None
         self._feed: FeedFacts | None = None
@@ -124,6 +125,11 @@ class InferenceWorker:
     def delegation_report(self) -> DelegationReport | None:
         with self._lock:
             return self._report
+
+    def model_spec(self) -> ModelSpec | None:
+        """The model the open session runs (None before the first open)."""
+        with self._lock:
+            return self._spec
 
     def opening(self) -> tuple[InferenceConfig, float] | None:
         """The config the inference thread is opening now and since when (monotonic), None when it is not:
@@ -224,6 +230,7 @@ class InferenceWorker:
         report = active.session.report
         with self._lock:
             self._capture_pre = active.pre
+            self._spec = active.spec
             self._report = report
             self._feed = active.feed.facts if active.feed is not None else None
         message = f"{active.spec.name} on {report.used}"

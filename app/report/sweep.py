@@ -47,6 +47,8 @@ def row_cells(row: SweepRow) -> list[Cell]:
         if row.top1_agreement is not None and row.agreement is None
         else _task_agreement(row.agreement)
         if row.agreement is not None
+        else Cell("classes not comparable")
+        if row.classes is not None
         else Cell("—")
     )
     return [

@@ -33,6 +33,7 @@ from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
 from app.metrics.window import MetricsSnapshot
 from app.model.agreement import TaskAgreement, compare_tasks
+from app.model.classes import class_space
 from app.model.decode import TaskResult
 from app.model.spec import ModelOptions, bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result, State
@@ -96,8 +97,9 @@ class SweepRow:
     init_ms: float | None = None
     first_inference_ms: float | None = None
     top1_agreement: float | None = None  # with the first configuration, over the frames both answered
+    classes: str | None = None  # how the classes were matched with the first's, or why they do not compare
     agreement_frames: int = 0
-    top1: dict[int, str] = field(default_factory=dict, repr=False)  # captured frame -> top-1 label
+    top1: dict[int, int] = field(default_factory=dict, repr=False)  # captured frame -> top-1 class index
     # A model that is not a classifier (said in JSON only then): its task, the feeder of its inputs
     # that are not the frame, what it found (TaskFigures.to_dict) and its task's agreement with the
     # first configuration (TaskAgreement.to_dict; top1_agreement is then the share of frames that agree).
@@ -113,7 +115,7 @@ class SweepRow:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top1", "answers")}
-        for key in ("task", "feed", "results", "agreement"):
+        for key in ("task", "feed", "results", "agreement", "classes"):
             if d[key] is None:
                 del d[key]
         return d
@@ -290,11 +292,12 @@ def _measure(
     # Unpaced replay: each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
     bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus)
-    top1: dict[int, str] = {}
+    top1: dict[int, int] = {}
     answers: dict[int, TaskResult] = {}
 
     def on_result(result: Result) -> None:
-        top1[result.frame_index % count] = result.top[0].label if result.top else ""
+        if result.top:
+            top1[result.frame_index % count] = result.top[0].index
         if result.task is not None:
             # By the frame's own index, not its place in the lap: a generated input is picked by that
             # index (app/model/feed.py), so only the same index means the same inputs on every row.
@@ -364,8 +367,13 @@ def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
     common = row.top1.keys() & baseline.top1.keys()
     if not common:
         return row
-    same = sum(row.top1[k] == baseline.top1[k] for k in common)
-    return replace(row, top1_agreement=same / len(common), agreement_frames=len(common))
+    # By class, never by label text (two label files spell one ImageNet class two ways): app/model/classes.py.
+    classes = class_space(load_model_spec(baseline.model_ref), load_model_spec(row.model_ref))
+    if not classes.comparable:
+        return replace(row, agreement_frames=len(common), classes=classes.how)
+    same = sum(bool(classes.agree(baseline.top1[k], row.top1[k])) for k in common)
+    return replace(row, top1_agreement=same / len(common), agreement_frames=len(common),
+                   classes=classes.how if classes.offset or classes.by_label else None)  # fmt: skip
 
 
 def _agree_tasks(row: SweepRow, baseline: SweepRow) -> SweepRow:

@@ -45,11 +45,13 @@ class ComparePanel(QWidget):
     ) -> None:
         rows = [f"<b>A</b> {html.escape(names[0])} · <b>B</b> {html.escape(names[1])}"]
         if g.frames:
-            if g.task is not None or g.top5_overlap is None:  # not classifiers: their task's agreement
-                text = g.describe()
+            if g.task is not None or g.top5_overlap is None or g.top1_agreement is None:
+                text = g.describe()  # not classifiers (their task's agreement), or classes that do not compare
             else:
                 text = f"top-1 agrees on {g.top1_agreement:.1%} of {g.frames:,} frames"
                 text += f"; top-5 overlap {g.top5_overlap:.0%}"
+                if g.classes is not None and g.classes.offset:
+                    text += f" ({g.classes.how})"
             if g.task is None and g.top5_overlap is not None and g.scores_comparable and g.max_abs_diff is not None:
                 text += f"; max score difference {g.max_abs_diff:.3g}"
             rows.append(html.escape(text))
