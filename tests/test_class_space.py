@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -50,3 +51,19 @@ def test_bench_a_b_of_two_imagenet_classifiers_agrees_by_class(coral: Path, tmp_
     assert agreement["classes"]["comparable"] and "background row" in agreement["classes"]["how"]
     assert agreement["top1_agreement"] >= 0.85, agreement  # the demo clip: the same cup for both
     assert "top-1 agrees on" in run.stdout and "(by class index, B's output 0 being a background row" in run.stdout
+
+
+def test_the_report_of_two_classifiers_compares_their_classes(coral: Path, tmp_path: Path):
+    from tests.helpers.cli import run_cli
+
+    recordings = []
+    for name, model in (("ours", "efficientnet_lite0"), ("theirs", str(coral / "mobilenet_v2_1.0_224_quant.tflite"))):
+        recordings.append(tmp_path / f"{name}.csv")
+        run = run_cli("bench", "--model", model, "--frames", "30", "--threads", "1", "--csv", recordings[-1])
+        assert run.returncode == 0, run.stderr
+    page = tmp_path / "pair.html"
+    assert run_cli("report", *recordings, "--out", page).returncode == 0
+    text = page.read_text(encoding="utf-8")
+    found = re.search(r"([\d.]+)% of (\d+) common frames \(by class\)", text)
+    assert found is not None, "the agreement is not said by class"
+    assert float(found.group(1)) >= 85.0  # by label text, "espresso" against "espresso" agreed, the rest did not

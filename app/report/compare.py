@@ -68,6 +68,18 @@ def _replayable(source: str) -> bool:
     return bool(source) and not source.startswith("camera")
 
 
+def _classes(s: RecordingData) -> int | None:
+    """The class count of the one classifier a recording ran (its sidecar's `models`), else None."""
+    models = [m for m in _dict_values(s.meta.get("models")) if isinstance(m, dict)]
+    counts = {m.get("classes") for m in models}
+    count = counts.pop() if len(counts) == 1 else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 1 else None
+
+
+def _dict_values(value: object) -> list[object]:
+    return list(value.values()) if isinstance(value, dict) else []
+
+
 def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
     """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
 
@@ -77,12 +89,22 @@ def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
             frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
             if not math.isnan(frame) and _replayable(source):
                 found = parse_cells(r)
-                if found is None:  # a classifier's row: its top-1 label
-                    out[(source, int(frame))] = original_text(r.get("top1_label", ""))
+                if found is None:  # a classifier's row: its top-1 class (index), or label where none was recorded
+                    index = cell_number(r.get("top1_index"))
+                    if by_index and not math.isnan(index):
+                        out[(source, int(frame))] = str(int(index) - (offset if s is b else 0))
+                    else:
+                        out[(source, int(frame))] = original_text(r.get("top1_label", ""))
                 elif found[0] in _LABELLED:  # detections, classes present: the set of labels found
                     out[(source, int(frame))] = frozenset(found[2])
         return out
 
+    # Classifiers compare classes, not label text (two label files spell one class two ways): by index when
+    # both recorded models have as many outputs, shifted by one for 1001 against 1000 (app/model/classes.py's
+    # rules; a recording keeps class counts, not label files, so the background row is the TF-slim convention).
+    counts = {_classes(a), _classes(b)} - {None}
+    by_index = len(counts) == 1 or counts == {1000, 1001}
+    offset = 0 if len(counts) != 2 else (1 if _classes(b) == 1001 else -1)
     fa, fb = by_frame(a), by_frame(b)
     common = fa.keys() & fb.keys()
     agree = sum(fa[k] == fb[k] for k in common)
@@ -95,7 +117,8 @@ def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
     elif task is not None and task.task not in _LABELLED:
         text = "not compared by label (no labels: keypoints or raw outputs)"
     elif common:
-        text = f"{agree / len(common):.1%} of {len(common)} common frames"
+        how = "by class" if by_index else "by label text: the class counts were not recorded or differ"
+        text = f"{agree / len(common):.1%} of {len(common)} common frames ({how})"
     elif any(s.startswith("camera") for s in a.summary.sources + b.summary.sources):
         text = "not comparable (live camera: frame ids are not the same images)"
     else:
