@@ -39,7 +39,9 @@ def test_a_tiny_model_from_the_synthetic_source_saturates_no_thread(tiny_model):
     b = bench("synthetic:320x240@1000", str(tiny_model))
     busy = b["evidence"]["busy_share"]
     assert busy["capture_thread"] < 0.5, busy
-    assert b["stage"] in ("inference", "results") and not b["evidence"]["saturated"], b
+    # Which unsaturated stage is busiest moves with whatever else runs (a fresh clone's second xdist worker
+    # made it preprocessing once); the point is that none is called the limit.
+    assert b["stage"] != "source" and not b["evidence"]["saturated"], b
     assert b["evidence"]["sentence"].startswith("no thread is saturated at "), b
 
 
