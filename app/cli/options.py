@@ -133,3 +133,16 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
         wait_hint=getattr(args, "gpu_wait_hint", False),
         compute_units=args.coreml_units,
     )
+
+
+def add_image_arguments(p: argparse.ArgumentParser, top_k_help: str) -> None:
+    """The options of the commands that run image files through one model (classify, predict)."""
+    add_model_options(p)
+    add_backend_options(p)
+    p.add_argument("--top-k", type=positive_int, default=5, help=top_k_help)
+    p.add_argument(
+        "--mean", type=one_or_three_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)"
+    )
+    p.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("images", nargs="+", type=Path, metavar="IMAGE")

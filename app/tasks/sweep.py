@@ -35,7 +35,7 @@ from app.metrics.window import MetricsSnapshot
 from app.model.agreement import TaskAgreement, compare_tasks
 from app.model.classes import class_space
 from app.model.decode import TaskResult
-from app.model.spec import ModelOptions, bundled_models, load_model_spec
+from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
@@ -251,7 +251,7 @@ def run_sweep(
         row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop, options)
         if row.measured and baseline is None:
             baseline = row
-        row = _agree(row, baseline)
+        row = _agree(row, baseline, specs)
         # Only the baseline's decoded results are compared again (class maps are 0.25 MB a frame).
         rows.append(row if row is baseline else replace(row, answers={}))
     if progress:
@@ -358,7 +358,7 @@ def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str
     )
 
 
-def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
+def _agree(row: SweepRow, baseline: SweepRow | None, specs: Mapping[str, ModelSpec]) -> SweepRow:
     """The row with its top-1 agreement against the baseline, over the frames both answered."""
     if not row.measured or baseline is None:
         return row
@@ -368,7 +368,7 @@ def _agree(row: SweepRow, baseline: SweepRow | None) -> SweepRow:
     if not common:
         return row
     # By class, never by label text (two label files spell one ImageNet class two ways): app/model/classes.py.
-    classes = class_space(load_model_spec(baseline.model_ref), load_model_spec(row.model_ref))
+    classes = class_space(specs[baseline.model_ref], specs[row.model_ref])  # read once by run_sweep
     if not classes.comparable:
         return replace(row, agreement_frames=len(common), classes=classes.how)
     same = sum(bool(classes.agree(baseline.top1[k], row.top1[k])) for k in common)

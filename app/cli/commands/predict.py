@@ -6,20 +6,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from app.backends import DelegationReport, open_session
 from app.backends.describe import delegation_line
 from app.cli.command import Command
 from app.cli.commands.classify import delegate_json
-from app.cli.options import (
-    add_backend_options,
-    add_model_options,
-    backend_options,
-    model_options,
-    one_or_three_floats,
-    positive_int,
-)
+from app.cli.options import add_image_arguments, backend_options, model_options
 from app.cli.output import PROG, print_prediction, warn
 from app.errors import BackendUnavailable, RunFailed
 from app.model.feed import InputFeeder
@@ -29,15 +21,7 @@ from app.tasks.predict import ImageFailure, PredictResult, predict_images, refus
 
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
-    add_model_options(c)
-    add_backend_options(c)
-    c.add_argument("--top-k", type=positive_int, default=5, help="classification: predictions per image (default 5)")
-    c.add_argument(
-        "--mean", type=one_or_three_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)"
-    )
-    c.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
-    c.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    c.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    add_image_arguments(c, "classification: predictions per image (default 5)")
 
 
 def run(args: argparse.Namespace) -> int:
