@@ -57,6 +57,13 @@ class SourceLost(SourceError):
     """An open source stopped delivering frames; the pipeline retries with back-off."""
 
 
+class CheckFailed(DelegateScopeError):
+    """A gate the user asked for did not hold (`inspect --require`, `bench`/`sweep --budget`):
+    the run itself worked, so this is neither a usage nor a model error; CI jobs test for 7."""
+
+    exit_code = 7
+
+
 class InternalError(DelegateScopeError):
     """A bug: an exception the app did not expect, kept with its type name for the report."""
 
@@ -64,7 +71,8 @@ class InternalError(DelegateScopeError):
 
 
 _BY_EXIT_CODE: dict[int, type[DelegateScopeError]] = {
-    cls.exit_code: cls for cls in (UsageError, ModelError, ImageError, BackendUnavailable, SourceError, InternalError)
+    cls.exit_code: cls
+    for cls in (UsageError, ModelError, ImageError, BackendUnavailable, SourceError, CheckFailed, InternalError)
 }
 
 
