@@ -227,7 +227,9 @@ def test_inference_cpu_is_the_inference_threads_not_the_whole_process():
     assert one.returncode == 0, one.stderr
     for r in one.json()["results"]:
         split = r["inference_cpu_ms"]
-        assert set(split) == {"inference_thread", "runtime_threads", "rest_of_process"}
+        assert set(split) == {"inference_thread", "runtime_threads", "rest_of_process", "waited_for_a_core"}
+        if sys.platform.startswith("linux"):  # schedstat: the thread's wait for a core, within its wall time
+            assert 0 <= split["waited_for_a_core"] <= r["timing_ms"]["inference"] + 0.01, r
         # One thread cannot use more CPU than wall time (5% for clock granularity).
         assert r["cpu_per_wall"] <= 1.05, r
         assert r["timing_ms"]["inference_cpu"] == pytest.approx(

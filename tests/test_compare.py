@@ -127,6 +127,10 @@ def test_tensorflow_reference_as_side_b(tmp_path):
     f = json.loads(float_json.read_text())
     assert f["b"]["delegate"]["used"] == "reference" and f["agreement"]["top1_agreement"] == 1.0
     assert f["agreement"]["max_abs_diff"] < 1e-3
+    # B's CPU is TensorFlow's, in its child process: read from the child's clock (it read ~0.1 ms,
+    # the parent's thread blocked on the pipe, before), so B is not taken for offloaded work.
+    b_cpu = f["b"]["together"]["cpu_ms_per_inference"]
+    assert b_cpu > 1.0, f["b"]["together"]
     run = run_cli(*common, "--model", "efficientnet_lite0_int8", "--compare-model", "efficientnet_lite0",
                   "--compare-with", "reference", "--json", int8_json, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr

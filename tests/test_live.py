@@ -56,6 +56,24 @@ def test_the_offload_sentence_tells_waiting_from_offloading():
     assert offload_sentence(0.1, "gpu", 1.0, 10.0, machine_cpu_pct=20.0).endswith("the work runs off the CPU.")
 
 
+def test_the_threads_wait_and_sleep_name_what_the_ratio_means():
+    """With the inference thread's wait for a core and its sleep read from schedstat, the sentence says
+    which of the two made the ratio low (recorded values: a GPU asleep while the device works, a GPU
+    run on a busy machine, a CPU backend that waited)."""
+    offloaded = offload_sentence(0.1, "gpu", 1.0, 10.0, 99.0, waited_ms=0.5, slept_ms=8.5)
+    assert "slept 8.5 ms" in offloaded and "runs off the CPU" in offloaded
+    waiting = offload_sentence(0.2, "gpu", 2.0, 10.0, 99.0, waited_ms=7.0, slept_ms=1.0)
+    assert "waited 7.0 ms for a core" in waiting and "waiting, not offloading" in waiting
+    assert "off the CPU" not in waiting
+    cpu = offload_sentence(0.35, "cpu", 3.5, 10.0, waited_ms=6.0, slept_ms=0.5)
+    assert "waited 6.0 ms for a core" in cpu and "nothing runs elsewhere" in cpu and "off the CPU" not in cpu
+    reference = offload_sentence(0.9, "reference", 9.0, 10.0, waited_ms=0.0, slept_ms=9.5)
+    assert "child process" in reference and "runs on the CPU" in reference
+    # Its thread here sleeps while the child works: that sleep is not offloading.
+    waiting_reference = offload_sentence(0.6, "reference", 6.0, 10.0, waited_ms=0.0, slept_ms=9.5)
+    assert "off the CPU" not in waiting_reference and "every op on this machine's CPU" in waiting_reference
+
+
 def test_delegation_panel_facts_flag_fallback_and_software():
     from app.backends.base import DelegationReport
 

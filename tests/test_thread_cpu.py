@@ -1,6 +1,8 @@
 """CPU time per thread: the runtime's threads told apart from a video decoder's, and read once
 per pipeline cycle off the inference thread."""
 
+import multiprocessing
+import os
 import sys
 import time
 
@@ -65,3 +67,40 @@ def test_runtime_threads_read_apart_from_the_invoke_add_up_to_the_bracketed_read
         assert apart.runtime_per_inference() is None  # closed: "not reported", never a stale figure
     finally:
         session.close()
+
+
+@linux_only
+def test_the_meter_reads_the_threads_wait_for_a_core_apart_from_its_sleep():
+    """A thread pinned to one CPU beside a busy process pinned there waits for the core (runnable);
+    the same thread sleeping waits for nothing: the two are told apart, not both called wall - CPU."""
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    meter = CpuMeter(set())
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpu})  # this thread only (Linux: the calling thread's mask)
+    try:
+        meter.start()
+        time.sleep(0.2)
+        slept = meter.stop()
+        assert slept.waited_ms is not None and slept.waited_ms < 50, slept
+        assert slept.slept_ms_of(200.0) > 150
+        spinner = multiprocessing.get_context("spawn").Process(target=_spin_on, args=(cpu, 3.0), daemon=True)
+        spinner.start()
+        time.sleep(0.5)  # the spinner is up and on the core
+        meter.start()
+        end = time.perf_counter() + 0.5
+        while time.perf_counter() < end:  # busy: each slice of the core is shared with the spinner
+            pass
+        busy = meter.stop()
+        spinner.terminate()
+        spinner.join()
+        assert busy.waited_ms is not None and busy.waited_ms > 100, busy  # ~half of 500 ms
+    finally:
+        os.sched_setaffinity(0, before)
+        meter.close()
+
+
+def _spin_on(cpu: int, seconds: float) -> None:
+    os.sched_setaffinity(0, {cpu})
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -119,6 +119,21 @@ class ModelRunner(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class RunsInAChild(Protocol):
+    """A session whose model runs in a child process (the TensorFlow reference): its CPU time is that
+    process's, invisible to this one's per-thread clocks, so the session reads it from the child."""
+
+    def last_child_cpu_ms(self) -> float | None:
+        """The child's CPU milliseconds on the last run (its own process clock); None before one."""
+        ...
+
+
+def child_cpu_reader(session: ModelRunner) -> Callable[[], float | None] | None:
+    """What a CpuMeter calls after each run to add a child process's CPU time; None for in-process sessions."""
+    return session.last_child_cpu_ms if isinstance(session, RunsInAChild) else None
 
 
 class Backend(Protocol):

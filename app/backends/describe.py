@@ -20,33 +20,62 @@ BUSY_MACHINE_PCT = 90.0  # the machine's CPU this busy: an inference may wait fo
 
 
 def offload_sentence(
-    cpu_per_wall: float, backend: str, cpu_ms: float, wall_ms: float, machine_cpu_pct: float | None = None
+    cpu_per_wall: float,
+    backend: str,
+    cpu_ms: float,
+    wall_ms: float,
+    machine_cpu_pct: float | None = None,
+    *,
+    waited_ms: float | None = None,
+    slept_ms: float | None = None,
 ) -> str:
     """One sentence on what CPU time per inference against wall time means.
 
-    Below 1 it means either that the work ran elsewhere or that the inference waited (for a core on
-    a busy machine, for the other side in A/B). The CPU backend does all its work on the CPU, so there
-    it is always waiting; the TensorFlow reference runs in a child process whose CPU time is not this
-    process's, so there it says nothing; for an accelerator on a busy machine both readings are said.
-    A GPU driver can also wait for its results by spinning on a core, so a ratio near 1 on a GPU does
-    not prove the work ran on the CPU; the sentence says so rather than guess.
+    Below 1 it means either that the work ran elsewhere or that the inference waited. `waited_ms`
+    and `slept_ms` (the inference thread's time runnable without a core, and blocked, per inference:
+    app/system/thread_cpu.py) tell the two apart where Linux's schedstat is readable: waiting for a
+    core is a busy machine, sleeping is the device (or a lock) holding the thread. Without them the
+    machine's CPU load is the only hint, and both readings are said. The CPU backend does all its
+    work on the CPU, so there it is never "off the CPU". The TensorFlow reference's CPU time is its
+    child process's own (read from the child). A GPU driver can wait for its results by spinning on
+    a core, so a ratio near 1 on a GPU does not prove the work ran on the CPU; the sentence says so.
     """
     if wall_ms <= 0:
         return "No inference measured yet."
     pct = cpu_per_wall * 100
     head = f"CPU time per inference is {pct:.0f}% of wall time ({cpu_ms:.1f} of {wall_ms:.1f} ms)"
+    if backend == Delegate.REFERENCE:
+        head += " (the TensorFlow reference's child process, read from its own clock)"
     busy = machine_cpu_pct is not None and machine_cpu_pct >= BUSY_MACHINE_PCT
     load = f" (the machine's CPU is {machine_cpu_pct:.0f}% busy)" if busy and machine_cpu_pct is not None else ""
-    if backend == Delegate.REFERENCE:
+    known = waited_ms is not None and slept_ms is not None
+    where = f"its thread waited {waited_ms:.1f} ms for a core and slept {slept_ms:.1f} ms" if known else ""
+    on_cpu = backend in (Delegate.CPU, Delegate.REFERENCE)  # both run every op on this machine's CPU
+    if cpu_per_wall < 0.85 and backend == Delegate.REFERENCE:  # this process's thread only waits on the pipe
         return (
-            f"{head}: the TensorFlow reference runs in a child process, whose CPU time is not counted here, "
-            "so this says nothing about where it runs."
+            f"{head}: TensorFlow runs every op on this machine's CPU, so the rest of the time it waited for a "
+            f"core{load} or for the other side; nothing runs elsewhere."
         )
-    if cpu_per_wall < 0.85 and backend == Delegate.CPU:
-        return (
-            f"{head}: the CPU backend does all its work on the CPU, so the rest of the time the inference "
-            f"waited for a core{load or ' (another process or thread had it)'}; nothing runs elsewhere."
+    if cpu_per_wall < 0.85 and on_cpu:
+        why = (
+            f"{where} per inference (asleep: for its worker threads, a lock or the other side)"
+            if known
+            else f"the rest of the time the inference waited for a core, a lock or the other side{load}"
         )
+        return f"{head}: the CPU backend does all its work on the CPU, so {why}; nothing runs elsewhere."
+    if cpu_per_wall < 0.85 and known:
+        assert waited_ms is not None and slept_ms is not None
+        if slept_ms >= waited_ms and slept_ms >= 0.3 * wall_ms:
+            return (
+                f"{head}: {where} per inference: asleep while the delegate worked, so that part of the work "
+                "runs off the CPU."
+            )
+        if waited_ms > slept_ms:
+            return (
+                f"{head}: {where} per inference: the machine is busy, so the low ratio is waiting, not "
+                "offloading; compare on a quieter machine."
+            )
+        return f"{head}: {where} per inference: part of the work runs elsewhere or waits."
     if cpu_per_wall < 0.3:
         if busy:
             return f"{head}: the work runs off the CPU, or waited for a core{load}; compare on a quieter machine."
@@ -54,7 +83,7 @@ def offload_sentence(
     if cpu_per_wall < 0.85:
         return f"{head}: the CPU is idle part of the time, so part of the work runs elsewhere or waits{load}."
     if cpu_per_wall <= 1.2:
-        if backend == Delegate.CPU:
+        if on_cpu:
             return f"{head}: one core is busy for the whole inference; the work runs on the CPU."
         return (
             f"{head}: a core is busy for the whole inference, either doing the work or "

@@ -41,6 +41,7 @@ class ReferenceSession:
         )
         assert self._proc.stdin and self._proc.stdout
         self._in, self._out = self._proc.stdin, self._proc.stdout
+        self._child_cpu_ms: float | None = None
         hello = self._read(9)
         if hello[:5] != b"READY":
             self.close()
@@ -78,8 +79,13 @@ class ReferenceSession:
             self._in.flush()
         except (BrokenPipeError, OSError):
             raise ModelError("the TensorFlow reference process ended unexpectedly") from None
-        (size,) = struct.unpack("<I", self._read(4))
+        size, cpu_ns = struct.unpack("<IQ", self._read(12))
+        self._child_cpu_ms = cpu_ns / 1e6
         return np.frombuffer(self._read(size), np.float32)
+
+    def last_child_cpu_ms(self) -> float | None:
+        """TensorFlow's CPU time on the last run, from the child's own process clock (RunsInAChild)."""
+        return self._child_cpu_ms
 
     def close(self) -> None:
         for stream in (self._in, self._out):

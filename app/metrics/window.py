@@ -59,6 +59,9 @@ class InferenceTiming:
     inference_thread_cpu_ms: float | None = None  # ... of which the calling thread
     runtime_threads_cpu_ms: float | None = None  # ... and the runtime's threads (None: not readable here)
     rest_of_process_cpu_ms: float | None = None  # every other thread of the process meanwhile
+    # The inference thread's time waiting for a core during the invoke (runnable, not running:
+    # schedstat); None where not readable. Wall time - its own CPU - this = the time it slept.
+    inference_waited_ms: float | None = None
     preprocessed_ahead: bool = True  # False: preprocessing ran on the inference thread, before the invoke
 
     @property
@@ -138,6 +141,11 @@ class MetricsSnapshot:
     # The GPU's own busy time per inference: NVML's utilisation (share of its last sample period,
     # 1/6 to 1 s, in which a kernel ran) x 1000 / inferences per second. None without NVML.
     gpu_busy_ms_per_inference: float | None = None
+    # Where the inference thread's wall time went besides its own CPU (means per inference): waiting
+    # for a core (runnable) and asleep (blocked: on a device, a lock, a child process). None where
+    # schedstat is not readable. They tell a busy machine from offloaded work (app/backends/describe.py).
+    waited_ms_per_inference: float | None = None
+    slept_ms_per_inference: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -217,7 +225,8 @@ class Metrics:
         self._frames = Ring(3, max_rows)  # (captured_at, source read ms, preprocess-ahead ms)
         self._drops = Ring(2, max_rows)  # (t, n)
         # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
-        self._timings = Ring(3 + len(LATENCY_KEYS), max_rows)  # ... + inference thread busy ms
+        # ... + inference thread busy ms, its own CPU ms and its wait for a core (NaN: not readable)
+        self._timings = Ring(5 + len(LATENCY_KEYS), max_rows)
         self._published = Ring(2, max_rows)  # (t, results thread busy ms per result)
         self.reset()
 
@@ -254,6 +263,8 @@ class Metrics:
             timing.end_to_end_ms,
             timing.inference_cpu_ms,
             timing.inference_ms + (0.0 if timing.preprocessed_ahead else timing.preprocess_ms),
+            math.nan if timing.inference_thread_cpu_ms is None else timing.inference_thread_cpu_ms,
+            math.nan if timing.inference_waited_ms is None else timing.inference_waited_ms,
         )
         with self._lock:
             self._inferences_total += 1
@@ -293,6 +304,7 @@ class Metrics:
         frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
         reading = self._sampler.latest() if self._sampler else ResourceReading()
         cpu_ms, cpu_per_wall = _cpu_cost(timings[:, 3], timings[:, 6])
+        waited, slept = _waited_and_slept(timings[:, 3], timings[:, 8], timings[:, 9])
         return MetricsSnapshot(
             window_s=span,
             capture_fps=len(frames) / span if span > 0 else 0.0,
@@ -304,6 +316,8 @@ class Metrics:
             latency={key: Stats.of(timings[:, 1 + i]) for i, key in enumerate(LATENCY_KEYS)},
             cpu_ms_per_inference=cpu_ms,
             cpu_per_wall=cpu_per_wall,
+            waited_ms_per_inference=waited,
+            slept_ms_per_inference=slept,
             process_cpu_pct_machine=reading.process_cpu_pct_machine,
             process_cpu_pct_cores=reading.process_cpu_pct_cores,
             system_cpu_pct=reading.system_cpu_pct,
@@ -339,6 +353,17 @@ def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, 
         inference_thread=float(timings[:, 7].sum()) / wall_ms,
         capture_thread=float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
     )
+
+
+def _waited_and_slept(
+    inference_ms: np.ndarray, own_cpu_ms: np.ndarray, waited_ms: np.ndarray
+) -> tuple[float | None, float | None]:
+    """Means per inference of the inference thread's wait for a core and of its sleep (the rest of the
+    wall time after its own CPU and that wait); None when any inference lacks the reading."""
+    if inference_ms.size == 0 or np.isnan(waited_ms).any() or np.isnan(own_cpu_ms).any():
+        return None, None
+    slept = np.maximum(0.0, inference_ms - own_cpu_ms - waited_ms)
+    return float(waited_ms.mean()), float(slept.mean())
 
 
 def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> tuple[float, float]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.backends import ModelRunner
+from app.backends.base import child_cpu_reader
 from app.model.decode import TaskDecoder
 from app.model.feed import InputFeeder
 from app.model.postprocess import Postprocessor
@@ -31,7 +32,7 @@ class ActiveSession:
         self.primary = layout.output if isinstance(layout, ClassificationLayout) else 0  # a classifier's scores
         # CPU per inference: this thread + the threads the runtime started when it opened (those
         # read by the results thread, off the inference thread's cycle: see CpuMeter).
-        self.cpu = CpuMeter(runtime_threads, bracket_runtime=False)
+        self.cpu = CpuMeter(runtime_threads, bracket_runtime=False, child_cpu=child_cpu_reader(session))
 
     def crop_box(self, width: int, height: int) -> CropBox:
         """What the model saw of a frame of this size (all of it when no input takes the frame)."""

@@ -461,6 +461,7 @@ class InferenceWorker:
             inference_thread_cpu_ms=cpu.inference_thread_ms,
             runtime_threads_cpu_ms=cpu.runtime_threads_ms,
             rest_of_process_cpu_ms=cpu.rest_of_process_ms,
+            inference_waited_ms=cpu.waited_ms,
             preprocessed_ahead=item.preprocessed_ahead,
         )
         scores.setflags(write=False)  # scores() returns a fresh array: nothing else holds it

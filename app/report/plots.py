@@ -399,7 +399,8 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
                 "Throughput and CPU",
                 _png(fig),
                 "CPU time per inference near its wall time (or above it, with several threads) means the CPU did "
-                "the work; far below it means an accelerator did.",
+                "the work; far below it means an accelerator did, or the inference waited (for a core on a busy "
+                "machine, for the other side in A/B): on the CPU backend, below 1 is always waiting.",
             )
         )
 

@@ -7,6 +7,11 @@ every OS), the threads the runtime started when the session opened (XNNPACK's wo
 driver's threads: Linux `/proc/self/task/TID/schedstat`, nanoseconds of time on a CPU), and the
 rest of the process. Where per-thread times of other threads cannot be read (macOS, Windows),
 the runtime's share is None ("not available"), never folded into another figure.
+
+CPU time below wall time has two causes a ratio cannot tell apart: the thread waited for a core
+(runnable, not running: a busy machine) or it slept (blocked: on a device, a lock, another
+process). schedstat's second field is the first, so the calling thread's wait is read beside its
+CPU time and the rest of the wall time is the second.
 """
 
 from __future__ import annotations
@@ -63,6 +68,9 @@ class InferenceCpu:
     inference_thread_ms: float  # the thread that called run()
     runtime_threads_ms: float | None  # threads the runtime started at open; None: not readable here
     rest_of_process_ms: float  # every other thread (capture, OpenCV's pool, the GUI, ...)
+    # The calling thread's time runnable but not on a CPU during the call (schedstat's second field:
+    # it waited for a core); None where not readable.
+    waited_ms: float | None = None
 
     @property
     def inference_ms(self) -> float:
@@ -75,14 +83,31 @@ class InferenceCpu:
         if runtime_ms is None:
             return self
         return replace(
-            self, runtime_threads_ms=runtime_ms, rest_of_process_ms=max(0.0, self.rest_of_process_ms - runtime_ms)
+            self,
+            runtime_threads_ms=(self.runtime_threads_ms or 0.0) + runtime_ms,  # + a child's (with_child)
+            rest_of_process_ms=max(0.0, self.rest_of_process_ms - runtime_ms),
         )
+
+    def with_child(self, child_ms: float | None) -> InferenceCpu:
+        """The CPU time a child process spent on the call (the TensorFlow reference runs in one): the
+        runtime's share, as the runtime is that process, read from its own clock."""
+        if child_ms is None:
+            return self
+        return replace(self, runtime_threads_ms=(self.runtime_threads_ms or 0.0) + child_ms)
+
+    def slept_ms_of(self, wall_ms: float) -> float | None:
+        """The calling thread's part of `wall_ms` neither on a CPU nor waiting for one: blocked (on a
+        device, a lock, a child process). None where the wait is not readable."""
+        if self.waited_ms is None:
+            return None
+        return max(0.0, wall_ms - self.inference_thread_ms - self.waited_ms)
 
     def to_dict(self) -> dict:
         return {
             "inference_thread": round(self.inference_thread_ms, 3),
             "runtime_threads": None if self.runtime_threads_ms is None else round(self.runtime_threads_ms, 3),
             "rest_of_process": round(self.rest_of_process_ms, 3),
+            "waited_for_a_core": None if self.waited_ms is None else round(self.waited_ms, 3),
         }
 
 
@@ -101,8 +126,17 @@ class CpuMeter:
     READ_EVERY_S old, never a per-invoke one; over a run the totals agree within a reading.
     """
 
-    def __init__(self, runtime_threads: set[int], *, bracket_runtime: bool = True) -> None:
+    def __init__(
+        self,
+        runtime_threads: set[int],
+        *,
+        bracket_runtime: bool = True,
+        child_cpu: Callable[[], float | None] | None = None,
+    ) -> None:
+        """`child_cpu`: for a session whose model runs in a child process, the child's CPU ms on the
+        last run (app/backends/base.py child_cpu_reader), added to each stop()'s runtime share."""
         self.runtime_threads = set(runtime_threads)
+        self.child_cpu = child_cpu
         self.readable = sys.platform.startswith("linux") and os.path.isdir(_TASKS)
         self.bracket_runtime = bracket_runtime
         self._lock = threading.Lock()  # the fds: read by one thread, closed by another
@@ -116,7 +150,8 @@ class CpuMeter:
                     self._fds[tid] = os.open(_TASKS / str(tid) / "schedstat", os.O_RDONLY)
                 except OSError:
                     pass  # ended already: it has no more time to add
-        self._start: tuple[int, int, int | None] = (0, 0, None)
+        self._own: tuple[int, int] | None = None  # (native thread id, fd of its schedstat)
+        self._start: tuple[int, int, int | None, int | None] = (0, 0, None, None)
         self._runtime_mark = None if bracket_runtime else self._runtime_ns()
         self._read_at = time.monotonic()
         self._since_read = 0  # inferences since the last reading
@@ -143,19 +178,42 @@ class CpuMeter:
             total += ns
         return total
 
+    def _own_wait_ns(self) -> int | None:
+        """The calling thread's run-queue time so far (schedstat's second field), through a descriptor
+        opened once per thread that calls (the meter may move between threads with its session)."""
+        if not self.readable:
+            return None
+        tid = threading.get_native_id()
+        with self._lock:
+            if self._closed:
+                return None
+            try:
+                if self._own is None or self._own[0] != tid:
+                    if self._own is not None:
+                        os.close(self._own[1])
+                        self._own = None
+                    self._own = (tid, os.open(_TASKS / str(tid) / "schedstat", os.O_RDONLY))
+                return int(os.pread(self._own[1], 64, 0).split()[1])
+            except (OSError, ValueError, IndexError):
+                return None
+
     def start(self) -> None:
         runtime = self._runtime_ns() if self.bracket_runtime else None
-        self._start = (time.thread_time_ns(), time.process_time_ns(), runtime)
+        wait = self._own_wait_ns()
+        self._start = (time.thread_time_ns(), time.process_time_ns(), runtime, wait)
 
     def stop(self) -> InferenceCpu:
         """Without `bracket_runtime`, the runtime's share is None here: `with_runtime` adds it."""
         own, process = time.thread_time_ns(), time.process_time_ns()
+        wait = self._own_wait_ns()
         runtime = self._runtime_ns() if self.bracket_runtime else None
         own_ms = (own - self._start[0]) / 1e6
         process_ms = (process - self._start[1]) / 1e6
         runtime_ms = None if runtime is None or self._start[2] is None else max(0, runtime - self._start[2]) / 1e6
+        waited_ms = None if wait is None or self._start[3] is None else max(0, wait - self._start[3]) / 1e6
         rest = max(0.0, process_ms - own_ms - (runtime_ms or 0.0))
-        return InferenceCpu(own_ms, runtime_ms, rest)
+        cpu = InferenceCpu(own_ms, runtime_ms, rest, waited_ms)
+        return cpu.with_child(self.child_cpu()) if self.child_cpu is not None else cpu
 
     def runtime_per_inference(self) -> float | None:
         """Milliseconds of the runtime's threads for one more inference: the average over the
@@ -178,3 +236,6 @@ class CpuMeter:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+            if self._own is not None:
+                os.close(self._own[1])
+                self._own = None

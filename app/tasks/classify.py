@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.backends import ModelRunner
+from app.backends.base import child_cpu_reader
 from app.errors import ImageError, ModelError, RunFailed
 from app.model.image_files import read_image
 from app.model.postprocess import Postprocessor, Prediction
@@ -63,7 +64,7 @@ def classify_images(
 ) -> Iterator[ImageResult | ImageFailure]:
     """`runtime_threads`: the threads the session's runtime started when it opened (thread_cpu.started_by)."""
     preprocess, postprocess = Preprocessor(spec), Postprocessor(spec)
-    meter = CpuMeter(runtime_threads or set())
+    meter = CpuMeter(runtime_threads or set(), child_cpu=child_cpu_reader(session))
     try:
         for path in images:
             try:

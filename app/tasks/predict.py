@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.backends import ModelRunner
+from app.backends.base import child_cpu_reader
 from app.errors import ImageError, ModelError, RunFailed
 from app.model.decode import OutputStats, TaskDecoder, TaskResult
 from app.model.feed import InputFeeder
@@ -88,7 +89,7 @@ def predict_images(
     preprocess, decoder = Preprocessor(spec), TaskDecoder(spec)
     postprocess = Postprocessor(spec) if spec.kind == Task.CLASSIFICATION else None
     feeder = feeder or InputFeeder(spec)
-    meter = CpuMeter(runtime_threads or set())
+    meter = CpuMeter(runtime_threads or set(), child_cpu=child_cpu_reader(session))
     try:
         for path in images:
             try:

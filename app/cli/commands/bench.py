@@ -182,6 +182,11 @@ def _print_bench(summary: BenchSummary) -> None:
         + (f"process {cpu:.0f}% of the machine ({cores:.0f}% summed over cores)" if cpu is not None else "process n/a")
         + (f", system {m.system_cpu_pct:.0f}%" if m.system_cpu_pct is not None else "")
     )
+    if m.waited_ms_per_inference is not None and m.slept_ms_per_inference is not None:
+        print(
+            f"          the inference thread waited {m.waited_ms_per_inference:.2f} ms per inference for a core "
+            f"and slept {m.slept_ms_per_inference:.2f} ms (on the device, a lock or the other side)"
+        )
     if m.rss_mb is not None:
         print(f"memory    RSS {m.rss_mb:.0f} MB" + (f", GPU {m.gpu_util_pct:.0f}%" if m.gpu_util_pct else ""))
     if m.gpu_busy_ms_per_inference:  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
@@ -229,8 +234,12 @@ def _print_compare(summary: CompareSummary) -> None:
         return (
             f"{name.upper()}  {Path(str(s.config.model)).name} on {used}: inference median "
             f"{median:.2f} ms, {t.inference_fps:.1f}/s together{alone_text}, "
-            f"CPU {t.cpu_ms_per_inference:.2f} ms per inference (its own thread"
-            + ("; TensorFlow works in a child process" if d and d.used == "reference" else "")
+            f"CPU {t.cpu_ms_per_inference:.2f} ms per inference ("
+            + (
+                "TensorFlow's child process, from its own clock, + this side's thread"
+                if d and d.used == "reference"
+                else "its own thread and its runtime's"
+            )
             + ")"
             if median is not None
             else f"{name.upper()}  no inference measured"

@@ -219,7 +219,13 @@ class DelegationPanel(QWidget):
             self.bound.setText("")
             return
         sentence = offload_sentence(
-            snap.cpu_per_wall, backend, snap.cpu_ms_per_inference, stats.mean, snap.system_cpu_pct
+            snap.cpu_per_wall,
+            backend,
+            snap.cpu_ms_per_inference,
+            stats.mean,
+            snap.system_cpu_pct,
+            waited_ms=snap.waited_ms_per_inference,
+            slept_ms=snap.slept_ms_per_inference,
         )
         if snap.gpu_busy_ms_per_inference:  # the GPU's own evidence: a waiting thread may spin
             sentence += f" NVML: the GPU itself was busy {snap.gpu_busy_ms_per_inference:.2f} ms per inference."
