@@ -121,13 +121,34 @@ COMPARISON_TASK_COLUMNS = [
     "task", "a_count", "b_count", "matched", "mean_iou", "mean_score_diff", "pixel_agreement", "miou",
     "mean_distance_px", "cosine_min",
 ]  # fmt: skip
+COMPARISON_TEXT_COLUMNS = frozenset({"a_top1", "b_top1"})  # labels and summaries: neutralised as CSV text
 
 
-def task_cells(c: FrameComparison) -> dict[str, object]:
+def comparison_row(c: FrameComparison) -> dict[str, str]:
+    """A comparison's cells as the comparison CSV writes them: every COMPARISON_COLUMNS and
+    COMPARISON_TASK_COLUMNS cell (the task's empty for classifiers), labels not yet neutralised. The one
+    home of that format: bench's file and the window's X-compare.csv both write these."""
+    row = {
+        "frame_id": str(c.frame_index),
+        "a_top1": c.a_top1,
+        "b_top1": c.b_top1,
+        "top1_agree": str(int(c.top1_agree)),
+        "top5_overlap": "" if c.top5_overlap is None else f"{c.top5_overlap:.3g}",
+        "max_abs_diff": "" if c.max_abs_diff is None else f"{c.max_abs_diff:.6g}",
+        "tv_distance": "" if c.tv_distance is None else f"{c.tv_distance:.6g}",
+        "a_inference_ms": f"{c.a_inference_ms:.6g}",
+        "b_inference_ms": f"{c.b_inference_ms:.6g}",
+        "a_cpu_ms": f"{c.a_cpu_ms:.6g}",
+        "b_cpu_ms": f"{c.b_cpu_ms:.6g}",
+    }
+    return row | {column: _cell(value) for column, value in _task_values(c).items()}
+
+
+def _task_values(c: FrameComparison) -> dict[str, object]:
     """A comparison's COMPARISON_TASK_COLUMNS (None: empty)."""
     t = c.task
     if t is None:
-        return {}
+        return dict.fromkeys(COMPARISON_TASK_COLUMNS)
     detection = t.task == "detection"
     return {
         "task": t.task.value,
@@ -141,6 +162,12 @@ def task_cells(c: FrameComparison) -> dict[str, object]:
         "mean_distance_px": t.mean_distance_px,
         "cosine_min": t.cosine_min,
     }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def compare_results(a: Result, b: Result, at: float, classes: ClassSpace | None = None) -> FrameComparison:
