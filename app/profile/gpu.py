@@ -85,7 +85,9 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
         cpu = profile_cpu(spec, threads, runs)
         for op in cpu.ops:
             if op.node is not None:
-                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.ms
+                # Means: the GPU's share is the whole run's mean minus these (least-disturbed ones would
+                # move time from the CPU rows into the GPU's)
+                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + (op.mean_ms if op.mean_ms is not None else op.ms)
                 cpu_median[op.node] = cpu_median.get(op.node, 0.0) + (op.median_ms or 0.0)
                 cpu_kernel.setdefault(op.node, op.kernel)
         notes.append(
