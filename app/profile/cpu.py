@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,13 +11,13 @@ from app.errors import ModelError
 from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
 from app.profile.placements import profile_placements
+from app.profile.timed_runs import WARMUP_RUNS, timed_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.system.thread_cpu import CpuMeter, InferenceCpu, started_by
 from app.tflite.graph import read_graph
 
 _OP_EVENTS = (EventType.OPERATOR_INVOKE_EVENT, EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT)
-WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its caches
 
 
 def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
@@ -199,12 +198,8 @@ def profile_cpu(
     try:
         pm.write_inputs(sample_inputs(spec))
         pm.start()
-        walls = []
         meter.start()
-        for _ in range(runs):
-            started = time.perf_counter()
-            pm.run()
-            walls.append((time.perf_counter() - started) * 1000)
+        walls = timed_runs(pm.run, runs)
         cpu = meter.stop()
         pm.stop()
         events = pm.events()
@@ -224,16 +219,11 @@ def profile_cpu(
     invoke, wall = run_statistics(np.array(invokes) / 1000) if invokes else None, run_statistics(np.array(walls))
     named = {r.node for r in rows if r.node is not None}
     fused = tuple((n.index, n.op) for n in read_graph(spec.content).nodes if n.index not in named)
-    xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
-    plural = "s" if threads != 1 else ""
-    return Profile(
-        model=spec.display_name,
-        requested="cpu",
-        used="cpu",
-        accelerator=f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})",
-        threads=threads,
+    return Profile.on_cpu(
+        spec.display_name,
+        threads,
+        tuple(rows),
         runs=len(complete),
-        ops=tuple(rows),
         invoke_ms=float(invoke.least) if invoke is not None else None,
         wall_ms=float(wall.least),
         invoke_mean_ms=float(invoke.mean) if invoke is not None else None,

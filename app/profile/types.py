@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Placement(StrEnum):
@@ -75,6 +76,17 @@ class Profile:
     cpu_share: float | None = None
     invoke_mean_ms: float | None = None
     wall_mean_ms: float | None = None
+
+    @classmethod
+    def on_cpu(cls, model: str, threads: int, ops: tuple[OpTime, ...], **fields: Any) -> Profile:
+        """A profile on the CPU backend: XNNPACK's when any op ran in one of its partitions, LiteRT's
+        built-in kernels' otherwise (the CPU profile, or the places alone when LiteRT's profiler cannot
+        take the model)."""
+        xnnpack = any(op.placement is Placement.ACCELERATOR for op in ops)
+        plural = "s" if threads != 1 else ""
+        accelerator = f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})"
+        return cls(model=model, requested="cpu", used="cpu", accelerator=accelerator, threads=threads, ops=ops,
+                   **fields)  # fmt: skip
 
     @property
     def ops_over_invoke(self) -> float | None:
