@@ -191,19 +191,16 @@ def compare_results(a: Result, b: Result, at: float, classes: ClassSpace | None 
         diff = float(delta.max())
         pa, pb = _as_distribution(a.scores), _as_distribution(b.scores)
         tv = float(0.5 * np.abs(pa - pb).sum())
-    return FrameComparison(
-        frame_index=a.frame_index,
-        at=at,
+    return _comparison(
+        a,
+        b,
+        at,
         a_top1=a_top[0].label if a_top else "",
         b_top1=b_top[0].label if b_top else "",
         top1_agree=agree,
         top5_overlap=overlap,
         max_abs_diff=diff,
         tv_distance=tv,
-        a_inference_ms=a.timing.inference_ms,
-        b_inference_ms=b.timing.inference_ms,
-        a_cpu_ms=a.timing.inference_cpu_ms,
-        b_cpu_ms=b.timing.inference_cpu_ms,
         classes=classes,
     )
 
@@ -212,21 +209,38 @@ def _compare_tasks(a: Result, b: Result, at: float) -> FrameComparison:
     """Either side is not a classifier: its task's agreement (a classifier against another task has
     no output to pair, and never agrees)."""
     task = compare_tasks(a.task, b.task) if a.task is not None and b.task is not None else None
-    return FrameComparison(
-        frame_index=a.frame_index,
-        at=at,
+    return _comparison(
+        a,
+        b,
+        at,
         a_top1=_said(a),
         b_top1=_said(b),
         top1_agree=task.agree if task is not None else False,
         top5_overlap=None,
         max_abs_diff=task.max_abs_diff_all if task is not None else None,
         tv_distance=None,
-        a_inference_ms=a.timing.inference_ms,
-        b_inference_ms=b.timing.inference_ms,
-        a_cpu_ms=a.timing.inference_cpu_ms,
-        b_cpu_ms=b.timing.inference_cpu_ms,
         task=task,
     )
+
+
+def _comparison(
+    a: Result,
+    b: Result,
+    at: float,
+    *,
+    a_top1: str,
+    b_top1: str,
+    top1_agree: bool,
+    top5_overlap: float | None,
+    max_abs_diff: float | None,
+    tv_distance: float | None,
+    task: FrameAgreement | None = None,
+    classes: ClassSpace | None = None,
+) -> FrameComparison:
+    """The frame's comparison: how the two agree (as given), its number and each side's timings."""
+    return FrameComparison(a.frame_index, at, a_top1, b_top1, top1_agree, top5_overlap, max_abs_diff, tv_distance,
+                           a.timing.inference_ms, b.timing.inference_ms, a.timing.inference_cpu_ms,
+                           b.timing.inference_cpu_ms, task, classes)  # fmt: skip
 
 
 def _comparable(c: FrameComparison) -> bool:
