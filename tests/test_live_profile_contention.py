@@ -1,8 +1,10 @@
 """The window's Ops view on a busy machine: its op times stay near the model's, do not grow with the
-load, and the profile says it was taken under contention (app/profile/background.py, app/profile/cpu.py).
+load, agree with `profile` taken under the same load, and the profile says it was taken under contention
+(app/profile/background.py, app/profile/cpu.py).
 
 Its thread runs at nice +10; LiteRT's profiler events are wall time, so means of a few runs counted the
-time each op waited for the CPU: 130-470 ms for an int8 model that runs in ~5 ms, rising with the load."""
+time each op waited for the CPU: 130-470 ms for an int8 model that runs in ~5 ms, rising with the load.
+Both report each op's least-disturbed run (app/profile/cpu.py run_statistics)."""
 
 from __future__ import annotations
 
@@ -16,13 +18,14 @@ from app.model.spec import load_model_spec
 from app.profile.background import LiveProfiler, Target
 from app.profile.cpu import profile_cpu
 from app.profile.text import CONTENDED_SHARE, headline
+from tests.helpers.cli import run_cli
 
 MODEL = "efficientnet_lite0_int8"
 
 
 def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so():
     spec = load_model_spec(MODEL)
-    baseline = profile_cpu(spec, 1, 8, least_disturbed=True).ops_ms  # whatever else runs now: the same method
+    baseline = profile_cpu(spec, 1, 8).ops_ms  # whatever else runs now: the same method
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
     profiler = LiveProfiler(lambda: {"a": Target(MODEL, "cpu", BackendOptions(threads=1))}, interval_s=0.2, runs=4)
     try:
@@ -34,6 +37,10 @@ def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so(
             if live is not None and live.profile is not None:
                 seen[live.seq] = live.profile
             time.sleep(0.1)
+        # `profile`, the command, under the same load while the live profiler runs on (normal priority)
+        run = run_cli("profile", "--model", MODEL, "--threads", "1", "--runs", "20", "--json", timeout=300)
+        assert run.returncode == 0, run.stderr
+        command = run.json()["profile"]
     finally:
         profiler.stop()
         for s in spinners:
@@ -43,10 +50,12 @@ def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so(
     for p in profiles:
         assert p.least_disturbed
         assert p.ops_ms < 3 * baseline, (p.ops_ms, baseline)  # means here read 30-100x the baseline
-        # The CPU share, where read, flags the contention. It read 0.999 beside busy processes once, in a
-        # fresh clone's xdist worker (its runtime threads not told apart from others there): not asserted
-        # until that is understood (docs/benchmarks.md, "The Ops view on a busy machine").
-        if p.cpu_share is not None and p.cpu_share < CONTENDED_SHARE:
+        # Issue 33's target: the Ops view within 20% of `profile` on a loaded machine (the same statistic)
+        assert abs(p.ops_ms / command["ops_ms"] - 1) <= 0.2, (p.ops_ms, command["ops_ms"])
+        # The CPU share, where read, flags the contention (it read 0.999 once when a thread another part of
+        # the process started during the compile was counted as the runtime's: tests/test_thread_cpu.py).
+        if p.cpu_share is not None:
+            assert p.cpu_share < CONTENDED_SHARE, p.cpu_share
             assert any("taken under contention" in line for line in headline(p))
     ops = [p.ops_ms for p in profiles]
     assert max(ops) < 2 * min(ops), ops  # steady, not growing with each refresh

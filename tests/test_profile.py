@@ -34,7 +34,7 @@ def _check_json(out: dict, model_path: str | Path) -> dict:
     assert [op["order"] for op in ops] == list(range(len(ops)))  # run order
     for op in ops:
         assert set(op) == {"order", "node", "op", "kernel", "placement", "partition", "ms", "source", "nodes",
-                           "median_ms"}  # fmt: skip
+                           "median_ms", "mean_ms"}  # fmt: skip
         assert op["placement"] in ("accelerator", "cpu") and op["ms"] >= 0
     # Every node of the graph is in the profile exactly once: nothing dropped, nothing invented.
     graph = read_graph(Path(model_path).read_bytes())

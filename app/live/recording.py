@@ -160,8 +160,9 @@ def new_sink(
     settings = {"source": source(), "app": "window"}
     if side == "b" or comparing:
         settings["compare_side"] = side
-    model = open_session.model if open_session is not None else None  # not a classifier: the task columns
-    recorder = RecordingWriter(path, {"settings": settings}, tasks=model is not None and model.task != "classification")
+    # The task columns always, whatever runs now: the window may switch to a model of another task while it
+    # records, and a CSV's header cannot grow (a classifier's rows leave them empty; segments split there).
+    recorder = RecordingWriter(path, {"settings": settings}, tasks=True)
     # Getters: read when rows come, from whichever pipeline runs then (a source or A/B change replaces it).
     sink = RowSink(recorder, worker, source, metrics)
     what = "side B of the A/B comparison" if side == "b" else "the window"

@@ -121,13 +121,34 @@ COMPARISON_TASK_COLUMNS = [
     "task", "a_count", "b_count", "matched", "mean_iou", "mean_score_diff", "pixel_agreement", "miou",
     "mean_distance_px", "cosine_min",
 ]  # fmt: skip
+COMPARISON_TEXT_COLUMNS = frozenset({"a_top1", "b_top1"})  # labels and summaries: neutralised as CSV text
 
 
-def task_cells(c: FrameComparison) -> dict[str, object]:
+def comparison_row(c: FrameComparison) -> dict[str, str]:
+    """A comparison's cells as the comparison CSV writes them: every COMPARISON_COLUMNS and
+    COMPARISON_TASK_COLUMNS cell (the task's empty for classifiers), labels not yet neutralised. The one
+    home of that format: bench's file and the window's X-compare.csv both write these."""
+    row = {
+        "frame_id": str(c.frame_index),
+        "a_top1": c.a_top1,
+        "b_top1": c.b_top1,
+        "top1_agree": str(int(c.top1_agree)),
+        "top5_overlap": "" if c.top5_overlap is None else f"{c.top5_overlap:.3g}",
+        "max_abs_diff": "" if c.max_abs_diff is None else f"{c.max_abs_diff:.6g}",
+        "tv_distance": "" if c.tv_distance is None else f"{c.tv_distance:.6g}",
+        "a_inference_ms": f"{c.a_inference_ms:.6g}",
+        "b_inference_ms": f"{c.b_inference_ms:.6g}",
+        "a_cpu_ms": f"{c.a_cpu_ms:.6g}",
+        "b_cpu_ms": f"{c.b_cpu_ms:.6g}",
+    }
+    return row | {column: _cell(value) for column, value in _task_values(c).items()}
+
+
+def _task_values(c: FrameComparison) -> dict[str, object]:
     """A comparison's COMPARISON_TASK_COLUMNS (None: empty)."""
     t = c.task
     if t is None:
-        return {}
+        return dict.fromkeys(COMPARISON_TASK_COLUMNS)
     detection = t.task == "detection"
     return {
         "task": t.task.value,
@@ -141,6 +162,12 @@ def task_cells(c: FrameComparison) -> dict[str, object]:
         "mean_distance_px": t.mean_distance_px,
         "cosine_min": t.cosine_min,
     }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def compare_results(a: Result, b: Result, at: float, classes: ClassSpace | None = None) -> FrameComparison:
@@ -164,19 +191,16 @@ def compare_results(a: Result, b: Result, at: float, classes: ClassSpace | None 
         diff = float(delta.max())
         pa, pb = _as_distribution(a.scores), _as_distribution(b.scores)
         tv = float(0.5 * np.abs(pa - pb).sum())
-    return FrameComparison(
-        frame_index=a.frame_index,
-        at=at,
+    return _comparison(
+        a,
+        b,
+        at,
         a_top1=a_top[0].label if a_top else "",
         b_top1=b_top[0].label if b_top else "",
         top1_agree=agree,
         top5_overlap=overlap,
         max_abs_diff=diff,
         tv_distance=tv,
-        a_inference_ms=a.timing.inference_ms,
-        b_inference_ms=b.timing.inference_ms,
-        a_cpu_ms=a.timing.inference_cpu_ms,
-        b_cpu_ms=b.timing.inference_cpu_ms,
         classes=classes,
     )
 
@@ -185,21 +209,38 @@ def _compare_tasks(a: Result, b: Result, at: float) -> FrameComparison:
     """Either side is not a classifier: its task's agreement (a classifier against another task has
     no output to pair, and never agrees)."""
     task = compare_tasks(a.task, b.task) if a.task is not None and b.task is not None else None
-    return FrameComparison(
-        frame_index=a.frame_index,
-        at=at,
+    return _comparison(
+        a,
+        b,
+        at,
         a_top1=_said(a),
         b_top1=_said(b),
         top1_agree=task.agree if task is not None else False,
         top5_overlap=None,
         max_abs_diff=task.max_abs_diff_all if task is not None else None,
         tv_distance=None,
-        a_inference_ms=a.timing.inference_ms,
-        b_inference_ms=b.timing.inference_ms,
-        a_cpu_ms=a.timing.inference_cpu_ms,
-        b_cpu_ms=b.timing.inference_cpu_ms,
         task=task,
     )
+
+
+def _comparison(
+    a: Result,
+    b: Result,
+    at: float,
+    *,
+    a_top1: str,
+    b_top1: str,
+    top1_agree: bool,
+    top5_overlap: float | None,
+    max_abs_diff: float | None,
+    tv_distance: float | None,
+    task: FrameAgreement | None = None,
+    classes: ClassSpace | None = None,
+) -> FrameComparison:
+    """The frame's comparison: how the two agree (as given), its number and each side's timings."""
+    return FrameComparison(a.frame_index, at, a_top1, b_top1, top1_agree, top5_overlap, max_abs_diff, tv_distance,
+                           a.timing.inference_ms, b.timing.inference_ms, a.timing.inference_cpu_ms,
+                           b.timing.inference_cpu_ms, task, classes)  # fmt: skip
 
 
 def _comparable(c: FrameComparison) -> bool:

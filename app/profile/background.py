@@ -25,7 +25,7 @@ from app.backends.litert_c import NativeModel
 from app.backends.options import BackendOptions, Delegate
 from app.errors import DelegateScopeError, ModelError
 from app.model.spec import ModelSpec, load_model_spec
-from app.profile.cpu import compiled_and_warm, profile_cpu, sample_inputs
+from app.profile.cpu import compiled_and_warm, profile_cpu, runtime_workers, sample_inputs
 from app.profile.gpu import profile_gpu
 from app.profile.placements import profile_placements
 from app.profile.run import profile_model
@@ -79,7 +79,7 @@ class LiveProfiler:
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
         # Per side, compiled or opened once per target and profiled again: a NativeModel (CPU) or a GPU session.
         self._models: dict[str, tuple[Target, NativeModel | ModelRunner]] = {}
-        self._runtime_threads: dict[str, set[int]] = {}  # a CPU side's runtime threads, for its CPU share
+        self._runtime_threads: dict[str, set[int] | None] = {}  # a CPU side's runtime threads, for its CPU share
 
     @property
     def running(self) -> bool:
@@ -137,15 +137,16 @@ class LiveProfiler:
             # Compiling (XNNPACK packs the weights) costs far more than a profile: done once per target.
             threads = target.options.cpu_threads
             try:
-                model, self._runtime_threads[side] = started_by(lambda: compiled_and_warm(spec, threads))
+                model, found = started_by(lambda: compiled_and_warm(spec, threads))
+                self._runtime_threads[side] = runtime_workers(found, threads)
             except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
                 reason = f"LiteRT's CompiledModel refused it ({exc})"
                 return profile_placements(spec, threads, self.runs, reason, sample_inputs(spec))
             self._models[side] = cached = (target, model)
         native = cached[1]
         assert isinstance(native, NativeModel)  # the CPU side caches its NativeModel, the GPU side a session
-        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=native, least_disturbed=True,
-                           runtime_threads=self._runtime_threads.get(side, set()))  # fmt: skip
+        return profile_cpu(spec, target.options.cpu_threads, self.runs, model=native,
+                           runtime_threads=self._runtime_threads.get(side))  # fmt: skip
 
     def _profile_gpu(
         self, side: str, target: Target, spec: ModelSpec, cached: tuple[Target, NativeModel | ModelRunner] | None

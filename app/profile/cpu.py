@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -12,13 +11,13 @@ from app.errors import ModelError
 from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec
 from app.profile.placements import profile_placements
+from app.profile.timed_runs import WARMUP_RUNS, timed_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.system.thread_cpu import CpuMeter, InferenceCpu, started_by
 from app.tflite.graph import read_graph
 
 _OP_EVENTS = (EventType.OPERATOR_INVOKE_EVENT, EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT)
-WARMUP_RUNS = 2  # the first run packs XNNPACK's weights; the second settles its caches
 
 
 def sample_input(spec: ModelSpec, seed: int = 0) -> np.ndarray:
@@ -65,7 +64,26 @@ def invoke_spans_us(events: list[RawEvent]) -> list[int]:
     return [e.elapsed_us for e in events if e.type == EventType.DEFAULT and e.tag == "Invoke"]
 
 
-def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians_ms: np.ndarray) -> list[OpTime]:
+@dataclass(frozen=True)
+class RunStatistics:
+    """What a profile says of N runs of one thing (each op, the Invoke span, the measured call)."""
+
+    least: np.ndarray  # the least-disturbed run: the main figure, the model's own cost whatever else runs
+    mean: np.ndarray  # beside it: what a run cost here and now, waits for the CPU included
+    median: np.ndarray  # ranks the top ops
+
+
+def run_statistics(times_ms: np.ndarray) -> RunStatistics:
+    """Over axis 0 (the runs). The one statistic `profile` and the window's Ops view report: each op's
+    least-disturbed run. Profiler events are wall time, so an op preempted by another process counts its
+    wait; the mean and the median grow with the load (at nice +10 beside busy processes the int8 model's
+    ops read 116-133 ms by mean, 4.2 ms by least, quiet 4.4 ms: docs/benchmarks.md), the least does not
+    while one run in N got through undisturbed."""
+    times = np.asarray(times_ms, dtype=np.float64)
+    return RunStatistics(times.min(axis=0), times.mean(axis=0), np.median(times, axis=0))
+
+
+def build_rows(spec: ModelSpec, layout: list[_Op], stats: RunStatistics) -> list[OpTime]:
     """Rows in run order: built-in kernel events carry their node index; XNNPACK's operators are aligned
     to the nodes of their partition (the nodes between two built-in ones, in execution order)."""
     graph = read_graph(spec.content)
@@ -114,9 +132,10 @@ def build_rows(spec: ModelSpec, layout: list[_Op], times_ms: np.ndarray, medians
                 kernel=op.tag,
                 placement=placement,
                 partition=partition,
-                ms=float(times_ms[position]),
+                ms=float(stats.least[position]),
                 source=TimeSource.RUNTIME,
-                median_ms=float(medians_ms[position]),
+                median_ms=float(stats.median[position]),
+                mean_ms=float(stats.mean[position]),
             )
         )
     return rows
@@ -135,6 +154,13 @@ def compiled_and_warm(spec: ModelSpec, threads: int) -> NativeModel:
     return model
 
 
+def runtime_workers(found: set[int], threads: int) -> set[int] | None:
+    """The runtime's worker threads among the native threads that appeared while the model compiled
+    (started_by): XNNPACK starts `threads` - 1 (0, 1, 3 here for 1, 2, 4 threads). More than that: a native
+    pool elsewhere in the process started meanwhile and cannot be told apart, so None (no CPU share)."""
+    return found if len(found) <= max(0, threads - 1) else None
+
+
 def _share(cpu: InferenceCpu, wall_ms: float, threads: int) -> float | None:
     if cpu.runtime_threads_ms is None or wall_ms <= 0:
         return None
@@ -146,16 +172,13 @@ def profile_cpu(
     threads: int,
     runs: int,
     model: NativeModel | None = None,
-    least_disturbed: bool = False,
     runtime_threads: set[int] | None = None,
 ) -> Profile:
-    """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller).
-
-    `least_disturbed` (the live Ops view, whose thread runs at low priority beside the live session): each
-    op's time is its minimum over the runs, not its mean. Profiler events are wall time, so on a busy
-    machine a preempted op counts the time it waited: at nice +10 beside four busy processes the int8
-    model's Invoke read 130-470 ms (quiet: 6-15 ms) and rose with the load, while its least-disturbed
-    run stays near the quiet figure (docs/benchmarks.md). The thread's CPU share says how busy it was.
+    """`runs` profiled runs after the warm-up, on a compiled model of its own (or `model`, kept open by a caller:
+    the window's Ops view, with its `runtime_threads`, None when not told apart). Each op's time, the Invoke
+    span and the measured call are their least-disturbed run, the means beside them (`run_statistics`):
+    `profile` and the Ops view, at whatever priority and load, report the same statistic. The runs' CPU
+    share says how busy the machine was.
 
     A model LiteRT's profiler cannot take (its CompiledModel refuses to read or run it: an LSTM here)
     gets each node's place without per-op times (profile_placements), or the Interpreter's own refusal
@@ -164,7 +187,8 @@ def profile_cpu(
     if model is None:
         try:
             # The runtime runs the model on a thread of its own: found as it starts, for its CPU time below.
-            pm, runtime_threads = started_by(lambda: compiled_and_warm(spec, threads))
+            pm, found = started_by(lambda: compiled_and_warm(spec, threads))
+            runtime_threads = runtime_workers(found, threads)
         except ModelError as exc:  # LiteRT's C API refuses some models its Interpreter runs (an LSTM)
             reason = f"LiteRT's CompiledModel refused it ({exc})"
             return profile_placements(spec, threads, runs, reason, sample_inputs(spec))
@@ -174,12 +198,8 @@ def profile_cpu(
     try:
         pm.write_inputs(sample_inputs(spec))
         pm.start()
-        walls = []
         meter.start()
-        for _ in range(runs):
-            started = time.perf_counter()
-            pm.run()
-            walls.append((time.perf_counter() - started) * 1000)
+        walls = timed_runs(pm.run, runs)
         cpu = meter.stop()
         pm.stop()
         events = pm.events()
@@ -195,23 +215,19 @@ def profile_cpu(
     kept = [i for i, r in enumerate(per_run) if [_Op(e.tag, e.type, e.index) for e in r] == layout]
     complete = [per_run[i] for i in kept]
     times = np.array([[e.elapsed_us / 1000 for e in r] for r in complete])
-    # Means add up to the whole run; medians rank the top ops (one preempted run moves a mean).
-    per_op = times.min(axis=0) if least_disturbed else times.mean(axis=0)
-    rows = build_rows(spec, layout, per_op, np.median(times, axis=0))
+    rows = build_rows(spec, layout, run_statistics(times))
+    invoke, wall = run_statistics(np.array(invokes) / 1000) if invokes else None, run_statistics(np.array(walls))
     named = {r.node for r in rows if r.node is not None}
     fused = tuple((n.index, n.op) for n in read_graph(spec.content).nodes if n.index not in named)
-    xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
-    plural = "s" if threads != 1 else ""
-    return Profile(
-        model=spec.display_name,
-        requested="cpu",
-        used="cpu",
-        accelerator=f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})",
-        threads=threads,
+    return Profile.on_cpu(
+        spec.display_name,
+        threads,
+        tuple(rows),
         runs=len(complete),
-        ops=tuple(rows),
-        invoke_ms=float(np.min(invokes) if least_disturbed else np.mean(invokes)) / 1000 if invokes else None,
-        wall_ms=float(np.min(walls) if least_disturbed else np.mean(walls)),
+        invoke_ms=float(invoke.least) if invoke is not None else None,
+        wall_ms=float(wall.least),
+        invoke_mean_ms=float(invoke.mean) if invoke is not None else None,
+        wall_mean_ms=float(wall.mean),
         notes=(
             "per-op times are LiteRT's own profiler events (CompiledModel with enable_profiling, read through "
             "its C API): XNNPACK's operators inside a partition, the built-in kernels' nodes outside",
@@ -219,8 +235,8 @@ def profile_cpu(
         fused=fused,
         per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
         per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
-        least_disturbed=least_disturbed,
+        least_disturbed=True,
         # The CPU the runs had (this thread and the runtime's, per thread from schedstat) over the wall time
         # of `threads` cores: near 1 when nothing else wanted them, far below when the runs waited.
-        cpu_share=_share(cpu, sum(walls), threads) if runtime_threads is not None or own else None,
+        cpu_share=_share(cpu, sum(walls), threads) if runtime_threads is not None else None,
     )

@@ -9,7 +9,6 @@ the same model (same kernels, same threads); the GPU partitions get the rest, by
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -18,7 +17,8 @@ import numpy as np
 from app.backends.base import ModelRunner
 from app.model.spec import ModelSpec
 from app.model.task import Task
-from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input, sample_inputs
+from app.profile.cpu import profile_cpu, sample_input, sample_inputs
+from app.profile.timed_runs import WARMUP_RUNS, timed_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
 NO_GPU_OP_PROFILE = (
@@ -37,15 +37,7 @@ def one_run(session: ModelRunner, spec: ModelSpec) -> Callable[[], object]:
 
 
 def time_runs(session: ModelRunner, spec: ModelSpec, runs: int) -> list[float]:
-    run = one_run(session, spec)
-    for _ in range(WARMUP_RUNS):
-        run()
-    walls = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        run()
-        walls.append((time.perf_counter() - started) * 1000)
-    return walls
+    return timed_runs(one_run(session, spec), runs, warmup=WARMUP_RUNS)
 
 
 def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) -> Profile:
@@ -85,7 +77,9 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
         cpu = profile_cpu(spec, threads, runs)
         for op in cpu.ops:
             if op.node is not None:
-                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + op.ms
+                # Means: the GPU's share is the whole run's mean minus these (least-disturbed ones would
+                # move time from the CPU rows into the GPU's)
+                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + (op.mean_ms if op.mean_ms is not None else op.ms)
                 cpu_median[op.node] = cpu_median.get(op.node, 0.0) + (op.median_ms or 0.0)
                 cpu_kernel.setdefault(op.node, op.kernel)
         notes.append(

@@ -5,29 +5,20 @@ and the whole run is measured. Per-op times are not reported rather than guessed
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from app.backends import open_session
 from app.backends.options import BackendOptions, Delegate
 from app.model.spec import ModelSpec
+from app.profile.timed_runs import WARMUP_RUNS, timed_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
-
-WARMUP_RUNS = 2
 
 
 def profile_placements(spec: ModelSpec, threads: int, runs: int, reason: str, inputs: list[np.ndarray]) -> Profile:
     """`inputs`: one run's, every input in model order (app.profile.cpu.sample_inputs)."""
     session = open_session(spec, Delegate.CPU, BackendOptions(threads=threads))
     try:
-        for _ in range(WARMUP_RUNS):
-            session.run_all(inputs)
-        walls = []
-        for _ in range(runs):
-            started = time.perf_counter()
-            session.run_all(inputs)
-            walls.append((time.perf_counter() - started) * 1000)
+        walls = timed_runs(lambda: session.run_all(inputs), runs, warmup=WARMUP_RUNS)
         coverage = session.report.coverage
     finally:
         session.close()
@@ -47,16 +38,11 @@ def profile_placements(spec: ModelSpec, threads: int, runs: int, reason: str, in
                 source=TimeSource.NOT_REPORTED,
             )
         )
-    xnnpack = any(r.placement is Placement.ACCELERATOR for r in rows)
-    plural = "s" if threads != 1 else ""
-    return Profile(
-        model=spec.display_name,
-        requested="cpu",
-        used="cpu",
-        accelerator=f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})",
-        threads=threads,
+    return Profile.on_cpu(
+        spec.display_name,
+        threads,
+        tuple(rows),
         runs=runs,
-        ops=tuple(rows),
         invoke_ms=None,
         wall_ms=float(np.mean(walls)),
         not_reported=(

@@ -13,18 +13,19 @@ def _node(op: OpTime) -> str:
     return "-" if op.node is None else str(op.node)
 
 
-def _median(op: OpTime) -> str:
-    return "-" if op.median_ms is None else f"{op.median_ms:.3f}"
+def _ms(value: float | None) -> str:
+    return f"{'-':>9}" if value is None else f"{value:>9.3f}"
 
 
 def _row(profile: Profile, op: OpTime) -> str:
     part = "" if op.partition is None else str(op.partition)
     timed = op.source is not TimeSource.NOT_REPORTED
-    mean = f"{op.ms:>9.3f}" if timed else f"{'-':>9}"
+    least, mean = profile.least_and_mean(op)
     share = f"{100 * profile.share(op):>6.1f}%" if timed else f"{'-':>7}"
+    times = f"{_ms(least)} {_ms(op.median_ms)} {_ms(mean)}" if timed else f"{'-':>9} {'-':>9} {'-':>9}"
     return (
         f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
-        f"{part:>4} {_median(op):>9} {mean} {share}"
+        f"{part:>4} {times} {share}"
     )
 
 
@@ -35,7 +36,7 @@ def _timed(profile: Profile) -> bool:
 
 def _header() -> str:
     columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<5} {'part':>4}"
-    return f"  {'#':>4} {'node':>7}  {columns} {'median ms':>9} {'mean ms':>9} {'share':>7}"
+    return f"  {'#':>4} {'node':>7}  {columns} {'least ms':>9} {'median ms':>9} {'mean ms':>9} {'share':>7}"
 
 
 CONTENDED_SHARE = 0.8  # below this share of their wall time on the CPU, the runs mostly waited
@@ -55,9 +56,16 @@ def headline(profile: Profile) -> list[str]:
             ratio += f" (run by run, median {100 * profile.ops_over_invoke:.1f}%)"
     else:
         ratio = f" = {100 * profile.ops_ms / profile.wall_ms:.1f}% of the run" if profile.wall_ms > 0 else ""
-    per_run = "least-disturbed run per op" if profile.least_disturbed else "means per run"
+    per_run = "least-disturbed: each figure its minimum over the runs" if profile.least_disturbed else "means per run"
     if _timed(profile):
         lines.append(f"time      {whole}; ops sum {profile.ops_ms:.3f} ms{ratio} ({per_run})")
+        if profile.least_disturbed and profile.ops_mean_ms is not None:
+            means = [f"ops sum {profile.ops_mean_ms:.3f} ms"]
+            if profile.invoke_mean_ms is not None:
+                means.insert(0, f"Invoke {profile.invoke_mean_ms:.3f} ms")
+            if profile.wall_mean_ms is not None:
+                means.insert(-1, f"measured run {profile.wall_mean_ms:.3f} ms")
+            lines.append(f"          means of the {profile.runs} runs (waits for the CPU included): {', '.join(means)}")
     else:
         lines.append(f"time      {whole} (mean per run); per-op times not reported")
     if profile.cpu_share is not None:

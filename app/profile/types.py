@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class Placement(StrEnum):
@@ -28,10 +29,13 @@ class OpTime:
     kernel: str  # the runtime's own name for what ran ("Fully Connected (NC, F32) GEMM", "SOFTMAX")
     placement: Placement
     partition: int | None  # delegated partition, in execution order from 0; None off the accelerator
-    ms: float  # per run, the mean over the profiled runs: these add up to the whole run
+    # Per run: the least-disturbed of the profiled runs where the runtime timed each op (the CPU profile,
+    # `least_disturbed`), else the mean (a GPU partition by difference: with the CPU ops' means, the whole run).
+    ms: float
     source: TimeSource
     nodes: tuple[int, ...] = ()  # for a row that stands for several nodes (a GPU partition)
     median_ms: float | None = None  # per run, the median: what ranks the top ops (a preempted run moves a mean)
+    mean_ms: float | None = None  # per run, the mean, beside a least-disturbed `ms`: waits for the CPU included
 
 
 @dataclass(frozen=True)
@@ -55,8 +59,8 @@ class Profile:
     threads: int
     runs: int
     ops: tuple[OpTime, ...]
-    invoke_ms: float | None  # the runtime's own Invoke span per run (mean), when it reports one
-    wall_ms: float  # one run measured around the call (mean)
+    invoke_ms: float | None  # the runtime's own Invoke span per run (least-disturbed or mean, as `ms`), if reported
+    wall_ms: float  # one run measured around the call (least-disturbed or mean, as `ms`)
     fallback_reason: str | None = None
     not_reported: tuple[str, ...] = ()  # what the runtime does not give, in words
     notes: tuple[str, ...] = ()
@@ -65,10 +69,24 @@ class Profile:
     fused: tuple[tuple[int, str], ...] = ()
     per_run_ms: tuple[tuple[float, ...], ...] = field(default=(), repr=False)  # op times per run (profiler runs)
     per_run_invoke_ms: tuple[float, ...] = field(default=(), repr=False)  # the runtime's Invoke span of each run
-    # The live Ops view's profiles: op times are each op's least-disturbed run (the minimum over the runs),
-    # and cpu_share says how much of its wall time the profiling thread had the CPU (None: not measured).
+    # CPU profiles (`profile` and the Ops view alike): op times, Invoke and the measured run are each one's
+    # least-disturbed run (the minimum over the runs), the means beside them; cpu_share says how much of
+    # their wall time the runs had the CPU (None: not measured).
     least_disturbed: bool = False
     cpu_share: float | None = None
+    invoke_mean_ms: float | None = None
+    wall_mean_ms: float | None = None
+
+    @classmethod
+    def on_cpu(cls, model: str, threads: int, ops: tuple[OpTime, ...], **fields: Any) -> Profile:
+        """A profile on the CPU backend: XNNPACK's when any op ran in one of its partitions, LiteRT's
+        built-in kernels' otherwise (the CPU profile, or the places alone when LiteRT's profiler cannot
+        take the model)."""
+        xnnpack = any(op.placement is Placement.ACCELERATOR for op in ops)
+        plural = "s" if threads != 1 else ""
+        accelerator = f"{'XNNPACK (CPU' if xnnpack else 'LiteRT built-in kernels (CPU'}, {threads} thread{plural})"
+        return cls(model=model, requested="cpu", used="cpu", accelerator=accelerator, threads=threads, ops=ops,
+                   **fields)  # fmt: skip
 
     @property
     def ops_over_invoke(self) -> float | None:
@@ -84,6 +102,17 @@ class Profile:
     @property
     def ops_ms(self) -> float:
         return sum(op.ms for op in self.ops)
+
+    @property
+    def ops_mean_ms(self) -> float | None:
+        """The ops' means summed, beside a least-disturbed `ops_ms` (None where the rows have no mean)."""
+        means = [op.mean_ms for op in self.ops]
+        return sum(m for m in means if m is not None) if means and None not in means else None
+
+    def least_and_mean(self, op: OpTime) -> tuple[float | None, float | None]:
+        """An op's least-disturbed and mean time per run, as far as the profile has them: a least-disturbed
+        profile's `ms` is the least (its mean beside it), any other's `ms` is the mean."""
+        return (op.ms, op.mean_ms) if self.least_disturbed else (None, op.ms)
 
     def share(self, op: OpTime) -> float:
         total = self.ops_ms
@@ -137,6 +166,7 @@ class Profile:
         d.pop("per_run_invoke_ms")
         d["ops_over_invoke"] = self.ops_over_invoke
         d["ops_ms"] = self.ops_ms
+        d["ops_mean_ms"] = self.ops_mean_ms
         d["off_accelerator_ms"] = self.off_accelerator_ms
         d["off_accelerator_share"] = self.off_accelerator_ms / self.ops_ms if self.ops_ms > 0 else 0.0
         d["top"] = [op.order for op in self.top(5)]
@@ -160,6 +190,7 @@ class Profile:
                 source=TimeSource(o["source"]),
                 nodes=tuple(int(n) for n in o.get("nodes") or ()),
                 median_ms=None if o.get("median_ms") is None else float(o["median_ms"]),
+                mean_ms=None if o.get("mean_ms") is None else float(o["mean_ms"]),
             )
             for o in d["ops"]
         )
@@ -178,5 +209,7 @@ class Profile:
             notes=tuple(str(s) for s in d.get("notes") or ()),
             least_disturbed=bool(d.get("least_disturbed", False)),
             cpu_share=None if d.get("cpu_share") is None else float(d["cpu_share"]),
+            invoke_mean_ms=None if d.get("invoke_mean_ms") is None else float(d["invoke_mean_ms"]),
+            wall_mean_ms=None if d.get("wall_mean_ms") is None else float(d["wall_mean_ms"]),
             fused=tuple((int(f["node"]), str(f["op"])) for f in d.get("fused") or ()),
         )

@@ -2,7 +2,7 @@
 rows, side B's rows and the per-frame comparison. The recording the user named (X.csv) holds side
 A, as it does without a comparison; side B is a recording of its own beside it (X-b.csv, the same
 format, so `report X.csv X-b.csv` draws the pair) and the per-frame comparison is X-compare.csv
-(bench's comparison columns). B's files open when B first runs during the recording, so a
+(bench's comparison columns and cells, task columns always). B's files open when B first runs during the recording, so a
 comparison started after Record is recorded too. Format: docs/csv-format.md.
 """
 
@@ -11,7 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.pipeline.compare import COMPARISON_COLUMNS, FrameComparison
+from app.pipeline.compare import (
+    COMPARISON_COLUMNS,
+    COMPARISON_TASK_COLUMNS,
+    COMPARISON_TEXT_COLUMNS,
+    FrameComparison,
+    comparison_row,
+)
 from app.recording.writer import RecordingWriter, sidecar_path
 
 
@@ -54,25 +60,14 @@ def comparison_sides(path: Path) -> tuple[str, str] | None:
 
 
 class ComparisonWriter:
-    """Writes each frame's comparison as it is made, through the recorder's bounded queue and thread."""
+    """Writes each frame's comparison as it is made, through the recorder's bounded queue and thread, in
+    bench's cells (`comparison_row`). Always with the task columns: the window may switch either side to
+    a model of another task while recording, and a CSV's header cannot grow."""
 
     def __init__(self, path: Path, side_a: Path, side_b: Path) -> None:
         meta = {"format": COMPARISON_FORMAT, "side_a": side_a.name, "side_b": side_b.name}
-        self.recorder = RecordingWriter(path, meta, columns=COMPARISON_COLUMNS, text_columns={"a_top1", "b_top1"})
+        self.recorder = RecordingWriter(path, meta, columns=COMPARISON_COLUMNS + COMPARISON_TASK_COLUMNS,
+                                        text_columns=COMPARISON_TEXT_COLUMNS)  # fmt: skip
 
     def add(self, c: FrameComparison) -> None:
-        self.recorder.add_row(
-            {
-                "frame_id": c.frame_index,
-                "a_top1": c.a_top1,
-                "b_top1": c.b_top1,
-                "top1_agree": int(c.top1_agree),
-                "top5_overlap": c.top5_overlap,
-                "max_abs_diff": c.max_abs_diff,
-                "tv_distance": c.tv_distance,
-                "a_inference_ms": c.a_inference_ms,
-                "b_inference_ms": c.b_inference_ms,
-                "a_cpu_ms": c.a_cpu_ms,
-                "b_cpu_ms": c.b_cpu_ms,
-            }
-        )
+        self.recorder.add_row(comparison_row(c))

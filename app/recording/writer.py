@@ -67,9 +67,10 @@ COLUMNS = [
     "top_scores",
     "message",
 ]
-# A recording of a model that is not a classifier (started on one) has these after `message`: its
-# task, the result count (detections, classes present, keypoints, outputs), the "|"-separated labels
-# and scores of what it found, and the one-line summary. A classifier's recording is as it always was.
+# A recording of a model that is not a classifier (bench's on one) and every window recording (its model
+# may change task mid-recording) has these after `message`: its task, the result count (detections,
+# classes present, keypoints, outputs), the "|"-separated labels and scores of what it found, and the
+# one-line summary. A classifier's bench recording is as it always was.
 TASK_COLUMNS = ["task", "result_count", "result_labels", "result_scores", "result"]
 COLUMNS_TASKS = COLUMNS + TASK_COLUMNS
 # Version 1 had no per-thread split; its files are read with those cells empty.

@@ -295,7 +295,7 @@ def summarise(s: RecordingData) -> SessionSummary:
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
     task = None
-    for r in rows:  # the task columns (docs/csv-format.md): absent from a classifier's recording
+    for r in rows:  # the task columns (docs/csv-format.md): empty or absent in a classifier's rows
         cells = parse_cells(r)
         if cells is not None:
             task = task or TaskFigures()

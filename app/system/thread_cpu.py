@@ -55,10 +55,14 @@ def decoder_threads(tids: set[int]) -> set[int]:
 
 
 def started_by(action: Callable[[], T]) -> tuple[T, set[int]]:
-    """Run `action`; return its result and the threads that appeared meanwhile and still run."""
+    """Run `action`; return its result and the native threads that appeared meanwhile and still run. A
+    Python thread that another part of the process started meanwhile (a pipeline's, a sampler's, a test's)
+    is never the runtime's: one counted as the Ops view's runtime thread read its CPU share as 0.65-0.999
+    beside busy processes, where the runs had 3-6% of the CPU (docs/benchmarks.md)."""
     before = thread_ids()
     result = action()
-    return result, thread_ids() - before
+    python = {t.native_id for t in threading.enumerate()}
+    return result, thread_ids() - before - python
 
 
 @dataclass(frozen=True)

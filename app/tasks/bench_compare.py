@@ -18,10 +18,11 @@ from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline, Statu
 from app.pipeline.compare import (
     COMPARISON_COLUMNS,
     COMPARISON_TASK_COLUMNS,
+    COMPARISON_TEXT_COLUMNS,
     AgreementSummary,
     ComparePipeline,
     FrameComparison,
-    task_cells,
+    comparison_row,
 )
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
@@ -234,31 +235,10 @@ def write_comparisons(path: Path, rows: list[FrameComparison]) -> None:
     """One row per compared frame (docs/csv-format.md, "Comparison CSV"); models that are not
     classifiers add their task's columns."""
     tasks = any(r.task is not None for r in rows)
+    columns = COMPARISON_COLUMNS + (COMPARISON_TASK_COLUMNS if tasks else [])
     with open(path, "x", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
-        writer.writerow(COMPARISON_COLUMNS + (COMPARISON_TASK_COLUMNS if tasks else []))
+        writer.writerow(columns)
         for r in rows:
-            cells = task_cells(r)
-            extra = [_cell(cells.get(c)) for c in COMPARISON_TASK_COLUMNS] if tasks else []
-            writer.writerow(
-                [
-                    r.frame_index,
-                    neutralise(r.a_top1),
-                    neutralise(r.b_top1),
-                    int(r.top1_agree),
-                    "" if r.top5_overlap is None else f"{r.top5_overlap:.3g}",
-                    "" if r.max_abs_diff is None else f"{r.max_abs_diff:.6g}",
-                    "" if r.tv_distance is None else f"{r.tv_distance:.6g}",
-                    f"{r.a_inference_ms:.6g}",
-                    f"{r.b_inference_ms:.6g}",
-                    f"{r.a_cpu_ms:.6g}",
-                    f"{r.b_cpu_ms:.6g}",
-                    *extra,
-                ]
-            )
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return ""
-    return f"{value:.6g}" if isinstance(value, float) else str(value)
+            cells = comparison_row(r)
+            writer.writerow([neutralise(cells[c]) if c in COMPARISON_TEXT_COLUMNS else cells[c] for c in columns])

@@ -4,14 +4,14 @@ the feeder's values), every output run and read by the task's decoder (app/model
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.backends import ModelRunner
 from app.backends.base import child_cpu_reader
-from app.errors import ImageError, ModelError, RunFailed
+from app.errors import ModelError
 from app.model.decode import OutputStats, TaskDecoder, TaskResult
 from app.model.feed import InputFeeder
 from app.model.image_files import read_image
@@ -19,7 +19,8 @@ from app.model.postprocess import Postprocessor, Prediction
 from app.model.preprocess import Preprocessor, as_bgr_uint8
 from app.model.spec import ModelSpec
 from app.model.task import ClassificationLayout, Task
-from app.system.thread_cpu import CpuMeter, InferenceCpu
+from app.system.thread_cpu import InferenceCpu
+from app.tasks.classify import ImageFailure, run_images
 
 
 def refuse_without_image(spec: ModelSpec) -> None:
@@ -70,12 +71,6 @@ class PredictResult:
         return out
 
 
-@dataclass(frozen=True)
-class ImageFailure:
-    image: Path
-    error: ImageError
-
-
 def predict_images(
     spec: ModelSpec,
     session: ModelRunner,
@@ -89,29 +84,16 @@ def predict_images(
     preprocess, decoder = Preprocessor(spec), TaskDecoder(spec)
     postprocess = Postprocessor(spec) if spec.kind == Task.CLASSIFICATION else None
     feeder = feeder or InputFeeder(spec)
-    meter = CpuMeter(runtime_threads or set(), child_cpu=child_cpu_reader(session))
-    try:
-        for path in images:
-            try:
-                frame = as_bgr_uint8(read_image(path))
-                t0 = time.perf_counter()
-                tensor = preprocess(frame)
-                inputs = feeder.inputs(tensor)
-            except ImageError as exc:
-                yield ImageFailure(path, exc)
+    runs = run_images(images, lambda frame: feeder.inputs(preprocess(frame)), session.run_all, runtime_threads,
+                      read=lambda path: as_bgr_uint8(read_image(path)),
+                      child_cpu=child_cpu_reader(session))  # fmt: skip
+    with closing(runs):
+        for r in runs:
+            if isinstance(r, ImageFailure):
+                yield r
                 continue
-            except ValueError as exc:
-                yield ImageFailure(path, ImageError(f"{path}: {exc}"))
-                continue
-            meter.start()
-            t1 = time.perf_counter()
-            try:
-                outputs = session.run_all(inputs)
-            except ModelError as exc:  # the backend, not the image: the caller may go on elsewhere
-                raise RunFailed(str(exc)) from None
-            t2 = time.perf_counter()
-            cpu = meter.stop()
-            height, width = frame.shape[:2]
+            outputs = r.output
+            height, width = r.frame.shape[:2]
             crop = preprocess.crop_box(width, height)
             if postprocess is not None:
                 layout = spec.task.layout if spec.task else None
@@ -122,7 +104,5 @@ def predict_images(
             else:
                 top = []
                 result = decoder.decode(outputs, crop, (width, height))
-            t3 = time.perf_counter()
-            yield PredictResult(path, spec.kind, result, top, (t1 - t0) * 1e3, (t2 - t1) * 1e3, (t3 - t2) * 1e3, cpu)
-    finally:
-        meter.close()
+            yield PredictResult(r.image, spec.kind, result, top, r.preprocess_ms, r.inference_ms, r.postprocess_ms(),
+                                r.cpu)  # fmt: skip

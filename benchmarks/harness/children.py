@@ -75,6 +75,14 @@ def bench_summary(args: list[str], checkout: Path = ROOT, env: Mapping[str, str]
         return summary
 
 
+def unpaced_bench(
+    model: str | Path, threads: int, frames: int, source: str, checkout: Path = ROOT, extra: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """bench's summary of an unpaced run with no throttle (the pipeline flat out, as the raw loops run)."""
+    args = ["--model", str(model), "--threads", str(threads), "--source", source, "--no-pace", "--throttle-ms", "0"]
+    return bench_summary([*args, "--frames", str(frames), *extra], checkout=checkout)
+
+
 def write_json(path: Path | None, payload: object) -> None:
     """Write a script's results (`--json FILE`); nothing when no file was asked for."""
     if path is not None:

@@ -37,24 +37,35 @@ class LoopResult:
 
 class InterpreterLoop:
     """The raw Interpreter loop on one interpreter, run as often as asked. fill: "random" (seeded
-    integers in the input's dtype) or "zeros"."""
+    integers in the input's dtype) or "zeros", of the first input, the first output read. `inputs`
+    instead (a model of any task, as the app's `run_all`): every input set from them, in order, and
+    every output read."""
 
-    def __init__(self, model: Path, threads: int, *, fill: str = "random") -> None:
+    def __init__(
+        self, model: Path, threads: int, *, fill: str = "random", inputs: list[np.ndarray] | None = None
+    ) -> None:
         from ai_edge_litert.interpreter import Interpreter
 
         self._it = Interpreter(model_path=str(model), num_threads=threads)
         self._it.allocate_tensors()
-        self._inp, self._out = self._it.get_input_details()[0], self._it.get_output_details()[0]
-        shape, dtype = self._inp["shape"], self._inp["dtype"]
+        if inputs is not None:
+            self._set = list(zip([d["index"] for d in self._it.get_input_details()], inputs, strict=True))
+            self._read = [d["index"] for d in self._it.get_output_details()]
+            return
+        inp = self._it.get_input_details()[0]
+        shape, dtype = inp["shape"], inp["dtype"]
         if fill == "zeros":
-            self._x = np.zeros(shape, dtype)
+            x = np.zeros(shape, dtype)
         else:
-            self._x = np.random.default_rng(0).integers(-128, 128, shape).astype(dtype)
+            x = np.random.default_rng(0).integers(-128, 128, shape).astype(dtype)
+        self._set, self._read = [(inp["index"], x)], [self._it.get_output_details()[0]["index"]]
 
     def once(self) -> None:
-        self._it.set_tensor(self._inp["index"], self._x)
+        for index, x in self._set:
+            self._it.set_tensor(index, x)
         self._it.invoke()
-        self._it.get_tensor(self._out["index"])
+        for index in self._read:
+            self._it.get_tensor(index)
 
     def run(self, runs: int) -> LoopResult:
         times = []
@@ -67,17 +78,28 @@ class InterpreterLoop:
         return LoopResult(statistics.median(times), rate, times)
 
 
-def interpreter_loop(model: Path, threads: int, runs: int, *, fill: str = "random", warmup: int = 10) -> LoopResult:
+def interpreter_loop(
+    model: Path,
+    threads: int,
+    runs: int,
+    *,
+    fill: str = "random",
+    warmup: int = 10,
+    inputs: list[np.ndarray] | None = None,
+) -> LoopResult:
     """A fresh interpreter: `warmup` runs, then `runs` timed."""
-    loop = InterpreterLoop(model, threads, fill=fill)
+    loop = InterpreterLoop(model, threads, fill=fill, inputs=inputs)
     for _ in range(warmup):
         loop.once()
     return loop.run(runs)
 
 
-def interpreter_in_child(model: Path, threads: int, runs: int) -> LoopResult:
-    """interpreter_loop in a fresh process (benchmarks/harness/interpreter_child.py): (median, rate)."""
-    out = python_module("benchmarks.harness.interpreter_child", str(model), str(threads), str(runs))
+def interpreter_in_child(
+    model: Path, threads: int, runs: int, child: str = "benchmarks.harness.interpreter_child"
+) -> LoopResult:
+    """interpreter_loop in a fresh process, `child` a module that prints "median_ms rate" for MODEL THREADS
+    RUNS (benchmarks/harness/interpreter_child.py; benchmarks/suite/any_model_overhead_child.py)."""
+    out = python_module(child, str(model), str(threads), str(runs))
     median, rate = out.split()
     return LoopResult(float(median), float(rate), [])
 

@@ -25,16 +25,15 @@ does to the pipeline (bench needs a core for capture and one for inference, the 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.children import bench_summary, python_module, write_json
-from benchmarks.harness.loops import LoopResult
+from benchmarks.harness.children import unpaced_bench, write_json
+from benchmarks.harness.loops import LoopResult, interpreter_in_child
 from benchmarks.harness.paths import MODELS, VISION
-from benchmarks.harness.rounds import Round, gated_rounds
+from benchmarks.harness.rounds import Round, add_gated_arguments, gated_rows, print_per_round, print_setup, used_rounds
 
 TASK_MODELS = ("coco_ssd_mobilenet_v1_1.0_quant_2018_06_29", "deeplabv3")
 
@@ -47,14 +46,7 @@ def resolve(name: str) -> Path:
 
 
 def raw_loop(model: Path, threads: int, runs: int) -> LoopResult:
-    out = python_module("benchmarks.suite.any_model_overhead_child", str(model), str(threads), str(runs))
-    median, rate = out.split()
-    return LoopResult(float(median), float(rate), [])
-
-
-def pipeline(model: Path, threads: int, frames: int, source: str) -> dict[str, Any]:
-    args = ["--model", str(model), "--threads", str(threads), "--source", source, "--no-pace", "--throttle-ms", "0"]
-    return bench_summary([*args, "--frames", str(frames)])
+    return interpreter_in_child(model, threads, runs, child="benchmarks.suite.any_model_overhead_child")
 
 
 def figures(r: Round[Any]) -> dict[str, float]:
@@ -77,60 +69,38 @@ def figures(r: Round[Any]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="undisturbed rounds wanted per model")
-    parser.add_argument("--max-rounds", type=int, default=12, help="give up after this many per model")
-    parser.add_argument("--max-other", type=float, default=0.25, help="other processes' CPU (cores) that disturbs")
-    parser.add_argument("--frames", type=int, default=200)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--source", default="demo")
+    add_gated_arguments(parser, frames=200)
     parser.add_argument("--model", nargs="+", default=list(TASK_MODELS),
                         help=f"file names (no .tflite) in {VISION}, or bundled models' names")  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args(argv)
     if not VISION.is_dir():
         sys.exit(f"the third-party fixtures are not at {VISION}")
-    print(
-        f"{os.cpu_count()} cores; threads {args.threads}; source {args.source} unpaced, throttle 0; rounds of "
-        f"interp / bench (order rotated) until {args.rounds} undisturbed (others <= {args.max_other} cores); "
-        f"{args.frames} runs or measured inferences each",
-        flush=True,
-    )
-    rows: list[tuple[str, list[dict[str, Any]]]] = []
-    for name in args.model:
+    print_setup(args, "interp / bench")
+
+    def legs(name: str) -> dict[str, Any]:
         model = resolve(name)
-        legs: dict[str, Any] = {
-            "interp": lambda m=model: raw_loop(m, args.threads, args.frames),
-            "bench": lambda m=model: pipeline(m, args.threads, args.frames, args.source),
+        return {
+            "interp": lambda: raw_loop(model, args.threads, args.frames),
+            "bench": lambda: unpaced_bench(model, args.threads, args.frames, args.source),
         }
 
-        def report(r: Round[Any], name: str = name) -> None:
-            f = figures(r)
-            print(f"{name}: {'' if r.clean else 'DISTURBED '}bench/interp {f['fps/interp']:.3f}; "
-                  f"others {r.others:.2f} cores", flush=True)  # fmt: skip
-
-        rounds = gated_rounds(legs, args.rounds, args.max_rounds, args.max_other, report=report)
-        rows.append((name, [{"clean": r.clean, **figures(r)} for r in rounds]))
+    rows = gated_rows(args.model, legs, args, figures, lambda f: f"bench/interp {f['fps/interp']:.3f}")
     print_tables(rows)
     write_json(args.json, {"args": vars(args), "models": dict(rows)})
     return 0
 
 
 def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
+    print()
+    print_per_round(rows)
     keys = [k for k in rows[0][1][0] if k != "clean"]
-    print("\n| model | round | disturbed | " + " | ".join(keys) + " |")
-    print("| --- | --- | --- | " + " | ".join("---" for _ in keys) + " |")
-    for model, per_round in rows:
-        for i, r in enumerate(per_round, 1):
-            cells = " | ".join(f"{r[k]:.3f}" if "/" in k else f"{r[k]:.2f}" for k in keys)
-            print(f"| {model} | {i} | {'' if r['clean'] else 'DISTURBED'} | {cells} |")
     print("\nMedians of the per-round figures (undisturbed rounds; all, marked, when none was):\n")
     print("| model | rounds | interp median ms | bench inference p50 ms | interp /s | bench inference fps "
           "| bench / interp (range) | postprocess p50 / p95 ms | results per frame |")  # fmt: skip
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for model, per_round in rows:
-        clean = [r for r in per_round if r["clean"]]
-        label = f"{len(clean)} of {len(per_round)}" if clean else f"DISTURBED: all {len(per_round)}"
-        used = clean or per_round
+        used, label = used_rounds(per_round)
         med = {k: statistics.median(r[k] for r in used) for k in keys}
         ratios = sorted(r["fps/interp"] for r in used)
         print(

@@ -9,14 +9,13 @@ python -m benchmarks.suite.any_model_overhead_child MODEL THREADS RUNS
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from benchmarks.harness.loops import interpreter_loop
 from benchmarks.harness.paths import DEMO_CLIP
 
 
@@ -44,30 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("runs", type=int)
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args(argv)
-    from ai_edge_litert.interpreter import Interpreter
-
-    inputs = fixed_inputs(args.model)
-    it = Interpreter(model_path=str(args.model), num_threads=args.threads)
-    it.allocate_tensors()
-    ins = [d["index"] for d in it.get_input_details()]
-    outs = [d["index"] for d in it.get_output_details()]
-
-    def once() -> None:
-        for index, x in zip(ins, inputs, strict=True):
-            it.set_tensor(index, x)
-        it.invoke()
-        for index in outs:
-            it.get_tensor(index)
-
-    for _ in range(args.warmup):
-        once()
-    times = []
-    start = time.perf_counter()
-    for _ in range(args.runs):
-        t0 = time.perf_counter()
-        once()
-        times.append((time.perf_counter() - t0) * 1e3)
-    print(statistics.median(times), args.runs / (time.perf_counter() - start))
+    result = interpreter_loop(args.model, args.threads, args.runs, warmup=args.warmup, inputs=fixed_inputs(args.model))
+    print(result.median_ms, result.rate)
     return 0
 
 

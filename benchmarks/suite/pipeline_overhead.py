@@ -31,25 +31,22 @@ undisturbed rounds (over every round, marked DISTURBED, when none was); every ro
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness.children import bench_summary, write_json
+from benchmarks.harness.children import unpaced_bench, write_json
 from benchmarks.harness.loops import interpreter_in_child, tool_loop
 from benchmarks.harness.paths import BUNDLED, ROOT, model_path
-from benchmarks.harness.rounds import Round, gated_rounds
+from benchmarks.harness.rounds import Round, add_gated_arguments, gated_rows, print_per_round, print_setup, used_rounds
 
 
 def pipeline(
     model: str, threads: int, frames: int, source: str, checkout: Path = ROOT, extra: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """bench's metrics for an unpaced run; `checkout` is the project directory whose app runs."""
-    args = ["--model", model, "--threads", str(threads), "--source", source, "--no-pace", "--throttle-ms", "0"]
-    summary = bench_summary([*args, "--frames", str(frames), *extra], checkout=checkout)
-    metrics: dict[str, Any] = summary["metrics"]
+    metrics: dict[str, Any] = unpaced_bench(model, threads, frames, source, checkout, extra)["metrics"]
     return metrics
 
 
@@ -87,67 +84,42 @@ def figures(r: Round[Any]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=5, help="undisturbed rounds wanted per model")
-    parser.add_argument("--max-rounds", type=int, default=12, help="give up after this many per model")
-    parser.add_argument("--max-other", type=float, default=0.25, help="other processes' CPU (cores) that disturbs")
-    parser.add_argument("--frames", type=int, default=300)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--source", default="demo")
+    add_gated_arguments(parser, frames=300)
     parser.add_argument("--model", nargs="+", default=list(BUNDLED), help="bundled model names")
     parser.add_argument("--before", type=Path, help="another checkout whose bench runs in the same rounds")
     parser.add_argument("--extra-before", nargs="*", default=[], help="extra bench arguments for 'before'")
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args(argv)
     before = f"; before = {args.before.resolve()}" if args.before else ""
-    print(
-        f"{os.cpu_count()} cores; threads {args.threads}; source {args.source} unpaced, throttle 0; "
-        f"rounds of tool / interp / bench{' / before' if args.before else ''} (order rotated) until {args.rounds} "
-        f"undisturbed (others <= {args.max_other} cores); {args.frames} runs or measured inferences each{before}",
-        flush=True,
-    )
-    rows: list[tuple[str, list[dict[str, Any]]]] = []
-    for model in args.model:
-        legs: dict[str, Any] = {
-            "tool": lambda m=model: tool_loop(model_path(m), args.threads, args.frames),
-            "interp": lambda m=model: interpreter_in_child(model_path(m), args.threads, args.frames),
-            "bench": lambda m=model: pipeline(m, args.threads, args.frames, args.source),
+    print_setup(args, f"tool / interp / bench{' / before' if args.before else ''}", before)
+
+    def legs(model: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "tool": lambda: tool_loop(model_path(model), args.threads, args.frames),
+            "interp": lambda: interpreter_in_child(model_path(model), args.threads, args.frames),
+            "bench": lambda: pipeline(model, args.threads, args.frames, args.source),
         }
         if args.before:
-            legs["before"] = lambda m=model: pipeline(
-                m, args.threads, args.frames, args.source, args.before.resolve(), tuple(args.extra_before)
+            out["before"] = lambda: pipeline(
+                model, args.threads, args.frames, args.source, args.before.resolve(), tuple(args.extra_before)
             )
+        return out
 
-        def report(r: Round[Any], model: str = model) -> None:
-            f = figures(r)
-            line = f"{model}: {'' if r.clean else 'DISTURBED '}bench/tool {f['fps/tool']:.3f}"
-            if "fps/before" in f:
-                line += f", bench/before {f['fps/before']:.3f}"
-            print(f"{line}; others {r.others:.2f} cores", flush=True)
+    def headline(f: dict[str, float]) -> str:
+        return f"bench/tool {f['fps/tool']:.3f}" + (
+            f", bench/before {f['fps/before']:.3f}" if "fps/before" in f else ""
+        )
 
-        rounds = gated_rounds(legs, args.rounds, args.max_rounds, args.max_other, report=report)
-        rows.append((model, [{"clean": r.clean, **figures(r)} for r in rounds]))
+    rows = gated_rows(args.model, legs, args, figures, headline)
     print_tables(rows)
     write_json(args.json, {"args": vars(args), "models": dict(rows)})
     return 0
 
 
-def used_rounds(per_round: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """The undisturbed rounds and how many of all they are; every round, marked so, when none was."""
-    clean = [r for r in per_round if r["clean"]]
-    if clean:
-        return clean, f"{len(clean)} of {len(per_round)}"
-    return per_round, f"DISTURBED: all {len(per_round)}"
-
-
 def print_tables(rows: list[tuple[str, list[dict[str, Any]]]]) -> None:
     print("\nPer round (others: the most CPU other processes used during any of the round's runs):\n")
+    print_per_round(rows)
     keys = [k for k in rows[0][1][0] if k != "clean"]
-    print("| model | round | disturbed | " + " | ".join(keys) + " |")
-    print("| --- | --- | --- | " + " | ".join("---" for _ in keys) + " |")
-    for model, per_round in rows:
-        for i, r in enumerate(per_round, 1):
-            cells = " | ".join(f"{r[k]:.3f}" if "/" in k else f"{r[k]:.2f}" for k in keys)
-            print(f"| {model} | {i} | {'' if r['clean'] else 'DISTURBED'} | {cells} |")
     print("\nMedians over the undisturbed rounds (each per-round figure's median; over all, marked, if none was):\n")
     print(
         "| model | rounds | tool median ms | interp median ms | bench inference p50 ms | p50 vs tool | p50 vs interp "

@@ -28,7 +28,8 @@ from app.backends import open_session
 from app.backends.litert_c import HW_CPU, NativeModel
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
-from app.profile.cpu import WARMUP_RUNS, profile_cpu, sample_input
+from app.profile.cpu import profile_cpu, sample_input
+from app.profile.timed_runs import WARMUP_RUNS
 from benchmarks.harness.children import write_json
 from benchmarks.harness.loops import mean_ms
 from benchmarks.harness.paths import BUNDLED, CORAL

@@ -55,11 +55,13 @@ def test_record_during_a_b_records_both_sides_and_the_comparison(qtbot, make_win
     assert any(m["name"] == "efficientnet_lite0_int8" for m in b.metadata["models"].values())
     assert 0.5 < a.metadata["agreement"]["top1_agreement"] <= 1.0
 
-    # The per-frame comparison, in bench's columns, agrees with what each side recorded for that frame.
-    from app.pipeline.compare import COMPARISON_COLUMNS
+    # The per-frame comparison, in bench's columns, agrees with what each side recorded for that frame. The
+    # task columns are always there (either side may switch to another task while recording), empty here.
+    from app.pipeline.compare import COMPARISON_COLUMNS, COMPARISON_TASK_COLUMNS
 
     compared = rows_of(c_path)
-    assert list(compared[0]) == COMPARISON_COLUMNS and len(compared) >= 40
+    assert list(compared[0]) == COMPARISON_COLUMNS + COMPARISON_TASK_COLUMNS and len(compared) >= 40
+    assert not any(row[c] for row in compared for c in COMPARISON_TASK_COLUMNS)
     for row in compared:  # every compared frame is in both sides' recordings (a side's result that came
         # before its recording opened once left one comparison row naming a frame X-b.csv lacked)
         assert row["frame_id"] in a_rows and row["frame_id"] in b_rows, row["frame_id"]

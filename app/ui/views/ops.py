@@ -32,8 +32,8 @@ from app.profile.text import CONTENDED_SHARE
 from app.profile.types import OpTime, Placement, Profile
 
 REFRESH_MS = 500
-COLUMNS = ("#", "node", "op", "kernel", "where", "median ms", "mean ms", "share %")
-COLUMN_WIDTHS = (30, 38, 118, 180, 48, 74, 64, 58)
+COLUMNS = ("#", "node", "op", "kernel", "where", "least ms", "median ms", "mean ms", "share %")
+COLUMN_WIDTHS = (30, 38, 118, 180, 48, 64, 74, 64, 58)
 KERNEL = 3
 PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")  # as views/coverage.py's node strip
 CPU_COLOUR = "#c62828"
@@ -50,6 +50,10 @@ def _item(value: str | float) -> QTableWidgetItem:
     item.setData(Qt.ItemDataRole.DisplayRole, value)  # numbers sort as numbers
     item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
     return item
+
+
+def _ms_item(value: float | None) -> QTableWidgetItem:
+    return _item("-" if value is None else round(value, 3))
 
 
 class SideTable(QWidget):
@@ -98,6 +102,7 @@ class SideTable(QWidget):
         self.table.setSortingEnabled(False)
         self.table.setRowCount(len(p.ops))
         for row, op in enumerate(p.ops):
+            least, mean = p.least_and_mean(op)  # as `profile` prints them (app/profile/cpu.py run_statistics)
             node = (
                 f"{min(op.nodes)}-{max(op.nodes)}" if len(op.nodes) > 1 else ("-" if op.node is None else str(op.node))
             )
@@ -108,8 +113,9 @@ class SideTable(QWidget):
                 _item(op.op),
                 _item(op.kernel),
                 _item(where),
-                _item(round(op.median_ms, 3) if op.median_ms is not None else "-"),
-                _item(round(op.ms, 3)),
+                _ms_item(least),
+                _ms_item(op.median_ms),
+                _ms_item(mean),
                 _item(round(100 * medians[row] / total, 1)),
             )
             colour = op_colour(op)
@@ -135,7 +141,9 @@ def _summary(p: Profile, age_s: float) -> str:
         f"<span style='color:{colour}'>off the accelerator: {len(off)} op(s), {share:.1f}%</span>"
     )
     if p.least_disturbed:
-        text += f"<br>op times: each op's least-disturbed of the {p.runs} runs"
+        text += f"<br>op times: each op's least-disturbed of the {p.runs} runs, as <code>profile</code> gives them"
+        if p.ops_mean_ms is not None:
+            text += f" (means: ops {p.ops_mean_ms:.2f} ms)"
     if p.cpu_share is not None and p.cpu_share < CONTENDED_SHARE:
         # On a busy machine the profiler (nice +10) waits for the CPU; its wall-time events count the wait.
         text += (
