@@ -1,0 +1,198 @@
+"""The machine's power state, read where it is exposed: an NVIDIA GPU's clocks, power draw and energy
+counter (NVML, the `nvidia` extra), each CPU core's current frequency (Linux cpufreq) and the CPU
+packages' energy counters (Linux RAPL, `/sys/class/powercap`).
+
+Each part of a reading is either a value or the reason it is missing ("not readable here", with
+why), never a guess: a VM without cpufreq, RAPL readable by root only (Linux 5.10 on), no NVIDIA GPU.
+Why it matters: an accelerator paced at 30 fps may never leave its idle clock, so a paced and an
+unpaced figure compare two power states, and only the clocks say so.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CPUFREQ = Path("/sys/devices/system/cpu")
+POWERCAP = Path("/sys/class/powercap")
+
+
+@dataclass(frozen=True)
+class GpuPower:
+    """One NVIDIA GPU's power state (NVML)."""
+
+    name: str  # "index: name"
+    sm_clock_mhz: float
+    memory_clock_mhz: float
+    power_w: float  # the board's draw now (NVML averages it over about a second)
+    energy_j: float | None  # the driver's energy counter since it loaded (Volta and later); None: not kept
+
+
+@dataclass(frozen=True)
+class PowerReading:
+    """One reading of every counter; each `*_reason` says why its value is None."""
+
+    t: float  # monotonic
+    gpu: GpuPower | None = None
+    gpu_reason: str | None = None
+    cpu_mhz: tuple[float, ...] | None = None  # per core, in the order of /sys/devices/system/cpu/cpuN
+    cpu_mhz_reason: str | None = None
+    cpu_package_energy_j: float | None = None  # RAPL, summed over packages, wrap-arounds unfolded by the reader
+    cpu_energy_reason: str | None = None
+
+
+def read_cpu_mhz(root: Path = CPUFREQ) -> tuple[tuple[float, ...] | None, str | None]:
+    """Each core's current frequency from cpufreq's `scaling_cur_freq` (kHz); (None, why) where absent."""
+    cores = sorted((p for p in root.glob("cpu[0-9]*") if p.name[3:].isdigit()), key=lambda p: int(p.name[3:]))
+    if not cores:
+        return None, f"no CPUs listed under {root}"
+    values = []
+    for core in cores:
+        try:
+            values.append(int((core / "cpufreq" / "scaling_cur_freq").read_text().strip()) / 1000.0)
+        except FileNotFoundError:
+            return None, "cpufreq is not exposed here (a VM, or a kernel without a cpufreq driver)"
+        except (OSError, ValueError) as exc:
+            return None, f"cpufreq not readable here: {exc.__class__.__name__}"
+    return tuple(values), None
+
+
+@dataclass(frozen=True)
+class RaplDomain:
+    """One CPU package's energy counter (microjoules, wrapping at `max_uj`)."""
+
+    path: Path
+    max_uj: int
+
+
+def rapl_packages(root: Path = POWERCAP) -> tuple[list[RaplDomain], str | None]:
+    """The package-level RAPL domains (`intel-rapl:N` named `package-N`; AMD's driver uses the same
+    interface); ([], why) where there are none or they cannot be read."""
+    if not root.is_dir():
+        return [], "RAPL is not exposed here (no /sys/class/powercap: a VM, or not an x86 host)"
+    domains = []
+    for zone in sorted(root.glob("intel-rapl:*")):
+        if zone.name.count(":") != 1:  # intel-rapl:0:0 and the like are sub-domains (core, uncore, dram)
+            continue
+        try:
+            if not (zone / "name").read_text().startswith("package"):
+                continue
+            max_uj = int((zone / "max_energy_range_uj").read_text())
+            int((zone / "energy_uj").read_text())  # readable at all? (root only since Linux 5.10)
+        except PermissionError:
+            return [], "RAPL energy is readable by root only here (Linux 5.10 and later)"
+        except (OSError, ValueError) as exc:
+            return [], f"RAPL not readable here: {exc.__class__.__name__}"
+        domains.append(RaplDomain(zone, max_uj))
+    if not domains:
+        return [], "no RAPL package domain here"
+    return domains, None
+
+
+class RaplCounter:
+    """The packages' energy in joules since the counter was made, wrap-arounds unfolded: the kernel's
+    counter wraps at `max_energy_range_uj` (about 262 kJ: minutes at full power on a big package), so
+    it must be read more often than it wraps; the sampler's interval is far shorter."""
+
+    def __init__(self, domains: list[RaplDomain]) -> None:
+        self._domains = domains
+        self._last = [self._raw(d) for d in domains]
+        self._total_uj = 0
+
+    @staticmethod
+    def _raw(domain: RaplDomain) -> int:
+        return int((domain.path / "energy_uj").read_text())
+
+    def read_j(self) -> float:
+        for i, domain in enumerate(self._domains):
+            now = self._raw(domain)
+            delta = now - self._last[i]
+            self._total_uj += delta if delta >= 0 else delta + domain.max_uj  # wrapped once
+            self._last[i] = now
+        return self._total_uj / 1e6
+
+
+class _Nvml:
+    """NVML's clocks, power and energy for the first GPU (or the one given); absent → a reason."""
+
+    def __init__(self, index: int = 0) -> None:
+        self.reason: str | None = None
+        self._nvml: Any = None  # pynvml ships no type information
+        try:
+            import pynvml
+        except ImportError:
+            self.reason = "NVML not installed (pip install 'delegate-scope[nvidia]')"
+            return
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            self.reason = f"no NVIDIA driver here (NVML: {exc})"
+            return
+        try:
+            if pynvml.nvmlDeviceGetCount() <= index:
+                self.reason = "no NVIDIA GPU here"
+                pynvml.nvmlShutdown()
+                return
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            name = pynvml.nvmlDeviceGetName(self._handle)
+            self._name = f"{index}: {name.decode() if isinstance(name, bytes) else name}"
+        except pynvml.NVMLError as exc:
+            self.reason = f"NVML could not open GPU {index}: {exc}"
+            pynvml.nvmlShutdown()
+            return
+        self._nvml = pynvml
+
+    def read(self) -> tuple[GpuPower | None, str | None]:
+        nvml = self._nvml
+        if nvml is None:
+            return None, self.reason
+        try:
+            sm = nvml.nvmlDeviceGetClockInfo(self._handle, nvml.NVML_CLOCK_SM)
+            mem = nvml.nvmlDeviceGetClockInfo(self._handle, nvml.NVML_CLOCK_MEM)
+            power_mw = nvml.nvmlDeviceGetPowerUsage(self._handle)
+        except nvml.NVMLError as exc:
+            return None, f"NVML read failed: {exc}"
+        try:
+            energy_j: float | None = nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle) / 1000.0  # mJ
+        except nvml.NVMLError:  # before Volta the driver keeps no energy counter
+            energy_j = None
+        return GpuPower(self._name, float(sm), float(mem), power_mw / 1000.0, energy_j), None
+
+    def close(self) -> None:
+        if self._nvml is not None:
+            self._nvml.nvmlShutdown()
+            self._nvml = None
+
+
+class PowerCounters:
+    """Reads every counter at once; open once, `read()` from one thread at a time, `close()` at the end.
+    `gpu=False` leaves NVML alone (a CPU-only run need not load the driver's library)."""
+
+    def __init__(self, gpu: bool = True, cpufreq: Path = CPUFREQ, powercap: Path = POWERCAP) -> None:
+        self._lock = threading.Lock()
+        self._cpufreq = cpufreq
+        self._nvml = _Nvml() if gpu else None
+        domains, self._rapl_reason = rapl_packages(powercap)
+        self._rapl = RaplCounter(domains) if domains else None
+
+    def read(self, t: float) -> PowerReading:
+        with self._lock:
+            if self._nvml is not None:
+                gpu, gpu_reason = self._nvml.read()
+            else:
+                gpu, gpu_reason = None, "GPU counters not read for this run"
+            mhz, mhz_reason = read_cpu_mhz(self._cpufreq)
+            energy, energy_reason = None, self._rapl_reason
+            if self._rapl is not None:
+                try:
+                    energy = self._rapl.read_j()
+                except (OSError, ValueError) as exc:
+                    energy, energy_reason = None, f"RAPL read failed: {exc.__class__.__name__}"
+            return PowerReading(t, gpu, gpu_reason, mhz, mhz_reason, energy, energy_reason)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._nvml is not None:
+                self._nvml.close()

@@ -1,0 +1,117 @@
+"""Power state and energy: the counters' parsing on sysfs trees written as Linux lays them out, the
+figures on counter values recorded on an H200 host, and the null-with-reason on this machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.metrics.energy import clock_state_sentence, power_figures
+from app.system.power_counters import (
+    GpuPower,
+    PowerCounters,
+    PowerReading,
+    RaplCounter,
+    rapl_packages,
+    read_cpu_mhz,
+)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_cpu_frequencies_are_read_per_core_in_core_order(tmp_path: Path):
+    for core, khz in ((0, 2_400_000), (1, 800_000), (10, 3_100_000), (2, 1_200_000)):
+        _write(tmp_path / f"cpu{core}" / "cpufreq" / "scaling_cur_freq", f"{khz}\n")
+    _write(tmp_path / "cpufreq" / "policy0" / "scaling_cur_freq", "1\n")  # not a core
+    (tmp_path / "cpuidle").mkdir()
+    mhz, reason = read_cpu_mhz(tmp_path)
+    assert mhz == (2400.0, 800.0, 1200.0, 3100.0) and reason is None
+
+
+def test_cpu_frequencies_missing_give_a_reason_not_a_figure(tmp_path: Path):
+    (tmp_path / "cpu0").mkdir()  # a VM: the core is listed, its cpufreq folder is not
+    mhz, reason = read_cpu_mhz(tmp_path)
+    assert mhz is None and reason and "cpufreq is not exposed" in reason
+
+
+def _rapl(root: Path, zone: str, name: str, uj: int, max_uj: int = 262_143_328_850) -> Path:
+    _write(root / zone / "name", name + "\n")
+    _write(root / zone / "energy_uj", f"{uj}\n")
+    _write(root / zone / "max_energy_range_uj", f"{max_uj}\n")
+    return root / zone / "energy_uj"
+
+
+def test_rapl_sums_the_packages_and_unfolds_a_wrap_around(tmp_path: Path):
+    p0 = _rapl(tmp_path, "intel-rapl:0", "package-0", 1_000_000, max_uj=10_000_000)
+    p1 = _rapl(tmp_path, "intel-rapl:1", "package-1", 5_000_000, max_uj=10_000_000)
+    _rapl(tmp_path, "intel-rapl:0:0", "core", 7)  # a sub-domain: inside package 0, not added again
+    _rapl(tmp_path, "intel-rapl:2", "psys", 7)  # the platform domain: not a package
+    domains, reason = rapl_packages(tmp_path)
+    assert reason is None and [d.path.name for d in domains] == ["intel-rapl:0", "intel-rapl:1"]
+    counter = RaplCounter(domains)
+    p0.write_text("3000000\n")  # +2 J
+    p1.write_text("1000000\n")  # wrapped: 5 -> 10 -> 1 J, +6 J
+    assert counter.read_j() == pytest.approx(8.0)
+    p0.write_text("3500000\n")
+    assert counter.read_j() == pytest.approx(8.5)
+
+
+def test_rapl_absent_gives_a_reason(tmp_path: Path):
+    domains, reason = rapl_packages(tmp_path / "powercap")
+    assert domains == [] and reason and "not exposed" in reason
+
+
+def test_every_counter_on_this_machine_is_a_value_or_a_reason():
+    """Null-with-reason where the counters are not there (this VM: no cpufreq, no powercap, no GPU)."""
+    counters = PowerCounters(gpu=True)
+    try:
+        r = counters.read(0.0)
+    finally:
+        counters.close()
+    assert (r.gpu is None) != (r.gpu_reason is None), r
+    assert (r.cpu_mhz is None) != (r.cpu_mhz_reason is None), r
+    assert (r.cpu_package_energy_j is None) != (r.cpu_energy_reason is None), r
+    off = PowerCounters(gpu=False)
+    assert off.read(0.0).gpu_reason == "GPU counters not read for this run"
+    off.close()
+
+
+def _h200(t: float, sm: float, watts: float, joules: float) -> PowerReading:
+    return PowerReading(t, GpuPower("0: NVIDIA H200", sm, 3201.0, watts, joules), cpu_mhz_reason="x",
+                        cpu_energy_reason="RAPL is not exposed here")  # fmt: skip
+
+
+# Recorded on the H200 host (issue 36's table): idle 80 W at 345 MHz; 15 s of bench, GPU unpaced.
+IDLE = [_h200(0.0, 345, 80.0, 10_000.0), _h200(2.5, 345, 80.0, 10_200.0), _h200(5.0, 345, 80.0, 10_400.0)]
+UNPACED = [_h200(10.0 + i, 1980, 135.0, 20_000.0 + 133.7 * i) for i in range(15)]  # 1872 J in 14 s
+PACED = [_h200(40.0 + i, 345, 80.0, 40_000.0 + 91.3 * i) for i in range(15)]  # 1278 J in 14 s
+
+
+def test_energy_per_inference_from_the_counters_and_above_idle():
+    f = power_figures(IDLE, UNPACED, inferences=14 * 770)
+    assert f.gpu_energy_source == "counter" and f.gpu_energy_j == pytest.approx(1871.8)
+    assert f.gpu_mj_per_inference == pytest.approx(1871.8 * 1000 / (14 * 770))
+    above = (1871.8 - 80.0 * 14) * 1000 / (14 * 770)  # the idle power's share taken off
+    assert f.gpu_mj_per_inference_above_idle == pytest.approx(above)
+    assert (f.sm_clock_mhz, f.idle_sm_clock_mhz, f.power_w, f.idle_power_w) == (1980, 345, 135.0, 80.0)
+    assert f.cpu_package_energy_j is None and f.cpu_energy_reason == "RAPL is not exposed here"
+
+
+def test_without_an_energy_counter_the_power_samples_are_integrated_and_said_so():
+    run = [PowerReading(float(t), GpuPower("0: old GPU", 1500, 5000, 100.0, None)) for t in range(5)]
+    f = power_figures([], run, inferences=400)
+    assert f.gpu_energy_source == "power samples" and f.gpu_energy_j == pytest.approx(400.0)
+    assert f.gpu_mj_per_inference == pytest.approx(1000.0) and f.gpu_mj_per_inference_above_idle is None
+
+
+def test_a_paced_run_at_the_idle_clock_is_named_beside_an_unpaced_one():
+    paced, unpaced = power_figures(IDLE, PACED, 14 * 30), power_figures(IDLE, UNPACED, 14 * 770)
+    sentence = clock_state_sentence("GPU at 30 fps", paced, "unpaced", unpaced)
+    assert sentence and "GPU at 30 fps: SM clock 345 MHz, its idle clock" in sentence
+    assert "unpaced: SM clock 1980 MHz" in sentence and "different power states" in sentence
+    assert clock_state_sentence("a", unpaced, "b", unpaced) is None  # same clocks: nothing to say
+    assert clock_state_sentence("a", power_figures([], [], 0), "b", unpaced) is None  # not known: silent
