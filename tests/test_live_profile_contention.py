@@ -13,12 +13,15 @@ import subprocess
 import sys
 import time
 
+import psutil
+
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
 from app.profile.background import LiveProfiler, Target
 from app.profile.cpu import profile_cpu
 from app.profile.text import CONTENDED_SHARE, headline
 from tests.helpers.cli import run_cli
+from tests.helpers.wait import wait_until
 
 MODEL = "efficientnet_lite0_int8"
 
@@ -27,6 +30,9 @@ def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so(
     spec = load_model_spec(MODEL)
     baseline = profile_cpu(spec, 1, 8).ops_ms  # whatever else runs now: the same method
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    # Spinning before the first profile: a profile taken while they still started read a share of 0.8+.
+    for s in spinners:
+        assert wait_until(lambda s=s: sum(psutil.Process(s.pid).cpu_times()[:2]) > 0.2, timeout=30), "no spin"
     profiler = LiveProfiler(lambda: {"a": Target(MODEL, "cpu", BackendOptions(threads=1))}, interval_s=0.2, runs=4)
     try:
         profiler.start()
