@@ -81,7 +81,9 @@ def _timings_out(value: object, timing: bool = False) -> object:
     return value
 
 
-_VOLATILE_TEXT = {"sentence", "a", "b"}  # prose with figures and a direction; A/B's disagreeing labels
+# Prose with figures and a direction; A/B's disagreeing labels; the stage that bounds the rate (the
+# capture or the model, as the machine's other work has it: a fresh clone's run read "inference" once).
+_VOLATILE_TEXT = {"sentence", "a", "b", "stage"}
 
 
 def _skeleton(value: object, key: str = "") -> object:
