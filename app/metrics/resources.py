@@ -1,5 +1,6 @@
 """What the process and the machine spend: CPU shares between two counter marks, and a sampler of
-process/system CPU %, RSS and (NVML) GPU utilisation on a daemon thread.
+process/system CPU %, RSS, (NVML) GPU utilisation and the power state (clocks, power draw and energy
+counters: app/system/power_counters.py) on a daemon thread.
 
 `Metrics` (window.py) reads the sampler's newest reading into each snapshot; `bench` marks the
 CPU counters at the ends of its measured span.
@@ -10,10 +11,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import psutil
+
+from app.system.power_counters import PowerCounters, PowerReading
 
 _MIB = 1024 * 1024
 
@@ -56,10 +60,16 @@ class ResourceReading:
     gpu_process_listed: bool | None = None
     sampled_at: float | None = None  # monotonic time of the reading
     span_s: float | None = None  # the wall time the CPU percentages cover
+    power: PowerReading | None = None  # clocks, power, energy counters (each a value or its reason)
 
     @classmethod
     def of(
-        cls, sampled_at: float, rss_mb: float | None = None, cpu: CpuShares | None = None, gpu: GpuReading | None = None
+        cls,
+        sampled_at: float,
+        rss_mb: float | None = None,
+        cpu: CpuShares | None = None,
+        gpu: GpuReading | None = None,
+        power: PowerReading | None = None,
     ) -> ResourceReading:
         return cls(
             process_cpu_pct_machine=cpu.process_cpu_pct_machine if cpu else None,
@@ -71,6 +81,7 @@ class ResourceReading:
             gpu_process_listed=gpu.gpu_process_listed if gpu else None,
             sampled_at=sampled_at,
             span_s=cpu.span_s if cpu else None,
+            power=power,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,6 +181,8 @@ class ResourceSampler:
     one owner; latest() may be called from any thread.
     """
 
+    POWER_HISTORY = 14_400  # readings kept for power_between: two hours at the default interval
+
     def __init__(self, interval_s: float = 0.5, pid: int | None = None, gpu: bool = True) -> None:
         if interval_s <= 0:
             raise ValueError("interval_s must be > 0")
@@ -182,6 +195,8 @@ class ResourceSampler:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._nvml: _NvmlProbe | None = None
+        self._power: PowerCounters | None = None
+        self._power_history: deque[PowerReading] = deque(maxlen=self.POWER_HISTORY)
 
     @property
     def running(self) -> bool:
@@ -192,8 +207,11 @@ class ResourceSampler:
             return
         proc = psutil.Process(self.pid)
         self._nvml = _NvmlProbe(self.pid) if self._gpu else None
+        self._power = PowerCounters(gpu=self._gpu)
         mark = cpu_mark(proc)
-        self._publish(ResourceReading.of(mark.wall, rss_mb=proc.memory_info().rss / _MIB, gpu=self._gpu_reading()))
+        rss_mb = proc.memory_info().rss / _MIB
+        power = self._power_reading(mark.wall)
+        self._publish(ResourceReading.of(mark.wall, rss_mb, gpu=self._gpu_reading(), power=power))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
         self._thread.start()
@@ -211,6 +229,9 @@ class ResourceSampler:
         if self._nvml is not None:
             self._nvml.close()
             self._nvml = None
+        if self._power is not None:
+            self._power.close()
+            self._power = None
 
     def latest(self) -> ResourceReading:
         """The newest reading (immutable: safe to hand to any thread)."""
@@ -233,11 +254,31 @@ class ResourceSampler:
                 self._publish(ResourceReading(sampled_at=time.monotonic()))
                 return
             cpu = cpu_percentages(previous, mark, self._ncpu)
-            self._publish(ResourceReading.of(mark.wall, rss_mb=rss_mb, cpu=cpu, gpu=self._gpu_reading()))
+            power = self._power_reading(mark.wall)
+            self._publish(ResourceReading.of(mark.wall, rss_mb, cpu, self._gpu_reading(), power))
             previous = mark
 
     def _gpu_reading(self) -> GpuReading | None:
         return self._nvml.read() if self._nvml is not None else None
+
+    def _power_reading(self, t: float) -> PowerReading | None:
+        if self._power is None:
+            return None
+        reading = self._power.read(t)
+        with self._lock:
+            self._power_history.append(reading)
+        return reading
+
+    def power_between(self, t0: float, t1: float) -> list[PowerReading]:
+        """The power readings taken from `t0` to `t1` (monotonic), oldest first: a run's span, or the
+        idle time before it."""
+        with self._lock:
+            return [r for r in self._power_history if t0 <= r.t <= t1]
+
+    def read_power_now(self) -> PowerReading | None:
+        """One reading at this moment, from the caller's thread (the exact ends of a measured span),
+        kept with the sampler's own."""
+        return self._power_reading(time.monotonic())
 
     def _publish(self, reading: ResourceReading) -> None:
         with self._lock:

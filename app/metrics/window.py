@@ -28,6 +28,7 @@ so rates and stats still describe one consistent, shorter span (window_s says wh
 from __future__ import annotations
 
 import math
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -146,6 +147,10 @@ class MetricsSnapshot:
     # schedstat is not readable. They tell a busy machine from offloaded work (app/backends/describe.py).
     waited_ms_per_inference: float | None = None
     slept_ms_per_inference: float | None = None
+    # The power state at the newest sample (app/system/power_counters.py); None where not readable.
+    gpu_sm_clock_mhz: float | None = None
+    gpu_power_w: float | None = None
+    cpu_mhz: float | None = None  # median over the cores
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -303,6 +308,7 @@ class Metrics:
         span = max(0.0, now - lo)
         frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
         reading = self._sampler.latest() if self._sampler else ResourceReading()
+        power = reading.power
         cpu_ms, cpu_per_wall = _cpu_cost(timings[:, 3], timings[:, 6])
         waited, slept = _waited_and_slept(timings[:, 3], timings[:, 8], timings[:, 9])
         return MetricsSnapshot(
@@ -326,6 +332,9 @@ class Metrics:
             gpu_name=reading.gpu_name,
             gpu_process_listed=reading.gpu_process_listed,
             stage_busy=_stage_busy(frames, timings, published, span),
+            gpu_sm_clock_mhz=power.gpu.sm_clock_mhz if power and power.gpu else None,
+            gpu_power_w=power.gpu.power_w if power and power.gpu else None,
+            cpu_mhz=statistics.median(power.cpu_mhz) if power and power.cpu_mhz else None,
             gpu_busy_ms_per_inference=_gpu_busy_ms(reading.gpu_util_pct, len(timings) / span if span > 0 else 0),
         )
 
