@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from app.gates.stored import Measure
 from app.gates.verdict import GateReport, GateRow
 
@@ -36,9 +38,12 @@ def _budget(row: GateRow) -> str:
 def report_lines(report: GateReport) -> list[str]:
     """The gate: what is compared, what differs, the table, what is on one side only, the verdict."""
     rounds = report.rounds
+    column = PurePath(report.run).name  # compare: the second file's name; bench and sweep: "this run"
     head = f"gate      {report.kind} " + (f"baseline {report.baseline}" if report.baseline else "(no baseline)")
+    if report.run != "this run":
+        head += f", against it {report.run}"
     if report.baseline and (rounds[0] or rounds[1]):
-        head += f"; medians over rounds (baseline {rounds[0] or 'none'}, {report.run} {rounds[1] or 'none'})"
+        head += f"; medians over rounds (baseline {rounds[0] or 'none'}, {column} {rounds[1] or 'none'})"
         head += ", [interquartile range of the rounds]"
     lines = [head]
     lines += [f"differs   {d}" for d in report.differences]
@@ -47,7 +52,7 @@ def report_lines(report: GateReport) -> list[str]:
         "figure",
         "unit",
         "baseline",
-        report.run,
+        column,
         "delta",
         "delta %",
         "budget",
