@@ -78,10 +78,12 @@ def report_lines(report: GateReport) -> list[str]:
     if not judged:
         lines.append("verdict   no budget given: figures shown only")
     elif failed:
-        lines.append(f"verdict   FAIL: {len(failed)} of {len(judged)} budget checks failed")
+        lines.append(f"verdict   FAIL: {len(failed)} of {_checks(len(judged))} failed")
     else:
         noise = sum(r.verdict == r.verdict.NOISE for r in judged if r.verdict)
-        lines.append(
-            f"verdict   pass: {len(judged)} budget checks held" + (f" ({noise} within noise)" if noise else "")
-        )
+        lines.append(f"verdict   pass: {_checks(len(judged))} held" + (f" ({noise} within noise)" if noise else ""))
     return lines
+
+
+def _checks(n: int) -> str:
+    return f"{n} budget check{'s' if n != 1 else ''}"
