@@ -2,9 +2,10 @@
 
 The rule (docs/gates.md, "The noise rule"): an absolute budget holds when the run's figure is within
 its limit. A relative budget's limit is the baseline's figure changed by the budget; a run over that
-limit FAILs only when it is also outside the baseline's noise band, the interquartile range of the
-baseline's rounds (for `<=`: the run's median above the baseline's third quartile; for `>=`: below its
-first); otherwise it is "within noise" and passes. Figures are medians over rounds (app/metrics/rounds.py).
+limit FAILs only when the two noise bands, the interquartile ranges of each side's rounds, do not
+overlap on the failing side (for `<=`: the run's first quartile above the baseline's third; for `>=`:
+the run's third quartile below the baseline's first); otherwise it is "within noise" and passes.
+Figures are medians over rounds (app/metrics/rounds.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from app.gates.stored import Group, Measure, StoredSummary
 class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "FAIL"
-    NOISE = "within noise"  # over a relative budget, but inside the baseline's spread: passes
+    NOISE = "within noise"  # over a relative budget, but the spreads of the rounds overlap: passes
 
 
 @dataclass(frozen=True)
@@ -189,14 +190,14 @@ def _judge(group: str, budget: Budget, base: Measure | None, run: Measure | None
     over = f"{_num(run.value)} against a limit of {_num(limit)}{_unit(unit)}"
     if budget.relative and base is not None and not _beyond_noise(budget.op, base, run):
         return GateRow(
-            group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, but inside the baseline's spread"
+            group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, but the rounds' spreads overlap"
         )
     return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, over)
 
 
 def _beyond_noise(op: Op, base: Measure, run: Measure) -> bool:
-    """The run's median beyond the baseline's interquartile range, on the failing side."""
-    return run.value > base.high if op == Op.AT_MOST else run.value < base.low
+    """The run's interquartile range wholly beyond the baseline's, on the failing side."""
+    return run.low > base.high if op == Op.AT_MOST else run.high < base.low
 
 
 def _num(value: float) -> str:
