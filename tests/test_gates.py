@@ -97,11 +97,13 @@ def _verdict(base_rounds: list[float], run_rounds: list[float], budget: str = "i
 def test_the_noise_rule():
     steady = [10.0, 10.2, 10.4, 10.6, 10.8]  # median 10.4, interquartile range 10.2-10.6: limit 11.44
     assert _verdict(steady, [10.9, 11.0, 11.1, 11.2, 11.3]) == Verdict.PASS  # under the limit
-    assert _verdict(steady, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.FAIL  # over it; quartiles 11.4 > 10.6
-    assert _verdict(steady, [10.5, 10.6, 11.5, 12.0, 12.5]) == Verdict.NOISE  # over it; the run's Q1 10.6 = Q3
-    wide = [9.0, 10.0, 10.4, 12.0, 13.0]  # same median, third quartile 12.0
-    assert _verdict(wide, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.NOISE  # over it, the spreads overlap
-    assert _verdict(wide, [12.1, 12.2, 12.3, 12.4, 12.5]) == Verdict.FAIL  # the run's Q1 above the third quartile
+    # Over the limit by a difference of 1.1 ms against a spread of (0.4 + 0.2) / 2: FAIL.
+    assert _verdict(steady, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.FAIL
+    # The same difference, but the run's own quartiles 10.5-12.5: spread (0.4 + 2.0) / 2 = 1.2.
+    assert _verdict(steady, [10.0, 10.5, 11.5, 12.5, 13.0]) == Verdict.NOISE
+    wide = [9.0, 9.9, 10.4, 12.1, 13.0]  # same median, quartiles 9.9-12.1
+    assert _verdict(wide, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.NOISE  # 1.1 against (2.2 + 0.2) / 2
+    assert _verdict(wide, [12.1, 12.2, 12.3, 12.4, 12.5]) == Verdict.FAIL  # 1.9 against 1.2
     assert _verdict(steady, [30.0] * 5, "inference.p50<=40ms") == Verdict.PASS  # absolute: no baseline, no noise
     assert _verdict(steady, [30.0] * 5, "inference.p50<=20") == Verdict.FAIL
 

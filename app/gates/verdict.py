@@ -2,10 +2,9 @@
 
 The rule (docs/gates.md, "The noise rule"): an absolute budget holds when the run's figure is within
 its limit. A relative budget's limit is the baseline's figure changed by the budget; a run over that
-limit FAILs only when the two noise bands, the interquartile ranges of each side's rounds, do not
-overlap on the failing side (for `<=`: the run's first quartile above the baseline's third; for `>=`:
-the run's third quartile below the baseline's first); otherwise it is "within noise" and passes.
-Figures are medians over rounds (app/metrics/rounds.py).
+limit FAILs only when the difference of the two medians, on the failing side, is also larger than the
+noise: the mean of the two interquartile ranges of rounds (the baseline's and the run's); otherwise it
+is "within noise" and passes. Figures are medians over rounds (app/metrics/rounds.py).
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from app.gates.stored import Group, Measure, StoredSummary
 class Verdict(StrEnum):
     PASS = "pass"
     FAIL = "FAIL"
-    NOISE = "within noise"  # over a relative budget, but the spreads of the rounds overlap: passes
+    NOISE = "within noise"  # over a relative budget, but not beyond the rounds' spread: passes
 
 
 @dataclass(frozen=True)
@@ -190,14 +189,15 @@ def _judge(group: str, budget: Budget, base: Measure | None, run: Measure | None
     over = f"{_num(run.value)} against a limit of {_num(limit)}{_unit(unit)}"
     if budget.relative and base is not None and not _beyond_noise(budget.op, base, run):
         return GateRow(
-            group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, but the rounds' spreads overlap"
+            group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, by less than the rounds' spread"
         )
     return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, over)
 
 
 def _beyond_noise(op: Op, base: Measure, run: Measure) -> bool:
-    """The run's interquartile range wholly beyond the baseline's, on the failing side."""
-    return run.low > base.high if op == Op.AT_MOST else run.high < base.low
+    """The difference of the medians, on the failing side, larger than the mean of the two interquartile ranges."""
+    worse = run.value - base.value if op == Op.AT_MOST else base.value - run.value
+    return worse > ((base.high - base.low) + (run.high - run.low)) / 2
 
 
 def _num(value: float) -> str:
