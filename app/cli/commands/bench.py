@@ -168,7 +168,8 @@ def _gate_plan(args: argparse.Namespace, config: InferenceConfig, sha256: str, c
         )
     base = None
     if args.baseline:
-        identity, settings = bench_identity(config.to_dict(), args.source, sha256)
+        # As the baseline's JSON spells the source: a stream's password never reaches a file.
+        identity, settings = bench_identity(config.to_dict(), redact_credentials(args.source), sha256)
         base = load_baseline(args.baseline, kind, identity, settings, strict=args.strict_config)
     return base, parse_budgets(args.budget, kind, baseline=base is not None)
 
