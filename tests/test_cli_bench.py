@@ -111,13 +111,19 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
     from app.pipeline import InferenceConfig
     from app.tasks.bench import BenchConfig, run_bench
 
-    calls = []
+    calls: list[int] = []
+    rounds: list[int] = []  # the rounds' snapshots (`since` given), taken once the pipeline has stopped
     real = Metrics.snapshot
-    monkeypatch.setattr(Metrics, "snapshot", lambda self: calls.append(1) or real(self))
+    monkeypatch.setattr(
+        Metrics,
+        "snapshot",
+        lambda self, now=None, since=None: (rounds if since is not None else calls).append(1) or real(self, now, since),
+    )
     config = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
     summary = run_bench(BenchConfig(frames=None, seconds=2.0, warmup=3), config)
     assert summary.status.state != "error" and summary.metrics.inferences_total > 0
     assert len(calls) <= 2  # the summary's own, not one per poll (~40 in 2 s)
+    assert len(rounds) == 5 and summary.rounds is not None
     calls.clear()
     shown: list[int] = []
     bench = BenchConfig(frames=None, seconds=2.0, warmup=3, pin_cpus=False)

@@ -9,10 +9,11 @@ import pytest
 
 from app.cli.main import COMMANDS
 from tests.helpers.cli import assert_one_line_error, run_cli
-from tests.helpers.paths import PHOTOS, TEST_MODELS
+from tests.helpers.paths import PHOTOS, ROOT, TEST_MODELS
 from tests.helpers.vulkan import NO_VULKAN
 
 MISSING = "/nonexistent/nope.tflite"
+GATES = ROOT / "tests" / "data" / "gates"  # summaries written by bench, sweep and inspect --json
 
 # (id, argv with {tmp} for a scratch folder, extra environment, exit code, first words of the message)
 # fmt: off
@@ -47,6 +48,13 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("bench: no GPU, --no-fallback", ["bench", "--delegate", "gpu", "--no-fallback", "--frames", "5"], NO_VULKAN, 5,
      "the gpu delegate is not available"),
     ("bench: usage", ["bench", "--frames", "0"], {}, 2, None),
+    ("bench: a relative budget without a baseline", ["bench", "--budget", "rate>=-5%"], {}, 2,
+     "--budget 'rate>=-5%' is relative to a baseline"),
+    ("bench: a baseline of another model", ["bench", "--model", "efficientnet_lite0_int8", "--baseline",
+     str(GATES / "bench_2threads.json")], {}, 2, f"--baseline {GATES / 'bench_2threads.json'}: model sha256"),
+    ("bench A/B: a budget that fails", ["bench", "--source", "synthetic", "--compare-model", "efficientnet_lite0_int8",
+     "--frames", "10", "--compare-alone-seconds", "0", "--budget", "agreement.top1>=1.01"], {}, 7,
+     "1 budget failed: agreement.top1>=1.01"),
     ("bench A/B: camera that does not open", ["bench", "--source", "camera:42", "--compare-model",
      "efficientnet_lite0_int8", "--compare-alone-seconds", "0"], {}, 6, "camera 42"),
     ("bench A/B: missing model B", ["bench", "--compare-model", MISSING], {}, 3, "nope.tflite"),
@@ -74,6 +82,16 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("sweep: report that is not HTML", ["sweep", "--html", "{tmp}/r.png"], {}, 2, "--html {tmp}/r.png"),
     ("sweep: JSON into a missing folder", ["sweep", "--json", "{tmp}/no/s.json"], {}, 2, "--json {tmp}/no/s.json"),
     ("sweep: usage", ["sweep", "--frames", "0"], {}, 2, None),
+    ("sweep: a baseline that is not a sweep", ["sweep", "--baseline", str(GATES / "bench_1thread.json")], {}, 2,
+     f"--baseline {GATES / 'bench_1thread.json'}: it holds a bench summary, and this is sweep"),
+    ("compare: missing file", ["compare", "{tmp}/a.json", str(GATES / "sweep.json")], {}, 2,
+     "{tmp}/a.json: no such file"),
+    ("compare: not JSON", ["compare", str(PHOTOS / "coffee.jpg"), str(GATES / "sweep.json")], {}, 2, "coffee.jpg: "),
+    ("compare: two kinds", ["compare", str(GATES / "sweep.json"), str(GATES / "bench_1thread.json")], {}, 2,
+     "{root}/tests/data/gates/sweep.json holds a sweep summary"),
+    ("compare: a budget that fails", ["compare", str(GATES / "bench_2threads.json"), str(GATES / "bench_1thread.json"),
+     "--budget", "inference.p50<=+10%"], {}, 7, "1 budget failed: inference.p50<=+10%"),
+    ("compare: usage", ["compare", str(GATES / "sweep.json")], {}, 2, None),
     ("gui: no display", ["gui", "--exit-after", "1"], {"DISPLAY": "", "QT_QPA_PLATFORM": "", "WAYLAND_DISPLAY": ""},
      2, "no display to open the window on"),
     ("gui: screenshot without exit-after", ["gui", "--screenshot", "{tmp}/s.png"], {}, 2, "--screenshot"),
@@ -126,4 +144,4 @@ def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(custom_op_
 def test_the_table_covers_every_command():
     commands = {row[1][0] for row in TABLE}
     assert commands == {command.name for command in COMMANDS}  # a new command brings its rows
-    assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6}
+    assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6, 7}

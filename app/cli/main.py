@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from app import __version__
 from app.cli.command import Command
-from app.cli.commands import bench, classify, delegates, gui, inspect, predict, profile, report, sweep
+from app.cli.commands import bench, classify, compare, delegates, gui, inspect, predict, profile, report, sweep
 from app.cli.output import PROG
 from app.errors import DelegateScopeError
 from app.system.native_log import NativeLogFile
@@ -25,6 +25,7 @@ COMMANDS: tuple[Command, ...] = (
     profile.COMMAND,
     bench.COMMAND,
     sweep.COMMAND,
+    compare.COMMAND,
     gui.COMMAND,
     report.COMMAND,
 )

@@ -146,3 +146,27 @@ def add_image_arguments(p: argparse.ArgumentParser, top_k_help: str) -> None:
     p.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+
+
+def add_gate_options(parser: argparse.ArgumentParser, baseline: bool = True) -> None:
+    """--baseline, --budget and --strict-config (bench, sweep); compare takes --budget only (docs/gates.md)."""
+    if baseline:
+        parser.add_argument(
+            "--baseline",
+            type=Path,
+            metavar="FILE.json",
+            help="gate this run against a summary written earlier by the same command's --json (same model by "
+            "sha256, delegate, source; default budgets inference.p50<=+10%% and rate>=-10%%)",
+        )
+        parser.add_argument(
+            "--strict-config",
+            action="store_true",
+            help="with --baseline: a differing setting (threads, precision, ...) is a usage error, not a difference",
+        )
+    parser.add_argument(
+        "--budget",
+        action="append",
+        metavar="EXPR",
+        help="a budget, repeatable: inference.p50<=+10%%, end_to_end.p95<=20ms, rate>=-5%%, agreement.top1>=0.98 "
+        "(signed: against the baseline; exit 7 when one fails; the figures: docs/gates.md)",
+    )

@@ -8,6 +8,9 @@ import sys
 from app.backends import DelegationReport
 from app.backends.describe import coreml_prediction_sentence
 from app.coverage.text import left_on_cpu_lines
+from app.errors import CheckFailed
+from app.gates.text import report_lines
+from app.gates.verdict import GateReport
 
 PROG = "delegate-scope"
 
@@ -23,3 +26,12 @@ def print_prediction(report: DelegationReport) -> None:
         print(f"coreml    {sentence} {report.predicted.log or ''}".rstrip())
         for line in left_on_cpu_lines(report.predicted, limit=6):
             print(f"          left on the CPU: {line}")
+
+
+def finish_gate(report: GateReport) -> None:
+    """Print the gate's table after the command's own output; a failed budget is exit 7 (all listed)."""
+    print()
+    for line in report_lines(report):
+        print(line)
+    if report.failures:
+        raise CheckFailed(report.failure_line())

@@ -295,14 +295,17 @@ class Metrics:
         with self._lock:
             return self._start
 
-    def snapshot(self, now: float | None = None) -> MetricsSnapshot:
+    def snapshot(self, now: float | None = None, since: float | None = None) -> MetricsSnapshot:
         """`now`: close the window at that moment of the clock (a measured span that ended then) rather
-        than at the call."""
+        than at the call; `since`: open it no earlier than that moment (one round of a measured span,
+        app/metrics/rounds.py). The totals stay those since the last reset."""
         with self._lock:
             now = self._clock() if now is None else now
             for ring in self._rings():
                 ring.trim(now - self.window_s)
             lo = max(self._start, now - self.window_s, *(ring.evicted_at for ring in self._rings()))
+            if since is not None:
+                lo = max(lo, since)
             frames, drops, timings, published = (ring.rows() for ring in self._rings())
             totals = (self._frames_total, self._inferences_total, self._dropped_total)
         span = max(0.0, now - lo)

@@ -17,6 +17,7 @@ from app.backends import DelegationReport
 from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
+from app.metrics.rounds import DEFAULT_ROUNDS, Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.feed import FeedFacts
 from app.model.spec import ModelFacts, load_model_spec
@@ -40,6 +41,7 @@ class BenchConfig:
     pin_cpus: bool = True  # the inference thread on CPUs of its own (app/system/cpu_affinity.py)
     inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
     decode_threads: int | None = None  # FFmpeg's, for video files (0: one per core; None: by the machine)
+    rounds: int = DEFAULT_ROUNDS  # the measured span cut into this many rounds (app/metrics/rounds.py)
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
@@ -102,6 +104,7 @@ class BenchSummary:
     # A model that is not a classifier: what it found over the measured span ...
     task: TaskFigures | None = None
     feed: FeedFacts | None = None  # ... and a model with inputs that are not the frame: their feeder
+    rounds: Rounds | None = None  # the measured span in rounds: each figure's median and spread (gates)
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -137,6 +140,8 @@ class BenchSummary:
             summary["task"] = self.task.to_dict()
         if self.feed is not None:
             summary["feed"] = self.feed.to_dict()
+        if self.rounds is not None:
+            summary["rounds"] = self.rounds.to_dict()
         return summary
 
 
@@ -164,6 +169,7 @@ class _Span:
         self.cpu_from: tuple[CpuMark, float] | None = None
         self.cpu_to: tuple[CpuMark, float] | None = None
         self.snapshot: MetricsSnapshot | None = None
+        self.closed_at: float | None = None  # monotonic: the measured span's end (its rounds end there)
 
     def open_now(self) -> None:
         with self._lock:
@@ -208,7 +214,8 @@ class _Span:
             self._recorder.add_row({"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences done"})
 
     def _close(self) -> None:
-        self.snapshot = self._metrics.snapshot()
+        self.closed_at = time.monotonic()
+        self.snapshot = self._metrics.snapshot(self.closed_at)
         self.cpu_to = (cpu_mark(), time.time())
         self.closed.set()
 
@@ -278,6 +285,9 @@ def run_bench(
         snap = span.snapshot
         if measured_cpu:
             snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
+        rounds = None
+        if span.measured_from is not None and span.closed_at is not None:
+            rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, bench.rounds)
         report = pipeline.delegation_report()
         rec_state = None
         if recorder:
@@ -303,6 +313,7 @@ def run_bench(
         csv=RecordingFacts(rec_state.path, rec_state.rows, rec_state.lost_rows, rec_state.error) if rec_state else None,
         task=span.task,
         feed=pipeline.feed_facts(),
+        rounds=rounds,
     )
 
 

@@ -108,6 +108,8 @@ class SweepRow:
     results: dict | None = None
     agreement: dict | None = None
     answers: dict[int, TaskResult] = field(default_factory=dict, repr=False)  # frame index -> its result
+    model_sha256: str | None = None  # the model file's: a gate matches rows by it (app/gates)
+    rounds: dict | None = None  # the measured span in rounds (Rounds.to_dict): medians and spread, for gates
 
     @property
     def measured(self) -> bool:
@@ -115,7 +117,7 @@ class SweepRow:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top1", "answers")}
-        for key in ("task", "feed", "results", "agreement", "classes"):
+        for key in ("task", "feed", "results", "agreement", "classes", "rounds"):
             if d[key] is None:
                 del d[key]
         return d
@@ -267,7 +269,7 @@ def run_sweep(
         started=wall_started.isoformat(timespec="seconds"),
         wall_s=time.monotonic() - started,
         baseline=baseline.label if baseline else None,
-        rows=tuple(rows),
+        rows=tuple(replace(row, model_sha256=specs[row.model_ref].sha256) for row in rows),
         cancelled=stop is not None and stop.is_set(),
         pinned=pin_cpus,
     )
@@ -342,6 +344,7 @@ def _measure(
         feed=summary.feed.source if summary.task and summary.feed else None,
         results=summary.task.to_dict() if summary.task else None,
         answers=dict(answers),
+        rounds=summary.rounds.to_dict() if summary.rounds else None,
     )
 
 

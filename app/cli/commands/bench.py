@@ -14,6 +14,7 @@ from app.backends.describe import delegation_line
 from app.cli.command import Command
 from app.cli.options import (
     add_backend_options,
+    add_gate_options,
     add_model_options,
     backend_options,
     model_options,
@@ -22,8 +23,14 @@ from app.cli.options import (
     positive_float,
     positive_int,
 )
-from app.cli.output import print_prediction, warn
+from app.cli.output import finish_gate, print_prediction, warn
 from app.errors import UsageError
+from app.gates.baseline import load_baseline
+from app.gates.budget import Budget, parse_budgets
+from app.gates.figures import SummaryKind
+from app.gates.stored import StoredSummary, bench_identity, summary_of
+from app.gates.verdict import GateReport, evaluate
+from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
@@ -67,6 +74,14 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         action="store_true",
         help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
     )
+    b.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=DEFAULT_ROUNDS,
+        help=f"cut the measured span into this many rounds of equal time: each figure's median over them and their "
+        f"spread go in --json and gates (default {DEFAULT_ROUNDS})",
+    )
+    add_gate_options(b)
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
     b.add_argument(
@@ -99,7 +114,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
     # A bad model is exit 3 before anything starts.
-    load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
+    compare = bool(args.compare_with or args.compare_model)
+    gate = _gate_plan(args, config, spec.sha256, compare)  # a bad baseline or budget: exit 2 before anything runs
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(
         args.source,
@@ -111,14 +128,19 @@ def run(args: argparse.Namespace) -> int:
         not args.no_pin,
         inference_cpus=args.inference_cpus,
         decode_threads=args.decode_threads,
+        rounds=args.rounds,
     )
-    if args.compare_with or args.compare_model:
-        return _compare_bench(args, bench, config)
+    if compare:
+        return _compare_bench(args, bench, config, gate)
     summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)
     if sys.stderr.isatty():
         print(file=sys.stderr)
+    out = summary.to_dict()
+    report = _gate(gate, out, SummaryKind.BENCH) if summary.error() is None else None
+    if report is not None:
+        out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
+        text = redact_credentials(json.dumps(out, indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     error = summary.error()
     if error is not None:  # the cause is the one line to show, with its own exit code
@@ -127,7 +149,38 @@ def run(args: argparse.Namespace) -> int:
         if event.kind in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             warn(f"{event.kind}: {event.message}")
     _print_bench(summary)
+    if report is not None:
+        finish_gate(report)
     return 0
+
+
+_Gate = tuple[StoredSummary | None, list[Budget]]
+
+
+def _gate_plan(args: argparse.Namespace, config: InferenceConfig, sha256: str, compare: bool) -> _Gate | None:
+    """The baseline (checked: same workload) and the budgets, or None when no gate was asked for."""
+    if not args.baseline and not args.budget:
+        return None
+    kind = SummaryKind.BENCH_AB if compare else SummaryKind.BENCH
+    if compare and args.baseline:
+        raise UsageError(
+            "--baseline gates a single bench run; an A/B run takes absolute budgets (agreement.top1>=0.98)"
+        )
+    base = None
+    if args.baseline:
+        # As the baseline's JSON spells the source: a stream's password never reaches a file.
+        identity, settings = bench_identity(config.to_dict(), redact_credentials(args.source), sha256)
+        base = load_baseline(args.baseline, kind, identity, settings, strict=args.strict_config)
+    return base, parse_budgets(args.budget, kind, baseline=base is not None)
+
+
+def _gate(gate: _Gate | None, out: dict[str, object], kind: SummaryKind) -> GateReport | None:
+    if gate is None:
+        return None
+    # Read back as its JSON file would be: one reader for a baseline and for this run.
+    run = summary_of(json.loads(json.dumps(out, default=str)), "this run")
+    assert run.kind == kind
+    return evaluate(run, gate[0], gate[1])
 
 
 def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
@@ -198,7 +251,7 @@ def _print_bench(summary: BenchSummary) -> None:
         print(f"csv       {c.path}: {c.rows} rows, {c.lost_rows} lost" + (f"; {c.error}" if c.error else ""))
 
 
-def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig) -> int:
+def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig, gate: _Gate | None) -> int:
     from dataclasses import replace
 
     from app.tasks.bench_compare import run_compare_bench  # the A/B machinery only when asked for
@@ -213,14 +266,20 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
     if args.compare_model:
         load_model_spec(args.compare_model, options=a.model_options)  # exit 3 before anything starts
     summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
+    out = summary.to_dict()
+    report = _gate(gate, out, SummaryKind.BENCH_AB)
+    if report is not None:
+        out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
+        text = redact_credentials(json.dumps(out, indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
     for name in ("a", "b"):
         delegate = summary.side(name).delegate
         if delegate and delegate.fallback_reason:
             warn(f"side {name.upper()} fell back: {delegate.fallback_reason}")
+    if report is not None:
+        finish_gate(report)
     return 0
 
 

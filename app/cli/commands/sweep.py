@@ -9,8 +9,13 @@ import sys
 from pathlib import Path
 
 from app.cli.command import Command
-from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
-from app.cli.output import warn
+from app.cli.options import add_gate_options, add_model_options, model_options, non_negative_int, positive_int
+from app.cli.output import finish_gate, warn
+from app.gates.baseline import load_baseline
+from app.gates.budget import parse_budgets
+from app.gates.figures import SummaryKind
+from app.gates.stored import summary_of
+from app.gates.verdict import evaluate
 from app.model.spec import load_model_spec
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
 from app.sources import capture_frames
@@ -51,6 +56,7 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
         "there are more CPUs than threads, which would differ between thread counts)",
     )
+    add_gate_options(s)
     s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
     s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
 
@@ -63,6 +69,13 @@ def run(args: argparse.Namespace) -> int:
         check_json_out(args.json_file)
     if args.html:
         check_html_out(args.html)
+    # A bad baseline or budget is exit 2 before anything runs; rows are matched after the run.
+    base = None
+    if args.baseline:
+        settings = {"frames": str(args.frames), "warmup": str(args.warmup), "pinned": str(args.pin).lower()}
+        base = load_baseline(args.baseline, SummaryKind.SWEEP, {"source": redact_credentials(args.source)}, settings,
+                             strict=args.strict_config)  # fmt: skip
+    budgets = parse_budgets(args.budget, SummaryKind.SWEEP, baseline=base is not None)
     tty = sys.stderr.isatty()
     if tty:
         _progress(SweepProgress(0, 0, args.source, "capturing"))
@@ -74,8 +87,13 @@ def run(args: argparse.Namespace) -> int:
     )
     if tty:
         print(file=sys.stderr)
+    out = result.to_dict()
+    report = None
+    if args.baseline or args.budget:
+        report = evaluate(summary_of(json.loads(json.dumps(out)), "this run"), base, budgets)
+        out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(result.to_dict(), indent=2))
+        text = redact_credentials(json.dumps(out, indent=2))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     for line in header_lines(result):
         print(redact_credentials(line))
@@ -86,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
     for row in result.rows:
         if row.software:
             warn(f"{row.label} ran on a software GPU renderer ({row.adapter}): its 'GPU' figures are the CPU's")
+    if report is not None:
+        finish_gate(report)
     return 0
 
 

@@ -1,0 +1,43 @@
+"""`delegate-scope compare A.json B.json`: two stored summaries side by side, B against A, with deltas and,
+given --budget, verdicts (exit 7 when one fails). Nothing runs (app/tasks/compare_summaries.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from app.cli.command import Command
+from app.cli.options import add_gate_options
+from app.cli.output import finish_gate
+from app.gates.stored import SCHEMA_VERSION
+from app.tasks.compare_summaries import compare_summaries
+
+
+def add_arguments(c: argparse.ArgumentParser) -> None:
+    c.add_argument(
+        "a", type=Path, metavar="A.json", help="the baseline: a summary written by bench, sweep or inspect --json"
+    )
+    c.add_argument("b", type=Path, metavar="B.json", help="the summary judged against it (of the same kind)")
+    add_gate_options(c, baseline=False)
+    c.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = compare_summaries(args.a, args.b, args.budget)
+    if args.json:
+        print(json.dumps({"schema_version": SCHEMA_VERSION, "gates": report.to_dict()}, indent=2))
+        return 7 if report.failures else 0
+    finish_gate(report)
+    return 0
+
+
+COMMAND = Command(
+    name="compare",
+    help="two stored summaries (bench, sweep, inspect) side by side, with deltas and budgets",
+    description="Compare two JSON summaries of one kind, written by bench, sweep or inspect --json: each figure "
+    "of B against A (A is the baseline), the difference in the figure's unit and in percent, and with --budget a "
+    "verdict per budget (exit 7 when one fails). Nothing runs.",
+    add_arguments=add_arguments,
+    run=run,
+)

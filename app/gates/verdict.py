@@ -1,0 +1,208 @@
+"""A run's figures judged against its budgets and its baseline: one row per figure and budget.
+
+The rule (docs/gates.md, "The noise rule"): an absolute budget holds when the run's figure is within
+its limit. A relative budget's limit is the baseline's figure changed by the budget; a run over that
+limit FAILs only when the difference of the two medians, on the failing side, is also larger than the
+noise: the mean of the two interquartile ranges of rounds (the baseline's and the run's); otherwise it
+is "within noise" and passes. Figures are medians over rounds (app/metrics/rounds.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.gates.budget import Budget, Op
+from app.gates.figures import FIGURES, INSPECT_SHOWN, SHOWN, SummaryKind, figures_of
+from app.gates.stored import Group, Measure, StoredSummary
+
+
+class Verdict(StrEnum):
+    PASS = "pass"
+    FAIL = "FAIL"
+    NOISE = "within noise"  # over a relative budget, but not beyond the rounds' spread: passes
+
+
+@dataclass(frozen=True)
+class GateRow:
+    group: str  # a sweep row's label, an inspect delegate; "" for one bench run
+    figure: str  # "" for a row about the group itself (not measured)
+    unit: str
+    base: Measure | None
+    run: Measure | None
+    budget: Budget | None
+    limit: float | None
+    verdict: Verdict | None  # None: shown, no budget on it
+    note: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        return self.run.value - self.base.value if self.run and self.base else None
+
+    @property
+    def delta_pct(self) -> float | None:
+        d = self.delta
+        return 100 * d / self.base.value if d is not None and self.base and self.base.value else None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "group": self.group,
+            "figure": self.figure,
+            "unit": self.unit,
+            "baseline": self.base.to_dict() if self.base else None,
+            "run": self.run.to_dict() if self.run else None,
+            "delta": self.delta,
+            "delta_pct": self.delta_pct,
+            "budget": self.budget.text if self.budget else None,
+            "limit": self.limit,
+            "verdict": self.verdict.value if self.verdict else None,
+            "note": self.note or None,
+        }
+
+
+@dataclass(frozen=True)
+class GateReport:
+    kind: SummaryKind
+    baseline: str | None  # the baseline's file (compare: the first file)
+    run: str  # "this run", or compare's second file
+    differences: tuple[str, ...]  # settings that differ between the two ("threads 2 there, 1 here")
+    rows: tuple[GateRow, ...]
+    unmatched: tuple[str, ...]  # groups found on one side only, said so
+    budgets: tuple[str, ...]
+    rounds: tuple[int, int] = (0, 0)  # the baseline's and the run's rounds (bench)
+
+    @property
+    def failures(self) -> list[GateRow]:
+        return [r for r in self.rows if r.verdict == Verdict.FAIL]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind.value,
+            "baseline": self.baseline,
+            "run": self.run,
+            "budgets": list(self.budgets),
+            "differences": list(self.differences),
+            "unmatched": list(self.unmatched),
+            "rows": [r.to_dict() for r in self.rows],
+            "failed": len(self.failures),
+            "passed": not self.failures,
+        }
+
+    def failure_line(self) -> str:
+        """The one line of the exit-7 error: every failed budget."""
+        parts = []
+        for r in self.failures:
+            where = f"{r.group}: " if r.group else ""
+            parts.append(f"{where}{r.budget.text if r.budget else r.figure or 'run'} ({r.note})")
+        return f"{len(parts)} budget{'s' if len(parts) > 1 else ''} failed: " + "; ".join(parts)
+
+
+def differences(base: StoredSummary, run: StoredSummary) -> list[str]:
+    """Each setting (and identity field) that differs, as `threads 2 there, 1 here`."""
+    out = []
+    for fields in ("identity", "settings"):
+        there, here = getattr(base, fields), getattr(run, fields)
+        for key in there.keys() & here.keys():
+            if there[key] != here[key]:
+                out.append(f"{key} {there[key]} there, {here[key]} here")
+    order = [*base.identity, *base.settings]
+    return sorted(out, key=lambda line: next((i for i, k in enumerate(order) if line.startswith(k + " ")), 99))
+
+
+def evaluate(run: StoredSummary, base: StoredSummary | None, budgets: Sequence[Budget]) -> GateReport:
+    """Every group of `run` (matched with `base`'s) with its shown figures and budgets judged."""
+    pairs, unmatched = _pair(run, base)
+    rows: list[GateRow] = []
+    for b, r in pairs:
+        rows += _group_rows(run.kind, b, r, budgets)
+    return GateReport(
+        kind=run.kind,
+        baseline=base.path if base else None,
+        run=run.path,
+        differences=tuple(differences(base, run)) if base else (),
+        rows=tuple(rows),
+        unmatched=tuple(unmatched),
+        budgets=tuple(b.text for b in budgets),
+        rounds=(base.rounds if base else 0, run.rounds),
+    )
+
+
+def _pair(run: StoredSummary, base: StoredSummary | None) -> tuple[list[tuple[Group | None, Group]], list[str]]:
+    if base is None:
+        return [(None, g) for g in run.groups], []
+    groups = [*run.groups, *base.groups]
+    by_sha = all(g.model_sha256 for g in groups) if run.kind == SummaryKind.SWEEP else False
+
+    def key(g: Group) -> tuple[str | None, ...]:
+        if run.kind != SummaryKind.SWEEP:
+            return g.key
+        return (g.model_sha256 if by_sha else g.model_ref, *g.key)
+
+    base_by_key = {key(g): g for g in base.groups}
+    run_keys = {key(g) for g in run.groups}
+    pairs = [(base_by_key.get(key(g)), g) for g in run.groups]
+    unmatched = [f"{g.label or 'the run'}: only in {run.path}" for b, g in pairs if b is None]
+    unmatched += [f"{g.label}: only in {base.path}" for g in base.groups if key(g) not in run_keys]
+    return [(b, g) for b, g in pairs if b is not None], unmatched
+
+
+def _shown(kind: SummaryKind) -> tuple[str, ...]:
+    if kind == SummaryKind.INSPECT:
+        return INSPECT_SHOWN
+    if kind == SummaryKind.SWEEP:
+        return ("inference.p50", "rate")
+    return tuple(n for n in SHOWN if n in figures_of(kind)) or tuple(figures_of(kind))
+
+
+def _group_rows(kind: SummaryKind, b: Group | None, r: Group, budgets: Sequence[Budget]) -> list[GateRow]:
+    mine = [x for x in budgets if x.group is None or (r.key and x.group == r.key[0])]
+    if not r.measured:
+        # A configuration measured in the baseline that this run could not measure has regressed.
+        failed = b is not None and b.measured and bool(mine)
+        note = f"not measured: {r.reason}" if r.reason else "not measured"
+        return [GateRow(r.label, "", "", None, None, None, None, Verdict.FAIL if failed else None, note)]
+    if b is not None and not b.measured:
+        return [GateRow(r.label, "", "", None, None, None, None, None, f"not measured in the baseline: {b.reason}")]
+    names = list(_shown(kind)) + [x.figure.name for x in mine if x.figure.name not in _shown(kind)]
+    rows = []
+    for name in dict.fromkeys(names):
+        figure = FIGURES[name]
+        base_m, run_m = (b.figures.get(name) if b else None), r.figures.get(name)
+        on_it = [x for x in mine if x.figure.name == name]
+        if not on_it:
+            rows.append(GateRow(r.label, name, figure.unit, base_m, run_m, None, None, None))
+        for budget in on_it:
+            rows.append(_judge(r.label, budget, base_m, run_m))
+    return rows
+
+
+def _judge(group: str, budget: Budget, base: Measure | None, run: Measure | None) -> GateRow:
+    name, unit = budget.figure.name, budget.figure.unit
+    if run is None:
+        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "no such figure in this run")
+    if budget.relative and base is None:
+        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "no such figure in the baseline")
+    limit = budget.limit(base.value if base else None)
+    if budget.holds(run.value, limit):
+        return GateRow(group, name, unit, base, run, budget, limit, Verdict.PASS)
+    over = f"{_num(run.value)} against a limit of {_num(limit)}{_unit(unit)}"
+    if budget.relative and base is not None and not _beyond_noise(budget.op, base, run):
+        return GateRow(
+            group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, by less than the rounds' spread"
+        )
+    return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, over)
+
+
+def _beyond_noise(op: Op, base: Measure, run: Measure) -> bool:
+    """The difference of the medians, on the failing side, larger than the mean of the two interquartile ranges."""
+    worse = run.value - base.value if op == Op.AT_MOST else base.value - run.value
+    return worse > ((base.high - base.low) + (run.high - run.low)) / 2
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
+
+
+def _unit(unit: str) -> str:
+    return f" {unit}" if unit in ("ms", "/s") else ""

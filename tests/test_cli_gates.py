@@ -1,0 +1,175 @@
+"""Gates on the command line (issue 35): bench and sweep with --baseline/--budget, compare on stored
+summaries, the exit code 7 and the one-line errors; real runs, real files (tests/data/gates: summaries
+written by this version's bench, sweep and inspect --json on this machine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.paths import ROOT
+
+GATES = ROOT / "tests" / "data" / "gates"
+QUICK = ("--source", "synthetic", "--no-pace", "--frames", "60", "--warmup", "5")
+
+
+def _scaled_baseline(tmp_path: Path, factor: float) -> Path:
+    """The stored 2-thread summary with every timing figure (whole span and rounds) times `factor`:
+    a baseline from a machine `1/factor` times faster, so that the gate's outcome does not hang on this
+    machine's load."""
+    data = json.loads((GATES / "bench_2threads.json").read_text())
+    for stats in data["metrics"]["latency"].values():
+        for key in ("mean", "p50", "p95", "max"):
+            stats[key] *= factor
+    for name, spread in data["rounds"]["figures"].items():
+        if "." in name:  # latencies (rate and CPU figures stay)
+            spread["values"] = [v * factor for v in spread["values"]]
+            for key in ("median", "min", "max"):
+                spread[key] *= factor
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_run_at_one_thread_against_a_faster_two_thread_baseline_fails_naming_inference_p50(tmp_path: Path):
+    base = _scaled_baseline(tmp_path, 0.25)
+    run = run_cli("bench", *QUICK, "--threads", "1", "--baseline", base, "--json", tmp_path / "run.json")
+    assert_one_line_error(run, 7, "inference.p50<=+10%")
+    assert "differs   threads 2 there, 1 here" in run.stdout  # a setting: shown, not refused
+    (row,) = [line for line in run.stdout.splitlines() if line.startswith("inference.p50")]
+    assert "FAIL" in row and "<=+10%" in row, row
+    gates = json.loads((tmp_path / "run.json").read_text())["gates"]
+    assert gates["failed"] >= 1 and not gates["passed"] and gates["budgets"] == ["inference.p50<=+10%", "rate>=-10%"]
+    failed = [r for r in gates["rows"] if r["verdict"] == "FAIL"]
+    assert failed[0]["figure"] == "inference.p50" and failed[0]["baseline"]["rounds"] == 5
+
+
+def test_a_generous_budget_passes_and_the_table_follows_the_summary(tmp_path: Path):
+    base = _scaled_baseline(tmp_path, 1.0)
+    run = run_cli("bench", *QUICK, "--threads", "2", "--baseline", base, "--budget", "inference.p50<=+500%",
+                  "--budget", "end_to_end.p95<=10000ms", "--rounds", "3")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.index("start-up") < run.stdout.index("gate      bench baseline")
+    assert "differs" not in run.stdout  # same model, source, delegate, threads
+    assert "(baseline 5, this run 3)" in run.stdout
+    assert "verdict   pass: 2 budget checks held" in run.stdout
+
+
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--model", "efficientnet_lite0_int8", "--threads", "2"], "model sha256 268a0e7b6900"),
+        (["--source", "demo", "--threads", "2"], "source synthetic there, demo here"),
+        (["--source", "synthetic", "--threads", "1", "--strict-config"], "threads 2 there, 1 here"),
+    ],
+)
+def test_a_baseline_of_another_workload_is_a_usage_error_naming_the_difference(argv: list[str], words: str):
+    run = run_cli("bench", "--baseline", GATES / "bench_2threads.json", "--frames", "5", *argv)
+    assert_one_line_error(run, 2, f"--baseline {GATES / 'bench_2threads.json'}: ", words)
+
+
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--budget", "rate>=-5%"], "--budget 'rate>=-5%' is relative to a baseline"),
+        (["--budget", "fps>=30"], "fps is no figure of a bench summary; known: queue.mean"),
+        (["--baseline", str(GATES / "sweep.json")], "it holds a sweep summary, and this is bench"),
+        (
+            ["--compare-model", "efficientnet_lite0_int8", "--baseline", str(GATES / "bench_2threads.json")],
+            "--baseline gates a single bench run",
+        ),
+        (["--budget", "agreement.top1>=0.9"], "agreement.top1 is no figure of a bench summary"),
+    ],
+)
+def test_bad_gates_are_usage_errors_before_anything_runs(argv: list[str], words: str):
+    assert_one_line_error(run_cli("bench", "--frames", "5", *argv, timeout=30), 2, words)
+
+
+def test_an_ab_run_takes_absolute_budgets_on_agreement(tmp_path: Path):
+    ab = ("bench", "--source", "synthetic", "--compare-model", "efficientnet_lite0_int8", "--frames", "20",
+          "--compare-alone-seconds", "0")  # fmt: skip
+    run = run_cli(*ab, "--budget", "agreement.top1>=1.01", "--json", tmp_path / "ab.json")  # never holds
+    assert_one_line_error(run, 7, "agreement.top1>=1.01")
+    assert json.loads((tmp_path / "ab.json").read_text())["gates"]["kind"] == "bench A/B"
+    assert run_cli(*ab, "--budget", "agreement.top1>=0").returncode == 0
+
+
+def test_sweep_rows_are_matched_and_one_missing_on_either_side_is_said(tmp_path: Path):
+    base = json.loads((GATES / "sweep.json").read_text())
+    two_threads = base["rows"].pop(1)  # only in this run
+    base["rows"].append({**two_threads, "model_sha256": "0" * 64, "label": "another model"})  # only in the baseline
+    base["rows"][0]["rounds"]["figures"]["inference.p50"]["values"] = [0.01] * 5  # "1 thread": far faster there
+    path = tmp_path / "sweep-base.json"
+    path.write_text(json.dumps(base))
+    run = run_cli("sweep", "--model", "efficientnet_lite0", "--source", "synthetic", "--frames", "10",
+                  "--baseline", path, "--budget", "inference.p50<=+10%", "--budget", "agreement.top1>=0.5",
+                  "--json", tmp_path / "sweep.json", timeout=300)  # fmt: skip
+    assert_one_line_error(run, 7, "CPU 1 thread: inference.p50<=+10%")
+    assert "differs   frames 20 there, 10 here" in run.stdout
+    assert "unmatched EfficientNet-Lite0 (float32) · CPU 2 threads (all cores): only in this run" in run.stdout
+    assert f"unmatched another model: only in {path}" in run.stdout
+    gates = json.loads((tmp_path / "sweep.json").read_text())["gates"]
+    verdicts = {(r["group"].split(" · ")[-1], r["figure"]): r["verdict"] for r in gates["rows"]}
+    assert verdicts[("CPU 1 thread", "inference.p50")] == "FAIL"
+    assert verdicts[("CPU 1 thread", "agreement.top1")] == "pass"  # the first configuration agrees with itself
+    assert verdicts[("GPU fp16 / fp32", "")] is None  # not measured on either side: said, not failed
+
+
+def test_compare_shows_two_stored_summaries_and_gates_them():
+    pair = (GATES / "bench_2threads.json", GATES / "bench_1thread.json")
+    shown = run_cli("compare", *pair)
+    assert shown.returncode == 0, shown.stderr
+    assert "differs   threads 2 there, 1 here" in shown.stdout and "verdict   no budget given" in shown.stdout
+    gated = run_cli("compare", *pair, "--budget", "inference.p50<=+10%", "--budget", "rate>=-50%")
+    assert_one_line_error(gated, 7, "1 budget failed: inference.p50<=+10%")
+    as_json = run_cli("compare", *pair, "--budget", "inference.p50<=+10%", "--json")
+    assert as_json.returncode == 7
+    out = as_json.json()
+    assert out["schema_version"] == 1 and out["gates"]["failed"] == 1
+
+
+def test_compare_inspect_summaries_per_delegate():
+    pair = (GATES / "inspect_efficientnet_lite0.json", GATES / "inspect_efficientnet_lite0_int8.json")
+    run = run_cli("compare", *pair, "--budget", "cpu.nodes>=50", "--budget", "coreml.fallback_nodes<=+0")
+    assert_one_line_error(run, 7, "coreml.fallback_nodes<=+0")
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("cpu (measured)") and "nodes" in line and "pass" in line for line in lines), run.stdout
+    assert any(line.startswith("coreml (predicted)") and "FAIL" in line for line in lines), run.stdout
+
+
+def test_compare_refuses_two_kinds():
+    run = run_cli("compare", GATES / "bench_2threads.json", GATES / "inspect_efficientnet_lite0.json")
+    assert_one_line_error(run, 2, "holds a bench summary", "one of inspect: compare needs two of one kind")
+
+
+def _damaged(tmp_path: Path) -> list[Path]:
+    """Each stored summary cut short at a few places, and plain garbage."""
+    files = []
+    for source in sorted(GATES.glob("*.json")):
+        text = source.read_bytes()
+        for cut in (1, len(text) // 3, len(text) - 2):
+            path = tmp_path / f"{source.stem}-{cut}.json"
+            path.write_bytes(text[:cut])
+            files.append(path)
+    for name, content in (("empty", b""), ("binary", bytes(range(256))), ("array", b"[]"), ("null", b"null"),
+                          ("nested", b"[" * 50000 + b"]" * 50000), ("number", b"1e999")):  # fmt: skip
+        path = tmp_path / f"{name}.json"
+        path.write_bytes(content)
+        files.append(path)
+    return files
+
+
+def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
+    from app.errors import UsageError
+    from app.gates.stored import read_summary
+
+    for path in _damaged(tmp_path):  # in process: every file
+        with pytest.raises(UsageError) as caught:
+            read_summary(path)
+        assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
+    good = GATES / "bench_1thread.json"
+    for path in _damaged(tmp_path)[::4]:  # on the command line, as a user meets them: some of them
+        assert_one_line_error(run_cli("compare", good, path), 2, str(path))

@@ -1,0 +1,155 @@
+"""Budgets and the noise rule (app/gates), headless: expressions parsed into typed budgets, stored
+summaries read back (files with and without schema_version, files that are no summary), and verdicts
+on figures whose rounds are known (docs/gates.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.errors import UsageError
+from app.gates.budget import DEFAULT_BUDGETS, Op, Reference, parse_budget, parse_budgets
+from app.gates.figures import FIGURES, SummaryKind, figures_of
+from app.gates.stored import read_summary, summary_of
+from app.gates.verdict import Verdict, evaluate
+
+GATES = Path(__file__).resolve().parent / "data" / "gates"
+
+
+@pytest.mark.parametrize(
+    "text,kind,name,op,amount,reference",
+    [
+        ("inference.p50<=+10%", SummaryKind.BENCH, "inference.p50", Op.AT_MOST, 10.0, Reference.PERCENT),
+        ("end_to_end.p95<=20ms", SummaryKind.BENCH, "end_to_end.p95", Op.AT_MOST, 20.0, Reference.ABSOLUTE),
+        ("cpu_per_inference<=+15%", SummaryKind.SWEEP, "cpu_per_inference", Op.AT_MOST, 15.0, Reference.PERCENT),
+        ("agreement.top1>=0.98", SummaryKind.BENCH_AB, "agreement.top1", Op.AT_LEAST, 0.98, Reference.ABSOLUTE),
+        ("rate>=-5%", SummaryKind.BENCH, "rate", Op.AT_LEAST, -5.0, Reference.PERCENT),
+        (" inference.p95 <= +2 ms ", SummaryKind.BENCH, "inference.p95", Op.AT_MOST, 2.0, Reference.DELTA),
+        ("rate>=25fps", SummaryKind.SWEEP, "rate", Op.AT_LEAST, 25.0, Reference.ABSOLUTE),
+    ],
+)
+def test_the_issue_s_expressions_parse_into_typed_budgets(text, kind, name, op, amount, reference):
+    budget = parse_budget(text, kind)
+    assert (budget.figure.name, budget.op, budget.amount, budget.reference) == (name, op, amount, reference)
+
+
+def test_an_inspect_budget_names_its_delegate():
+    budget = parse_budget("gpu.partitions<=1", SummaryKind.INSPECT)
+    assert (budget.group, budget.figure.name, budget.amount) == ("gpu", "partitions", 1.0)
+
+
+@pytest.mark.parametrize(
+    "text,kind,words",
+    [
+        ("latency<=+10%", SummaryKind.BENCH, "latency is no figure of a bench summary; known: queue.mean"),
+        ("agreement.top1>=0.98", SummaryKind.BENCH, "known: "),  # one bench run has no agreement
+        ("inference.p50 < 12", SummaryKind.BENCH, "write FIGURE<=VALUE or FIGURE>=VALUE"),
+        ("inference.p50<=10%", SummaryKind.BENCH, "write +N% or -N%"),
+        ("inference.p50<=20fps", SummaryKind.BENCH, "inference.p50 is in ms, not fps"),
+    ],
+)
+def test_a_bad_budget_is_one_usage_line(text, kind, words):
+    with pytest.raises(UsageError, match=r"^--budget ") as caught:
+        parse_budget(text, kind)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_the_unknown_figure_error_lists_every_known_name():
+    with pytest.raises(UsageError) as caught:
+        parse_budget("fps>=30", SummaryKind.BENCH)
+    for name in figures_of(SummaryKind.BENCH):
+        assert name in str(caught.value)
+
+
+def test_relative_budgets_need_a_baseline_and_the_defaults_come_with_one():
+    with pytest.raises(UsageError, match="relative to a baseline"):
+        parse_budgets(["inference.p50<=+10%"], SummaryKind.BENCH, baseline=False)
+    assert [b.text for b in parse_budgets(None, SummaryKind.BENCH, baseline=True)] == list(DEFAULT_BUDGETS)
+    assert parse_budgets(None, SummaryKind.BENCH, baseline=False) == []
+    assert parse_budgets(None, SummaryKind.INSPECT, baseline=True) == []  # no latency to default on
+
+
+def _bench(p50_rounds: list[float], threads: int = 1, version: int | None = None) -> dict:
+    """A bench summary as bench --json writes it, cut down to what a gate reads."""
+    summary: dict = {
+        "source": {"spec": "synthetic"},
+        "config": {"model": "m", "delegate": "cpu", "options": {"threads": threads}, "fallback": True},
+        "metrics": {"latency": {"inference": {"p50": sorted(p50_rounds)[len(p50_rounds) // 2]}}, "inference_fps": 50},
+        "status": {"state": "stopped"},
+        "events": [{"kind": "open", "model": {"sha256": "ab" * 32}}],
+        "rounds": {"count": len(p50_rounds), "figures": {"inference.p50": {"values": p50_rounds}}},
+    }
+    if version is not None:
+        summary["schema_version"] = version
+    return summary
+
+
+def _verdict(base_rounds: list[float], run_rounds: list[float], budget: str = "inference.p50<=+10%") -> Verdict | None:
+    base, run = summary_of(_bench(base_rounds, 2), "base"), summary_of(_bench(run_rounds, 1, version=1), "run")
+    report = evaluate(run, base, [parse_budget(budget, SummaryKind.BENCH)])
+    (row,) = [r for r in report.rows if r.budget is not None]
+    assert report.differences == ("threads 2 there, 1 here",)
+    return row.verdict
+
+
+def test_the_noise_rule():
+    steady = [10.0, 10.2, 10.4, 10.6, 10.8]  # median 10.4, interquartile range 10.2-10.6: limit 11.44
+    assert _verdict(steady, [10.9, 11.0, 11.1, 11.2, 11.3]) == Verdict.PASS  # under the limit
+    # Over the limit by a difference of 1.1 ms against a spread of (0.4 + 0.2) / 2: FAIL.
+    assert _verdict(steady, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.FAIL
+    # The same difference, but the run's own quartiles 10.5-12.5: spread (0.4 + 2.0) / 2 = 1.2.
+    assert _verdict(steady, [10.0, 10.5, 11.5, 12.5, 13.0]) == Verdict.NOISE
+    wide = [9.0, 9.9, 10.4, 12.1, 13.0]  # same median, quartiles 9.9-12.1
+    assert _verdict(wide, [11.3, 11.4, 11.5, 11.6, 20.0]) == Verdict.NOISE  # 1.1 against (2.2 + 0.2) / 2
+    assert _verdict(wide, [12.1, 12.2, 12.3, 12.4, 12.5]) == Verdict.FAIL  # 1.9 against 1.2
+    assert _verdict(steady, [30.0] * 5, "inference.p50<=40ms") == Verdict.PASS  # absolute: no baseline, no noise
+    assert _verdict(steady, [30.0] * 5, "inference.p50<=20") == Verdict.FAIL
+
+
+def test_a_summary_without_rounds_is_its_whole_span_value():
+    summary = _bench([10.0])
+    del summary["rounds"]
+    measure = summary_of(summary, "old").groups[0].figures["inference.p50"]
+    assert measure is not None and (measure.value, measure.low, measure.high, measure.rounds) == (10.0, 10.0, 10.0, 0)
+
+
+def test_schema_version_is_read_when_present_and_a_newer_one_is_refused():
+    assert summary_of(_bench([10.0], version=1), "v1").kind == SummaryKind.BENCH
+    with pytest.raises(UsageError, match="written with schema_version 2; this version reads up to 1"):
+        summary_of(_bench([10.0], version=2), "v2")
+
+
+def test_every_figure_says_where_each_kind_keeps_it():
+    for figure in FIGURES.values():
+        assert any(figure.path(kind) for kind in SummaryKind), figure.name
+
+
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (b"", "not JSON (line 1"),
+        (b'{"metrics": {', "not JSON"),
+        (b"\xff\xfe\x00garbage", "cannot be read"),
+        (b"[1, 2, 3]", "not a summary written by bench, sweep or inspect --json (not a JSON object)"),
+        (b'{"hello": 1}', "not a summary written by bench, sweep or inspect --json"),
+        (b"[" * 100000, "not JSON"),
+        (b'{"rows": [1], "frames": 3, "source": "demo"}', "a sweep row that is not an object"),
+    ],
+)
+def test_a_file_that_is_no_summary_is_one_usage_line(tmp_path: Path, content: bytes, words: str):
+    path = tmp_path / "x.json"
+    path.write_bytes(content)
+    with pytest.raises(UsageError) as caught:
+        read_summary(path, "--baseline")
+    assert str(caught.value).startswith(f"--baseline {path}: ") and words in str(caught.value)
+
+
+def test_stored_summaries_of_every_kind_read_back():
+    kinds = {path.name: read_summary(path).kind for path in sorted(GATES.glob("*.json"))}
+    assert set(kinds.values()) == set(SummaryKind), kinds
+    for path in GATES.glob("*.json"):
+        data = json.loads(path.read_text())
+        for group in summary_of(data, path.name).groups:
+            assert group.figures or not group.measured
