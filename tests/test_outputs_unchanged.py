@@ -84,6 +84,8 @@ def _timings_out(value: object, timing: bool = False) -> object:
 # Prose with figures and a direction; A/B's disagreeing labels; the stage that bounds the rate (the
 # capture or the model, as the machine's other work has it: a fresh clone's run read "inference" once).
 _VOLATILE_TEXT = {"sentence", "a", "b", "stage"}
+# The power state: a number where the machine exposes the counter (cpufreq, NVML), null where not.
+_MACHINE_NUMBERS = {"gpu_sm_clock_mhz", "gpu_power_w", "cpu_mhz"}
 
 
 def _skeleton(value: object, key: str = "") -> object:
@@ -98,6 +100,8 @@ def _skeleton(value: object, key: str = "") -> object:
             if element not in distinct:
                 distinct.append(element)
         return distinct
+    if key in _MACHINE_NUMBERS and (value is None or isinstance(value, int | float)):
+        return "<number or null>"
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int | float):
