@@ -102,6 +102,8 @@ def _skeleton(value: object, key: str = "") -> object:
         return distinct
     if key in _MACHINE_NUMBERS and (value is None or isinstance(value, int | float)):
         return "<number or null>"
+    if key == "power":  # each figure a number or null with its reason, as the machine's counters allow
+        return "<the machine's power figures>"
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int | float):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.metrics.energy import clock_state_sentence, power_figures
+from app.metrics.energy import PowerFigures, clock_state_sentence, power_figures
 from app.system.power_counters import (
     GpuPower,
     PowerCounters,
@@ -115,3 +115,21 @@ def test_a_paced_run_at_the_idle_clock_is_named_beside_an_unpaced_one():
     assert "unpaced: SM clock 1980 MHz" in sentence and "different power states" in sentence
     assert clock_state_sentence("a", unpaced, "b", unpaced) is None  # same clocks: nothing to say
     assert clock_state_sentence("a", power_figures([], [], 0), "b", unpaced) is None  # not known: silent
+
+
+def test_bench_reports_each_power_figure_or_why_it_is_missing(tmp_path: Path):
+    """bench's JSON carries the power section; here (no NVML, cpufreq or RAPL in this VM) every figure is
+    null beside its reason, and the text says the same. On a machine with the counters: numbers."""
+    from tests.helpers.cli import run_cli
+
+    out = tmp_path / "b.json"
+    run = run_cli("bench", "--source", "synthetic", "--frames", "20", "--warmup", "2", "--idle-seconds", "0.3",
+                  "--json", out)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    power = PowerFigures(**__import__("json").loads(out.read_text())["power"])
+    assert (power.sm_clock_mhz is None) == (power.gpu_reason is not None), power
+    assert (power.cpu_mhz is None) == (power.cpu_mhz_reason is not None), power
+    assert (power.cpu_package_energy_j is None) == (power.cpu_energy_reason is not None), power
+    assert "power     " in run.stdout
+    if power.gpu_reason:
+        assert power.gpu_reason in run.stdout

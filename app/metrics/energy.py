@@ -141,3 +141,32 @@ def clock_state_sentence(a_label: str, a: PowerFigures, b_label: str, b: PowerFi
         f"{part(a_label, a)}; {part(b_label, b)}: the two speeds were measured at different power states "
         "(a paced run may never raise the clock), so their ratio is not the hardware's."
     )
+
+
+def power_lines(f: PowerFigures) -> list[str]:
+    """The power state and energy in words, one line for the GPU and one for the CPU: each figure or why
+    it is missing (`bench`'s output)."""
+
+    def mj(total: float | None, above: float | None) -> str:
+        if total is None:
+            return ""
+        return f"; {total:.2f} mJ per inference" + (f" ({above:.2f} above idle)" if above is not None else "")
+
+    if f.sm_clock_mhz is not None:
+        idle_clock = f" (idle {f.idle_sm_clock_mhz:.0f})" if f.idle_sm_clock_mhz is not None else ""
+        idle_power = f" (idle {f.idle_power_w:.0f})" if f.idle_power_w is not None else ""
+        counter = "NVML's energy counter" if f.gpu_energy_source == "counter" else f.gpu_energy_source
+        gpu = (
+            f"GPU {f.gpu_name}: SM clock {f.sm_clock_mhz:.0f} MHz{idle_clock}, memory {f.memory_clock_mhz:.0f} MHz, "
+            f"{f.power_w:.0f} W{idle_power}"
+            + mj(f.gpu_mj_per_inference, f.gpu_mj_per_inference_above_idle)
+            + (f", from {counter}" if counter else "")
+        )
+    else:
+        gpu = f"GPU: {f.gpu_reason or 'not read'}"
+    clock = f"clock {f.cpu_mhz:.0f} MHz (median over cores)" if f.cpu_mhz is not None else f"clock: {f.cpu_mhz_reason}"
+    if f.cpu_package_energy_j is not None:
+        energy = "package energy" + mj(f.cpu_package_mj_per_inference, f.cpu_package_mj_per_inference_above_idle)[1:]
+    else:
+        energy = f"package energy: {f.cpu_energy_reason}"
+    return [gpu, f"CPU {clock}; {energy}"]

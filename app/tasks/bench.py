@@ -16,6 +16,7 @@ import psutil
 from app.backends import DelegationReport
 from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
+from app.metrics.energy import PowerFigures, power_figures
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.rounds import DEFAULT_ROUNDS, Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
@@ -28,6 +29,7 @@ from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
 from app.sources import CapturedFrames, SourceInfo
 from app.system.cpu_affinity import CpuSplit
+from app.system.power_counters import PowerReading
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,12 @@ class BenchConfig:
     inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
     decode_threads: int | None = None  # FFmpeg's, for video files (0: one per core; None: by the machine)
     rounds: int = DEFAULT_ROUNDS  # the measured span cut into this many rounds (app/metrics/rounds.py)
+    # Seconds the machine idles before the pipeline starts, read by the power counters: what "above
+    # idle" takes off. None: IDLE_S where an energy counter is readable (NVML, RAPL), else none.
+    idle_s: float | None = None
+
+
+IDLE_S = 2.0
 
 
 _POLL_S = 0.05  # how often the run's end and the pipeline's status are checked
@@ -105,6 +113,7 @@ class BenchSummary:
     task: TaskFigures | None = None
     feed: FeedFacts | None = None  # ... and a model with inputs that are not the frame: their feeder
     rounds: Rounds | None = None  # the measured span in rounds: each figure's median and spread (gates)
+    power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -142,6 +151,8 @@ class BenchSummary:
             summary["feed"] = self.feed.to_dict()
         if self.rounds is not None:
             summary["rounds"] = self.rounds.to_dict()
+        if self.power is not None:
+            summary["power"] = self.power.to_dict()
         return summary
 
 
@@ -170,6 +181,10 @@ class _Span:
         self.cpu_to: tuple[CpuMark, float] | None = None
         self.snapshot: MetricsSnapshot | None = None
         self.closed_at: float | None = None  # monotonic: the measured span's end (its rounds end there)
+        # The power counters read at the span's exact ends (the energy counters' difference is the span's)
+        self.read_power: Callable[[], PowerReading | None] = lambda: None
+        self.power_from: PowerReading | None = None
+        self.power_to: PowerReading | None = None
 
     def open_now(self) -> None:
         with self._lock:
@@ -210,6 +225,7 @@ class _Span:
             self.task = TaskFigures()
         self.measured_from = time.monotonic()
         self.cpu_from = (cpu_mark(), time.time())
+        self.power_from = self.read_power()
         if self._recorder:
             self._recorder.add_row({"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences done"})
 
@@ -217,6 +233,7 @@ class _Span:
         self.closed_at = time.monotonic()
         self.snapshot = self._metrics.snapshot(self.closed_at)
         self.cpu_to = (cpu_mark(), time.time())
+        self.power_to = self.read_power()
         self.closed.set()
 
 
@@ -230,11 +247,13 @@ def run_bench(
     `on_result` sees every published result, warm-up included (a sweep's agreement)."""
     sampler = ResourceSampler()
     sampler.start()
+    idle = _idle_power(sampler, bench.idle_s)
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     # A model that is not a classifier records its task's columns and sums up what it found.
     tasks_too = not_a_classifier(config)
     recorder = RecordingWriter(bench.csv, tasks=tasks_too) if bench.csv else None
     span = _Span(bench, metrics, recorder, TaskFigures() if tasks_too else None)
+    span.read_power = sampler.read_power_now
     first: list[float] = []  # monotonic time of the first result, for the start-up figure
     pipeline = Pipeline(
         bench.source,
@@ -285,9 +304,12 @@ def run_bench(
         snap = span.snapshot
         if measured_cpu:
             snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
-        rounds = None
+        rounds = power = None
         if span.measured_from is not None and span.closed_at is not None:
             rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, bench.rounds)
+            during = sampler.power_between(span.measured_from, span.closed_at)
+            ends = [r for r in (span.power_from, *during, span.power_to) if r is not None]
+            power = power_figures(idle, sorted(ends, key=lambda r: r.t), snap.inferences_total)
         report = pipeline.delegation_report()
         rec_state = None
         if recorder:
@@ -314,7 +336,24 @@ def run_bench(
         task=span.task,
         feed=pipeline.feed_facts(),
         rounds=rounds,
+        power=power,
     )
+
+
+def _idle_power(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReading]:
+    """Readings of the machine idle before the run (its idle power and clock); none when no energy
+    counter is readable and the user asked for no idle time."""
+    first = sampler.read_power_now()
+    if first is None:
+        return []
+    readable = (first.gpu is not None and first.gpu.energy_j is not None) or first.cpu_package_energy_j is not None
+    seconds = idle_s if idle_s is not None else (IDLE_S if readable else 0.0)
+    if seconds <= 0:
+        return []
+    t0 = first.t
+    time.sleep(seconds)  # the sampler reads meanwhile, every interval
+    last = sampler.read_power_now()
+    return [first, *sampler.power_between(t0 + 1e-9, time.monotonic() - 1e-9), *([last] if last else [])]
 
 
 def not_a_classifier(config: InferenceConfig) -> bool:

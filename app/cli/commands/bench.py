@@ -30,13 +30,14 @@ from app.gates.budget import Budget, parse_budgets
 from app.gates.figures import SummaryKind
 from app.gates.stored import StoredSummary, bench_identity, summary_of
 from app.gates.verdict import GateReport, evaluate
+from app.metrics.energy import power_lines
 from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
 from app.system.redact import redact_credentials
-from app.tasks.bench import BenchConfig, BenchSummary, run_bench
+from app.tasks.bench import IDLE_S, BenchConfig, BenchSummary, run_bench
 
 if TYPE_CHECKING:
     from app.tasks.bench_compare import CompareSummary
@@ -80,6 +81,12 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         default=DEFAULT_ROUNDS,
         help=f"cut the measured span into this many rounds of equal time: each figure's median over them and their "
         f"spread go in --json and gates (default {DEFAULT_ROUNDS})",
+    )
+    b.add_argument(
+        "--idle-seconds",
+        type=non_negative_float,
+        help=f"idle the machine this long before the run, reading its power (what 'above idle' takes off); "
+        f"default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
     )
     add_gate_options(b)
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
@@ -129,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         inference_cpus=args.inference_cpus,
         decode_threads=args.decode_threads,
         rounds=args.rounds,
+        idle_s=args.idle_seconds,
     )
     if compare:
         return _compare_bench(args, bench, config, gate)
@@ -244,6 +252,9 @@ def _print_bench(summary: BenchSummary) -> None:
         print(f"memory    RSS {m.rss_mb:.0f} MB" + (f", GPU {m.gpu_util_pct:.0f}%" if m.gpu_util_pct else ""))
     if m.gpu_busy_ms_per_inference:  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
         print(f"gpu       busy {m.gpu_busy_ms_per_inference:.2f} ms per inference (NVML utilisation x interval)")
+    if summary.power is not None:
+        gpu_line, cpu_line = power_lines(summary.power)
+        print(f"power     {gpu_line}\n          {cpu_line}")
     if summary.first_result_s is not None:
         print(f"start-up  first result {summary.first_result_s:.2f} s after the process started")
     if summary.csv:
