@@ -352,18 +352,22 @@ class OpsView(QWidget):
     def refresh(self) -> None:
         if self.profiler is None:
             return
-        latest = self.latest = self.profiler.latest()
+        self.show_latest(self.profiler.latest(), self.profiler.comparing)
+        if self.profiler.running:
+            self.status.set_text("profiling on a separate runner, low priority", NOTE_COLOUR)
+
+    def show_latest(self, latest: Mapping[str, LiveProfile], comparing: bool) -> None:
+        """The profiles per side ("a", and "b" in A/B), as taken now or last."""
+        self.latest = latest
         now = time.monotonic()
-        comparing = self.profiler.comparing
         if comparing and not self.side_b.isVisible():
             self.sides.setSizes([1, 1])  # halves
         self.side_b.setVisible(comparing)
-        for side, table in (("a", self.side_a), ("b", self.side_b)):
+        sides = [("a", self.side_a), ("b", self.side_b)][: 2 if comparing else 1]
+        for side, table in sides:
             table.comparing = comparing
-            if side == "b" and not comparing:
-                continue
             table.show_profile(latest.get(side), now)
-        self._warn([side for side in ("a", "b") if side == "a" or comparing])
+        self._warn([side for side, _ in sides])
 
     def _warn(self, sides: list[str]) -> None:
         """One line for both sides: the shares of their wall time the runs had the CPU, where contended."""
@@ -376,8 +380,6 @@ class OpsView(QWidget):
         self.warning.setVisible(bool(shares))
         if shares:
             self.warning.set_wordings([(Part(line, CPU_COLOUR),) for line in _contention_lines(shares)])
-        if self.profiler.running:
-            self.status.set_text("profiling on a separate runner, low priority", NOTE_COLOUR)
 
     def stop(self) -> None:
         self._timer.stop()
