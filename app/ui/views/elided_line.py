@@ -36,7 +36,8 @@ class ElidedLine(QWidget):
     def set_wordings(self, wordings: Sequence[Sequence[Part]], tooltip: str = "") -> None:
         """Longest first; the tooltip (default: the longest wording's text) says it all."""
         self._wordings = tuple(tuple(w) for w in wordings)
-        self.setToolTip(tooltip or (_text(self._wordings[0]) if self._wordings else ""))
+        self.setToolTip(tooltip or self.full_text())
+        self.setAccessibleName(self.full_text())  # a screen reader reads the whole, not the elided
         self.updateGeometry()
         self.update()
 

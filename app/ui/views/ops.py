@@ -47,7 +47,7 @@ COLUMN_TIPS = (
     "the op (the whole name in the row's tooltip)",
     "the runtime's kernel (in the row's tooltip while the column is hidden)",
     "where it ran: a delegated partition, or CPU (off the accelerator)",
-    "ms per run: the op's least-disturbed time over the profiled runs (their minimum), as `profile` gives it",
+    "ms per run: the op's least-disturbed time over the profiled runs (their minimum), as the profile command gives it",
     "ms per run: the median over the profiled runs",
     "ms per run: the mean over the profiled runs",
     "% of the ops' time, by median per run",
