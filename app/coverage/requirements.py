@@ -142,7 +142,8 @@ def _unchecked(requirement: Requirement, coverage: Coverage) -> Verdict | None:
         why = "the partitions are not reported"
     else:
         return None
-    return Verdict(requirement, False, False, f"could not be checked, the {coverage.delegate} coverage is unknown: {why}")
+    detail = f"could not be checked, the {coverage.delegate} coverage is unknown: {why}"
+    return Verdict(requirement, False, False, detail)
 
 
 def _plural(n: int, word: str) -> str:
