@@ -40,6 +40,9 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
      "--input-shape", "image=1x64x64x3"], NO_VULKAN, 3, "dynamic_size.tflite: --input-shape names 'image'"),
     ("inspect: not TFLite", ["inspect", "--model", str(PHOTOS / "coffee.jpg")], NO_VULKAN, 3, "coffee.jpg"),
     ("inspect: usage", ["inspect", "--coreml-version", "4"], {}, 2, None),
+    ("inspect: a rule that does not parse", ["inspect", "--require", "gpu:partial"], {}, 2, None),
+    ("inspect: a required rule fails", ["inspect", "--require", "cpu:full", "coreml:full"], NO_VULKAN, 7,
+     "1 of 2 required checks failed: coreml:full"),
     ("delegates: usage", ["delegates", "--model", "efficientnet_lite0"], {}, 2, None),
     ("bench: camera that does not open", ["bench", "--source", "camera:42", "--frames", "5"], {}, 6, "camera 42"),
     ("bench: missing video", ["bench", "--source", "video:{tmp}/nope.mp4"], {}, 6, "video file not found"),
@@ -126,4 +129,4 @@ def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(custom_op_
 def test_the_table_covers_every_command():
     commands = {row[1][0] for row in TABLE}
     assert commands == {command.name for command in COMMANDS}  # a new command brings its rows
-    assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6}
+    assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6, 7}

@@ -23,6 +23,7 @@ from app.system.names import Delegate
 # The delegates inspect reports a coverage for (the reference backend has none).
 CHECKED_DELEGATES = (Delegate.CPU, Delegate.GPU, Delegate.COREML)
 RULE_FORMS = "DELEGATE:full, DELEGATE:partitions<=N, DELEGATE:nodes>=N (<=, == or >=), DELEGATE:no-op=OPNAME"
+LINE_NODES = 8  # nodes named on a failed rule's line; the JSON has them all
 _CUSTOM = "CUSTOM:"  # the GPU names a custom node CUSTOM:NAME, XNNPACK and Core ML by its name
 
 
@@ -114,9 +115,10 @@ class Verdict:
         if self.passed:
             return f"required {self.requirement} ok: {self.detail}"
         text = f"required {self.requirement} failed: {self.detail}"
-        if self.nodes:
-            text += ": " + ", ".join(f"#{n.index} {n.op} ({n.reason or 'no reason given'})" for n in self.nodes)
-        return text
+        shown = [f"#{n.index} {n.op} ({n.reason or 'no reason given'})" for n in self.nodes[:LINE_NODES]]
+        if len(self.nodes) > LINE_NODES:
+            shown.append(f"… {len(self.nodes) - LINE_NODES} more (--json lists every node)")
+        return text + (": " + ", ".join(shown) if shown else "")
 
     def to_dict(self) -> dict:
         return {
