@@ -28,6 +28,7 @@ from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
+from app.schemas import versioned
 from app.system.redact import redact_credentials
 from app.tasks.bench import BenchConfig, BenchSummary, run_bench
 
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     if args.json_file:
-        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
+        text = redact_credentials(json.dumps(versioned(summary.to_dict()), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     error = summary.error()
     if error is not None:  # the cause is the one line to show, with its own exit code
@@ -209,7 +210,7 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
         load_model_spec(args.compare_model, options=a.model_options)  # exit 3 before anything starts
     summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
     if args.json_file:
-        text = redact_credentials(json.dumps(summary.to_dict(), indent=2, default=str))
+        text = redact_credentials(json.dumps(versioned(summary.to_dict()), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
     for name in ("a", "b"):

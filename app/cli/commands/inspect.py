@@ -13,6 +13,7 @@ from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
 from app.coverage.requirements import RULE_FORMS, Requirement, RuleError, Verdict, evaluate_all, parse_requirement
 from app.errors import CheckFailed
 from app.model.spec import ModelSpec, load_model_spec
+from app.schemas import versioned
 
 
 def add_arguments(i: argparse.ArgumentParser) -> None:
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         }
         if args.require:  # only when asked: the JSON without rules keeps its keys
             out["requirements"] = [v.to_dict() for v in verdicts]
-        json.dump(out, sys.stdout, indent=2)
+        json.dump(versioned(out), sys.stdout, indent=2)
         print()
         return _gate(verdicts)
     inp = spec.input

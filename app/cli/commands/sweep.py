@@ -13,6 +13,7 @@ from app.cli.options import add_model_options, model_options, non_negative_int, 
 from app.cli.output import warn
 from app.model.spec import load_model_spec
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
+from app.schemas import versioned
 from app.sources import capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.sweep import DEFAULT_FRAMES, DEFAULT_WARMUP, SweepProgress, default_models, plan_sweep, run_sweep
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if tty:
         print(file=sys.stderr)
     if args.json_file:
-        text = redact_credentials(json.dumps(result.to_dict(), indent=2))
+        text = redact_credentials(json.dumps(versioned(result.to_dict()), indent=2))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     for line in header_lines(result):
         print(redact_credentials(line))
