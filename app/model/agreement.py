@@ -167,7 +167,9 @@ def keypoint_agreement(a: Sequence[Keypoint], b: Sequence[Keypoint], input_size:
     width, height = input_size
     theirs = {k.name: k for k in b}
     distances = [
-        math.hypot((k.x - theirs[k.name].x) * width, (k.y - theirs[k.name].y) * height) for k in a if k.name in theirs
+        math.hypot((k.x - theirs[k.name].x) * width, (k.y - theirs[k.name].y) * height)
+        for k in a
+        if k.name in theirs
     ]
     mean = float(np.mean(distances)) if distances else None
     agree = mean is not None and mean <= KEYPOINT_AGREE * max(width, height) and len(a) == len(b)

@@ -211,14 +211,7 @@ def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> Reco
         events.append(RecordedEvent(t, kind, _event_text(kind, r)))
     meta = session.metadata if isinstance(session.metadata, dict) else {}
     data = RecordingData(
-        path,
-        index,
-        COLOURS[index % len(COLOURS)],
-        meta,
-        session.skipped_lines,
-        inferences,
-        events,
-        measured_from,
+        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from,
         measured_to,
     )
     data.t = data.column("t_s")
