@@ -136,6 +136,9 @@ def test_nodes_whose_delegation_is_not_reported_fail_unchecked():
     """A GPU coverage with open nodes (equal partitions, one taken) never passes `full` by omission."""
     nodes = (NodeCoverage(0, "ADD", 1, True, 0, None), NodeCoverage(1, "MUL", 1, None, None, "open"))
     coverage = Coverage("gpu", "measured", None, 2, 1, 1, 1, None, nodes)
-    verdict = evaluate(parse_requirement("gpu:no-op=SUB"), coverage)
-    assert (verdict.passed, verdict.checked) == (False, False)
-    assert "which nodes it delegates is not reported" in verdict.line()
+    for rule in ("gpu:full", "gpu:nodes>=1", "gpu:no-op=MUL"):
+        verdict = evaluate(parse_requirement(rule), coverage)
+        assert (verdict.passed, verdict.checked) == (False, False), rule
+        assert "which nodes it delegates is not reported" in verdict.line()
+    # A rule on an op the open nodes are not: it reads only known nodes.
+    assert evaluate(parse_requirement("gpu:no-op=SUB"), coverage).passed

@@ -134,11 +134,22 @@ def _broken(nodes: Sequence[NodeCoverage]) -> tuple[BrokenBy, ...]:
     return tuple(BrokenBy(n.index, n.op, n.reason) for n in nodes)
 
 
+def _matches(op: str, wanted: str) -> bool:
+    return op in (wanted, _CUSTOM + wanted)
+
+
+def _concerned(requirement: Requirement, coverage: Coverage) -> list[NodeCoverage]:
+    """The nodes a rule reads: those of its op for no-op, else every node."""
+    if requirement.kind is RuleKind.NO_OP:
+        return [n for n in coverage.nodes if _matches(n.op, requirement.op or "")]
+    return list(coverage.nodes)
+
+
 def _unchecked(requirement: Requirement, coverage: Coverage) -> Verdict | None:
     """The rule fails unchecked when the coverage does not say what it needs."""
     if coverage.source == "unavailable":
         why = coverage.reason or "unavailable"
-    elif coverage.nodes_delegated is None or any(n.delegated is None for n in coverage.nodes):
+    elif coverage.nodes_delegated is None or any(n.delegated is None for n in _concerned(requirement, coverage)):
         why = "which nodes it delegates is not reported"
     elif requirement.kind is RuleKind.PARTITIONS and coverage.delegated_partitions is None:
         why = "the partitions are not reported"
@@ -169,7 +180,7 @@ def evaluate(requirement: Requirement, coverage: Coverage) -> Verdict:
         return Verdict(requirement, not missing, True, detail, _broken(left))
     if requirement.kind is RuleKind.NO_OP:
         op = requirement.op or ""
-        hits = [n for n in left if n.op in (op, _CUSTOM + op)]
+        hits = [n for n in left if _matches(n.op, op)]
         detail = f"{len(hits)} {op} node{'s' if len(hits) != 1 else ''} left on the CPU"
         return Verdict(requirement, not hits, True, detail, _broken(hits))
     comparison, bound = requirement.comparison, requirement.bound
