@@ -14,6 +14,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 
+from app.recording.ab import COMPARISON_FORMAT
 from app.recording.writer import sidecar_path
 from app.schemas import SCHEMA_VERSION, OutputKind
 from app.tasks.bench_compare import side_recording
@@ -26,6 +27,9 @@ STDOUT_KINDS = {
     "delegates": OutputKind.DELEGATES,
     "profile": OutputKind.PROFILE,
 }
+
+
+RECORDING_FORMATS = ("delegate-scope-session", COMPARISON_FORMAT)
 
 
 @cache
@@ -62,8 +66,8 @@ def kind_of_file(path: Path, document: object) -> OutputKind | None:
     None for a file that carries no schema_version (a test's own data, a Model Explorer export)."""
     if not isinstance(document, dict) or "schema_version" not in document:
         return None
-    if path.name.endswith(".meta.json"):
-        return OutputKind.RECORDING
+    if path.name.endswith(".meta.json") or document.get("format") in RECORDING_FORMATS:
+        return OutputKind.RECORDING  # by name, or a sidecar under the NAME.json older recordings used
     if path.name.endswith(".profile.json"):
         return OutputKind.PROFILE_SIDECAR
     keys = set(document)
@@ -98,6 +102,9 @@ def versioned_files(folder: Path) -> list[Path]:
     found = []
     for path in sorted(folder.rglob("*.json")):
         try:
+            # Regular files only (a fuzz test leaves a FIFO named Manifest.json), and none of a fuzzer's giants.
+            if not path.is_file() or path.is_symlink() or path.stat().st_size > 64 * 2**20:
+                continue
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
             continue  # a damaged or foreign file is the test's business
