@@ -93,6 +93,22 @@ def pipelines():
         assert not any(t.is_alive() for t in p.threads())
 
 
+@pytest.fixture(autouse=True)
+def json_outputs_hold_to_their_schemas(request: pytest.FixtureRequest):
+    """Each versioned JSON file a test leaves in its tmp_path (a recording's sidecar written in-process, a
+    bench summary, a profile sidecar) is checked against its schema at teardown (docs/json.md). A test
+    that damages outputs on purpose says so with `@pytest.mark.damages_outputs`."""
+    checked = "tmp_path" in request.fixturenames and not request.node.get_closest_marker("damages_outputs")
+    tmp_path = request.getfixturevalue("tmp_path") if checked else None  # set up first: torn down after this
+    yield
+    if tmp_path is None:
+        return
+    from tests.helpers.schemas import validate_file, versioned_files
+
+    for path in versioned_files(tmp_path):
+        validate_file(path)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def tensorflow_stays_out_of_the_test_process():
     """TensorFlow next to LiteRT's GPU environment aborts the process at exit ("free(): invalid

@@ -65,7 +65,7 @@ def test_no_fallback_exits_5_with_the_reason():
 def test_delegates_json_tells_the_truth_without_a_gpu():
     run = run_cli("delegates", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
-    by_name = {d["name"]: d for d in run.json()}
+    by_name = {d["name"]: d for d in run.json()["delegates"]}
     assert by_name["cpu"]["available"] is True
     assert by_name["gpu"]["available"] is False
     assert by_name["gpu"]["reason"].startswith("no GPU adapter found")
@@ -82,7 +82,7 @@ def test_delegates_lists_the_real_vulkan_devices_of_this_machine():
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True).stdout
     )
     run = run_cli("delegates", "--json")
-    gpu = next(d for d in run.json() if d["name"] == "gpu")
+    gpu = next(d for d in run.json()["delegates"] if d["name"] == "gpu")
     assert gpu["devices"] == direct
     if not gpu["available"]:
         assert gpu["reason"]
@@ -90,7 +90,7 @@ def test_delegates_lists_the_real_vulkan_devices_of_this_machine():
 
 def test_a_software_adapter_is_flagged_and_refused_by_default(swiftshader: dict):
     run = run_cli("delegates", "--json", env=swiftshader)
-    gpu = next(d for d in run.json() if d["name"] == "gpu")
+    gpu = next(d for d in run.json()["delegates"] if d["name"] == "gpu")
     assert gpu["available"] is False
     assert gpu["software"] is True
     assert gpu["reason"].startswith("GPU adapter is a software renderer: SwiftShader")

@@ -22,7 +22,7 @@ def test_json_contract_without_a_gpu():
     run = run_cli("inspect", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
     out = run.json()
-    assert set(out) == {"model", "coverage", "gpu_adapter", "coreml_pieces"}
+    assert set(out) == {"schema_version", "model", "coverage", "gpu_adapter", "coreml_pieces"}
     assert [(p["where"], len(p["nodes"])) for p in out["coreml_pieces"]] == [("coreml", 58), ("cpu", 1), ("coreml", 2)]
     assert out["model"]["name"] == "efficientnet_lite0" and out["model"]["input"]["dtype"] == "float32"
     cov = out["coverage"]

@@ -177,7 +177,7 @@ def _json_text(value: object) -> str:
 
 def case_delegates(tree: Path, tmp: Path) -> dict[str, str]:
     rc, out, err = _run(tree, tmp, "delegates", "--json")
-    for status in json.loads(out):  # a list of strings, whose entries are the machine's Vulkan devices
+    for status in json.loads(out)["delegates"]:  # a list of strings, whose entries are the machine's Vulkan devices
         assert all(isinstance(d, str) for d in status.get("devices", []))
     out = re.sub(r'"devices": \[[^\]]*\]', '"devices": <list of str>', out)  # the text kept as printed
     return {"delegates.json": f"rc={rc}\n{err}{out}"}

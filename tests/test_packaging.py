@@ -137,8 +137,8 @@ def test_bundle_builds_within_budget_with_its_files(bundle: dict) -> None:
 @pytest.mark.timeout(1800)
 def test_bundle_reports_the_same_delegates(bundle: dict) -> None:
     cwd = bundle["work"]
-    frozen = json.loads(_run([bundle["executable"], "delegates", "--json"], cwd).stdout)
-    installed = json.loads(_run([*_installed(), "delegates", "--json"], cwd).stdout)
+    frozen = json.loads(_run([bundle["executable"], "delegates", "--json"], cwd).stdout)["delegates"]
+    installed = json.loads(_run([*_installed(), "delegates", "--json"], cwd).stdout)["delegates"]
     # The TensorFlow reference (A/B ground truth) runs only with the convert extra (a checkout or an installed
     # package): the bundle, which carries no TensorFlow by design, must say so instead of offering it.
     for entry in frozen:

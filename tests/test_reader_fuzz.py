@@ -35,6 +35,7 @@ def test_model_side_readers(reader: str, tmp_path: Path):
     assert tally.outcomes["warned"] + tally.outcomes["refused"] > 0  # the mutations reach the reader
 
 
+@pytest.mark.damages_outputs  # mutated sidecars, on purpose
 def test_recordings_fed_to_report_and_review(recording: Path, tmp_path: Path):
     tally = reader_fuzz.fuzz_recording(tmp_path, seed=11, cases=CASES, base=recording)
     assert tally.outcomes["exception"] == 0, tally.failures[:5]

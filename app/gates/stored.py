@@ -16,8 +16,7 @@ from pathlib import Path
 
 from app.errors import UsageError
 from app.gates.figures import FIGURES, SummaryKind, figures_of
-
-SCHEMA_VERSION = 1  # the newest schema_version this version reads; files without one are read as version 1
+from app.schemas import SCHEMA_VERSION  # the newest this version reads; files without one read as 1
 
 
 @dataclass(frozen=True)

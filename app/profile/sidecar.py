@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from app.profile.types import Profile
+from app.schemas import versioned
 
 
 def profile_path(recording: Path) -> Path:
@@ -14,7 +15,7 @@ def profile_path(recording: Path) -> Path:
 
 def write_profile(recording: Path, profile: Profile) -> Path:
     path = profile_path(recording)
-    path.write_text(json.dumps({"profile": profile.to_dict()}, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(versioned({"profile": profile.to_dict()}), indent=2) + "\n", encoding="utf-8")
     return path
 
 

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+from app.schemas import versioned
 from app.system.redact import redact_credentials
 
 FORMAT_VERSION = 2
@@ -338,17 +339,19 @@ class RecordingWriter:
 
     def _write_sidecar(self) -> None:
         with self._lock:
-            meta = {
-                **self._meta,
-                "csv": self.path.name,
-                "started": _iso_now(self.state.started_wall),
-                "rows": self.state.rows,
-                "lost_rows": self.state.lost_rows,
-                "error": self.state.error,
-                "complete": self.state.stopped and self.state.error is None,
-                "machine": MachineInfo.here().to_dict(),
-                "packages": package_versions(),
-            }
+            meta = versioned(
+                {
+                    **self._meta,
+                    "csv": self.path.name,
+                    "started": _iso_now(self.state.started_wall),
+                    "rows": self.state.rows,
+                    "lost_rows": self.state.lost_rows,
+                    "error": self.state.error,
+                    "complete": self.state.stopped and self.state.error is None,
+                    "machine": MachineInfo.here().to_dict(),
+                    "packages": package_versions(),
+                }
+            )
         tmp = self.sidecar.with_name(self.sidecar.name + ".tmp")
         with contextlib.suppress(OSError):  # the CSV is what matters; the sidecar is rewritten at stop
             tmp.write_text(redact_credentials(json.dumps(meta, indent=2, default=str)), encoding="utf-8")

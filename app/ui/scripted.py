@@ -15,6 +15,7 @@ from app.backends import DelegationReport
 from app.live.controller import LiveController
 from app.metrics.window import MetricsSnapshot
 from app.pipeline import Result, Status
+from app.schemas import versioned
 from app.system.redact import redact_credentials
 from app.ui.views.plots import LivePlots
 from app.ui.views.video import VideoView
@@ -178,7 +179,7 @@ def scripted_outcome(live: LiveController) -> tuple[int, str]:
 
 
 def write_stats(path: Path, stats: WindowStats) -> None:
-    path.write_text(json.dumps(stats.to_dict(), indent=2, default=str), encoding="utf-8")
+    path.write_text(json.dumps(versioned(stats.to_dict()), indent=2, default=str), encoding="utf-8")
 
 
 def _percentile(values: Collection[float], q: float) -> float | None:

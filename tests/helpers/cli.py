@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.helpers.paths import ROOT
+from tests.helpers.schemas import check_cli_outputs
 
 
 @dataclass
@@ -32,6 +33,8 @@ def run_cli(*args: str | Path, timeout: float = 120, env: dict[str, str] | None 
         cwd=ROOT,
         env={**os.environ, **(env or {})},
     )
+    # Every JSON it printed or wrote holds to its schema (app/schemas; tests/helpers/schemas.py).
+    check_cli_outputs([str(a) for a in args], proc.returncode, proc.stdout, ROOT)
     return CliRun(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -271,6 +271,7 @@ def test_screenshot_needs_exit_after(tmp_path):
     assert_one_line_error(run, 2, "--exit-after")
 
 
+@pytest.mark.damages_outputs  # mutated sidecars, on purpose
 def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_path):
     window = make_window()
     wait_for_results(qtbot, window)

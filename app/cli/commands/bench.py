@@ -36,6 +36,7 @@ from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
+from app.schemas import versioned
 from app.system.redact import redact_credentials
 from app.tasks.bench import IDLE_S, BenchConfig, BenchSummary, run_bench
 
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if report is not None:
         out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(out, indent=2, default=str))
+        text = redact_credentials(json.dumps(versioned(out), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     error = summary.error()
     if error is not None:  # the cause is the one line to show, with its own exit code
@@ -282,7 +283,7 @@ def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceCon
     if report is not None:
         out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(out, indent=2, default=str))
+        text = redact_credentials(json.dumps(versioned(out), indent=2, default=str))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     _print_compare(summary)
     for name in ("a", "b"):

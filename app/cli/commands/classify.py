@@ -15,6 +15,7 @@ from app.cli.output import PROG, print_prediction, warn
 from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec, load_model_spec
 from app.model.task import Task
+from app.schemas import versioned
 from app.system.thread_cpu import started_by
 from app.tasks.classify import ImageFailure, ImageResult, classify_images
 
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
             "warnings": spec.warnings + session.report.warnings,
         }
-        json.dump(out, sys.stdout, indent=2)
+        json.dump(versioned(out), sys.stdout, indent=2)
         print()
     else:
         _print_table(spec, session.report, results)

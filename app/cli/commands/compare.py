@@ -10,7 +10,7 @@ from pathlib import Path
 from app.cli.command import Command
 from app.cli.options import add_gate_options
 from app.cli.output import finish_gate
-from app.gates.stored import SCHEMA_VERSION
+from app.schemas import versioned
 from app.tasks.compare_summaries import compare_summaries
 
 
@@ -26,7 +26,7 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     report = compare_summaries(args.a, args.b, args.budget)
     if args.json:
-        print(json.dumps({"schema_version": SCHEMA_VERSION, "gates": report.to_dict()}, indent=2))
+        print(json.dumps(versioned({"gates": report.to_dict()}), indent=2))
         return 7 if report.failures else 0
     finish_gate(report)
     return 0

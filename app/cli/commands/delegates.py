@@ -7,6 +7,7 @@ import json
 import sys
 
 from app.cli.command import Command
+from app.schemas import versioned
 from app.tasks.delegates import delegate_statuses
 
 
@@ -17,7 +18,7 @@ def add_arguments(d: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     statuses = delegate_statuses()
     if args.json:
-        json.dump([st.to_dict() for st in statuses], sys.stdout, indent=2)
+        json.dump(versioned({"delegates": [st.to_dict() for st in statuses]}), sys.stdout, indent=2)
         print()
         return 0
     # Columns as wide as their longest entry ("reference", "TensorFlow reference" overflowed fixed widths).

@@ -10,7 +10,10 @@ from app.cli.command import Command
 from app.cli.options import add_model_options, model_options
 from app.cli.output import warn
 from app.coverage.coreml_rules import DEFAULT_COREML_VERSION, CoreMLOptions
+from app.coverage.requirements import RULE_FORMS, Requirement, RuleError, Verdict, evaluate_all, parse_requirement
+from app.errors import CheckFailed
 from app.model.spec import ModelSpec, load_model_spec
+from app.schemas import versioned
 
 
 def add_arguments(i: argparse.ArgumentParser) -> None:
@@ -23,6 +26,23 @@ def add_arguments(i: argparse.ArgumentParser) -> None:
         help=f"the Core ML delegate's coreml_version option (default {DEFAULT_COREML_VERSION}, as the delegate's)",
     )
     i.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    i.add_argument(
+        "--require",
+        nargs="+",
+        action="extend",
+        type=_requirement,
+        default=[],
+        metavar="RULE",
+        help=f"fail (exit 7) unless each rule holds: {RULE_FORMS}; DELEGATE is cpu, gpu or coreml "
+        "(e.g. gpu:full coreml:partitions<=1); a delegate whose coverage is unknown here fails its rules",
+    )
+
+
+def _requirement(text: str) -> Requirement:
+    try:
+        return parse_requirement(text)
+    except RuleError as exc:  # argparse's usage error (exit 2), naming the rule and the forms allowed
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     plan = coreml_pieces(graph, result.coreml)  # the window's panel shows the same line (app/ui/panels/delegation.py)
     for warning in spec.warnings:
         warn(warning)
+    verdicts = evaluate_all(args.require, result.by_delegate())
     if args.json:
         out = {
             "model": spec.as_json(),
@@ -47,9 +68,11 @@ def run(args: argparse.Namespace) -> int:
             else None,
             "coreml_pieces": pieces_to_dict(plan.pieces) if plan.runs_core_ml else None,
         }
-        json.dump(out, sys.stdout, indent=2)
+        if args.require:  # only when asked: the JSON without rules keeps its keys
+            out["requirements"] = [v.to_dict() for v in verdicts]
+        json.dump(versioned(out), sys.stdout, indent=2)
         print()
-        return 0
+        return _gate(verdicts)
     inp = spec.input
     print(f"model     {spec.display_name}  ({spec.path})")
     print(f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, {len(spec.op_types)} nodes")
@@ -63,6 +86,18 @@ def run(args: argparse.Namespace) -> int:
     if plan.runs_core_ml or plan.not_split:
         print()
         print(plan.sentence())
+    if verdicts:
+        print()
+        for verdict in verdicts:
+            print(verdict.line())
+    return _gate(verdicts)
+
+
+def _gate(verdicts: list[Verdict]) -> int:
+    """0 when every rule held; else CheckFailed (exit 7) naming the failed rules (each line printed above)."""
+    failed = [str(v.requirement) for v in verdicts if not v.passed]
+    if failed:
+        raise CheckFailed(f"{len(failed)} of {len(verdicts)} required checks failed: {', '.join(failed)}")
     return 0
 
 

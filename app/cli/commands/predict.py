@@ -16,6 +16,7 @@ from app.cli.output import PROG, print_prediction, warn
 from app.errors import BackendUnavailable, RunFailed
 from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec, load_model_spec
+from app.schemas import versioned
 from app.system.thread_cpu import started_by
 from app.tasks.predict import ImageFailure, PredictResult, predict_images, refuse_without_image
 
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
             "warnings": spec.warnings + session.report.warnings,
         }
-        json.dump(out, sys.stdout, indent=2)
+        json.dump(versioned(out), sys.stdout, indent=2)
         print()
     else:
         _print_lines(spec, session.report, results, feeder)

@@ -13,6 +13,7 @@ from app.cli.output import warn
 from app.errors import UsageError
 from app.model.feed import InputFeeder
 from app.model.spec import load_model_spec
+from app.schemas import versioned
 
 
 def add_arguments(pr: argparse.ArgumentParser) -> None:
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     feeder = InputFeeder(spec)  # what fed the inputs that are not the image (the profile's runs used the same)
     fed = {"inputs": feeder.facts.to_dict()} if feeder.needed else {}  # said only where there are such inputs
     if args.json:
-        json.dump({"model": spec.as_json(), "profile": profile.to_dict(), **fed}, sys.stdout, indent=2)
+        json.dump(versioned({"model": spec.as_json(), "profile": profile.to_dict(), **fed}), sys.stdout, indent=2)
         print()
         return 0
     for line in render(profile, top=args.top):

@@ -18,6 +18,7 @@ from app.gates.stored import summary_of
 from app.gates.verdict import evaluate
 from app.model.spec import load_model_spec
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
+from app.schemas import versioned
 from app.sources import capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.sweep import DEFAULT_FRAMES, DEFAULT_WARMUP, SweepProgress, default_models, plan_sweep, run_sweep
@@ -93,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         report = evaluate(summary_of(json.loads(json.dumps(out)), "this run"), base, budgets)
         out["gates"] = report.to_dict()
     if args.json_file:
-        text = redact_credentials(json.dumps(out, indent=2))
+        text = redact_credentials(json.dumps(versioned(out), indent=2))
         args.json_file.write_text(text + "\n", encoding="utf-8")
     for line in header_lines(result):
         print(redact_credentials(line))
