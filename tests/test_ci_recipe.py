@@ -81,7 +81,5 @@ def test_the_recipe_s_commands_run_and_gate(layout: Path, swiftshader: dict[str,
 
 def test_the_recipe_s_coverage_gate(layout: Path, swiftshader: dict[str, str]):
     (argv,) = [argv for argv in recipe_commands() if _is_coverage(argv)]
-    if "--require" not in _run(["delegate-scope", "inspect", "--help"], layout, {}).stdout:
-        pytest.skip("inspect --require is not in this tree yet (issue 35 item 1, on another branch)")
     run = _run(argv, layout, swiftshader)
     assert run.returncode == 0, (run.stdout[-2000:], run.stderr)
