@@ -53,6 +53,14 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[d
     assert run.returncode == 0, run.stderr
     file(OutputKind.BENCH, tmp / "b.json")
     file(OutputKind.RECORDING, tmp / "b.csv.meta.json")
+    # Against that baseline: the gates' table, and the rounds and power sections, in the schema too.
+    run = run_cli("bench", "--frames", "10", "--warmup", "1", "--source", "synthetic", "--json", tmp / "b2.json",
+                  "--baseline", tmp / "b.json", "--budget", "inference.p50<=+1000%", env=NO_VULKAN)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    gated = json.loads((tmp / "b2.json").read_text())
+    assert {"gates", "rounds", "power"} <= set(gated), sorted(gated)
+    file(OutputKind.BENCH, tmp / "b2.json")
+    stdout(OutputKind.COMPARE, "compare", str(tmp / "b.json"), str(tmp / "b2.json"), "--json")
     run = run_cli("bench", "--frames", "10", "--warmup", "1", "--source", "synthetic", "--compare-with", "cpu",
                   "--compare-model", "efficientnet_lite0_int8", "--compare-alone-seconds", "0", "--csv",
                   tmp / "ab.csv", "--json", tmp / "ab.json", env=NO_VULKAN)  # fmt: skip

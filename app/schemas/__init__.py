@@ -30,6 +30,7 @@ class OutputKind(StrEnum):
     RECORDING = "recording"  # NAME.csv.meta.json beside a recording (an A/B comparison's too)
     PROFILE_SIDECAR = "profile-sidecar"  # NAME.profile.json beside a recording made while profiling
     WINDOW_STATS = "window-stats"  # gui --stats FILE
+    COMPARE = "compare"  # compare A.json B.json --json
 
     @property
     def schema_file(self) -> str:

@@ -26,6 +26,7 @@ STDOUT_KINDS = {
     "inspect": OutputKind.INSPECT,
     "delegates": OutputKind.DELEGATES,
     "profile": OutputKind.PROFILE,
+    "compare": OutputKind.COMPARE,
 }
 
 
@@ -82,6 +83,7 @@ def kind_of_file(path: Path, document: object) -> OutputKind | None:
         (OutputKind.PREDICT, {"model", "delegate", "inputs", "results"}),
         (OutputKind.CLASSIFY, {"model", "delegate", "results"}),
         (OutputKind.DELEGATES, {"delegates"}),
+        (OutputKind.COMPARE, {"gates"}),
     ):
         if marks <= keys:
             return kind
