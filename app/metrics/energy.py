@@ -29,14 +29,15 @@ class PowerFigures:
     gpu_name: str | None = None
     sm_clock_mhz: float | None = None
     memory_clock_mhz: float | None = None
-    power_w: float | None = None
+    power_w: float | None = None  # mean over the run: energy counter / span, else the samples' median
     idle_sm_clock_mhz: float | None = None  # before the run, the device idle
-    idle_power_w: float | None = None
+    idle_power_w: float | None = None  # likewise over the idle readings
     gpu_energy_j: float | None = None
     gpu_energy_source: str | None = None  # "counter" (NVML's), "power samples" (integrated), None
     gpu_mj_per_inference: float | None = None
     gpu_mj_per_inference_above_idle: float | None = None
-    gpu_reason: str | None = None
+    gpu_reason: str | None = None  # why there is no GPU reading at all
+    gpu_energy_reason: str | None = None  # why the GPU's energy is not the inference's (the model ran elsewhere)
     cpu_mhz: float | None = None  # median over cores and samples
     cpu_mhz_reason: str | None = None
     cpu_package_energy_j: float | None = None
@@ -64,7 +65,7 @@ def _integrated_w(samples: Sequence[tuple[float, float]]) -> float | None:
 
 
 def _idle_watts(idle: Sequence[PowerReading], energy_of: Any) -> float | None:
-    """Mean power over the idle readings from their energy counter's difference (or None)."""
+    """Mean power over readings from their energy counter's difference (or None)."""
     if len(idle) < 2:
         return None
     first, last = energy_of(idle[0]), energy_of(idle[-1])
@@ -72,9 +73,13 @@ def _idle_watts(idle: Sequence[PowerReading], energy_of: Any) -> float | None:
     return (last - first) / span if first is not None and last is not None and span > 0 else None
 
 
-def power_figures(idle: Sequence[PowerReading], run: Sequence[PowerReading], inferences: int) -> PowerFigures:
+def power_figures(
+    idle: Sequence[PowerReading], run: Sequence[PowerReading], inferences: int, ran_on: str | None = None
+) -> PowerFigures:
     """`idle`: readings before the run (the device idle), `run`: readings from its first inference to its
-    last (at least the two ends), `inferences`: how many ran between them."""
+    last (at least the two ends), `inferences`: how many ran between them, `ran_on`: the backend the
+    model ran on; the GPU's energy is given per inference only when that is the GPU (None: not known,
+    as for a script that times the GPU alone)."""
     last = run[-1] if run else (idle[-1] if idle else None)
     if last is None:
         return PowerFigures(gpu_reason="no reading", cpu_mhz_reason="no reading", cpu_energy_reason="no reading")
@@ -83,7 +88,9 @@ def power_figures(idle: Sequence[PowerReading], run: Sequence[PowerReading], inf
     idle_gpus = [r.gpu for r in idle if r.gpu is not None]
     figures: dict[str, Any] = {"gpu_reason": last.gpu_reason}
     if gpus:
-        idle_power = _median([g.power_w for g in idle_gpus])
+        idle_power = _idle_watts(idle, lambda r: r.gpu.energy_j if r.gpu else None)
+        if idle_power is None:
+            idle_power = _median([g.power_w for g in idle_gpus])
         energy, source = None, None
         first_gpu, last_gpu = run[0].gpu, run[-1].gpu
         if first_gpu and last_gpu and first_gpu.energy_j is not None and last_gpu.energy_j is not None:
@@ -92,17 +99,20 @@ def power_figures(idle: Sequence[PowerReading], run: Sequence[PowerReading], inf
             energy = _integrated_w([(r.t, r.gpu.power_w) for r in run if r.gpu is not None])
             source = "power samples" if energy is not None else None
         above = energy - idle_power * span if energy is not None and idle_power is not None else None
+        mean_power = energy / span if source == "counter" and energy is not None and span > 0 else None
+        elsewhere = ran_on is not None and ran_on != "gpu"
         figures.update(
             gpu_name=gpus[-1].name,
             sm_clock_mhz=_median([g.sm_clock_mhz for g in gpus]),
             memory_clock_mhz=_median([g.memory_clock_mhz for g in gpus]),
-            power_w=_median([g.power_w for g in gpus]),
+            power_w=mean_power if mean_power is not None else _median([g.power_w for g in gpus]),
             idle_sm_clock_mhz=_median([g.sm_clock_mhz for g in idle_gpus]),
             idle_power_w=idle_power,
             gpu_energy_j=energy,
             gpu_energy_source=source,
-            gpu_mj_per_inference=_per_inference(energy, inferences),
-            gpu_mj_per_inference_above_idle=_per_inference(above, inferences),
+            gpu_mj_per_inference=None if elsewhere else _per_inference(energy, inferences),
+            gpu_mj_per_inference_above_idle=None if elsewhere else _per_inference(above, inferences),
+            gpu_energy_reason=f"the model ran on {ran_on}, not the GPU" if elsewhere else None,
         )
     mhz = [m for r in run if r.cpu_mhz for m in r.cpu_mhz]
     figures.update(cpu_mhz=_median(mhz), cpu_mhz_reason=None if mhz else last.cpu_mhz_reason)
@@ -159,8 +169,12 @@ def power_lines(f: PowerFigures) -> list[str]:
         gpu = (
             f"GPU {f.gpu_name}: SM clock {f.sm_clock_mhz:.0f} MHz{idle_clock}, memory {f.memory_clock_mhz:.0f} MHz, "
             f"{f.power_w:.0f} W{idle_power}"
-            + mj(f.gpu_mj_per_inference, f.gpu_mj_per_inference_above_idle)
-            + (f", from {counter}" if counter else "")
+            + (
+                f"; no energy per inference: {f.gpu_energy_reason}"
+                if f.gpu_energy_reason
+                else mj(f.gpu_mj_per_inference, f.gpu_mj_per_inference_above_idle)
+                + (f", from {counter}" if counter else "")
+            )
         )
     else:
         gpu = f"GPU: {f.gpu_reason or 'not read'}"

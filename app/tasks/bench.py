@@ -304,13 +304,14 @@ def run_bench(
         snap = span.snapshot
         if measured_cpu:
             snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
+        report = pipeline.delegation_report()
         rounds = power = None
         if span.measured_from is not None and span.closed_at is not None:
             rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, bench.rounds)
             during = sampler.power_between(span.measured_from, span.closed_at)
             ends = [r for r in (span.power_from, *during, span.power_to) if r is not None]
-            power = power_figures(idle, sorted(ends, key=lambda r: r.t), snap.inferences_total)
-        report = pipeline.delegation_report()
+            used = str(report.used) if report is not None else None
+            power = power_figures(idle, sorted(ends, key=lambda r: r.t), snap.inferences_total, used)
         rec_state = None
         if recorder:
             recorder.add_row({"event": "stop", "message": status.message})
