@@ -92,6 +92,8 @@ def _skeleton(value: object, key: str = "") -> object:
     """Keys in order; numbers as their type; strings with digits as 9 (messages carry figures), or
     `<str>` where the words themselves follow timing; a list as its distinct element skeletons, in
     order (how many frames disagree, say, is the run's)."""
+    if key == "power":  # each figure a number or null with its reason, as the machine's counters allow
+        return "<the machine's power figures>"
     if isinstance(value, dict):
         return {k: _skeleton(v, k) for k, v in value.items()}
     if isinstance(value, list):
@@ -102,8 +104,6 @@ def _skeleton(value: object, key: str = "") -> object:
         return distinct
     if key in _MACHINE_NUMBERS and (value is None or isinstance(value, int | float)):
         return "<number or null>"
-    if key == "power":  # each figure a number or null with its reason, as the machine's counters allow
-        return "<the machine's power figures>"
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int | float):
