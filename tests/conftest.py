@@ -3,6 +3,7 @@ a test module imports those, never another test module or this file (tests/test_
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import os
 import subprocess
@@ -60,10 +61,18 @@ def mobilenet_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if os.environ.get("CI"):
             pytest.fail("CI is set but TensorFlow (the 'convert' extra) is not installed")
         pytest.skip("building MobileNet v1 needs TensorFlow (the convert extra)")
-    path = tmp_path_factory.mktemp("mobilenet") / "mobilenet_v1_1.0_224.tflite"
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    subprocess.run([sys.executable, "-m", "tests.builders.mobilenet_v1", str(path)], check=True, env=env,
-                   timeout=300, capture_output=True, cwd=ROOT)  # fmt: skip
+    # Built once for every xdist worker (~10 s of TensorFlow each): in the run's shared base folder, under a lock.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # this run's, never an earlier run's
+    path = shared / "mobilenet_v1_1.0_224.tflite"
+    with open(shared / "mobilenet_v1.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.is_file():
+            partial = path.with_suffix(".partial")
+            env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+            subprocess.run([sys.executable, "-m", "tests.builders.mobilenet_v1", str(partial)], check=True, env=env,
+                           timeout=300, capture_output=True, cwd=ROOT)  # fmt: skip
+            partial.rename(path)
     return path
 
 

@@ -21,10 +21,13 @@ from tests.helpers.paths import PHOTOS, ROOT, TEST_MODELS
 from tests.helpers.schemas import kind_of_file, validate, validate_file
 from tests.helpers.vulkan import NO_VULKAN
 
+# One worker builds every kind of output once for all the tests here (the module's fixture: ~17 s).
+pytestmark = pytest.mark.xdist_group("json_schemas")
+
 COFFEE = str(PHOTOS / "coffee.jpg")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # kept while other modules run between these tests on the worker
 def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[dict]]:
     """One document (or a few) of every kind, from the real commands."""
     tmp = tmp_path_factory.mktemp("outputs")
