@@ -20,7 +20,10 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pe
 
 @linux_only
 def test_ffmpegs_decoding_threads_are_told_apart_from_the_runtimes():
-    capture, opened = started_by(lambda: cv2.VideoCapture(str(resource_dir("resources") / "demo.mp4")))
+    # Two decoding threads asked for: FFmpeg's default follows the CPUs the calling thread may use, which
+    # another test in the same worker may have narrowed to one (a fresh clone then saw no decoder thread).
+    clip = str(resource_dir("resources") / "demo.mp4")
+    capture, opened = started_by(lambda: cv2.VideoCapture(clip, cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, 2]))
     try:
         assert capture.read()[0]
         session, runtime = started_by(
