@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -64,7 +64,7 @@ def _integrated_w(samples: Sequence[tuple[float, float]]) -> float | None:
     return sum((t1 - t0) * (w0 + w1) / 2 for (t0, w0), (t1, w1) in itertools.pairwise(samples))
 
 
-def _idle_watts(idle: Sequence[PowerReading], energy_of: Any) -> float | None:
+def _idle_watts(idle: Sequence[PowerReading], energy_of: Callable[[PowerReading], float | None]) -> float | None:
     """Mean power over readings from their energy counter's difference (or None)."""
     if len(idle) < 2:
         return None

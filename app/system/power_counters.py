@@ -43,15 +43,21 @@ class PowerReading:
     cpu_energy_reason: str | None = None
 
 
-def read_cpu_mhz(root: Path = CPUFREQ) -> tuple[tuple[float, ...] | None, str | None]:
-    """Each core's current frequency from cpufreq's `scaling_cur_freq` (kHz); (None, why) where absent."""
+def cpufreq_files(root: Path = CPUFREQ) -> list[Path]:
+    """Each core's `scaling_cur_freq`, in core order (the cores listed once, not at every reading)."""
     cores = sorted((p for p in root.glob("cpu[0-9]*") if p.name[3:].isdigit()), key=lambda p: int(p.name[3:]))
-    if not cores:
+    return [core / "cpufreq" / "scaling_cur_freq" for core in cores]
+
+
+def read_cpu_mhz(root: Path = CPUFREQ, files: list[Path] | None = None) -> tuple[tuple[float, ...] | None, str | None]:
+    """Each core's current frequency from cpufreq's `scaling_cur_freq` (kHz); (None, why) where absent."""
+    files = cpufreq_files(root) if files is None else files
+    if not files:
         return None, f"no CPUs listed under {root}"
     values = []
-    for core in cores:
+    for path in files:
         try:
-            values.append(int((core / "cpufreq" / "scaling_cur_freq").read_text().strip()) / 1000.0)
+            values.append(int(path.read_text().strip()) / 1000.0)
         except FileNotFoundError:
             return None, "cpufreq is not exposed here (a VM, or a kernel without a cpufreq driver)"
         except (OSError, ValueError) as exc:
@@ -173,6 +179,7 @@ class PowerCounters:
     def __init__(self, gpu: bool = True, cpufreq: Path = CPUFREQ, powercap: Path = POWERCAP) -> None:
         self._lock = threading.Lock()
         self._cpufreq = cpufreq
+        self._cpufreq_files = cpufreq_files(cpufreq)
         self._nvml = _Nvml() if gpu else None
         domains, self._rapl_reason = rapl_packages(powercap)
         self._rapl = RaplCounter(domains) if domains else None
@@ -183,7 +190,7 @@ class PowerCounters:
                 gpu, gpu_reason = self._nvml.read()
             else:
                 gpu, gpu_reason = None, "GPU counters not read for this run"
-            mhz, mhz_reason = read_cpu_mhz(self._cpufreq)
+            mhz, mhz_reason = read_cpu_mhz(self._cpufreq, self._cpufreq_files)
             energy, energy_reason = None, self._rapl_reason
             if self._rapl is not None:
                 try:
