@@ -102,19 +102,23 @@ def test_text_tables_and_model_explorer_export(tmp_path: Path):
 
 
 def test_two_profiles_agree_on_the_top_ops():
-    """What a user acts on: the costliest ops are the same ones, profile after profile. Two ops that cost
-    nearly the same may trade first place (seen: two convolutions at 0.76 and 0.87 ms on a machine without
-    AVX2, where the machine's drift between profiles exceeds their gap), so each profile's costliest op
-    must be first or second in the other, not first in both."""
+    """What a user acts on: the costliest ops are the same ones, profile after profile. Several ops cost
+    nearly the same and trade places (measured on this machine, four profiles of EfficientNet-Lite0: nodes 3, 57,
+    56, 0 and 14 within 0.34-0.62 ms, node 0 second to fourth; CI once saw node 0 first in one profile and third
+    in the other), so each profile's costliest op must be among the other's top five and cost at least half of
+    the other's costliest there: a ranking a user would act on, not an order among near-ties."""
     spec = load_model_spec("efficientnet_lite0")
     first, second = (profile_cpu(spec, 1, 20) for _ in range(2))
     assert [op.node for op in first.ops] == [op.node for op in second.ops]
     top_a, top_b = ({op.node for op in p.top(5)} for p in (first, second))
     # Measured: the same five in 5 of 5 profiles while the machine was loaded (docs/benchmarks.md); slack of one.
     assert len(top_a & top_b) >= 4, (top_a, top_b)
-    lead_a, lead_b = first.top(1)[0], second.top(1)[0]
-    assert lead_a.node in {op.node for op in second.top(2)}, (lead_a, second.top(3))
-    assert lead_b.node in {op.node for op in first.top(2)}, (lead_b, first.top(3))
+    for mine, other in ((first, second), (second, first)):
+        lead = mine.top(1)[0]
+        there = {op.node: op for op in other.top(5)}
+        assert lead.node in there, (lead, other.top(5))
+        other_lead = other.top(1)[0]
+        assert there[lead.node].median_ms >= 0.5 * other_lead.median_ms, (lead, other_lead)
 
 
 def test_profiling_off_makes_no_profiler_and_records_nothing():
