@@ -194,6 +194,8 @@ def _figures(data: object, kind: SummaryKind, rounds: Mapping[str, Measure]) -> 
         path = FIGURES[name].path(kind)
         value = number(at(data, path)) if path else None
         out[name] = rounds.get(name) or (Measure.single(value) if value is not None else None)
+    # A figure only rounds carry (a sweep row's run-queue wait) still serves the noise rule.
+    out.update({name: m for name, m in rounds.items() if name in FIGURES and name not in out})
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import PurePath
 
 from app.gates.stored import Measure
-from app.gates.verdict import GateReport, GateRow
+from app.gates.verdict import GateReport, GateRow, Verdict
 
 
 def _value(m: Measure | None, unit: str) -> str:
@@ -80,8 +80,10 @@ def report_lines(report: GateReport) -> list[str]:
     elif failed:
         lines.append(f"verdict   FAIL: {len(failed)} of {_checks(len(judged))} failed")
     else:
-        noise = sum(r.verdict == r.verdict.NOISE for r in judged if r.verdict)
-        lines.append(f"verdict   pass: {_checks(len(judged))} held" + (f" ({noise} within noise)" if noise else ""))
+        soft = [
+            f"{n} {v.value}" for v in (Verdict.NOISE, Verdict.CONTENTION) if (n := sum(r.verdict == v for r in judged))
+        ]
+        lines.append(f"verdict   pass: {_checks(len(judged))} held" + (f" ({', '.join(soft)})" if soft else ""))
     return lines
 
 

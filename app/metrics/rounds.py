@@ -27,6 +27,8 @@ def snapshot_figures(snap: MetricsSnapshot) -> dict[str, float]:
     figures["capture_rate"] = snap.capture_fps
     figures["cpu_per_inference"] = snap.cpu_ms_per_inference
     figures["cpu_per_wall"] = snap.cpu_per_wall
+    if snap.waited_ms_per_inference is not None:  # the run-queue wait a gate allows for (app/gates/verdict.py)
+        figures["waited_per_inference"] = snap.waited_ms_per_inference
     return figures
 
 
@@ -75,5 +77,7 @@ def measure_rounds(metrics: Metrics, start: float, end: float, count: int) -> Ro
     if not snaps:
         return None
     per_round = [snapshot_figures(s) for s in snaps]
-    figures = {name: Spread.of([r[name] for r in per_round]) for name in per_round[0]}
+    # A figure some round could not read (the run-queue wait, where schedstat is missing) is left out whole.
+    names = [name for name in per_round[0] if all(name in r for r in per_round)]
+    figures = {name: Spread.of([r[name] for r in per_round]) for name in names}
     return Rounds(len(snaps), step, tuple(s.latency["inference"].count for s in snaps), figures)
