@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.model.spec import load_model_spec
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.paths import ROOT
 
@@ -79,7 +80,7 @@ def test_a_baseline_of_another_workload_is_a_usage_error_naming_the_difference(a
         (["--baseline", str(GATES / "sweep.json")], "it holds a sweep summary, and this is bench"),
         (
             ["--compare-model", "efficientnet_lite0_int8", "--baseline", str(GATES / "bench_2threads.json")],
-            "--baseline gates a single bench run",
+            "it holds a bench summary, and this is bench A/B",
         ),
         (["--budget", "agreement.top1>=0.9"], "agreement.top1 is no figure of a bench summary"),
     ],
@@ -95,6 +96,27 @@ def test_an_ab_run_takes_absolute_budgets_on_agreement(tmp_path: Path):
     assert_one_line_error(run, 7, "agreement.top1>=1.01")
     assert json.loads((tmp_path / "ab.json").read_text())["gates"]["kind"] == "bench A/B"
     assert run_cli(*ab, "--budget", "agreement.top1>=0").returncode == 0
+
+
+def test_an_ab_run_is_gated_side_by_side_against_an_ab_baseline(tmp_path: Path):
+    ab = ("bench", "--source", "synthetic", "--no-pace", "--compare-model", "efficientnet_lite0_int8",
+          "--frames", "20", "--compare-alone-seconds", "0")  # fmt: skip
+    base, out = tmp_path / "ab-base.json", tmp_path / "ab-run.json"
+    assert run_cli(*ab, "--json", base).returncode == 0
+    stored = json.loads(base.read_text())
+    int8_sha = load_model_spec("efficientnet_lite0_int8").sha256
+    assert stored["b"]["model_sha256"] == int8_sha and stored["b"]["rounds"]["count"] == 5
+    # A budget on one side's figure, one on the pair's; loose enough to hold on a loaded machine.
+    run = run_cli(*ab, "--baseline", base, "--budget", "B.inference.p50<=+900%", "--budget", "agreement.top1>=0.5",
+                  "--json", out)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = json.loads(out.read_text())["gates"]["rows"]
+    judged = {(r["group"], r["figure"]): r["verdict"] for r in rows if r["budget"]}
+    assert judged == {("B", "inference.p50"): "pass", ("A/B", "agreement.top1"): "pass"}
+    assert {r["group"] for r in rows} == {"A", "B", "A/B"}
+    # Another model on side B is another workload: refused, naming the side's model.
+    other = run_cli(*ab[:-4], "--compare-model", "efficientnet_lite0", "--frames", "5", "--baseline", base)
+    assert_one_line_error(other, 2, f"--baseline {base}: B model sha256 {int8_sha} there")
 
 
 def test_sweep_rows_are_matched_and_one_missing_on_either_side_is_said(tmp_path: Path):

@@ -36,6 +36,15 @@ def test_the_issue_s_expressions_parse_into_typed_budgets(text, kind, name, op, 
     assert (budget.figure.name, budget.op, budget.amount, budget.reference) == (name, op, amount, reference)
 
 
+def test_an_ab_budget_may_name_its_side():
+    budget = parse_budget("B.inference.p50<=+10%", SummaryKind.BENCH_AB)
+    assert (budget.group, budget.figure.name) == ("B", "inference.p50")
+    assert parse_budget("inference.p50<=+10%", SummaryKind.BENCH_AB).group is None  # both sides
+    assert parse_budget("agreement.top1>=0.98", SummaryKind.BENCH_AB).group is None
+    with pytest.raises(UsageError, match=r"C\.inference\.p50 is no figure of a bench A/B summary"):
+        parse_budget("C.inference.p50<=+10%", SummaryKind.BENCH_AB)
+
+
 def test_an_inspect_budget_names_its_delegate():
     budget = parse_budget("gpu.partitions<=1", SummaryKind.INSPECT)
     assert (budget.group, budget.figure.name, budget.amount) == ("gpu", "partitions", 1.0)

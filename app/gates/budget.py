@@ -80,6 +80,8 @@ def parse_budget(text: str, kind: SummaryKind) -> Budget:
     name, group = m["name"], None
     if kind == SummaryKind.INSPECT and "." in name:  # gpu.partitions: a delegate's figure
         group, name = name.split(".", 1)
+    elif kind == SummaryKind.BENCH_AB and name[:2] in ("A.", "B."):  # B.inference.p50: one side's figure
+        group, name = name[0], name[2:]
     known = figures_of(kind)
     if name not in known:
         shown = [f"DELEGATE.{n}" for n in known] if kind == SummaryKind.INSPECT else known
@@ -102,7 +104,7 @@ def parse_budgets(texts: list[str] | None, kind: SummaryKind, baseline: bool) ->
     """Every --budget (the defaults with a baseline and none given); a relative one without a baseline
     is a usage error."""
     if not texts:  # the defaults are about latency and rate: a bench run's or a sweep row's
-        timed = kind in (SummaryKind.BENCH, SummaryKind.SWEEP)
+        timed = kind in (SummaryKind.BENCH, SummaryKind.BENCH_AB, SummaryKind.SWEEP)
         return [parse_budget(t, kind) for t in DEFAULT_BUDGETS] if baseline and timed else []
     budgets = [parse_budget(t, kind) for t in texts]
     for budget in budgets:

@@ -88,5 +88,17 @@ INSPECT_SHOWN = ("nodes", "partitions", "fallback_nodes")
 
 
 def figures_of(kind: SummaryKind) -> list[str]:
-    """The names a summary of this kind has (in the table's order)."""
+    """The names a summary of this kind has (in the table's order); an A/B summary has each side's
+    figures (a bench run's, under `a.`/`b.`: app/gates/stored.py) and the pair's agreement."""
+    if kind == SummaryKind.BENCH_AB:
+        return [name for name, f in FIGURES.items() if f.ab is not None or f.bench is not None]
     return [name for name, f in FIGURES.items() if f.path(kind) is not None]
+
+
+def side_path(figure: Figure, side: str) -> str | None:
+    """Where an A/B summary keeps one side's figure: bench's path under `a.`/`b.`, the metrics of the
+    span both sides ran together (`a.together.latency.inference.p50`)."""
+    if figure.bench is None:
+        return None
+    head, _, rest = figure.bench.partition(".")
+    return f"{side}.{'together' if head == 'metrics' else head}.{rest}"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.errors import UsageError
-from app.gates.figures import FIGURES, SummaryKind, figures_of
+from app.gates.figures import FIGURES, SummaryKind, figures_of, side_path
 from app.schemas import SCHEMA_VERSION  # the newest this version reads; files without one read as 1
 
 
@@ -192,6 +192,8 @@ def _figures(data: object, kind: SummaryKind, rounds: Mapping[str, Measure]) -> 
     out: dict[str, Measure | None] = {}
     for name in figures_of(kind):
         path = FIGURES[name].path(kind)
+        if path is None:  # an A/B side's figure: not the pair's
+            continue
         value = number(at(data, path)) if path else None
         out[name] = rounds.get(name) or (Measure.single(value) if value is not None else None)
     # A figure only rounds carry (a sweep row's run-queue wait) still serves the noise rule.
@@ -216,16 +218,48 @@ def _bench(data: dict[str, object], name: str) -> StoredSummary:
     return StoredSummary(name, SummaryKind.BENCH, identity, settings, (group,), count)
 
 
+AB_SIDES = ("A", "B")
+AB_PAIR = "A/B"  # the group of the figures about the pair (agreement)
+
+
+def ab_identity(
+    sides: Mapping[str, tuple[Mapping[str, object], object]], source_spec: object
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(identity, settings) of an A/B run: each side's as bench_identity's, named `A model sha256`,
+    `B threads`, ...; `sides` maps "A"/"B" to (config, model sha256)."""
+    identity: dict[str, str] = {"source": _text(source_spec)}
+    settings: dict[str, str] = {}
+    for side, (config, sha256) in sides.items():
+        ident, sets = bench_identity(config, source_spec, sha256)
+        identity |= {f"{side} {k}": v for k, v in ident.items() if k != "source"}
+        settings |= {f"{side} {k}": v for k, v in sets.items()}
+    return identity, settings
+
+
 def _ab(data: dict[str, object], name: str) -> StoredSummary:
-    identity = {
-        "model A": _text(at(data, "a.config.model")),
-        "model B": _text(at(data, "b.config.model")),
-        "delegate A": _text(at(data, "a.config.delegate")),
-        "delegate B": _text(at(data, "b.config.delegate")),
-        "source": _text(at(data, "source.spec")),
-    }
-    group = Group("", (), True, None, _figures(data, SummaryKind.BENCH_AB, {}))
-    return StoredSummary(name, SummaryKind.BENCH_AB, identity, {}, (group,))
+    sides = {side: at(data, side.lower()) for side in AB_SIDES}
+    identity, settings = ab_identity(
+        {
+            side: (config if isinstance(config := at(facts, "config"), dict) else {}, at(facts, "model_sha256"))
+            for side, facts in sides.items()
+        },
+        at(data, "source.spec"),
+    )
+    groups, counts = [], []
+    for side, facts in sides.items():
+        settings[f"{side} delegate used"] = _text(at(facts, "delegate.used"))
+        count, rounds = _rounds_figures(facts)
+        counts.append(count)
+        figures: dict[str, Measure | None] = {}
+        for fig in figures_of(SummaryKind.BENCH):
+            path = side_path(FIGURES[fig], side.lower())
+            value = number(at(data, path)) if path else None
+            figures[fig] = rounds.get(fig) or (Measure.single(value) if value is not None else None)
+        figures.update({k: m for k, m in rounds.items() if k in FIGURES and k not in figures})
+        measured = number(at(facts, "inference_ms_median")) is not None
+        groups.append(Group(side, (side,), measured, None if measured else "no inference measured", figures))
+    groups.append(Group(AB_PAIR, (AB_PAIR,), True, None, _figures(data, SummaryKind.BENCH_AB, {})))
+    return StoredSummary(name, SummaryKind.BENCH_AB, identity, settings, tuple(groups), min(counts))
 
 
 def _sweep(data: dict[str, object], name: str) -> StoredSummary:

@@ -156,11 +156,14 @@ def _shown(kind: SummaryKind) -> tuple[str, ...]:
         return INSPECT_SHOWN
     if kind == SummaryKind.SWEEP:
         return ("inference.p50", "rate")
+    if kind == SummaryKind.BENCH_AB:
+        return (*SHOWN, "agreement.top1", "agreement.top5")
     return tuple(n for n in SHOWN if n in figures_of(kind)) or tuple(figures_of(kind))
 
 
 def _group_rows(kind: SummaryKind, b: Group | None, r: Group, budgets: Sequence[Budget]) -> list[GateRow]:
-    mine = [x for x in budgets if x.group is None or (r.key and x.group == r.key[0])]
+    # A budget is about the groups that have its figure (an A/B run: latency on each side, agreement on the pair).
+    mine = [x for x in budgets if (x.group is None or (r.key and x.group == r.key[0])) and x.figure.name in r.figures]
     if not r.measured:
         # A configuration measured in the baseline that this run could not measure has regressed.
         failed = b is not None and b.measured and bool(mine)
@@ -168,7 +171,7 @@ def _group_rows(kind: SummaryKind, b: Group | None, r: Group, budgets: Sequence[
         return [GateRow(r.label, "", "", None, None, None, None, Verdict.FAIL if failed else None, note)]
     if b is not None and not b.measured:
         return [GateRow(r.label, "", "", None, None, None, None, None, f"not measured in the baseline: {b.reason}")]
-    names = list(_shown(kind)) + [x.figure.name for x in mine if x.figure.name not in _shown(kind)]
+    names = [n for n in _shown(kind) if n in r.figures] + [x.figure.name for x in mine]
     rows = []
     for name in dict.fromkeys(names):
         figure = FIGURES[name]

@@ -13,6 +13,7 @@ from typing import Any
 
 from app.backends import DelegationReport
 from app.backends.describe import speed_sentence
+from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline, Status
 from app.pipeline.compare import (
@@ -76,6 +77,8 @@ class SideSummary:
     delegate: DelegationReport | None
     together: MetricsSnapshot  # both sides running
     alone: AloneFigures | None
+    rounds: Rounds | None = None  # the together span in rounds: each figure's median and spread (gates)
+    model_sha256: str | None = None  # what a --baseline must share (app/gates/stored.py)
 
     @property
     def inference_ms_median(self) -> float | None:
@@ -89,6 +92,8 @@ class SideSummary:
             "together": self.together.to_dict(),
             "inference_ms_median": self.inference_ms_median,
             "alone": self.alone.to_dict() if self.alone else None,
+            "rounds": self.rounds.to_dict() if self.rounds else None,
+            "model_sha256": self.model_sha256,
         }
 
 
@@ -198,7 +203,14 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
             sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
             sink.recorder.stop()
     sides = {
-        side: SideSummary(config, cp.workers[side].delegation_report(), snaps[side], _alone_figures(alone.get(side)))
+        side: SideSummary(
+            config,
+            cp.workers[side].delegation_report(),
+            snaps[side],
+            _alone_figures(alone.get(side)),
+            measure_rounds(cp.metrics[side], cp.metrics[side].started_at, ended, bench.rounds),
+            _sha256(cp.workers[side]),
+        )
         for side, config in (("a", a), ("b", b))
     }
     recording = None
@@ -220,6 +232,11 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
         wall_s=time.monotonic() - started,
         csv=recording,
     )
+
+
+def _sha256(worker: InferenceWorker) -> str | None:
+    spec = worker.model_spec()
+    return spec.sha256 if spec else None
 
 
 def _worker(cp: ComparePipeline, side: str) -> InferenceWorker:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ from app.errors import UsageError
 from app.gates.baseline import load_baseline
 from app.gates.budget import Budget, parse_budgets
 from app.gates.figures import SummaryKind
-from app.gates.stored import StoredSummary, bench_identity, summary_of
+from app.gates.stored import StoredSummary, ab_identity, bench_identity, summary_of
 from app.gates.verdict import GateReport, evaluate
 from app.metrics.energy import power_lines
 from app.metrics.rounds import DEFAULT_ROUNDS
@@ -171,14 +172,16 @@ def _gate_plan(args: argparse.Namespace, config: InferenceConfig, sha256: str, c
     if not args.baseline and not args.budget:
         return None
     kind = SummaryKind.BENCH_AB if compare else SummaryKind.BENCH
-    if compare and args.baseline:
-        raise UsageError(
-            "--baseline gates a single bench run; an A/B run takes absolute budgets (agreement.top1>=0.98)"
-        )
     base = None
     if args.baseline:
         # As the baseline's JSON spells the source: a stream's password never reaches a file.
-        identity, settings = bench_identity(config.to_dict(), redact_credentials(args.source), sha256)
+        source = redact_credentials(args.source)
+        if compare:
+            b = _side_b(args, config)
+            b_sha = load_model_spec(b.model, options=b.model_options).sha256 if b.model != config.model else sha256
+            identity, settings = ab_identity({"A": (config.to_dict(), sha256), "B": (b.to_dict(), b_sha)}, source)
+        else:
+            identity, settings = bench_identity(config.to_dict(), source, sha256)
         base = load_baseline(args.baseline, kind, identity, settings, strict=args.strict_config)
     return base, parse_budgets(args.budget, kind, baseline=base is not None)
 
@@ -263,12 +266,15 @@ def _print_bench(summary: BenchSummary) -> None:
         print(f"csv       {c.path}: {c.rows} rows, {c.lost_rows} lost" + (f"; {c.error}" if c.error else ""))
 
 
-def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig, gate: _Gate | None) -> int:
-    from dataclasses import replace
+def _side_b(args: argparse.Namespace, a: InferenceConfig) -> InferenceConfig:
+    """A/B: B is A with the other delegate and/or model."""
+    return replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
 
+
+def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig, gate: _Gate | None) -> int:
     from app.tasks.bench_compare import run_compare_bench  # the A/B machinery only when asked for
 
-    b = replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
+    b = _side_b(args, a)
     if args.csv:
         from app.tasks.bench_compare import side_recording
 
