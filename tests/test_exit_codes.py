@@ -57,7 +57,7 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
      str(GATES / "bench_2threads.json")], {}, 2, f"--baseline {GATES / 'bench_2threads.json'}: model sha256"),
     ("bench A/B: a budget that fails", ["bench", "--source", "synthetic", "--compare-model", "efficientnet_lite0_int8",
      "--frames", "10", "--compare-alone-seconds", "0", "--budget", "agreement.top1>=1.01"], {}, 7,
-     "1 budget failed: agreement.top1>=1.01"),
+     "1 budget failed: A/B: agreement.top1>=1.01"),
     ("bench A/B: camera that does not open", ["bench", "--source", "camera:42", "--compare-model",
      "efficientnet_lite0_int8", "--compare-alone-seconds", "0"], {}, 6, "camera 42"),
     ("bench A/B: missing model B", ["bench", "--compare-model", MISSING], {}, 3, "nope.tflite"),

@@ -177,7 +177,7 @@ def _group_rows(kind: SummaryKind, b: Group | None, r: Group, budgets: Sequence[
         figure = FIGURES[name]
         base_m, run_m = (b.figures.get(name) if b else None), r.figures.get(name)
         on_it = [x for x in mine if x.figure.name == name]
-        if not on_it:
+        if not on_it and (base_m or run_m):  # a figure neither side read (an older summary's wait) is left out
             rows.append(GateRow(r.label, name, figure.unit, base_m, run_m, None, None, None))
         for budget in on_it:
             rows.append(_judge(r.label, budget, base_m, run_m, _extra_wait(b, r)))

@@ -7,7 +7,7 @@ code: 0 passes (a figure over its budget but inside the baseline's spread says "
 writes every try's gate section. Also prints the machine's load average, since the figures swing with it.
 
     python -m benchmarks.suite.gate_stability [--tries 10] [--frames 200] [--threads N] [--source S] [--no-pace]
-        [--json FILE]
+        [--then-threads M] [--json FILE]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from benchmarks.harness.children import app_command, write_json
 from benchmarks.harness.paths import ROOT
 
 
-def one_try(tmp: Path, index: int, bench_args: list[str]) -> dict[str, Any]:
+def one_try(tmp: Path, index: int, bench_args: list[str], run_args: tuple[str, ...] = ()) -> dict[str, Any]:
     base, run = tmp / f"base-{index}.json", tmp / f"run-{index}.json"
     first = subprocess.run(
         app_command("bench", *bench_args, "--json", str(base)), cwd=ROOT, capture_output=True, text=True
@@ -32,7 +32,7 @@ def one_try(tmp: Path, index: int, bench_args: list[str]) -> dict[str, Any]:
     if first.returncode != 0:
         raise SystemExit(f"the baseline run failed ({first.returncode}): {first.stderr.strip()}")
     second = subprocess.run(
-        app_command("bench", *bench_args, "--baseline", str(base), "--json", str(run)),
+        app_command("bench", *bench_args, *run_args, "--baseline", str(base), "--json", str(run)),
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -50,7 +50,8 @@ def one_try(tmp: Path, index: int, bench_args: list[str]) -> dict[str, Any]:
         "gates": summary["gates"],
         # Each round's figure on both sides, so that another noise rule can be tried on the same runs.
         "rounds": {
-            side: {k: figures[k]["values"] for k in ("inference.p50", "rate")} for side, figures in rounds.items()
+            side: {k: figures[k]["values"] for k in ("inference.p50", "rate", "waited_per_inference") if k in figures}
+            for side, figures in rounds.items()
         },
     }
 
@@ -62,6 +63,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="bench --threads (default: bench's)")
     parser.add_argument("--source", default="demo")
     parser.add_argument("--no-pace", action="store_true", help="bench --no-pace (a file or synthetic source, unpaced)")
+    parser.add_argument(
+        "--then-threads", type=int, help="the gated run at this many threads (a regression the gate must catch)"
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     bench_args = ["--frames", str(args.frames), "--source", args.source]
@@ -72,7 +76,7 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as folder:
         for i in range(args.tries):
-            r = one_try(Path(folder), i, bench_args)
+            r = one_try(Path(folder), i, bench_args, ("--threads", str(args.then_threads)) if args.then_threads else ())
             results.append(r)
             cells = []
             for row in r["gates"]["rows"]:
@@ -85,8 +89,15 @@ def main() -> None:
                 f"try {r['try']:>2}: exit {r['exit_code']}  load {r['load_1min']:.2f}  " + "; ".join(cells), flush=True
             )
     passed = sum(r["exit_code"] == 0 for r in results)
-    noise = sum(any(row["verdict"] == "within noise" for row in r["gates"]["rows"]) for r in results)
-    print(f"passed {passed} of {len(results)} tries ({noise} with a figure within noise); bench {' '.join(bench_args)}")
+    soft = {
+        verdict: sum(any(row["verdict"] == verdict for row in r["gates"]["rows"]) for r in results)
+        for verdict in ("within noise", "within contention")
+    }
+    then = f"; gated run at --threads {args.then_threads}" if args.then_threads else ""
+    print(
+        f"passed {passed} of {len(results)} tries ({soft['within noise']} with a figure within noise, "
+        f"{soft['within contention']} within contention); bench {' '.join(bench_args)}{then}"
+    )
     write_json(args.json, {"bench_args": bench_args, "passed": passed, "tries": results})
 
 
