@@ -121,20 +121,21 @@ def test_the_noise_rule():
 def _contended(
     base_p50: list[float],
     run_p50: list[float],
-    base_wait: float | None,
-    run_wait: float | None,
+    base_wait: tuple[float, float] | None,
+    run_wait: tuple[float, float] | None,
     base_rate: float = 50.0,
     run_rate: float = 50.0,
 ) -> dict[str, tuple[Verdict | None, str]]:
     """Each budget's (verdict, note) for two runs whose inference thread waited so long per inference
-    for a core (the `waited_per_inference` rounds); None: not readable on that side."""
+    for a core and used so much CPU itself, (wait, own CPU) in ms per round; None: not read on that side."""
     sides = []
     for p50, wait, rate in ((base_p50, base_wait, base_rate), (run_p50, run_wait, run_rate)):
         summary = _bench(p50)
         figures = summary["rounds"]["figures"]
         figures["rate"] = {"values": [rate] * len(p50)}
         if wait is not None:
-            figures["waited_per_inference"] = {"values": [wait] * len(p50)}
+            figures["waited_per_inference"] = {"values": [wait[0]] * len(p50)}
+            figures["thread_cpu_per_inference"] = {"values": [wait[1]] * len(p50)}
         sides.append(summary_of(summary, "s"))
     budgets = [parse_budget(t, SummaryKind.BENCH) for t in DEFAULT_BUDGETS]
     report = evaluate(sides[1], sides[0], budgets)
@@ -144,29 +145,42 @@ def _contended(
 def test_a_run_slower_by_its_extra_wait_for_a_core_is_within_contention():
     """Measured here (docs/gates.md): with another process on its core the same run read inference p50
     17.4 -> 25.4 ms while its inference thread's run-queue wait per inference went 10.3 -> 18.9 ms
-    and its CPU per inference 9.5 -> 9.8 ms: the machine, not the model."""
+    and its own CPU per inference 9.5 -> 9.8 ms: the machine, not the model."""
     steady = [17.2, 17.3, 17.4, 17.5, 17.6]
-    rows = _contended(steady, [25.3, 25.3, 25.4, 25.5, 25.5], 10.3, 18.9, base_rate=50.9, run_rate=35.7)
+    slower = [25.3, 25.3, 25.4, 25.5, 25.5]
+    rows = _contended(steady, slower, (10.3, 9.5), (18.9, 9.8), base_rate=50.9, run_rate=36.0)
+    # At the baseline's 10.3 ms of waiting per 9.5 ms of CPU, 9.8 ms of CPU waits 10.6 ms: 8.27 ms extra.
     assert rows["inference.p50"][0] == Verdict.CONTENTION, rows
-    assert "waited 8.6 ms more per inference for a core (18.9 against 10.3 ms)" in rows["inference.p50"][1]
-    # The rate: each period of 1000/50.9 = 19.6 ms longer by 8.6 ms gives 35.4/s, and the run did 35.7/s.
+    assert "waited 18.9 ms per inference for a core (10.3 ms in the baseline), 8.27 ms more" in rows["inference.p50"][1]
+    # The rate: a period of 1000/50.9 = 19.65 ms, 8.27 ms longer, gives 35.8/s; the run's 36.0 is within it.
     assert rows["rate"][0] == Verdict.CONTENTION, rows
+    assert _contended(steady, slower, (10.3, 9.5), (18.9, 9.8), 50.9, 35.5)["rate"][0] == Verdict.FAIL
     # Slower by more than the extra wait: the model (or its settings) got slower too.
-    rows = _contended(steady, [28.4, 28.4, 28.5, 28.5, 28.6], 10.3, 18.9)
+    rows = _contended(steady, [28.4, 28.4, 28.5, 28.5, 28.6], (10.3, 9.5), (18.9, 9.8))
     assert rows["inference.p50"][0] == Verdict.FAIL and "though its inference thread waited" in rows["inference.p50"][1]
-    # No allowance when the run waited no more than the baseline, or the wait was not read on one side.
-    for base_wait, run_wait in ((10.3, 10.3), (18.9, 10.3), (None, 18.9), (10.3, None)):
-        rows = _contended(steady, [25.3, 25.3, 25.4, 25.5, 25.5], base_wait, run_wait)
+
+
+def test_a_thread_that_waits_longer_because_it_works_longer_gets_no_allowance():
+    """A baseline at 2 threads against a run at 1 on a loaded machine (measured: the gate passed it as
+    contention when the allowance was the plain difference of the waits): the run's thread does all the
+    work, so it waits twice as long at the same contention. Its share of waiting per ms of CPU is the
+    baseline's: no allowance, and the slower p50 fails."""
+    rows = _contended([22.4] * 5, [39.0] * 5, (6.0, 5.0), (12.0, 10.0))
+    assert rows["inference.p50"] == (Verdict.FAIL, "39.0 against a limit of 24.6 ms"), rows
+    # No allowance either when the run waited less for its CPU, or the wait was not read on one side.
+    for base_wait, run_wait in (((10.3, 9.5), (10.3, 9.5)), ((18.9, 9.5), (10.3, 9.5)), (None, (18.9, 9.8)),
+                                ((10.3, 9.5), None)):  # fmt: skip
+        rows = _contended([17.4] * 5, [25.4] * 5, base_wait, run_wait)
         assert rows["inference.p50"] == (Verdict.FAIL, "25.4 against a limit of 19.1 ms"), (base_wait, run_wait)
 
 
 def test_a_contended_pass_says_so_in_the_verdict_line():
     base, run = _bench([17.4] * 5), _bench([25.4] * 5)
-    base["rounds"]["figures"]["waited_per_inference"] = {"values": [10.3] * 5}
-    run["rounds"]["figures"]["waited_per_inference"] = {"values": [18.9] * 5}
-    report = evaluate(
-        summary_of(run, "run"), summary_of(base, "base"), [parse_budget(DEFAULT_BUDGETS[0], SummaryKind.BENCH)]
-    )
+    for summary, (wait, cpu) in ((base, (10.3, 9.5)), (run, (18.9, 9.8))):
+        summary["rounds"]["figures"]["waited_per_inference"] = {"values": [wait] * 5}
+        summary["rounds"]["figures"]["thread_cpu_per_inference"] = {"values": [cpu] * 5}
+    budgets = [parse_budget(DEFAULT_BUDGETS[0], SummaryKind.BENCH)]
+    report = evaluate(summary_of(run, "run"), summary_of(base, "base"), budgets)
     assert report_lines(report)[-1] == "verdict   pass: 1 budget check held (1 within contention)"
 
 

@@ -180,39 +180,62 @@ def _group_rows(kind: SummaryKind, b: Group | None, r: Group, budgets: Sequence[
         if not on_it and (base_m or run_m):  # a figure neither side read (an older summary's wait) is left out
             rows.append(GateRow(r.label, name, figure.unit, base_m, run_m, None, None, None))
         for budget in on_it:
-            rows.append(_judge(r.label, budget, base_m, run_m, _extra_wait(b, r)))
+            rows.append(_judge(r.label, budget, base_m, run_m, _contention(b, r)))
     return rows
 
 
 # Figures whose time holds the inference thread's wait for a core: latencies that contain the inference,
 # and the rate, their inverse. Not CPU time (a thread waiting uses none), not start-up.
 _WAIT_IN = ("inference.", "end_to_end.")
-WAITED = "waited_per_inference"
+WAITED, THREAD_CPU = "waited_per_inference", "thread_cpu_per_inference"
 
 
-def _extra_wait(base: Group | None, run: Group) -> tuple[float, float] | None:
-    """(baseline's, run's) run-queue wait per inference, ms, medians over rounds, when both were read
-    and the run waited more; None otherwise (no allowance)."""
-    b, r = (base.figures.get(WAITED) if base else None), run.figures.get(WAITED)
-    if b is None or r is None or r.value <= b.value:
+@dataclass(frozen=True)
+class Contention:
+    """The inference thread's run-queue wait per inference on both sides (medians over rounds, ms), and
+    the part of the run's that the baseline's contention does not explain."""
+
+    base_ms: float
+    run_ms: float
+    extra_ms: float  # the allowance: the run's wait less what the baseline's rate of waiting gives its CPU
+
+    def sentence(self) -> str:
+        return (
+            f"its inference thread waited {_num(self.run_ms)} ms per inference for a core ({_num(self.base_ms)} ms "
+            f"in the baseline), {_num(self.extra_ms)} ms more than its CPU time explains at the baseline's contention"
+        )
+
+
+def _contention(base: Group | None, run: Group) -> Contention | None:
+    """On a busy machine a thread waits in proportion to the CPU it needs (a fair scheduler shares each
+    core's time), so the baseline waited `w_b / c_b` ms per ms of its own CPU. What the run waited beyond
+    that share of its own CPU is the machine's extra contention: `w_r - c_r * w_b / c_b`. Measured, a
+    run at 1 thread against a baseline at 2 on a loaded machine waits about twice as long (its thread
+    does all the work) though the contention did not change: the allowance must not absorb that.
+    None (no allowance) when either side lacks the readings or the run's share of waiting is no larger."""
+    if base is None:
         return None
-    return b.value, r.value
+    w_b, c_b = base.figures.get(WAITED), base.figures.get(THREAD_CPU)
+    w_r, c_r = run.figures.get(WAITED), run.figures.get(THREAD_CPU)
+    if w_b is None or c_b is None or w_r is None or c_r is None or c_b.value <= 0:
+        return None
+    extra = w_r.value - c_r.value * w_b.value / c_b.value
+    return Contention(w_b.value, w_r.value, extra) if extra > 0 else None
 
 
-def _allowance(name: str, base: float, wait: tuple[float, float] | None) -> float:
-    """How much worse `name` gets when each inference waits `run - baseline` ms longer for a core."""
-    if wait is None:
+def _allowance(name: str, base: float, contention: Contention | None) -> float:
+    """How much worse `name` gets when each inference waits `extra_ms` longer for a core."""
+    if contention is None:
         return 0.0
-    more_ms = wait[1] - wait[0]
     if name.startswith(_WAIT_IN):
-        return more_ms
+        return contention.extra_ms
     if name == "rate" and base > 0:  # one inference after another: each period longer by the extra wait
-        return base - 1000 / (1000 / base + more_ms)
+        return base - 1000 / (1000 / base + contention.extra_ms)
     return 0.0
 
 
 def _judge(
-    group: str, budget: Budget, base: Measure | None, run: Measure | None, wait: tuple[float, float] | None = None
+    group: str, budget: Budget, base: Measure | None, run: Measure | None, contention: Contention | None = None
 ) -> GateRow:
     name, unit = budget.figure.name, budget.figure.unit
     if run is None:
@@ -233,16 +256,14 @@ def _judge(
         return GateRow(
             group, name, unit, base, run, budget, limit, Verdict.NOISE, f"{over}, by less than the rounds' spread"
         )
-    allowance = _allowance(name, base.value, wait)
-    if not allowance or wait is None:
+    allowance = _allowance(name, base.value, contention)
+    if not allowance or contention is None:
         return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, over)
-    waited = (
-        f"its inference thread waited {_num(wait[1] - wait[0])} ms more per inference for a core "
-        f"({_num(wait[1])} against {_num(wait[0])} ms)"
-    )
     if worse <= noise + allowance:
-        return GateRow(group, name, unit, base, run, budget, limit, Verdict.CONTENTION, f"{over}; {waited}")
-    return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, f"{over}, though {waited}")
+        return GateRow(
+            group, name, unit, base, run, budget, limit, Verdict.CONTENTION, f"{over}; {contention.sentence()}"
+        )
+    return GateRow(group, name, unit, base, run, budget, limit, Verdict.FAIL, f"{over}, though {contention.sentence()}")
 
 
 def _num(value: float) -> str:

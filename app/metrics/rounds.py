@@ -27,8 +27,10 @@ def snapshot_figures(snap: MetricsSnapshot) -> dict[str, float]:
     figures["capture_rate"] = snap.capture_fps
     figures["cpu_per_inference"] = snap.cpu_ms_per_inference
     figures["cpu_per_wall"] = snap.cpu_per_wall
-    if snap.waited_ms_per_inference is not None:  # the run-queue wait a gate allows for (app/gates/verdict.py)
+    # The run-queue wait a gate allows for, and the thread's own CPU it is in proportion to (app/gates/verdict.py).
+    if snap.waited_ms_per_inference is not None and snap.thread_cpu_ms_per_inference is not None:
         figures["waited_per_inference"] = snap.waited_ms_per_inference
+        figures["thread_cpu_per_inference"] = snap.thread_cpu_ms_per_inference
     return figures
 
 

@@ -147,6 +147,9 @@ class MetricsSnapshot:
     # schedstat is not readable. They tell a busy machine from offloaded work (app/backends/describe.py).
     waited_ms_per_inference: float | None = None
     slept_ms_per_inference: float | None = None
+    # The inference thread's own CPU per inference (not its runtime's other threads): what its wait is
+    # in proportion to on a busy machine (a gate's contention allowance, app/gates/verdict.py).
+    thread_cpu_ms_per_inference: float | None = None
     # The power state at the newest sample (app/system/power_counters.py); None where not readable.
     gpu_sm_clock_mhz: float | None = None
     gpu_power_w: float | None = None
@@ -313,7 +316,7 @@ class Metrics:
         reading = self._sampler.latest() if self._sampler else ResourceReading()
         power = reading.power
         cpu_ms, cpu_per_wall = _cpu_cost(timings[:, 3], timings[:, 6])
-        waited, slept = _waited_and_slept(timings[:, 3], timings[:, 8], timings[:, 9])
+        waited, slept, own_cpu = _waited_and_slept(timings[:, 3], timings[:, 8], timings[:, 9])
         return MetricsSnapshot(
             window_s=span,
             capture_fps=len(frames) / span if span > 0 else 0.0,
@@ -327,6 +330,7 @@ class Metrics:
             cpu_per_wall=cpu_per_wall,
             waited_ms_per_inference=waited,
             slept_ms_per_inference=slept,
+            thread_cpu_ms_per_inference=own_cpu,
             process_cpu_pct_machine=reading.process_cpu_pct_machine,
             process_cpu_pct_cores=reading.process_cpu_pct_cores,
             system_cpu_pct=reading.system_cpu_pct,
@@ -369,13 +373,13 @@ def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, 
 
 def _waited_and_slept(
     inference_ms: np.ndarray, own_cpu_ms: np.ndarray, waited_ms: np.ndarray
-) -> tuple[float | None, float | None]:
-    """Means per inference of the inference thread's wait for a core and of its sleep (the rest of the
-    wall time after its own CPU and that wait); None when any inference lacks the reading."""
+) -> tuple[float | None, float | None, float | None]:
+    """Means per inference of the inference thread's wait for a core, of its sleep (the rest of the
+    wall time after its own CPU and that wait) and of its own CPU; None when any inference lacks the reading."""
     if inference_ms.size == 0 or np.isnan(waited_ms).any() or np.isnan(own_cpu_ms).any():
-        return None, None
+        return None, None, None
     slept = np.maximum(0.0, inference_ms - own_cpu_ms - waited_ms)
-    return float(waited_ms.mean()), float(slept.mean())
+    return float(waited_ms.mean()), float(slept.mean()), float(own_cpu_ms.mean())
 
 
 def _cpu_cost(inference_ms: np.ndarray, cpu_ms: np.ndarray) -> tuple[float, float]:
