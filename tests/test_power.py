@@ -143,3 +143,27 @@ def test_bench_reports_each_power_figure_or_why_it_is_missing(tmp_path: Path):
     assert "power     " in run.stdout
     if power.gpu_reason:
         assert power.gpu_reason in run.stdout
+
+
+def test_the_sampler_opens_nvml_once_for_utilisation_and_the_power_counters(monkeypatch):
+    """One NVML session per sampler (it was opened twice: once for utilisation, once for clocks)."""
+    import app.metrics.resources as resources
+    from app.system.nvml import NvmlSession
+
+    opened: list[NvmlSession] = []
+
+    class Counted(NvmlSession):
+        def __init__(self) -> None:
+            super().__init__()
+            opened.append(self)
+
+    monkeypatch.setattr(resources, "NvmlSession", Counted)
+    import app.system.power_counters as power_counters
+
+    monkeypatch.setattr(power_counters, "NvmlSession", Counted)
+    sampler = resources.ResourceSampler(interval_s=0.05)
+    with sampler:
+        reading = sampler.read_power_now()
+    assert len(opened) == 1, opened
+    assert reading is not None and (reading.gpu is None) == (reading.gpu_reason is not None)
+    assert not opened[0].open  # closed by the sampler at stop
