@@ -184,3 +184,23 @@ def power_lines(f: PowerFigures) -> list[str]:
     else:
         energy = f"package energy: {f.cpu_energy_reason}"
     return [gpu, f"CPU {clock}; {energy}"]
+
+
+NOT_READABLE = "not readable here"
+
+
+@dataclass(frozen=True)
+class PowerNotes:
+    """What the window's clock and power plots cannot show, in words ("not readable here" and why);
+    None for a figure that is readable (its curve says it)."""
+
+    gpu: str | None  # the GPU's SM clock and power draw
+    cpu_clock: str | None
+
+    @classmethod
+    def of(cls, reading: PowerReading | None) -> PowerNotes:
+        if reading is None:
+            return cls(f"GPU clock and power: {NOT_READABLE} (no reading yet)", f"CPU clock: {NOT_READABLE}")
+        gpu = None if reading.gpu is not None else f"GPU clock and power: {NOT_READABLE} ({reading.gpu_reason})"
+        cpu = None if reading.cpu_mhz else f"CPU clock: {NOT_READABLE} ({reading.cpu_mhz_reason})"
+        return cls(gpu, cpu)
