@@ -89,6 +89,13 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help=f"idle the machine this long before the run, reading its power (what 'above idle' takes off); "
         f"default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
     )
+    b.add_argument(
+        "--warm-seconds",
+        type=non_negative_float,
+        default=0.0,
+        help="let the warm-up last at least this long before measuring, at the run's pace: with --no-pace the "
+        "device is held busy and its clocks up (a GPU's first seconds may run at its idle clock); default 0",
+    )
     add_gate_options(b)
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
@@ -138,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         decode_threads=args.decode_threads,
         rounds=args.rounds,
         idle_s=args.idle_seconds,
+        warm_s=args.warm_seconds,
     )
     if compare:
         return _compare_bench(args, bench, config, gate)
