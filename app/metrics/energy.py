@@ -153,6 +153,19 @@ def clock_state_sentence(a_label: str, a: PowerFigures, b_label: str, b: PowerFi
     )
 
 
+def paced_clock_sentence(label: str, f: PowerFigures) -> str | None:
+    """A paced run whose GPU stayed at its idle clock, with the figures ("GPU at 30 fps: SM clock 345 MHz,
+    its idle clock (idle 345 MHz)"): its speed there is not the GPU's unpaced. None when the GPU's clock
+    rose above idle, or is not known."""
+    if f.sm_clock_mhz is None or f.idle_sm_clock_mhz is None or f.sm_clock_mhz > f.idle_sm_clock_mhz * IDLE_CLOCK_SLACK:
+        return None
+    return (
+        f"{label}: SM clock {f.sm_clock_mhz:.0f} MHz, its idle clock (idle {f.idle_sm_clock_mhz:.0f} MHz): a paced "
+        "GPU may never raise its clock, so a speed measured here is not its speed unpaced (bench --no-pace "
+        "--warm-seconds, or sweep, measures that)."
+    )
+
+
 def power_lines(f: PowerFigures) -> list[str]:
     """The power state and energy in words, one line for the GPU and one for the CPU: each figure or why
     it is missing (`bench`'s output)."""

@@ -260,7 +260,7 @@ def run_bench(
     `on_result` sees every published result, warm-up included (a sweep's agreement)."""
     sampler = ResourceSampler()
     sampler.start()
-    idle = list(bench.idle_readings) if bench.idle_readings is not None else _idle_power(sampler, bench.idle_s)
+    idle = list(bench.idle_readings) if bench.idle_readings is not None else read_idle(sampler, bench.idle_s)
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     # A model that is not a classifier records its task's columns and sums up what it found.
     tasks_too = not_a_classifier(config)
@@ -358,12 +358,12 @@ def measure_idle(idle_s: float | None = None) -> list[PowerReading]:
     """The idle machine's readings over `idle_s` seconds (None: IDLE_S where an energy counter is
     readable, else none), from a sampler of its own: a sweep's, once before its first configuration."""
     with ResourceSampler() as sampler:
-        return _idle_power(sampler, idle_s)
+        return read_idle(sampler, idle_s)
 
 
-def _idle_power(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReading]:
-    """Readings of the machine idle before the run (its idle power and clock); none when no energy
-    counter is readable and the user asked for no idle time."""
+def read_idle(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReading]:
+    """From a running sampler: readings of the machine idle before the run (its idle power and clock);
+    none when no energy counter is readable and the user asked for no idle time."""
     first = sampler.read_power_now()
     if first is None:
         return []
