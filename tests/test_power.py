@@ -16,6 +16,7 @@ from app.system.power_counters import (
     rapl_packages,
     read_cpu_mhz,
 )
+from tests.helpers.power_readings import IDLE, PACED, UNPACED
 
 
 def _write(path: Path, text: str) -> None:
@@ -78,17 +79,6 @@ def test_every_counter_on_this_machine_is_a_value_or_a_reason():
     off = PowerCounters(gpu=False)
     assert off.read(0.0).gpu_reason == "GPU counters not read for this run"
     off.close()
-
-
-def _h200(t: float, sm: float, watts: float, joules: float) -> PowerReading:
-    return PowerReading(t, GpuPower("0: NVIDIA H200", sm, 3201.0, watts, joules), cpu_mhz_reason="x",
-                        cpu_energy_reason="RAPL is not exposed here")  # fmt: skip
-
-
-# Recorded on the H200 host (issue 36's table): idle 80 W at 345 MHz; 15 s of bench, GPU unpaced.
-IDLE = [_h200(0.0, 345, 80.0, 10_000.0), _h200(2.5, 345, 80.0, 10_200.0), _h200(5.0, 345, 80.0, 10_400.0)]
-UNPACED = [_h200(10.0 + i, 1980, 135.0, 20_000.0 + 133.7 * i) for i in range(15)]  # 1872 J in 14 s
-PACED = [_h200(40.0 + i, 345, 80.0, 40_000.0 + 91.3 * i) for i in range(15)]  # 1278 J in 14 s
 
 
 def test_energy_per_inference_from_the_counters_and_above_idle():

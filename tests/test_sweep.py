@@ -203,7 +203,7 @@ def test_the_sweep_table_gives_each_configurations_clock_and_energy_on_recorded_
     from app.metrics.energy import power_figures
     from app.report.sweep import energy_per_inference, power_lines, text_table
     from app.tasks.sweep import Outcome, SweepResult, SweepRow
-    from tests.test_power import IDLE, UNPACED
+    from tests.helpers.power_readings import IDLE, UNPACED
 
     gpu_power = power_figures(IDLE, UNPACED, inferences=14 * 770, ran_on="gpu")
     cpu_power = power_figures(IDLE, UNPACED, inferences=14 * 400, ran_on="cpu")
