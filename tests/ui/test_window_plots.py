@@ -122,3 +122,26 @@ def test_readable_clocks_are_drawn_and_the_note_goes(qtbot):
     plots.resize(900, 250)  # too narrow for five: the clock and power plots are left out first
     qtbot.waitUntil(lambda: not plots.plots["power"].isVisible(), timeout=5_000)
     assert plots.plots["fps"].isVisible() and plots.plots["latency"].isVisible()
+
+
+def test_a_narrower_plot_area_gives_the_clocks_in_the_cpu_title(qtbot, make_window):
+    """At the default size the clock and power plots are left out; the CPU plot's title says the newest
+    figures, or that they are not readable here, and the fps plot keeps its room."""
+    from app.system.power_counters import PowerCounters
+
+    window = make_window()
+    window.resize(1280, 860)
+    qtbot.waitUntil(lambda: window.plots.updates >= 3, timeout=30_000)
+    plots = window.plots
+    assert not plots.plots["clock"].isVisible() and plots.width() < 1100
+    counters = PowerCounters(gpu=True)
+    here = counters.read(0.0)
+    counters.close()
+    title = plots.plots["cpu"].titleLabel.text
+    if here.gpu is None and here.cpu_mhz is None:
+        assert "CPU %" in title and " · clocks not readable here" in title, title
+        tip = plots.plots["cpu"].titleLabel.toolTip()
+        assert f"({here.gpu_reason})" in tip and f"({here.cpu_mhz_reason})" in tip, tip
+    else:
+        assert "MHz" in title, title
+    assert plots.plots["fps"].getViewBox().width() > 200

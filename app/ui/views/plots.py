@@ -151,6 +151,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
                 self.legends[plot_name].addItem(self.curves[key], legend)
             self._legend_names[key] = legend
         self._legend_columns(five=False)
+        self._cpu_title = _TITLES["cpu"]
         self._fit_legends()
         self._b_shown = False
 
@@ -185,6 +186,9 @@ class LivePlots(pg.GraphicsLayoutWidget):
                 note.setText(_BRIEF.sub("", full))  # the plot is narrow: the reason's own aside in the tooltip
                 note.setToolTip(full)
             note.setVisible(bool(full))
+        # the CPU plot's title carries the figures while the clock and power plots are left out: its
+        # tooltip says why any is missing
+        self.plots["cpu"].titleLabel.setToolTip("\n".join(t for t in (notes.gpu, notes.cpu_clock) if t))
         self._wrap_notes()
 
     def note_texts(self) -> dict[str, str]:
@@ -216,7 +220,24 @@ class LivePlots(pg.GraphicsLayoutWidget):
         t = self.now() if t is None else t
         self._ring.append([t, *(values.get(k, np.nan) for k in KEYS)])
         self._ring.trim(t - self.history_s)
+        self._power_in_title(values)
         self.redraw(t)
+
+    def _power_in_title(self, values: dict[str, float]) -> None:
+        """While the clock and power plots are left out (a narrow plot area), the CPU plot's title carries
+        the newest figures ("CPU % · GPU 1980 MHz 135 W · CPU 2400 MHz"), or says they are not readable."""
+        title = _TITLES["cpu"]
+        if not self.plots["clock"].isVisible():
+            gpu, watts, cpu = (values.get(k, np.nan) for k in ("gpu_sm_clock", "gpu_power", "cpu_mhz"))
+            gpu_text = f"GPU {gpu:.0f} MHz" + (f" {watts:.0f} W" if np.isfinite(watts) else "")
+            parts = [gpu_text] if np.isfinite(gpu) else []
+            parts += [f"CPU {cpu:.0f} MHz"] if np.isfinite(cpu) else []
+            figures = " · ".join(parts) if parts else "clocks not readable here"
+            title += f"<span style='font-size:8pt'> · {figures}</span>"  # smaller: the plot's own title first
+        if title != self._cpu_title:
+            self._cpu_title = title
+            self.plots["cpu"].setTitle(title)
+            self.plots["cpu"].titleLabel.setMinimumWidth(0)  # a long title is clipped, never widens its column
 
     def redraw(self, t: float) -> None:
         rows = self._ring.rows()
