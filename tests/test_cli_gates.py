@@ -195,3 +195,28 @@ def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
     good = GATES / "bench_1thread.json"
     for path in _damaged(tmp_path)[::4]:  # on the command line, as a user meets them: some of them
         assert_one_line_error(run_cli("compare", good, path), 2, str(path))
+
+
+def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Path):
+    """A paced bench beside an unpaced one (power sections from counter values recorded on an H200,
+    issue 36): compare says the GPU was at its idle clock in one, with the figures."""
+    import json
+
+    from app.metrics.energy import power_figures
+    from tests.helpers.power_readings import IDLE, PACED, UNPACED
+
+    stored = json.loads((GATES / "bench_1thread.json").read_text())
+    paced, unpaced = tmp_path / "paced.json", tmp_path / "unpaced.json"
+    paced.write_text(json.dumps({**stored, "power": power_figures(IDLE, PACED, 420, "gpu").to_dict()}))
+    unpaced.write_text(json.dumps({**stored, "power": power_figures(IDLE, UNPACED, 10_780, "gpu").to_dict()}))
+    shown = run_cli("compare", paced, unpaced)
+    assert shown.returncode == 0, shown.stderr
+    assert "clocks    A (paced.json): SM clock 345 MHz, its idle clock; B (unpaced.json): SM clock 1980 MHz" in (
+        shown.stdout
+    )
+    out = run_cli("compare", paced, unpaced, "--json").json()
+    assert len(out["clock_sentences"]) == 1 and "different power states" in out["clock_sentences"][0]
+    same = run_cli("compare", unpaced, unpaced, "--json").json()
+    assert same["clock_sentences"] == []  # like clocks: nothing to say
+    plain = run_cli("compare", GATES / "bench_2threads.json", GATES / "bench_1thread.json", "--json").json()
+    assert plain["clock_sentences"] == []  # no power section (or, here, no GPU): silent

@@ -137,7 +137,7 @@ def _recording_shape(csv_text: str) -> dict[str, object]:
         kind = cells.get("event") or "-"
         seen = shapes.setdefault(kind, {c: set() for c in header})
         for column, cell in cells.items():
-            if cell:
+            if cell and column not in _MACHINE_NUMBERS:  # the power columns: the machine's counters decide
                 seen[column].add(_cell_shape(column, cell))
     full = sorted(
         {c for row in body for c, cell in zip(header, row, strict=True) if c in _PER_ROW and _significant(cell) == 6}

@@ -16,6 +16,7 @@ from app.system.power_counters import (
     rapl_packages,
     read_cpu_mhz,
 )
+from tests.helpers.power_readings import IDLE, PACED, UNPACED
 
 
 def _write(path: Path, text: str) -> None:
@@ -80,17 +81,6 @@ def test_every_counter_on_this_machine_is_a_value_or_a_reason():
     off.close()
 
 
-def _h200(t: float, sm: float, watts: float, joules: float) -> PowerReading:
-    return PowerReading(t, GpuPower("0: NVIDIA H200", sm, 3201.0, watts, joules), cpu_mhz_reason="x",
-                        cpu_energy_reason="RAPL is not exposed here")  # fmt: skip
-
-
-# Recorded on the H200 host (issue 36's table): idle 80 W at 345 MHz; 15 s of bench, GPU unpaced.
-IDLE = [_h200(0.0, 345, 80.0, 10_000.0), _h200(2.5, 345, 80.0, 10_200.0), _h200(5.0, 345, 80.0, 10_400.0)]
-UNPACED = [_h200(10.0 + i, 1980, 135.0, 20_000.0 + 133.7 * i) for i in range(15)]  # 1872 J in 14 s
-PACED = [_h200(40.0 + i, 345, 80.0, 40_000.0 + 91.3 * i) for i in range(15)]  # 1278 J in 14 s
-
-
 def test_energy_per_inference_from_the_counters_and_above_idle():
     f = power_figures(IDLE, UNPACED, inferences=14 * 770)
     assert f.gpu_energy_source == "counter" and f.gpu_energy_j == pytest.approx(1871.8)
@@ -143,3 +133,77 @@ def test_bench_reports_each_power_figure_or_why_it_is_missing(tmp_path: Path):
     assert "power     " in run.stdout
     if power.gpu_reason:
         assert power.gpu_reason in run.stdout
+
+
+def test_the_sampler_opens_nvml_once_for_utilisation_and_the_power_counters(monkeypatch):
+    """One NVML session per sampler (it was opened twice: once for utilisation, once for clocks)."""
+    import app.metrics.resources as resources
+    from app.system.nvml import NvmlSession
+
+    opened: list[NvmlSession] = []
+
+    class Counted(NvmlSession):
+        def __init__(self) -> None:
+            super().__init__()
+            opened.append(self)
+
+    monkeypatch.setattr(resources, "NvmlSession", Counted)
+    import app.system.power_counters as power_counters
+
+    monkeypatch.setattr(power_counters, "NvmlSession", Counted)
+    sampler = resources.ResourceSampler(interval_s=0.05)
+    with sampler:
+        reading = sampler.read_power_now()
+    assert len(opened) == 1, opened
+    assert reading is not None and (reading.gpu is None) == (reading.gpu_reason is not None)
+    assert not opened[0].open  # closed by the sampler at stop
+
+
+def test_a_paced_gpu_left_at_its_idle_clock_is_said_with_its_figures():
+    """The paced A/B of issue 36 (CPU vs GPU at 30 fps on an H200): the GPU at 345 MHz, its idle clock."""
+    from app.metrics.energy import paced_clock_sentence
+
+    paced = power_figures(IDLE, PACED, 14 * 30, ran_on="gpu")
+    sentence = paced_clock_sentence("GPU (side B) at 30 fps", paced)
+    assert sentence and sentence.startswith("GPU (side B) at 30 fps: SM clock 345 MHz, its idle clock (idle 345 MHz)")
+    assert "not its speed unpaced" in sentence
+    assert paced_clock_sentence("GPU at 30 fps", power_figures(IDLE, UNPACED, 14 * 770)) is None  # clock rose
+    assert paced_clock_sentence("GPU at 30 fps", power_figures([], PACED, 420)) is None  # idle clock unknown
+
+
+def test_an_ab_bench_reads_the_power_state_over_its_span(tmp_path: Path):
+    """bench --compare-with: the power section over the span both sides ran, each figure a value or null
+    beside its reason; here (no NVML) no clock sentence, since no GPU clock is known."""
+    import json
+
+    from tests.helpers.cli import run_cli
+
+    out = tmp_path / "ab.json"
+    run = run_cli("bench", "--source", "synthetic", "--frames", "12", "--warmup", "2", "--compare-with", "cpu",
+                  "--compare-alone-seconds", "0", "--idle-seconds", "0.3", "--json", out)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    d = json.loads(out.read_text())
+    power = PowerFigures(**d["power"])
+    assert (power.sm_clock_mhz is None) == (power.gpu_reason is not None), power
+    assert (power.cpu_mhz is None) == (power.cpu_mhz_reason is not None), power
+    assert (power.cpu_package_energy_j is None) == (power.cpu_energy_reason is not None), power
+    assert "power      " in run.stdout
+    if power.sm_clock_mhz is None:
+        assert d["speed"]["clock_sentence"] is None
+
+
+def test_bench_warm_seconds_holds_the_warm_up_that_long(tmp_path: Path):
+    """--warm-seconds: the measured span opens no sooner than that long after the first result, however
+    few warm-up inferences were asked for (the recording's `measure` row says when)."""
+    from app.recording.writer import read_recording
+    from tests.helpers.cli import run_cli
+
+    csv_path = tmp_path / "w.csv"
+    run = run_cli("bench", "--source", "synthetic", "--no-pace", "--frames", "10", "--warmup", "1",
+                  "--warm-seconds", "1.5", "--csv", csv_path)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    rows = read_recording(csv_path).rows
+    first = next(float(r["t_s"]) for r in rows if not r["event"])
+    measure = next(r for r in rows if r["event"] == "measure")
+    assert float(measure["t_s"]) - first >= 1.5, (first, measure["t_s"])
+    assert "over 1.5 s or more" in measure["message"]

@@ -173,6 +173,34 @@ def test_a_version_1_recording_is_read_with_the_per_thread_cpu_cells_empty(tmp_p
     assert rows[0]["inference_thread_cpu_ms"] == rows[0]["runtime_threads_cpu_ms"] == ""
 
 
+def test_a_version_2_recording_is_read_with_the_power_cells_empty(tmp_path):
+    """Recordings made before the power columns (format version 2, with and without the task columns)
+    still load, their power state unknown."""
+    import csv
+
+    from app.recording.writer import COLUMNS_TASKS, COLUMNS_TASKS_V2, COLUMNS_V2
+
+    for name, header, full in (("v2.csv", COLUMNS_V2, COLUMNS), ("v2t.csv", COLUMNS_TASKS_V2, COLUMNS_TASKS)):
+        path = tmp_path / name
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(header)
+            writer.writerow(["2026-12-01T10:00:00.000+00:00", "0.5", "", "7"] + ["1"] * (len(header) - 4))
+        rows = read_recording(path).rows
+        assert len(rows) == 1 and set(rows[0]) == set(full), name
+        assert rows[0]["gpu_util_pct"] == "1" and rows[0].get("result", "1") == "1", name
+        assert rows[0]["gpu_sm_clock_mhz"] == rows[0]["gpu_power_w"] == rows[0]["cpu_mhz"] == "", name
+
+
+def test_the_power_columns_round_trip_beside_an_empty_one(tmp_path):
+    """GPU clock and power as numbers, the CPU clock not readable (None: an empty cell), read back so."""
+    rec = RecordingWriter(tmp_path / "p.csv")
+    rec.add_row({"frame_id": 1, "gpu_sm_clock_mhz": 1980.0, "gpu_power_w": 135.25, "cpu_mhz": None})
+    assert rec.stop().rows == 1
+    (back,) = read_recording(tmp_path / "p.csv").rows
+    assert (back["gpu_sm_clock_mhz"], back["gpu_power_w"], back["cpu_mhz"]) == ("1980", "135.25", "")
+
+
 def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     """`bench --csv run.csv --json run.json` was refused: the recording's sidecar was run.json. The
     sidecar is now run.csv.meta.json; report reads it (and a recording's old NAME.json sidecar)."""

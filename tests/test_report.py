@@ -325,3 +325,25 @@ def test_segments_are_labelled_by_the_change_not_by_the_reopen_that_follows(tmp_
         "delegate cpu→gpu; fell back to cpu: no GPU adapter",
     ]
     assert [len(g.inferences) for g in segments] == [3, 3, 3] and segments[-1].rows[-1]["event"] == "stop"
+
+
+def test_the_power_state_is_in_the_report_or_said_to_be_missing(sessions, tmp_path):
+    """A GPU recording with the power columns (values recorded on an H200: SM clock 1980 MHz, 135 W, at
+    100 inferences per second) beside one made here (no NVML, no cpufreq in this VM): the figures, or
+    "not recorded"."""
+    path = tmp_path / "gpu.csv"
+    recorder = RecordingWriter(path)
+    for i in range(101):  # 100 intervals of 10 ms: 100 inferences per second
+        row = {**inference_row(i, "x"), "backend_requested": "gpu", "backend_used": "gpu",
+               "gpu_sm_clock_mhz": 1980 if i % 10 else 1965, "gpu_power_w": 135.0, "cpu_mhz": 2400}  # fmt: skip
+        recorder.add_row(row, monotonic=recorder._t0 + 1.0 + i * 0.01)
+    recorder.stop()
+    page_path = tmp_path / "p.html"
+    build_report([path, sessions["fp32"]], page_path)
+    page = page_path.read_text(encoding="utf-8")
+    assert "1980 MHz (median) / 135 W (mean)" in page
+    assert "1350.00 mJ (mean recorded power / inference rate, idle included)" in page  # 135 W / 100 per s
+    assert "2400 MHz" in page
+    here = measured_rows(sessions["fp32"])
+    if not any(r["gpu_sm_clock_mhz"] for r in here):
+        assert "not recorded (not readable where it ran, or a recording before format 3)" in page

@@ -20,7 +20,8 @@ FLOAT, INT8 = "EfficientNet-Lite0 (float32)", "EfficientNet-Lite0 (int8)"
 
 def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     out, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
-    run = run_cli("sweep", "--frames", "12", "--warmup", "2", "--json", out, "--html", page, env=NO_VULKAN, timeout=120)
+    run = run_cli("sweep", "--frames", "12", "--warmup", "2", "--json", out, "--html", page, "--idle-seconds", "0.3",
+                  "--warm-seconds", "0.2", env=NO_VULKAN, timeout=120)  # fmt: skip
     assert run.returncode == 0, run.stderr
     d = json.loads(out.read_text())
     assert d["frames"] == 12 and d["frame_size"] == [1280, 720] and d["source"] == "demo"
@@ -54,6 +55,18 @@ def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     assert f"{cpu[0]}  " in run.stdout and "not measured:" in run.stdout
     html = page.read_text()
     assert "<table>" in html and "data:image/png;base64," in html and "Core ML needs macOS" in html
+    # The power state (issue 36): idle read before the first configuration, each configuration warmed, and
+    # every figure a value or null beside its reason (this VM: no NVML, no cpufreq, no RAPL).
+    assert d["idle_s"] >= 0.25 and d["warm_s"] == 0.2
+    for label in cpu:
+        power = rows[label]["power"]
+        for value, reason in (("sm_clock_mhz", "gpu_reason"), ("cpu_mhz", "cpu_mhz_reason"),
+                              ("cpu_package_energy_j", "cpu_energy_reason")):  # fmt: skip
+            assert (power[value] is None) == (power[reason] is not None), (label, value, power)
+            if power[reason]:
+                assert f"not readable here ({power[reason]})" in run.stdout, power[reason]
+    assert all(r["power"] is None for r in others)
+    assert "Power state" in html and "mJ/inf" in run.stdout and "GPU MHz" in html
 
 
 @pytest.mark.slow  # SwiftShader runs EfficientNet-Lite0 at ~1 inference/s: ~25 s here
@@ -182,3 +195,32 @@ def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwh
     finally:
         ended, _ = live.stop()
     assert ended
+
+
+def test_the_sweep_table_gives_each_configurations_clock_and_energy_on_recorded_counters():
+    """Counter values recorded on an H200 (issue 36): the GPU row's SM clock and mJ per inference, total
+    and above idle, from NVML's counter; the CPU row's energy not readable there (no RAPL)."""
+    from app.metrics.energy import power_figures
+    from app.report.sweep import energy_per_inference, power_lines, text_table
+    from app.tasks.sweep import Outcome, SweepResult, SweepRow
+    from tests.helpers.power_readings import IDLE, UNPACED
+
+    gpu_power = power_figures(IDLE, UNPACED, inferences=14 * 770, ran_on="gpu")
+    cpu_power = power_figures(IDLE, UNPACED, inferences=14 * 400, ran_on="cpu")
+    gpu = SweepRow("m", "m", "gpu", "fp32", "m · GPU fp32", Outcome.MEASURED, inference_fps=770.0,
+                   latency_p50_ms=1.28, latency_p95_ms=1.4, power=gpu_power)  # fmt: skip
+    cpu = SweepRow("m", "m", "cpu", "16 threads", "m · CPU 16 threads", Outcome.MEASURED, inference_fps=400.0,
+                   latency_p50_ms=2.06, latency_p95_ms=2.3, power=cpu_power)  # fmt: skip
+    result = SweepResult("demo", "demo", (1280, 720), 100, 5, "Linux x86_64, 16 CPUs", 16, "t", 30.0, gpu.label,
+                         (gpu, cpu), idle_s=5.0, warm_s=3.0)  # fmt: skip
+    total, above = energy_per_inference(gpu)
+    assert total == pytest.approx(1871.8 * 1000 / (14 * 770))
+    assert above == pytest.approx((1871.8 - 80.0 * 14) * 1000 / (14 * 770))
+    assert energy_per_inference(cpu) == (None, None)  # the GPU's energy is not the CPU run's; no RAPL there
+    table = text_table(result)
+    gpu_line = next(line for line in table.splitlines() if line.startswith("m · GPU fp32"))
+    assert " 1980 " in gpu_line and f"{total:.2f}" in gpu_line and f"{above:.2f}" in gpu_line
+    lines = power_lines(result)
+    assert "idle read for 5.0 s before the first configuration: GPU 80 W at 345 MHz" in lines
+    assert "each configuration held busy (unpaced) at least 3 s before its measured span" in lines
+    assert "CPU package energy: not readable here (RAPL is not exposed here)" in lines

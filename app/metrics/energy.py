@@ -153,6 +153,19 @@ def clock_state_sentence(a_label: str, a: PowerFigures, b_label: str, b: PowerFi
     )
 
 
+def paced_clock_sentence(label: str, f: PowerFigures) -> str | None:
+    """A paced run whose GPU stayed at its idle clock, with the figures ("GPU at 30 fps: SM clock 345 MHz,
+    its idle clock (idle 345 MHz)"): its speed there is not the GPU's unpaced. None when the GPU's clock
+    rose above idle, or is not known."""
+    if f.sm_clock_mhz is None or f.idle_sm_clock_mhz is None or f.sm_clock_mhz > f.idle_sm_clock_mhz * IDLE_CLOCK_SLACK:
+        return None
+    return (
+        f"{label}: SM clock {f.sm_clock_mhz:.0f} MHz, its idle clock (idle {f.idle_sm_clock_mhz:.0f} MHz): a paced "
+        "GPU may never raise its clock, so a speed measured here is not its speed unpaced (bench --no-pace "
+        "--warm-seconds, or sweep, measures that)."
+    )
+
+
 def power_lines(f: PowerFigures) -> list[str]:
     """The power state and energy in words, one line for the GPU and one for the CPU: each figure or why
     it is missing (`bench`'s output)."""
@@ -184,3 +197,23 @@ def power_lines(f: PowerFigures) -> list[str]:
     else:
         energy = f"package energy: {f.cpu_energy_reason}"
     return [gpu, f"CPU {clock}; {energy}"]
+
+
+NOT_READABLE = "not readable here"
+
+
+@dataclass(frozen=True)
+class PowerNotes:
+    """What the window's clock and power plots cannot show, in words ("not readable here" and why);
+    None for a figure that is readable (its curve says it)."""
+
+    gpu: str | None  # the GPU's SM clock and power draw
+    cpu_clock: str | None
+
+    @classmethod
+    def of(cls, reading: PowerReading | None) -> PowerNotes:
+        if reading is None:
+            return cls(f"GPU clock and power: {NOT_READABLE} (no reading yet)", f"CPU clock: {NOT_READABLE}")
+        gpu = None if reading.gpu is not None else f"GPU clock and power: {NOT_READABLE} ({reading.gpu_reason})"
+        cpu = None if reading.cpu_mhz else f"CPU clock: {NOT_READABLE} ({reading.cpu_mhz_reason})"
+        return cls(gpu, cpu)

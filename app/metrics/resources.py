@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from app.system.nvml import NvmlSession
 from app.system.power_counters import PowerCounters, PowerReading
 
 _MIB = 1024 * 1024
@@ -117,40 +118,23 @@ def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> CpuShares | None:
 
 
 class _NvmlProbe:
-    """GPU utilisation through NVML (nvidia-ml-py's `pynvml`); any absence gives no reading."""
+    """GPU utilisation through the sampler's NVML session; any absence gives no reading."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, session: NvmlSession) -> None:
         self._pid = pid
-        self._nvml: Any = None  # the pynvml module once it has a device (it ships no type information)
-        self._handles: list[Any] = []
-        try:
-            import pynvml
-
-            pynvml.nvmlInit()
-        except Exception:  # ImportError, NVMLError_LibraryNotFound/DriverNotLoaded, OSError: no NVIDIA GPU here
-            return
-        try:
-            self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-        except pynvml.NVMLError:
-            self._handles = []
-        if self._handles:
-            self._nvml = pynvml
-        else:
-            pynvml.nvmlShutdown()
+        self._session = session
+        self._handles: list[Any] = session.handles if session.open else []
 
     def read(self) -> GpuReading | None:
-        nvml = self._nvml
+        nvml = self._session.module
         if nvml is None:
             return None
         try:
             index, listed = self._device_of_process(nvml)
-            handle = self._handles[index]
-            name = nvml.nvmlDeviceGetName(handle)
-            name = name.decode() if isinstance(name, bytes) else name
-            util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu
+            util = nvml.nvmlDeviceGetUtilizationRates(self._handles[index]).gpu
         except nvml.NVMLError:
             return None
-        return GpuReading(gpu_util_pct=float(util), gpu_name=f"{index}: {name}", gpu_process_listed=listed)
+        return GpuReading(gpu_util_pct=float(util), gpu_name=self._session.names[index], gpu_process_listed=listed)
 
     def _device_of_process(self, nvml: Any) -> tuple[int, bool]:
         """The first GPU that lists this pid (compute or graphics/Vulkan context), else device 0.
@@ -165,11 +149,6 @@ class _NvmlProbe:
                 except nvml.NVMLError:
                     continue
         return 0, False
-
-    def close(self) -> None:
-        if self._nvml is not None:
-            self._nvml.nvmlShutdown()
-            self._nvml = None
 
 
 class ResourceSampler:
@@ -195,6 +174,7 @@ class ResourceSampler:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._nvml: _NvmlProbe | None = None
+        self._session: NvmlSession | None = None  # one NVML session for utilisation and the power counters
         self._power: PowerCounters | None = None
         self._power_history: deque[PowerReading] = deque(maxlen=self.POWER_HISTORY)
 
@@ -206,8 +186,9 @@ class ResourceSampler:
         if self.running:
             return
         proc = psutil.Process(self.pid)
-        self._nvml = _NvmlProbe(self.pid) if self._gpu else None
-        self._power = PowerCounters(gpu=self._gpu)
+        self._session = NvmlSession() if self._gpu else None
+        self._nvml = _NvmlProbe(self.pid, self._session) if self._session is not None else None
+        self._power = PowerCounters(gpu=self._gpu, nvml=self._session)
         mark = cpu_mark(proc)
         rss_mb = proc.memory_info().rss / _MIB
         power = self._power_reading(mark.wall)
@@ -226,12 +207,13 @@ class ResourceSampler:
         if thread.is_alive():  # stuck in a driver call: keep it visible as running, leave NVML to it
             return
         self._thread = None
-        if self._nvml is not None:
-            self._nvml.close()
-            self._nvml = None
+        self._nvml = None
         if self._power is not None:
             self._power.close()
             self._power = None
+        if self._session is not None:  # after its readers
+            self._session.close()
+            self._session = None
 
     def latest(self) -> ResourceReading:
         """The newest reading (immutable: safe to hand to any thread)."""

@@ -28,6 +28,9 @@ RECORDED = {
     "end_to_end_mean": "end_to_end_ms",
     "process_cpu": "process_cpu_pct",
     "system_cpu": "system_cpu_pct",
+    "gpu_sm_clock": "gpu_sm_clock_mhz",  # format version 3 on; empty cells (not readable, or older) are gaps
+    "cpu_mhz": "cpu_mhz",
+    "gpu_power": "gpu_power_w",
 }
 _QUIET = {"start", "stop", "measure"}
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from app.schemas import versioned
 from app.system.redact import redact_credentials
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 COLUMNS = [
     "timestamp",  # ISO 8601 with UTC offset, ms precision
     "t_s",  # seconds since the recording started (monotonic clock)
@@ -60,6 +60,9 @@ COLUMNS = [
     "system_cpu_pct",
     "rss_mb",
     "gpu_util_pct",
+    "gpu_sm_clock_mhz",  # version 3 on: the power state at the row's newest sample (app/system/power_counters.py) ...
+    "gpu_power_w",  # ... NVML's SM clock and board power draw, empty where not readable ...
+    "cpu_mhz",  # ... and the CPU's clock, the median over cores (cpufreq), empty where not exposed
     "top1_index",
     "top1_label",
     "top1_score",
@@ -74,9 +77,12 @@ COLUMNS = [
 # one-line summary. A classifier's bench recording is as it always was.
 TASK_COLUMNS = ["task", "result_count", "result_labels", "result_scores", "result"]
 COLUMNS_TASKS = COLUMNS + TASK_COLUMNS
-# Version 1 had no per-thread split; its files are read with those cells empty.
+# Version 1 had no per-thread split, version 2 no power state; their files are read with those cells empty.
 _ADDED_IN_2 = ("inference_thread_cpu_ms", "runtime_threads_cpu_ms", "rest_of_process_cpu_ms")
-COLUMNS_V1 = [c for c in COLUMNS if c not in _ADDED_IN_2]
+_ADDED_IN_3 = ("gpu_sm_clock_mhz", "gpu_power_w", "cpu_mhz")
+COLUMNS_V2 = [c for c in COLUMNS if c not in _ADDED_IN_3]
+COLUMNS_TASKS_V2 = COLUMNS_V2 + TASK_COLUMNS
+COLUMNS_V1 = [c for c in COLUMNS_V2 if c not in _ADDED_IN_2]
 TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message",
                 "task", "result_labels", "result"}  # fmt: skip
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -385,8 +391,10 @@ def read_recording(path: Path) -> Recording:
         columns = COLUMNS
     elif header == COLUMNS_TASKS:
         columns = COLUMNS_TASKS
+    elif header in (COLUMNS_V2, COLUMNS_TASKS_V2):
+        columns, missing = header, dict.fromkeys(_ADDED_IN_3, "")
     elif header == COLUMNS_V1:
-        columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2, "")
+        columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2 + _ADDED_IN_3, "")
     else:
         raise ValueError(f"{path}: not a Delegate Scope recording (unexpected header)")
     rows = []

@@ -77,6 +77,13 @@ class SessionSummary:
     system_cpu_pct: float = math.nan
     rss_mb: float = math.nan
     gpu_util_pct: float = math.nan
+    # The power state (recording format 3 on; NaN where not readable where it ran, or not recorded)
+    gpu_sm_clock_mhz: float = math.nan
+    gpu_power_w: float = math.nan  # mean of the recorded samples
+    cpu_mhz: float = math.nan
+    # The GPU's energy per inference from the recorded power (its mean over the inference rate); NaN
+    # unless every measured inference ran on the GPU and its power was recorded
+    gpu_mj_per_inference: float = math.nan
     dropped: int = 0
     dropped_share: float = math.nan
     models: list[str] = field(default_factory=list)
@@ -211,7 +218,14 @@ def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> Reco
         events.append(RecordedEvent(t, kind, _event_text(kind, r)))
     meta = session.metadata if isinstance(session.metadata, dict) else {}
     data = RecordingData(
-        path, index, COLOURS[index % len(COLOURS)], meta, session.skipped_lines, inferences, events, measured_from,
+        path,
+        index,
+        COLOURS[index % len(COLOURS)],
+        meta,
+        session.skipped_lines,
+        inferences,
+        events,
+        measured_from,
         measured_to,
     )
     data.t = data.column("t_s")
@@ -294,6 +308,10 @@ def summarise(s: RecordingData) -> SessionSummary:
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
+    watts = s.column("gpu_power_w", rows)
+    gpu_w = float(np.nanmean(watts)) if np.isfinite(watts).any() else math.nan
+    rate = (len(rows) - 1) / span if span and span > 0 else math.nan
+    on_gpu = bool(rows) and all(original_text(r.get("backend_used", "")) == "gpu" for r in rows)
     task = None
     for r in rows:  # the task columns (docs/csv-format.md): empty or absent in a classifier's rows
         cells = parse_cells(r)
@@ -316,6 +334,10 @@ def summarise(s: RecordingData) -> SessionSummary:
         system_cpu_pct=_median(s.column("system_cpu_pct", rows)),
         rss_mb=_median(s.column("rss_mb", rows)),
         gpu_util_pct=_median(s.column("gpu_util_pct", rows)),
+        gpu_sm_clock_mhz=_median(s.column("gpu_sm_clock_mhz", rows)),
+        gpu_power_w=gpu_w,
+        cpu_mhz=_median(s.column("cpu_mhz", rows)),
+        gpu_mj_per_inference=gpu_w / rate * 1000.0 if on_gpu and rate > 0 else math.nan,
         dropped=dropped,
         dropped_share=dropped / (dropped + len(rows)) if rows else math.nan,
         models=_distinct(s.inferences, "model"),

@@ -26,6 +26,10 @@ COLUMNS = (
     "init ms",
     "1st inf ms",
     "top-1 agree",
+    "GPU MHz",
+    "CPU MHz",
+    "mJ/inf",
+    "above idle",
 )
 
 
@@ -60,7 +64,55 @@ def row_cells(row: SweepRow) -> list[Cell]:
         num(row.init_ms, ".0f"),
         num(row.first_inference_ms, ".1f"),
         agreement,
+        num(row.power.sm_clock_mhz if row.power else None, ".0f"),
+        num(row.power.cpu_mhz if row.power else None, ".0f"),
+        *(num(v, ".2f") for v in energy_per_inference(row)),
     ]
+
+
+def energy_per_inference(row: SweepRow) -> tuple[float | None, float | None]:
+    """mJ per inference of the device the model ran on, total and above idle: the GPU's (NVML) for a GPU
+    row, the CPU packages' (RAPL) for a CPU row; None where not readable (Core ML: neither counter is
+    that device's)."""
+    p = row.power
+    if p is None:
+        return None, None
+    if row.delegate == "gpu":
+        return p.gpu_mj_per_inference, p.gpu_mj_per_inference_above_idle
+    if row.delegate == "cpu":
+        return p.cpu_package_mj_per_inference, p.cpu_package_mj_per_inference_above_idle
+    return None, None
+
+
+def power_lines(result: SweepResult) -> list[str]:
+    """How the power figures were taken, and why any is missing ("not readable here" with the counters'
+    own reasons, once each)."""
+    lines = []
+    idle = next((r.power for r in result.measured() if r.power is not None), None)
+    if result.idle_s > 0 and idle is not None:
+        gpu_idle = idle.idle_power_w is not None and idle.idle_sm_clock_mhz is not None
+        known = [f"GPU {idle.idle_power_w:.0f} W at {idle.idle_sm_clock_mhz:.0f} MHz"] if gpu_idle else []
+        lines.append(f"idle read for {result.idle_s:.1f} s before the first configuration"
+                     + (f": {', '.join(known)}" if known else ""))  # fmt: skip
+    if result.warm_s > 0:
+        lines.append(f"each configuration held busy (unpaced) at least {result.warm_s:g} s before its measured span")
+    gpu = [r for r in result.measured() if r.delegate == "gpu"]
+    cpu = [r for r in result.measured() if r.delegate == "cpu"]
+    missing: dict[str, None] = {}
+    for r in result.measured():
+        p = r.power
+        if p is None:
+            continue
+        if p.sm_clock_mhz is None and p.gpu_reason:
+            missing[f"GPU clocks and energy: not readable here ({p.gpu_reason})"] = None
+        if p.cpu_mhz is None and p.cpu_mhz_reason:
+            missing[f"CPU clock: not readable here ({p.cpu_mhz_reason})"] = None
+        if r in cpu and p.cpu_package_energy_j is None and p.cpu_energy_reason:
+            missing[f"CPU package energy: not readable here ({p.cpu_energy_reason})"] = None
+    if gpu or cpu:
+        lines.append("mJ/inf: energy per inference of the device the model ran on (GPU: NVML's counter; CPU: the "
+                     "packages' RAPL counter), total and above the idle power")  # fmt: skip
+    return lines + list(missing)
 
 
 def _task_agreement(g: dict) -> Cell:
@@ -114,6 +166,7 @@ def text_table(result: SweepResult) -> str:
     for cells in measured:
         lines.append("  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)))
     lines.extend(task_lines(result))
+    lines.extend(power_lines(result))
     others = [r for r in result.rows if not r.measured]
     if others:
         lines.append("not measured:")
@@ -156,9 +209,14 @@ def render_html(result: SweepResult, plot_png: bytes | None) -> str:
         "p50/p95: the inference stage's latency. CPU ms/inf: CPU time of the inference's own thread and the "
         "threads its runtime started (read per thread), per inference. init: opening the session; 1st inf: its "
         "first inference (one-off costs). Top-1 agreement: share of the captured frames on which the top-1 label "
-        "equals the first configuration's.</p>"
+        "equals the first configuration's. GPU MHz, CPU MHz: the median SM clock and CPU clock over the measured "
+        "span (a configuration measured at another clock than its neighbour's is not the hardware's ratio). "
+        "mJ/inf: below, under Power state.</p>"
     )
     for line in task_lines(result):  # models that are not classifiers (their agreement: app/model/agreement.py)
+        parts.append(f"<p class='note'>{_e(line)}</p>")
+    parts.append("<h2>Power state</h2>")
+    for line in power_lines(result):  # how the clocks and energy were read, or why they could not be
         parts.append(f"<p class='note'>{_e(line)}</p>")
     others = [r for r in result.rows if not r.measured]
     if others:

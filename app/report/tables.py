@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from app.recording.segments import delegate_facts
 from app.report.compare import Comparison
-from app.report.data import STAGE_NAMES, STAGES, RecordingData, backend_text
+from app.report.data import STAGE_NAMES, STAGES, RecordingData, SessionSummary, backend_text
 
 # The delegation facts that head each column (HTML table and PNG header), in this order.
 FACT_ROWS = ("runs on", "threads", "nodes delegated", "ops left on CPU", "adapter", "init / first inference")
@@ -91,6 +91,9 @@ def summary_rows(sessions: list[RecordingData], comparisons: list[Comparison]) -
     add("CPU ms per inference (median)", [fmt(x.cpu_ms) for x in ss])
     add("offload ratio (CPU ms / inference ms)", [fmt(x.offload_ratio) for x in ss])
     add("process CPU % of machine (median)", [fmt(x.process_cpu_pct, 1) for x in ss])
+    add("GPU SM clock / power", [_gpu_power(x) for x in ss])
+    add("GPU energy per inference", [_gpu_energy(x) for x in ss])
+    add("CPU clock (median of cores)", [_recorded(x.cpu_mhz, "MHz") for x in ss])
     add("top-1 labels", [top_labels_text(x.labels) for x in ss])
     if any(x.task is not None for x in ss):  # models that are not classifiers: what they found
         add("task", [x.task.task if x.task else "classification" for x in ss])
@@ -122,3 +125,24 @@ def comparison_rows(comparisons: list[Comparison]) -> list[tuple[str, list[str]]
             [fmt(c.agreement.distribution_overlap * 100, 0, "%") for c in comparisons],
         ),
     ]
+
+
+NOT_RECORDED = "not recorded (not readable where it ran, or a recording before format 3)"
+
+
+def _recorded(value: float, unit: str) -> str:
+    return NOT_RECORDED if math.isnan(value) else f"{value:.0f} {unit}"
+
+
+def _gpu_power(x: SessionSummary) -> str:
+    if math.isnan(x.gpu_sm_clock_mhz) and math.isnan(x.gpu_power_w):
+        return NOT_RECORDED
+    return f"{_recorded(x.gpu_sm_clock_mhz, 'MHz')} (median) / {_recorded(x.gpu_power_w, 'W')} (mean)"
+
+
+def _gpu_energy(x: SessionSummary) -> str:
+    if not math.isnan(x.gpu_mj_per_inference):
+        return f"{x.gpu_mj_per_inference:.2f} mJ (mean recorded power / inference rate, idle included)"
+    if math.isnan(x.gpu_power_w):
+        return "–"
+    return "– (not every inference ran on the GPU)"

@@ -13,7 +13,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from app.system.nvml import NvmlSession
 
 CPUFREQ = Path("/sys/devices/system/cpu")
 POWERCAP = Path("/sys/class/powercap")
@@ -121,66 +122,52 @@ class RaplCounter:
 
 
 class _Nvml:
-    """NVML's clocks, power and energy for the first GPU (or the one given); absent → a reason."""
+    """NVML's clocks, power and energy for one GPU of a shared session (absent: the session's reason)."""
 
-    def __init__(self, index: int = 0) -> None:
-        self.reason: str | None = None
-        self._nvml: Any = None  # pynvml ships no type information
-        try:
-            import pynvml
-        except ImportError:
-            self.reason = "NVML not installed (pip install 'delegate-scope[nvidia]')"
-            return
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError as exc:
-            self.reason = f"no NVIDIA driver here (NVML: {exc})"
-            return
-        try:
-            if pynvml.nvmlDeviceGetCount() <= index:
-                self.reason = "no NVIDIA GPU here"
-                pynvml.nvmlShutdown()
-                return
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            name = pynvml.nvmlDeviceGetName(self._handle)
-            self._name = f"{index}: {name.decode() if isinstance(name, bytes) else name}"
-        except pynvml.NVMLError as exc:
-            self.reason = f"NVML could not open GPU {index}: {exc}"
-            pynvml.nvmlShutdown()
-            return
-        self._nvml = pynvml
+    def __init__(self, session: NvmlSession, index: int = 0) -> None:
+        self._session, self._index = session, index
 
     def read(self) -> tuple[GpuPower | None, str | None]:
-        nvml = self._nvml
+        session = self._session
+        nvml = session.module
         if nvml is None:
-            return None, self.reason
+            return None, session.reason
+        if self._index >= len(session.handles):
+            return None, f"no NVIDIA GPU {self._index} here"
+        handle = session.handles[self._index]
         try:
-            sm = nvml.nvmlDeviceGetClockInfo(self._handle, nvml.NVML_CLOCK_SM)
-            mem = nvml.nvmlDeviceGetClockInfo(self._handle, nvml.NVML_CLOCK_MEM)
-            power_mw = nvml.nvmlDeviceGetPowerUsage(self._handle)
+            sm = nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM)
+            mem = nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM)
+            power_mw = nvml.nvmlDeviceGetPowerUsage(handle)
         except nvml.NVMLError as exc:
             return None, f"NVML read failed: {exc}"
         try:
-            energy_j: float | None = nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle) / 1000.0  # mJ
+            energy_j: float | None = nvml.nvmlDeviceGetTotalEnergyConsumption(handle) / 1000.0  # mJ
         except nvml.NVMLError:  # before Volta the driver keeps no energy counter
             energy_j = None
-        return GpuPower(self._name, float(sm), float(mem), power_mw / 1000.0, energy_j), None
-
-    def close(self) -> None:
-        if self._nvml is not None:
-            self._nvml.nvmlShutdown()
-            self._nvml = None
+        name = session.names[self._index]
+        return GpuPower(name, float(sm), float(mem), power_mw / 1000.0, energy_j), None
 
 
 class PowerCounters:
     """Reads every counter at once; open once, `read()` from one thread at a time, `close()` at the end.
-    `gpu=False` leaves NVML alone (a CPU-only run need not load the driver's library)."""
+    `gpu=False` leaves NVML alone (a CPU-only run need not load the driver's library); `nvml`: a session
+    its caller owns (the resource sampler shares its own), else one of its own that `close()` ends."""
 
-    def __init__(self, gpu: bool = True, cpufreq: Path = CPUFREQ, powercap: Path = POWERCAP) -> None:
+    def __init__(
+        self,
+        gpu: bool = True,
+        cpufreq: Path = CPUFREQ,
+        powercap: Path = POWERCAP,
+        nvml: NvmlSession | None = None,
+    ) -> None:
         self._lock = threading.Lock()
         self._cpufreq = cpufreq
         self._cpufreq_files = cpufreq_files(cpufreq)
-        self._nvml = _Nvml() if gpu else None
+        self._own_session = gpu and nvml is None
+        session = (nvml or NvmlSession()) if gpu else None
+        self._session = session
+        self._nvml = _Nvml(session) if session is not None else None
         domains, self._rapl_reason = rapl_packages(powercap)
         self._rapl = RaplCounter(domains) if domains else None
 
@@ -201,5 +188,6 @@ class PowerCounters:
 
     def close(self) -> None:
         with self._lock:
-            if self._nvml is not None:
-                self._nvml.close()
+            if self._own_session and self._session is not None:
+                self._session.close()
+            self._session = self._nvml = None

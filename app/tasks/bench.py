@@ -47,6 +47,12 @@ class BenchConfig:
     # Seconds the machine idles before the pipeline starts, read by the power counters: what "above
     # idle" takes off. None: IDLE_S where an energy counter is readable (NVML, RAPL), else none.
     idle_s: float | None = None
+    # The warm-up lasts at least this many seconds too, at the run's pace: unpaced, the device is held
+    # busy (and its clocks up) before measuring; 0: `warmup` inferences only.
+    warm_s: float = 0.0
+    # Readings of the idle machine taken before this run (a sweep measures idle once, before its first
+    # configuration); None: measured here, as `idle_s` says.
+    idle_readings: tuple[PowerReading, ...] | None = None
 
 
 IDLE_S = 2.0
@@ -185,6 +191,7 @@ class _Span:
         self.read_power: Callable[[], PowerReading | None] = lambda: None
         self.power_from: PowerReading | None = None
         self.power_to: PowerReading | None = None
+        self._first_at: float | None = None  # the first result's time: `warm_s` counts from it
 
     def open_now(self) -> None:
         with self._lock:
@@ -200,7 +207,10 @@ class _Span:
                 self.task.add_result(result.task)
             done = self._metrics.inferences_total
             if self.measured_from is None:
-                if done >= self._bench.warmup and not self._end:
+                now = time.monotonic()
+                self._first_at = now if self._first_at is None else self._first_at
+                warm = now - self._first_at >= self._bench.warm_s
+                if done >= self._bench.warmup and warm and not self._end:
                     self._open()
             elif self._end or (self._bench.frames is not None and done >= self._bench.frames):
                 self._close()
@@ -227,7 +237,10 @@ class _Span:
         self.cpu_from = (cpu_mark(), time.time())
         self.power_from = self.read_power()
         if self._recorder:
-            self._recorder.add_row({"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences done"})
+            warm = f" over {self._bench.warm_s:g} s or more" if self._bench.warm_s > 0 else ""
+            self._recorder.add_row(
+                {"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences{warm} done"}
+            )
 
     def _close(self) -> None:
         self.closed_at = time.monotonic()
@@ -247,7 +260,7 @@ def run_bench(
     `on_result` sees every published result, warm-up included (a sweep's agreement)."""
     sampler = ResourceSampler()
     sampler.start()
-    idle = _idle_power(sampler, bench.idle_s)
+    idle = list(bench.idle_readings) if bench.idle_readings is not None else read_idle(sampler, bench.idle_s)
     metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
     # A model that is not a classifier records its task's columns and sums up what it found.
     tasks_too = not_a_classifier(config)
@@ -341,9 +354,16 @@ def run_bench(
     )
 
 
-def _idle_power(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReading]:
-    """Readings of the machine idle before the run (its idle power and clock); none when no energy
-    counter is readable and the user asked for no idle time."""
+def measure_idle(idle_s: float | None = None) -> list[PowerReading]:
+    """The idle machine's readings over `idle_s` seconds (None: IDLE_S where an energy counter is
+    readable, else none), from a sampler of its own: a sweep's, once before its first configuration."""
+    with ResourceSampler() as sampler:
+        return read_idle(sampler, idle_s)
+
+
+def read_idle(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReading]:
+    """From a running sampler: readings of the machine idle before the run (its idle power and clock);
+    none when no energy counter is readable and the user asked for no idle time."""
     first = sampler.read_power_now()
     if first is None:
         return []

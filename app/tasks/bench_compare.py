@@ -13,6 +13,8 @@ from typing import Any
 
 from app.backends import DelegationReport
 from app.backends.describe import speed_sentence
+from app.metrics.energy import PowerFigures, paced_clock_sentence, power_figures
+from app.metrics.resources import ResourceSampler
 from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline, Status
@@ -28,7 +30,8 @@ from app.pipeline.compare import (
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
-from app.tasks.bench import BenchConfig, not_a_classifier
+from app.system.power_counters import PowerReading
+from app.tasks.bench import BenchConfig, not_a_classifier, read_idle
 
 _POLL_S = 0.05
 
@@ -121,6 +124,10 @@ class CompareSummary:
     status: Status
     wall_s: float
     csv: CompareRecording | None = None
+    # The power state over the measured span (both sides at once): the GPU's energy per inference counts
+    # the inferences of the sides on the GPU; clock_sentence: a paced GPU left at its idle clock, said so
+    power: PowerFigures | None = None
+    clock_sentence: str | None = None
 
     @property
     def a_over_b(self) -> float | None:
@@ -137,13 +144,19 @@ class CompareSummary:
             "a": self.a.to_dict(),
             "b": self.b.to_dict(),
             "agreement": self.agreement.to_dict(),
-            "speed": {"a_over_b_inference_median": self.a_over_b, "sentence": self.speed_sentence},
+            "speed": {
+                "a_over_b_inference_median": self.a_over_b,
+                "sentence": self.speed_sentence,
+                "clock_sentence": self.clock_sentence,
+            },
             "shared_preprocessing": {"computed": self.shared_computed, "reused": self.shared_reused},
             "status": {"state": self.status.state, "message": self.status.message},
             "wall_s": self.wall_s,
         }
         if self.csv:
             summary["csv"] = self.csv.to_dict()
+        if self.power is not None:
+            summary["power"] = self.power.to_dict()
         return summary
 
 
@@ -155,6 +168,19 @@ def _alone_figures(alone: MetricsSnapshot | None) -> AloneFigures | None:
 
 
 def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> CompareSummary:
+    sampler = ResourceSampler()  # the power state: idle first, then over the measured span
+    sampler.start()
+    try:
+        summary = _run(bench, a, b, alone_s, sampler)
+    finally:
+        sampler.stop()
+    return summary
+
+
+def _run(
+    bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float, sampler: ResourceSampler
+) -> CompareSummary:
+    idle = list(bench.idle_readings) if bench.idle_readings is not None else read_idle(sampler, bench.idle_s)
     alone = {}
     if alone_s > 0:
         alone = {"a": _alone(bench, a, alone_s), "b": _alone(bench, b, alone_s)}
@@ -185,12 +211,14 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
             sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"},
                                   monotonic=cp.metrics[side].started_at)  # fmt: skip
         measured_from = time.monotonic()
+        power_from = sampler.read_power_now()
         if bench.frames is not None:
             frames = bench.frames
             _wait(lambda: len(cp.comparator.comparisons) >= frames, 3600, cp)
         else:
             _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, cp)
         ended = time.monotonic()
+        power_to = sampler.read_power_now()
         snaps = cp.snapshots(ended)
         for sink in sinks.values():
             sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
@@ -220,6 +248,8 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
             bench.csv, len(comparisons), {side: side_recording(bench.csv, side) for side in ("a", "b")}
         )
     a_ms, b_ms = sides["a"].inference_ms_median, sides["b"].inference_ms_median
+    during = [r for r in (power_from, *sampler.power_between(measured_from, ended), power_to) if r is not None]
+    power, clock = _power(idle, sorted(during, key=lambda r: r.t), sides, snaps, bench.pace)
     return CompareSummary(
         source=bench.source,
         a=sides["a"],
@@ -231,12 +261,38 @@ def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig
         status=status,
         wall_s=time.monotonic() - started,
         csv=recording,
+        power=power,
+        clock_sentence=clock,
     )
 
 
 def _sha256(worker: InferenceWorker) -> str | None:
     spec = worker.model_spec()
     return spec.sha256 if spec else None
+
+
+def _power(
+    idle: list[PowerReading],
+    run: list[PowerReading],
+    sides: Mapping[str, SideSummary],
+    snaps: Mapping[str, MetricsSnapshot],
+    paced: bool,
+) -> tuple[PowerFigures | None, str | None]:
+    """The span's power figures (the GPU's energy per inference over the inferences of the sides that ran
+    on it) and, for a paced run whose GPU side left the GPU at its idle clock, the sentence that says so."""
+    if not run:
+        return None, None
+    used = {side: str(s.delegate.used) if s.delegate else s.config.delegate for side, s in sides.items()}
+    on_gpu = [side for side, u in used.items() if u == "gpu"]
+    counted = on_gpu or list(sides)
+    ran_on = "gpu" if on_gpu else used["a"] if used["a"] == used["b"] else None
+    power = power_figures(idle, run, sum(snaps[side].inferences_total for side in counted), ran_on)
+    clock = None
+    if paced and on_gpu:
+        fps = snaps[on_gpu[0]].capture_fps
+        label = f"GPU (side {'/'.join(s.upper() for s in on_gpu)}) at {fps:.0f} fps"
+        clock = paced_clock_sentence(label, power)
+    return power, clock
 
 
 def _worker(cp: ComparePipeline, side: str) -> InferenceWorker:

@@ -12,6 +12,11 @@ The sweep does not pin threads to CPUs unless asked (`pin_cpus`): bench's pinnin
 the machine has more CPUs than the model has threads, so across thread counts it would change two
 things at once (on this 2-core VM it pins 1 thread, never 2).
 
+The power state (app/metrics/energy.py): the idle machine is read once before the first configuration
+(`idle_s`), each configuration's clocks, power and energy per inference over its measured span, each
+a value or the reason it is missing. `warm_s` holds each configuration busy (unpaced) that long
+before its measured span opens: the first configuration would otherwise start at the idle clocks.
+
 A configuration that cannot run here is listed with its reason, never dropped or silently run
 somewhere else: sessions open with `fallback=False`. A software GPU renderer (SwiftShader,
 llvmpipe: the CPU pretending) is included only when asked for (`allow_software_gpu`).
@@ -31,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
+from app.metrics.energy import PowerFigures
 from app.metrics.window import MetricsSnapshot
 from app.model.agreement import TaskAgreement, compare_tasks
 from app.model.classes import class_space
@@ -39,7 +45,7 @@ from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_s
 from app.pipeline import InferenceConfig, Result, State
 from app.sources import CapturedFrames, capture_frames
 from app.system.redact import redact_credentials
-from app.tasks.bench import BenchConfig, run_bench
+from app.tasks.bench import BenchConfig, measure_idle, run_bench
 
 if TYPE_CHECKING:
     from app.tasks.delegates import DelegateStatus
@@ -110,6 +116,7 @@ class SweepRow:
     answers: dict[int, TaskResult] = field(default_factory=dict, repr=False)  # frame index -> its result
     model_sha256: str | None = None  # the model file's: a gate matches rows by it (app/gates)
     rounds: dict | None = None  # the measured span in rounds (Rounds.to_dict): medians and spread, for gates
+    power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
 
     @property
     def measured(self) -> bool:
@@ -117,6 +124,7 @@ class SweepRow:
 
     def to_dict(self) -> dict:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top1", "answers")}
+        d["power"] = self.power.to_dict() if self.power is not None else None
         for key in ("task", "feed", "results", "agreement", "classes", "rounds"):
             if d[key] is None:
                 del d[key]
@@ -138,12 +146,14 @@ class SweepResult:
     rows: tuple[SweepRow, ...]
     cancelled: bool = False
     pinned: bool = False  # the inference thread pinned to CPUs of its own (bench's policy)
+    idle_s: float = 0.0  # seconds the idle machine was read before the first configuration
+    warm_s: float = 0.0  # each configuration held busy at least this long before measuring
 
     def measured(self) -> list[SweepRow]:
         return [r for r in self.rows if r.measured]
 
     def to_dict(self) -> dict:
-        d = {k: v for k, v in asdict(self).items() if k != "rows"}
+        d = {k: v for k, v in asdict(self).items() if k != "rows"}  # rows: their own to_dict (power)
         d["frame_size"] = list(self.frame_size)
         d["rows"] = [r.to_dict() for r in self.rows]
         return d
@@ -224,11 +234,15 @@ def run_sweep(
     stop: threading.Event | None = None,
     pin_cpus: bool = False,
     model_options: ModelOptions | None = None,
+    idle_s: float | None = None,
+    warm_s: float = 0.0,
 ) -> SweepResult:
     """Capture `frames` frames from `source` (or take the frames given) and run every entry on
     them in turn. SourceError when the source gives no frame; a model that cannot be read raises
     ModelError before anything runs. `stop` ends the sweep early: the rows not run say so.
-    `model_options` (--task, --input-shape, --inputs) apply to every model."""
+    `model_options` (--task, --input-shape, --inputs) apply to every model. `idle_s`: the idle machine
+    read this long before the first configuration (None: bench's default, 2 s where an energy counter
+    is readable); `warm_s`: each configuration's warm-up lasts at least this long."""
     started, wall_started = time.monotonic(), datetime.now().astimezone()
     options = model_options or ModelOptions()
     specs = {m: load_model_spec(m, options=options) for m in dict.fromkeys(e.model for e in entries)}
@@ -238,6 +252,8 @@ def run_sweep(
         progress(SweepProgress(0, total, redact_credentials(str(source)), "capturing"))
     captured = source if isinstance(source, CapturedFrames) else capture_frames(source, frames)
     count = len(captured.images)
+    idle = tuple(measure_idle(idle_s))
+    idle_span = idle[-1].t - idle[0].t if len(idle) > 1 else 0.0
     rows: list[SweepRow] = []
     baseline: SweepRow | None = None
     for index, entry in enumerate(entries):
@@ -250,7 +266,9 @@ def run_sweep(
             continue
         if progress:
             progress(SweepProgress(index, total, label, "opening", 0, count))
-        row = _measure(entry, names, captured, count, warmup, pin_cpus, index, total, progress, stop, options)
+        bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus,
+                            warm_s=warm_s, idle_readings=idle)  # fmt: skip
+        row = _measure(entry, names, bench, count, index, total, progress, stop, options)
         if row.measured and baseline is None:
             baseline = row
         row = _agree(row, baseline, specs)
@@ -272,16 +290,16 @@ def run_sweep(
         rows=tuple(replace(row, model_sha256=specs[row.model_ref].sha256) for row in rows),
         cancelled=stop is not None and stop.is_set(),
         pinned=pin_cpus,
+        idle_s=idle_span,
+        warm_s=warm_s,
     )
 
 
 def _measure(
     entry: SweepEntry,
     names: dict[str, str],
-    captured: CapturedFrames,
+    bench: BenchConfig,
     count: int,
-    warmup: int,
-    pin_cpus: bool,
     index: int,
     total: int,
     progress: Callable[[SweepProgress], None] | None,
@@ -291,9 +309,8 @@ def _measure(
     label = entry.label(names[entry.model])
     config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
                              model_options=model_options)  # fmt: skip
-    # Unpaced replay: each captured frame is taken once per lap; warm-up plus `count` measured
+    # Unpaced replay (`bench`): each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
-    bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus)
     top1: dict[int, int] = {}
     answers: dict[int, TaskResult] = {}
 
@@ -345,6 +362,7 @@ def _measure(
         results=summary.task.to_dict() if summary.task else None,
         answers=dict(answers),
         rounds=summary.rounds.to_dict() if summary.rounds else None,
+        power=summary.power,
     )
 
 

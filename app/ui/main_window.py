@@ -36,6 +36,7 @@ from app.live.recording import RecordingStatus
 from app.live.source_trial import SourceTrial
 from app.live.sweep import SweepRunner
 from app.metrics.bottleneck import find_bottleneck
+from app.metrics.energy import PowerNotes
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
@@ -615,6 +616,7 @@ class MainWindow(QMainWindow):
         comparing = live.comparing
         snap_b = live.snapshot("b") if comparing else None
         self.plots.add_point(snapshot_values(snap, self.probes.display_fps(), snap_b))
+        self.plots.set_power_notes(PowerNotes.of(live.sampler.latest().power))
         if snap_b is not None:
             self._update_compare(snap, snap_b)
         self.probes.plots_refreshed(snap.inferences_total)

@@ -80,3 +80,11 @@ def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_wi
     names = review.legend_names()
     assert "inference (each)" in names and "inference fps (as recorded)" in names
     assert not any("p95" in n or "mean" in n or "displayed" in n for n in names), names
+    # The power columns (format 3), recorded here where no counter is readable: the plots say so.
+    for key, column in (("gpu_sm_clock", "gpu_sm_clock_mhz"), ("cpu_mhz", "cpu_mhz"), ("gpu_power", "gpu_power_w")):
+        _, y = recorded(across_switches, column)
+        drawn_y = review.plots.curves[key].getData()[1]
+        assert np.array_equal(drawn_y, y, equal_nan=True), key
+        if np.isnan(y).all():
+            notes = review.plots.note_texts()
+            assert "not in this recording" in (notes["power"] if key == "gpu_power" else notes["clock"]), notes

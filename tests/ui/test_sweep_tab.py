@@ -35,7 +35,16 @@ def test_sweep_button_runs_the_sweep_off_the_gui_thread_and_shows_the_table(qtbo
     assert {r.model_ref for r in result.rows} == {"efficientnet_lite0"}
     assert panel.table.rowCount() == len(result.rows)
     texts = [[panel.table.item(r, c).text() for c in range(panel.table.columnCount())] for r in range(len(result.rows))]
-    assert texts[0][0] == "EfficientNet-Lite0 (float32) · CPU 1 thread" and texts[0][-2] == "100.0% of 10"
+    from app.report.sweep import COLUMNS
+
+    agree = COLUMNS.index("top-1 agree")
+    assert texts[0][0] == "EfficientNet-Lite0 (float32) · CPU 1 thread" and texts[0][agree] == "100.0% of 10"
+    # The power state's columns: a figure, or "—" with the reason in the status lines (this VM: none readable).
+    gpu_mhz = COLUMNS.index("GPU MHz")
+    power = result.rows[0].power
+    assert power is not None and (texts[0][gpu_mhz] == "—") == (power.sm_clock_mhz is None)
+    if power.gpu_reason:
+        assert f"not readable here ({power.gpu_reason})" in panel.status.text()
     assert float(texts[0][1]) > 0  # inferences/s
     coreml = next(row for row in texts if "Core ML" in row[0])
     assert coreml[1] == "—" and "unavailable: Core ML needs macOS" in coreml[-1]

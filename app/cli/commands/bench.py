@@ -31,7 +31,7 @@ from app.gates.budget import Budget, parse_budgets
 from app.gates.figures import SummaryKind
 from app.gates.stored import StoredSummary, ab_identity, bench_identity, summary_of
 from app.gates.verdict import GateReport, evaluate
-from app.metrics.energy import power_lines
+from app.metrics.energy import paced_clock_sentence, power_lines
 from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
@@ -90,6 +90,13 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help=f"idle the machine this long before the run, reading its power (what 'above idle' takes off); "
         f"default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
     )
+    b.add_argument(
+        "--warm-seconds",
+        type=non_negative_float,
+        default=0.0,
+        help="let the warm-up last at least this long before measuring, at the run's pace: with --no-pace the "
+        "device is held busy and its clocks up (a GPU's first seconds may run at its idle clock); default 0",
+    )
     add_gate_options(b)
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
@@ -139,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
         decode_threads=args.decode_threads,
         rounds=args.rounds,
         idle_s=args.idle_seconds,
+        warm_s=args.warm_seconds,
     )
     if compare:
         return _compare_bench(args, bench, config, gate)
@@ -158,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     for event in summary.events:
         if event.kind in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             warn(f"{event.kind}: {event.message}")
-    _print_bench(summary)
+    _print_bench(summary, paced=bench.pace)
     if report is not None:
         finish_gate(report)
     return 0
@@ -208,7 +216,7 @@ def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
     )
 
 
-def _print_bench(summary: BenchSummary) -> None:
+def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
     m, d, src = summary.metrics, summary.delegate, summary.source
     opened = [e.model for e in summary.events if e.model is not None]
     if opened:  # the model that ran last (a switch can change it)
@@ -259,6 +267,10 @@ def _print_bench(summary: BenchSummary) -> None:
     if summary.power is not None:
         gpu_line, cpu_line = power_lines(summary.power)
         print(f"power     {gpu_line}\n          {cpu_line}")
+        paced_rate = m.capture_fps if paced else None
+        sentence = paced_clock_sentence(f"GPU at {paced_rate:.0f} fps", summary.power) if paced_rate else None
+        if sentence:  # the speed above was measured at the GPU's idle clock
+            print(f"          {sentence}")
     if summary.first_result_s is not None:
         print(f"start-up  first result {summary.first_result_s:.2f} s after the process started")
     if summary.csv:
@@ -326,6 +338,11 @@ def _print_compare(summary: CompareSummary) -> None:
     print(side_line("b"))
     print(f"agreement  {summary.agreement.describe()}")
     print(f"speed      {summary.speed_sentence}")
+    if summary.clock_sentence:  # a paced GPU at its idle clock: the speeds above are not the GPU's flat out
+        print(f"           {summary.clock_sentence}")
+    if summary.power is not None:
+        gpu_line, cpu_line = power_lines(summary.power)
+        print(f"power      {gpu_line}\n           {cpu_line}")
     if summary.csv:
         c = summary.csv
         print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "

@@ -11,7 +11,7 @@ from app.cli.command import Command
 from app.cli.options import add_gate_options
 from app.cli.output import finish_gate
 from app.schemas import versioned
-from app.tasks.compare_summaries import compare_summaries
+from app.tasks.compare_summaries import clock_sentences, compare_summaries
 
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
@@ -25,9 +25,12 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     report = compare_summaries(args.a, args.b, args.budget)
+    clocks = clock_sentences(args.a, args.b)  # speeds measured at different GPU clocks: said, with the figures
     if args.json:
-        print(json.dumps(versioned({"gates": report.to_dict()}), indent=2))
+        print(json.dumps(versioned({"gates": report.to_dict(), "clock_sentences": clocks}), indent=2))
         return 7 if report.failures else 0
+    for sentence in clocks:
+        print(f"clocks    {sentence}")
     finish_gate(report)
     return 0
 

@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 
 from app.cli.command import Command
-from app.cli.options import add_gate_options, add_model_options, model_options, non_negative_int, positive_int
+from app.cli.options import (
+    add_gate_options,
+    add_model_options,
+    model_options,
+    non_negative_float,
+    non_negative_int,
+    positive_int,
+)
 from app.cli.output import finish_gate, warn
 from app.gates.baseline import load_baseline
 from app.gates.budget import parse_budgets
@@ -21,6 +28,7 @@ from app.report.sweep import check_html_out, check_json_out, header_lines, text_
 from app.schemas import versioned
 from app.sources import capture_frames
 from app.system.redact import redact_credentials
+from app.tasks.bench import IDLE_S
 from app.tasks.sweep import DEFAULT_FRAMES, DEFAULT_WARMUP, SweepProgress, default_models, plan_sweep, run_sweep
 
 
@@ -57,6 +65,19 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
         help="pin the inference thread to CPUs of its own as bench does (off by default: bench pins only when "
         "there are more CPUs than threads, which would differ between thread counts)",
     )
+    s.add_argument(
+        "--idle-seconds",
+        type=non_negative_float,
+        help=f"idle the machine this long before the first configuration, reading its power (what 'above idle' "
+        f"takes off); default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
+    )
+    s.add_argument(
+        "--warm-seconds",
+        type=non_negative_float,
+        default=0.0,
+        help="hold each configuration busy (unpaced) at least this long before measuring it, so that every "
+        "configuration, the first too, is measured at its working clocks (default 0: --warmup inferences only)",
+    )
     add_gate_options(s)
     s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
     s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
@@ -84,7 +105,14 @@ def run(args: argparse.Namespace) -> int:
     entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
     progress = _progress if tty else None
     result = run_sweep(
-        captured, entries, warmup=args.warmup, progress=progress, pin_cpus=args.pin, model_options=model_options(args)
+        captured,
+        entries,
+        warmup=args.warmup,
+        progress=progress,
+        pin_cpus=args.pin,
+        model_options=model_options(args),
+        idle_s=args.idle_seconds,
+        warm_s=args.warm_seconds,
     )
     if tty:
         print(file=sys.stderr)

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QKeySequence, QShortcut
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.metrics.energy import PowerNotes
 from app.recording.segments import Segment, delegate_facts
 from app.recording.series import circled, recorded_series
 from app.recording.writer import Recording, cell_number, original_text, read_recording
@@ -46,7 +48,10 @@ _TITLES = {
     "fps": "Frames per second, as recorded",
     "latency": "Latency (ms) of each inference",
     "cpu": "CPU %, as recorded",
+    "clock": "Clock (MHz), as recorded",
+    "power": "Power (W), as recorded",
 }
+_UNRECORDED_POWER = "not in this recording (not readable where it was made, or recorded before format version 3)"
 NOTE = (
     "Drawn as recorded, one point per inference, nothing smoothed: latency is each inference's own; "
     "fps and CPU % are the figures each row holds (the app's own measure over its window when the row was written)."
@@ -137,6 +142,7 @@ class ReviewWindow(QMainWindow):
         self.table = self._segment_table(sides)
         self.plots = LivePlots()
         self.plots.set_static(series.t, series.values, self.markers, b=b_drawn)
+        self.plots.set_power_notes(_power_notes(series.values))
         self._name_recorded_series()
         central = QWidget()
         layout = QVBoxLayout(central)
@@ -299,3 +305,16 @@ def _segment_cells(segment: Segment, models: dict[str, Any]) -> list[str]:
         ", ".join(f"{label} {n / total:.0%}" for label, n in top1.most_common(3)) if total else "–",
         " / ".join(labels) or "not recorded",
     ]
+
+
+def _power_notes(values: dict[str, np.ndarray]) -> PowerNotes:
+    """What the recording holds no figure of (every cell of its column empty)."""
+
+    def absent(key: str) -> bool:
+        return not np.isfinite(values.get(key, np.zeros(0))).any()
+
+    gpu = absent("gpu_sm_clock") and absent("gpu_power")
+    return PowerNotes(
+        f"GPU clock and power: {_UNRECORDED_POWER}" if gpu else None,
+        f"CPU clock: {_UNRECORDED_POWER}" if absent("cpu_mhz") else None,
+    )

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from app.errors import DelegateScopeError
 from app.live.sweep import SweepRunner, SweepState
-from app.report.sweep import COLUMNS, header_lines, row_cells, write_html
+from app.report.sweep import COLUMNS, header_lines, power_lines, row_cells, write_html
 from app.tasks.delegates import DelegateStatus
 from app.tasks.sweep import DEFAULT_FRAMES, SweepProgress, SweepResult, SweepRow
 
@@ -113,7 +113,7 @@ class SweepPanel(QWidget):
         self.progress.setFormat(f"{p.index + (1 if p.phase != 'done' else 0)}/{p.total}")
 
     def show_result(self, result: SweepResult) -> None:
-        self.status.setText("\n".join(header_lines(result)))
+        self.status.setText("\n".join([*header_lines(result), *power_lines(result)]))
         self.table.setRowCount(len(result.rows))
         for r, row in enumerate(result.rows):
             cells = row_cells(row)

@@ -1,4 +1,7 @@
-"""Live plots (pyqtgraph): fps, latency per stage, CPU %, over the last N seconds.
+"""Live plots (pyqtgraph): fps, latency per stage, CPU %, over the last N seconds, and in the
+row's two last plots the power state: GPU SM clock and CPU clock (MHz), GPU power (W) (the first
+left out of a narrow window); where a counter is not
+readable the plot says "not readable here" and why (app/metrics/energy.py PowerNotes).
 
 Fed a few times a second from a MetricsSnapshot; each series lives in a numpy ring
 (app.metrics.window.Ring) and is pushed with setData, thin pens, no antialiasing. Switches
@@ -7,6 +10,7 @@ of delegate or model are vertical labelled markers, so before/after reads at a g
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -16,6 +20,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetricsF, QResizeEvent
 from PySide6.QtWidgets import QWidget
 
+from app.metrics.energy import PowerNotes
 from app.metrics.window import MetricsSnapshot, Ring
 
 HISTORY_S = 60.0
@@ -23,6 +28,7 @@ _MAX_POINTS = 4096  # > HISTORY_S x any sensible refresh rate
 LEGEND_TEXT_SIZE, LEGEND_TEXT_COLOUR = "8pt", "#222222"
 COMPACT_HEIGHT = 200  # pixels: a shorter plot area shows no legends or x axis label
 MIN_PLOT_WIDTH = 150  # pixels: a narrower area shows fewer plots
+POWER_PLOTS_WIDTH = 1100  # pixels: a narrower area leaves the clock and power plots out (fps keeps its room)
 MARKER_ROWS = 4  # switch labels close together stack up to this many rows up the line
 _MARKER_BOTTOM = 0.1  # a new label's place along its line (0 = bottom, 1 = top) until it is placed
 _LABEL_PAD = 12.0  # pixels: the label's own margins (4 a side) and a gap to its neighbour
@@ -41,9 +47,16 @@ SERIES = (
     ("latency", "end_to_end_mean", "end to end", "#d62728", False),
     ("cpu", "process_cpu", "process (% of machine)", "#1f77b4", False),
     ("cpu", "system_cpu", "system", "#8c8c8c", False),
+    ("clock", "gpu_sm_clock", "GPU SM clock", "#2ca02c", False),
+    ("clock", "cpu_mhz", "CPU clock", "#8c8c8c", False),  # the median of the cores
+    ("power", "gpu_power", "GPU power", "#d62728", False),
 )
 KEYS = tuple(key for _, key, *_ in SERIES)
-_TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %"}
+_TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %", "clock": "Clock (MHz)",
+           "power": "Power (W)"}  # fmt: skip
+POWER_ROW = ("clock", "power")  # right of CPU % in a wide plot area
+_NOTE_COLOUR = "#555555"
+_BRIEF = re.compile(r" \([^()]*\)(?=\)$)", re.MULTILINE)  # "(NVML not installed (pip install ...))" -> "(NVML ...)"
 
 
 def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapshot | None = None) -> dict[str, float]:
@@ -74,6 +87,9 @@ def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapsho
         "end_to_end_mean": mean("end_to_end"),
         "process_cpu": known(snap.process_cpu_pct_machine),
         "system_cpu": known(snap.system_cpu_pct),
+        "gpu_sm_clock": known(snap.gpu_sm_clock_mhz),
+        "cpu_mhz": known(snap.cpu_mhz),
+        "gpu_power": known(snap.gpu_power_w),
     }
 
 
@@ -95,7 +111,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self._markers: list[Marker] = []
         self.legends: dict[str, pg.LegendItem] = {}
         self.updates = 0  # setData rounds done (the soak benchmark counts these)
-        for col, name in enumerate(("fps", "latency", "cpu")):
+        for col, name in enumerate(("fps", "latency", "cpu", *POWER_ROW)):
             plot = self.addPlot(row=0, col=col, title=_TITLES[name])
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(x=False, y=False)
@@ -113,8 +129,19 @@ class LivePlots(pg.GraphicsLayoutWidget):
             plot.disableAutoRange(axis="y")  # set in redraw: from 0, so noise around 30 fps looks like noise
             self.plots[name] = plot
         self.plots["cpu"].setYRange(0, 100)
-        for name in ("latency", "cpu"):
+        for name in ("latency", "cpu", *POWER_ROW):
             self.plots[name].setXLink(self.plots["fps"])
+        # "not readable here" and why, in the plot that cannot show it (top left of its view)
+        self.notes: dict[str, pg.TextItem] = {}
+        for name in POWER_ROW:
+            note = pg.TextItem("", color=_NOTE_COLOUR, anchor=(0, 0))
+            font = note.textItem.font()
+            font.setPointSizeF(7.5)
+            note.setFont(font)
+            note.setParentItem(self.plots[name].getViewBox())  # in view pixels: stays put as the data scroll
+            note.setPos(4, 2)
+            self.notes[name] = note
+        self.set_power_notes(PowerNotes.of(None))
         self._legend_names: dict[str, str] = {}
         for plot_name, key, legend, colour, dashed in SERIES:
             pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
@@ -123,8 +150,8 @@ class LivePlots(pg.GraphicsLayoutWidget):
             if not b_side:
                 self.legends[plot_name].addItem(self.curves[key], legend)
             self._legend_names[key] = legend
-        for legend in self.legends.values():
-            legend.setColumnCount(3)
+        self._legend_columns(five=False)
+        self._cpu_title = _TITLES["cpu"]
         self._fit_legends()
         self._b_shown = False
 
@@ -143,6 +170,41 @@ class LivePlots(pg.GraphicsLayoutWidget):
                 legend.removeItem(self.curves[key])
         self._fit_legends()
 
+    def _legend_columns(self, five: bool) -> None:
+        """Three columns per legend under three plots; narrower ones when five plots share the width."""
+        for name, legend in self.legends.items():
+            legend.setColumnCount((2 if name in ("fps", "latency") else 1) if five else 3)
+
+    def set_power_notes(self, notes: PowerNotes) -> None:
+        """Say in the clock and power plots which figures are not readable here, and why."""
+        texts = {"clock": [t for t in (notes.gpu, notes.cpu_clock) if t], "power": [notes.gpu] if notes.gpu else []}
+        for name, lines in texts.items():
+            which = "GPU clock" if name == "clock" else "GPU power"
+            full = "\n".join(line.replace("GPU clock and power", which) for line in lines)
+            note = self.notes[name]
+            if full != note.toolTip():
+                note.setText(_BRIEF.sub("", full))  # the plot is narrow: the reason's own aside in the tooltip
+                note.setToolTip(full)
+            note.setVisible(bool(full))
+        # the CPU plot's title carries the figures while the clock and power plots are left out: its
+        # tooltip says why any is missing
+        self.plots["cpu"].titleLabel.setToolTip("\n".join(t for t in (notes.gpu, notes.cpu_clock) if t))
+        self._wrap_notes()
+
+    def note_texts(self) -> dict[str, str]:
+        """The notes as shown (empty where every figure of that plot is readable)."""
+        return {name: note.toolTip() if note.isVisible() else "" for name, note in self.notes.items()}
+
+    def note_shown(self) -> dict[str, str]:
+        """The notes' text as drawn (each reason without its own parenthesised aside)."""
+        return {name: note.toPlainText() if note.isVisible() else "" for name, note in self.notes.items()}
+
+    def _wrap_notes(self) -> None:
+        for name, note in self.__dict__.get("notes", {}).items():  # {}: a resize while being built
+            width = self.plots[name].getViewBox().width()
+            if width > 0:
+                note.setTextWidth(max(40.0, width - 8))
+
     def _fit_legends(self) -> None:
         """Legends take the height their rows need, no more (the plots get the rest)."""
         for legend in self.legends.values():
@@ -158,7 +220,24 @@ class LivePlots(pg.GraphicsLayoutWidget):
         t = self.now() if t is None else t
         self._ring.append([t, *(values.get(k, np.nan) for k in KEYS)])
         self._ring.trim(t - self.history_s)
+        self._power_in_title(values)
         self.redraw(t)
+
+    def _power_in_title(self, values: dict[str, float]) -> None:
+        """While the clock and power plots are left out (a narrow plot area), the CPU plot's title carries
+        the newest figures ("CPU % · GPU 1980 MHz 135 W · CPU 2400 MHz"), or says they are not readable."""
+        title = _TITLES["cpu"]
+        if not self.plots["clock"].isVisible():
+            gpu, watts, cpu = (values.get(k, np.nan) for k in ("gpu_sm_clock", "gpu_power", "cpu_mhz"))
+            gpu_text = f"GPU {gpu:.0f} MHz" + (f" {watts:.0f} W" if np.isfinite(watts) else "")
+            parts = [gpu_text] if np.isfinite(gpu) else []
+            parts += [f"CPU {cpu:.0f} MHz"] if np.isfinite(cpu) else []
+            figures = " · ".join(parts) if parts else "clocks not readable here"
+            title += f"<span style='font-size:8pt'> · {figures}</span>"  # smaller: the plot's own title first
+        if title != self._cpu_title:
+            self._cpu_title = title
+            self.plots["cpu"].setTitle(title)
+            self.plots["cpu"].titleLabel.setMinimumWidth(0)  # a long title is clipped, never widens its column
 
     def redraw(self, t: float) -> None:
         rows = self._ring.rows()
@@ -177,7 +256,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def _fit_from_zero(self, rows: np.ndarray) -> None:
         """fps and latency axes start at 0 and end just above the highest value shown: an autoscaled
         29.6-30.2 fps axis made noise look dramatic, and with no data it showed -0.4..0.4."""
-        for name in ("fps", "latency"):
+        for name in ("fps", "latency", *POWER_ROW):
             columns = [i for i, key in enumerate(KEYS, start=1) if _PLOT_OF[key] == name]
             values = rows[:, columns] if len(rows) else np.zeros((0, 1))
             top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
@@ -221,6 +300,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._fit_to_height()
+        self._wrap_notes()
         self.place_marker_labels()  # the labels' room changed with the plot's width
 
     def _fit_to_height(self) -> None:
@@ -229,10 +309,12 @@ class LivePlots(pg.GraphicsLayoutWidget):
         if not self.__dict__.get("legends"):
             return
         compact = self.height() < COMPACT_HEIGHT
-        shown = max(1, min(len(self.plots), self.width() // MIN_PLOT_WIDTH))
+        shown = max(1, min(3, self.width() // MIN_PLOT_WIDTH))
+        shown = len(self.plots) if self.width() >= POWER_PLOTS_WIDTH else shown
         if (compact, shown) == self._compact:
             return
         self._compact = (compact, shown)
+        self._legend_columns(five=shown > 3)
         for col, (name, plot) in enumerate(self.plots.items()):
             visible = col < shown
             plot.getAxis("bottom").showLabel(not compact)
