@@ -86,24 +86,24 @@ class CutModel:
         return quantization(self._model, tensor)
 
 
+OUTPUTS = "(model outputs)"  # the op of the last cut when no one node writes every output
+
+
 def _plan(graph: Graph) -> tuple[tuple[Cut, ...], tuple[Uncut, ...]]:
+    """A cut per node that writes numbers from the model's inputs; then, when the last one's tensors are not
+    every output of the model (several outputs written by several nodes), one more cut that writes them all
+    (node index = the node count, op OUTPUTS), so that the last row is always the model's outputs."""
     producer = {t: n.index for n in graph.nodes for t in n.outputs if t != OPTIONAL_TENSOR}
     input_position = {t: i for i, t in enumerate(graph.inputs)}
     constant = {t.index for t in graph.tensors if t.constant}
     cuts: list[Cut] = []
     uncut: list[Uncut] = []
-    for node in graph.nodes:
-        outputs = tuple(t for t in node.outputs if t != OPTIONAL_TENSOR and t not in constant)
-        if not outputs:
-            uncut.append(Uncut(node.index, node.op, "it writes no tensor"))
-            continue
-        odd = [graph.tensors[t] for t in outputs if graph.tensors[t].dtype not in _NUMERIC]
-        if odd:
-            uncut.append(Uncut(node.index, node.op, f"its output '{odd[0].name}' is {odd[0].dtype}, not numbers"))
-            continue
+
+    def cut(node: int, op: str, outputs: tuple[int, ...]) -> Cut | None:
         needed: set[int] = set()
         reads: set[int] = set()
-        stack = [node.index]
+        stack = [producer[t] for t in outputs if t in producer]
+        reads.update(input_position[t] for t in outputs if t in input_position)
         while stack:
             i = stack.pop()
             if i in needed:
@@ -115,19 +115,36 @@ def _plan(graph: Graph) -> tuple[tuple[Cut, ...], tuple[Uncut, ...]]:
                 elif t in input_position:
                     reads.add(input_position[t])
         if not reads:
+            return None
+        return Cut(
+            position=len(cuts),
+            node=node,
+            op=op,
+            nodes=tuple(sorted(needed)),
+            inputs=tuple(sorted(reads)),
+            outputs=outputs,
+            names=tuple(graph.tensors[t].name for t in outputs),
+            shapes=tuple(graph.tensors[t].shape for t in outputs),
+            dtypes=tuple(graph.tensors[t].dtype for t in outputs),
+        )
+
+    for node in graph.nodes:
+        outputs = tuple(t for t in node.outputs if t != OPTIONAL_TENSOR and t not in constant)
+        if not outputs:
+            uncut.append(Uncut(node.index, node.op, "it writes no tensor"))
+            continue
+        odd = [graph.tensors[t] for t in outputs if graph.tensors[t].dtype not in _NUMERIC]
+        if odd:
+            uncut.append(Uncut(node.index, node.op, f"its output '{odd[0].name}' is {odd[0].dtype}, not numbers"))
+            continue
+        made = cut(node.index, node.op, outputs)
+        if made is None:
             uncut.append(Uncut(node.index, node.op, "it reads no model input (its outputs are constants)"))
             continue
-        cuts.append(
-            Cut(
-                position=len(cuts),
-                node=node.index,
-                op=node.op,
-                nodes=tuple(sorted(needed)),
-                inputs=tuple(sorted(reads)),
-                outputs=outputs,
-                names=tuple(graph.tensors[t].name for t in outputs),
-                shapes=tuple(graph.tensors[t].shape for t in outputs),
-                dtypes=tuple(graph.tensors[t].dtype for t in outputs),
-            )
-        )
+        cuts.append(made)
+    wanted = tuple(t for t in graph.outputs if graph.tensors[t].dtype in _NUMERIC and t not in constant)
+    if wanted and (not cuts or set(wanted) != set(cuts[-1].outputs)):
+        made = cut(len(graph.nodes), OUTPUTS, wanted)
+        if made is not None:
+            cuts.append(made)
     return tuple(cuts), tuple(uncut)

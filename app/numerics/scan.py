@@ -15,7 +15,7 @@ from enum import StrEnum
 
 import numpy as np
 
-from app.numerics.cuts import Cut, CutModel
+from app.numerics.cuts import Cut, CutModel, Uncut
 from app.numerics.metrics import ErrorStats, Threshold, dequantized, error_stats
 from app.numerics.runners import CutRefused, DelegateCuts, InputSet, ReferenceTensors
 
@@ -91,8 +91,9 @@ class Scan:
     output_breaks: bool  # the last cut (the outputs' node) crosses the threshold
     notes: tuple[str, ...]
     cost: ScanCost
-    cuttable: int  # nodes a cut can end after
+    cuttable: int  # cuts: the nodes a cut can end after (and the model's outputs, when no one node writes them all)
     nodes: int  # nodes in the model
+    uncut: tuple[Uncut, ...] = ()  # every node no cut ends after, with why (the rows show those in their span)
 
     def row(self, node: int) -> NodeError | None:
         return next((r for r in self.rows if r.node == node), None)
@@ -137,6 +138,7 @@ def scan(
             ScanCost(0, 0, 0.0, 0.0, time.perf_counter() - started),
             0,
             len(model.graph.nodes),
+            model.uncut,
         )
     last = len(cuts) - 1
     if mode == Mode.ALL:
@@ -184,6 +186,7 @@ def scan(
         cost=cost,
         cuttable=len(cuts),
         nodes=len(model.graph.nodes),
+        uncut=model.uncut,
     )
 
 

@@ -93,6 +93,7 @@ class NumericsResult:
             "output_breaks": self.scan.output_breaks,
             "end_to_end": self.end_to_end.to_dict(),
             "rows": [r.to_dict() for r in self.scan.rows],
+            "not_cut": [{"node": u.node, "op": u.op, "reason": u.reason} for u in self.scan.uncut],
             "notes": list(self.scan.notes),
             "cost": {
                 **self.scan.cost.to_dict(),

@@ -15,6 +15,7 @@ from app.cli.command import Command
 from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
 from app.cli.output import warn
 from app.model.spec import load_model_spec
+from app.numerics.cuts import OUTPUTS
 from app.numerics.metrics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SNR_DB, ErrorStats, Threshold
 from app.numerics.runners import Against
 from app.numerics.scan import DEFAULT_GROWTH, DEFAULT_WINDOW, Mode, NodeError
@@ -146,6 +147,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _nodes(nodes: list[int], limit: int = 6) -> str:
+    shown = ", ".join(map(str, nodes[:limit]))
+    return shown + (f", … {len(nodes) - limit} more" if len(nodes) > limit else "")
+
+
 def _progress(row: NodeError) -> None:
     print(
         f"  cut after node {row.node} ({row.op}): {'not run' if row.stats is None else 'measured'}",
@@ -177,6 +183,15 @@ def lines(result: NumericsResult) -> list[str]:
         out.append(f"first breaking node {first.node} ({first.op}, '{first.tensors[0]}'): {first.why}")
     else:
         out.append("first breaking node: none" + (" measured" if scan.output_breaks else ""))
+    if scan.uncut:
+        reasons: dict[str, list[int]] = {}
+        for u in scan.uncut:
+            reasons.setdefault(f"{u.op}: {u.reason}", []).append(u.node)
+        said = "; ".join(
+            f"{len(nodes)} {why} (node{'s' if len(nodes) > 1 else ''} {_nodes(nodes)})"
+            for why, nodes in reasons.items()
+        )
+        out.append(f"not cut    {said}")
     out.append("")
     out.extend(table(scan.rows, result.precision, result.inputs.count))
     for note in scan.notes:
@@ -200,14 +215,15 @@ def table(rows: tuple[NodeError, ...], precision: str, sets: int) -> list[str]:
     out = [head]
     for r in rows:
         shape = "x".join(map(str, r.shape)) or "-"
+        node = "out" if r.op == OUTPUTS else str(r.node)
         if r.stats is None:
-            out.append(f"{r.node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {r.not_run}")
+            out.append(f"{node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {r.not_run}")
             continue
         max_abs, mean_abs, cosine, snr = r.stats.cells()
         where = {True: "all", False: "partly", None: "?"}[r.on_delegate]
         mark = f"BREAKS: {r.why}" if r.breaks else ""
         out.append(
-            f"{r.node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {max_abs:>9} {mean_abs:>9} {cosine[:9]:>9} "
+            f"{node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {max_abs:>9} {mean_abs:>9} {cosine[:9]:>9} "
             f"{snr:>7}  {where:<11}  {mark}".rstrip()
         )
     return out
