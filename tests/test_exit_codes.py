@@ -60,6 +60,8 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
     ("numerics: images for a model without an image input", ["numerics", "--delegate", "cpu", "--against",
      "reference", "--model", str(TEST_MODELS / "text_input.tflite"), str(PHOTOS / "coffee.jpg")], {}, 3,
      "text_input.tflite takes no image"),
+    ("numerics: Model Explorer file in a missing folder", ["numerics", "--delegate", "cpu", "--against", "reference",
+     "--model-explorer", "{tmp}/no/such/me.json"], {}, 2, "--model-explorer: cannot write {tmp}/no/such/me.json"),
     ("numerics: usage", ["numerics", "--min-cosine", "2"], {}, 2, None),
     ("bench: camera that does not open", ["bench", "--source", "camera:42", "--frames", "5"], {}, 6, "camera 42"),
     ("bench: missing video", ["bench", "--source", "video:{tmp}/nope.mp4"], {}, 6, "video file not found"),

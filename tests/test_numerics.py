@@ -8,6 +8,7 @@ run_cli checks each --json against app/schemas/numerics.schema.json."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import subprocess
@@ -112,9 +113,15 @@ def test_a_node_that_writes_no_numbers_is_said_per_node(tmp_path: Path):
     g.op("CAST", [less], [back], options("CastOptions"))
     path = tmp_path / "bool_inside.tflite"
     path.write_bytes(g.build([back]))
-    run = run_cli("numerics", "--model", path, "--delegate", "cpu", "--against", "reference", "--all", "--json")
+    explorer = tmp_path / "me.json"
+    run = run_cli("numerics", "--model", path, "--delegate", "cpu", "--against", "reference", "--all", "--json",
+                  "--model-explorer", explorer)  # fmt: skip
     assert run.returncode == 0, run.stderr
     rows = {r["node"]: r for r in run.json()["rows"]}
+    # Model Explorer node data: a value per node with figures (its SNR), none for the node not cut
+    data = json.loads(explorer.read_text())
+    assert set(data["results"]) == {"0", "2"} and "SNR dB per node" in data["name"]
+    assert data["results"]["0"]["value"] == 150.0  # RELU: the reference kernels and XNNPACK agree exactly
     assert sorted(rows) == [0, 1, 2]
     assert (
         rows[1]["error"] is None
@@ -138,13 +145,16 @@ def fp16_overflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("mode", [[], ["--all"]], ids=["search", "all"])
-def test_the_gpu_at_fp16_breaks_exactly_at_the_node_that_overflows(swiftshader: dict, fp16_overflow: Path, mode):
+def test_the_gpu_at_fp16_breaks_exactly_at_the_node_that_overflows(swiftshader, fp16_overflow: Path, mode, tmp_path):
     graph = read_graph(fp16_overflow.read_bytes())
     (exp,) = [n.index for n in graph.nodes if n.op == "EXP"]
-    run = run_cli("numerics", "--model", fp16_overflow, "--allow-software-gpu", "--json", *mode, env=swiftshader,
-                  timeout=300)  # fmt: skip
+    explorer = tmp_path / "me.json"
+    run = run_cli("numerics", "--model", fp16_overflow, "--allow-software-gpu", "--json", *mode, "--model-explorer",
+                  explorer, env=swiftshader, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr
     out = run.json()
+    values = {int(k): v["value"] for k, v in json.loads(explorer.read_text())["results"].items()}
+    assert values[exp] == 0 and all(values[n] > 30 for n in range(exp))  # the break is the red node
     assert out["precision"] == "fp16" and out["software"] is True and out["delegate"] == "gpu"
     assert out["first_breaking"] == exp
     rows = {r["node"]: r for r in out["rows"]}

@@ -13,7 +13,7 @@ from app.backends.describe import delegation_line
 from app.backends.options import BackendOptions, ComputeUnits, Delegate, GpuPrecision
 from app.cli.command import Command
 from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
-from app.cli.output import warn
+from app.cli.output import check_writable, warn, write_json_file
 from app.model.spec import load_model_spec
 from app.numerics.cuts import OUTPUTS
 from app.numerics.metrics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SNR_DB, ErrorStats, Threshold
@@ -110,6 +110,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="frames of --source, or generated input sets without images or a source (default 1)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--model-explorer",
+        type=Path,
+        metavar="OUT.json",
+        help="also write each node's SNR as Google AI Edge Model Explorer node data",
+    )
     p.add_argument("images", nargs="*", type=Path, metavar="IMAGE", help="image files as inputs")
 
 
@@ -134,10 +140,17 @@ def run(args: argparse.Namespace) -> int:
     )
     for warning in spec.warnings:
         warn(warning)
+    if args.model_explorer is not None:
+        check_writable(args.model_explorer, "--model-explorer")
     progress = None if args.json else _progress
     result = run_numerics(spec, options, on_row=progress)
     for warning in result.report.warnings:
         warn(warning)
+    if args.model_explorer is not None:
+        from app.numerics.model_explorer import node_data
+
+        title = f"{spec.name}: {options.delegate.value} {result.precision} against {options.against.value}"
+        write_json_file(args.model_explorer, node_data(result.scan, title).data, "--model-explorer")
     if args.json:
         json.dump(versioned(result.to_dict()), sys.stdout, indent=2)
         print()
