@@ -219,3 +219,26 @@ def test_a_model_the_gpu_takes_in_part_says_which_cuts_ran_partly_on_its_cpu_ker
     assert [rows[n]["on_delegate"] for n in range(3)] == [True, True, True]
     assert all(rows[n]["on_delegate"] is False for n in range(3, len(rows)))
     _same_error(rows[max(rows)]["error"], run.json()["end_to_end"])
+
+
+def test_a_recording_that_carries_a_table_has_it_in_its_report(tmp_path: Path):
+    recording = tmp_path / "rec.csv"
+    run = run_cli("bench", "--source", "demo", "--frames", "20", "--warmup", "2", "--csv", recording)
+    assert run.returncode == 0, run.stderr
+    # a threshold XNNPACK misses against the reference kernels (measured SNR 112-139 dB): a first breaking node
+    numerics = run_cli("numerics", "--delegate", "cpu", "--against", "reference", "--min-snr-db", "125", "--json")
+    assert numerics.returncode == 0, numerics.stderr
+    first = numerics.json()["first_breaking"]
+    assert first is not None
+    out = tmp_path / "r.html"
+    assert run_cli("report", recording, "--out", out).returncode == 0
+    assert "Numerics:" not in out.read_text()  # no table beside it: no section
+    (tmp_path / "rec.numerics.json").write_text(numerics.stdout)
+    assert run_cli("report", recording, "--out", out).returncode == 0
+    page = out.read_text()
+    assert "Numerics:" in page and f"First breaking node: node {first}." in page
+    assert f"<tr style='background:#ffebee'><td>{first}</td>" in page  # the first breaking node highlighted
+    for row in numerics.json()["rows"]:  # every row, in the table's columns
+        assert f"<td>{row['node']}</td><td>{row['op']}</td>" in page, row
+    (tmp_path / "rec.numerics.json").write_text("{not json")  # a damaged table: the report renders without it
+    assert run_cli("report", recording, "--out", out).returncode == 0 and "Numerics:" not in out.read_text()

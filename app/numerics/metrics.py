@@ -39,6 +39,18 @@ class ErrorStats:
             "nonfinite": self.nonfinite,
         }
 
+    @classmethod
+    def from_dict(cls, d: dict) -> ErrorStats:
+        """Back from to_dict() (a stored `numerics --json`); a null figure is NaN, an exact SNR inf."""
+
+        def number(key: str) -> float:
+            value = d.get(key)
+            return math.nan if value is None else float(value)
+
+        snr = math.inf if d.get("exact") and d.get("snr_db") is None else number("snr_db")
+        return cls(int(d["values"]), number("max_abs"), number("mean_abs"), number("cosine"), snr,
+                   int(d.get("nonfinite", 0)))  # fmt: skip
+
     def cells(self) -> tuple[str, str, str, str]:
         """max abs, mean abs, cosine, SNR as a table shows them."""
         if self.values == 0:  # no value finite on both sides

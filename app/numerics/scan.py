@@ -64,6 +64,26 @@ class NodeError:
             "run_s": round(self.run_s, 3),
         }
 
+    @classmethod
+    def from_dict(cls, d: dict) -> NodeError:
+        """Back from to_dict() (a stored `numerics --json`, read by the session report)."""
+        error = d.get("error")
+        return cls(
+            node=int(d["node"]),
+            op=str(d["op"]),
+            tensors=tuple(str(t) for t in d.get("tensors") or ()),
+            shape=tuple(int(x) for x in d.get("shape") or ()),
+            dtype=str(d.get("dtype", "")),
+            stats=ErrorStats.from_dict(error) if isinstance(error, dict) else None,
+            breaks=bool(d.get("breaks")),
+            why=d.get("why"),
+            not_run=d.get("not_run"),
+            on_delegate=d.get("on_delegate"),
+            cut_nodes=int(d.get("cut_nodes", 0)),
+            compile_s=float(d.get("compile_s", 0.0)),
+            run_s=float(d.get("run_s", 0.0)),
+        )
+
 
 @dataclass(frozen=True)
 class ScanCost:

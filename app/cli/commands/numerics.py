@@ -15,10 +15,10 @@ from app.cli.command import Command
 from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
 from app.cli.output import check_writable, warn, write_json_file
 from app.model.spec import load_model_spec
-from app.numerics.cuts import OUTPUTS
 from app.numerics.metrics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SNR_DB, ErrorStats, Threshold
 from app.numerics.runners import Against
 from app.numerics.scan import DEFAULT_GROWTH, DEFAULT_WINDOW, Mode, NodeError
+from app.numerics.table import text_lines
 from app.schemas import versioned
 from app.tasks.numerics import DELEGATES, NumericsOptions, NumericsResult, run_numerics
 
@@ -206,7 +206,8 @@ def lines(result: NumericsResult) -> list[str]:
         )
         out.append(f"not cut    {said}")
     out.append("")
-    out.extend(table(scan.rows, result.precision, result.inputs.count))
+    sets = result.inputs.count
+    out.extend(text_lines(scan.rows, f"{result.precision}, {sets} input set{'s' if sets != 1 else ''}"))
     for note in scan.notes:
         out.append(f"note: {note}")
     cost = scan.cost
@@ -216,29 +217,6 @@ def lines(result: NumericsResult) -> list[str]:
         f"whole models {result.end_to_end_s:.1f} s; {result.seconds:.1f} s in all ({scan.mode.value}"
         + (", --all for every node)" if scan.mode == Mode.SEARCH else ")")
     )
-    return out
-
-
-def table(rows: tuple[NodeError, ...], precision: str, sets: int) -> list[str]:
-    """One line per row: node, op, shape, the four figures, where it ran, whether it breaks."""
-    head = (
-        f"{'node':>5}  {'op':<20} {'shape':<16} {'max abs':>9} {'mean abs':>9} {'cosine':>9} {'SNR dB':>7}  "
-        f"{'on delegate':<11}  breaks   ({precision}, {sets} input set{'s' if sets != 1 else ''})"
-    )
-    out = [head]
-    for r in rows:
-        shape = "x".join(map(str, r.shape)) or "-"
-        node = "out" if r.op == OUTPUTS else str(r.node)
-        if r.stats is None:
-            out.append(f"{node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {r.not_run}")
-            continue
-        max_abs, mean_abs, cosine, snr = r.stats.cells()
-        where = {True: "all", False: "partly", None: "?"}[r.on_delegate]
-        mark = f"BREAKS: {r.why}" if r.breaks else ""
-        out.append(
-            f"{node:>5}  {r.op[:20]:<20} {shape[:16]:<16} {max_abs:>9} {mean_abs:>9} {cosine[:9]:>9} "
-            f"{snr:>7}  {where:<11}  {mark}".rstrip()
-        )
     return out
 
 
