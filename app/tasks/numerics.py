@@ -39,13 +39,14 @@ class NumericsOptions:
     images: tuple[Path, ...] = ()
     source: str | None = None
     frames: int = 1  # frames of the source, or generated input sets
+    window_frames: tuple[np.ndarray, ...] = ()  # BGR frames handed over by the window (its current source's)
 
 
 @dataclass(frozen=True)
 class InputsUsed:
     """Which inputs produced the rows, said with them."""
 
-    kind: str  # "images", "source" or "generated"
+    kind: str  # "images", "source", "window" or "generated"
     count: int  # input sets (images, frames, generated samples)
     description: str
 
@@ -109,6 +110,11 @@ def input_sets(spec: ModelSpec, options: NumericsOptions) -> tuple[list[list[np.
     """Every input set (model order): the images, `frames` frames of the source, or `frames` seeded samples."""
     if options.images and options.source:
         raise UsageError("give images or --source, not both")
+    if options.window_frames and spec.image_input is not None:
+        preprocess, feeder = Preprocessor(spec), InputFeeder(spec)
+        sets = [feeder.inputs(preprocess(frame).copy(), k) for k, frame in enumerate(options.window_frames)]
+        what = f"{len(sets)} frame{'s' if len(sets) != 1 else ''} of the window's source"
+        return sets, InputsUsed("window", len(sets), what)
     if options.images or options.source:
         if spec.image_input is None:
             raise ModelError(
