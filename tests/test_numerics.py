@@ -189,6 +189,19 @@ def test_the_bundled_float_model_on_the_gpu_at_fp16_last_row_is_end_to_end(swift
     assert 1 < out["cost"]["cuts_compiled"] < out["cuttable"]
 
 
+@pytest.mark.slow  # 61 GPU compiles: about 150 s under SwiftShader on a loaded 2-core machine (docs/numerics.md)
+def test_every_node_of_the_bundled_float_model_has_its_row_on_the_gpu(swiftshader: dict):
+    run = run_cli("numerics", "--allow-software-gpu", "--all", "--json", env=swiftshader, timeout=600)
+    assert run.returncode == 0, run.stderr
+    out = run.json()
+    assert out["mode"] == "all" and out["cuttable"] == out["nodes"] == 61 and out["not_cut"] == []
+    assert [r["node"] for r in out["rows"]] == list(range(61))
+    assert all(r["error"] is not None and r["on_delegate"] is True for r in out["rows"])
+    assert out["cost"]["cuts_compiled"] == 61 and out["cost"]["cuts_refused"] == 0
+    _same_error(out["rows"][-1]["error"], out["end_to_end"])
+    assert out["first_breaking"] is None  # fp16 stays above 30 dB at every node here (measured: 39.8-70 dB)
+
+
 @pytest.mark.parametrize("name", ["deeplabv3.tflite", "face_detection_front.tflite", "hand_landmark.tflite"])
 def test_fixture_models_of_other_tasks_on_the_gpu_last_row_is_end_to_end(swiftshader: dict, name: str):
     if not (VISION / "README.md").is_file():
