@@ -189,7 +189,7 @@ def test_the_bundled_float_model_on_the_gpu_at_fp16_last_row_is_end_to_end(swift
     assert 1 < out["cost"]["cuts_compiled"] < out["cuttable"]
 
 
-@pytest.mark.slow  # 61 GPU compiles: about 150 s under SwiftShader on a loaded 2-core machine (docs/numerics.md)
+@pytest.mark.slow  # 61 GPU compiles under SwiftShader: 60 s here lightly loaded, 150 s at load 7 (docs/numerics.md)
 def test_every_node_of_the_bundled_float_model_has_its_row_on_the_gpu(swiftshader: dict):
     run = run_cli("numerics", "--allow-software-gpu", "--all", "--json", env=swiftshader, timeout=600)
     assert run.returncode == 0, run.stderr

@@ -131,7 +131,7 @@ class MainWindow(QMainWindow):
         self.record_action = self.recording_actions.record
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
-        self.numerics_view.attach(NumericsRuns(self.live))
+        self.numerics_view.attach(NumericsRuns(self.live), mark=self.delegation.strip.set_marked)
         self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)

@@ -39,22 +39,28 @@ def test_off_by_default_then_runs_on_demand_beside_the_inference(make_window, qt
     assert view.run_button.isEnabled()
 
 
-def test_the_first_breaking_node_is_highlighted(qtbot):
-    from app.ui.views.numerics import NumericsView
-
+def test_the_first_breaking_node_is_highlighted_in_the_table_and_the_node_strip(make_window, qtbot):
+    window = make_window()
+    qtbot.waitUntil(lambda: window.delegation.strip.rows != [], timeout=30_000)
     spec = load_model_spec("efficientnet_lite0")
     # a threshold XNNPACK misses against the reference kernels (SNR 112-139 dB measured): a node breaks
     options = NumericsOptions(Delegate.CPU, Against.REFERENCE, BackendOptions(threads=1), Threshold(min_snr_db=125))
     result = run_numerics(spec, options)
     first = result.scan.first_breaking
     assert first is not None
-    view = NumericsView()
-    qtbot.addWidget(view)
+    view, strip = window.numerics_view, window.delegation.strip
     view.show_result(NumericsOutcome("efficientnet_lite0 on cpu", 0.0, result=result, seconds=1.0))
     rows = [r.node for r in result.scan.rows]
     assert view.row_colour(rows.index(first)) == BREAK_COLOUR
     assert all(view.row_colour(i) != BREAK_COLOUR for i, node in enumerate(rows) if node != first)
     assert f"first breaking node {first}" in view.status.text()
+    # the node strip frames the same node in every row: its cell's top-left corner is drawn black
+    assert strip.marked == first
+    strip.resize(max(strip.width(), 800), strip.height())
+    image = strip.grab().toImage()
+    cell = strip._cell_rect(0, first, len(strip.rows[0][1].nodes))
+    assert image.pixelColor(cell.left() - 1, cell.top()).name() == "#000000"
+    assert image.pixelColor(cell.center()).name() != "#000000"
 
 
 def test_a_delegate_without_numerics_is_said():

@@ -1,9 +1,11 @@
 """The Numerics view (View → Numerics, off by default): where side A's delegate parts from the reference,
 node by node, on the frame the window shows (app/live/numerics.py runs it in a thread of its own, never on
 the inference thread). A run starts on the button only: cutting and compiling cost seconds per node
-(docs/numerics.md). The first breaking node's row is highlighted."""
+(docs/numerics.md). The first breaking node's row is highlighted, and framed in the node strip."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor
@@ -30,6 +32,7 @@ class NumericsView(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._runs: NumericsRuns | None = None
+        self._mark: Callable[[int | None], None] | None = None
         self._shown: NumericsOutcome | None = None
         layout = QVBoxLayout(self)
         head = QHBoxLayout()
@@ -55,8 +58,10 @@ class NumericsView(QWidget):
         self._timer.setInterval(REFRESH_MS)
         self._timer.timeout.connect(self.refresh)
 
-    def attach(self, runs: NumericsRuns) -> None:
+    def attach(self, runs: NumericsRuns, mark: Callable[[int | None], None] | None = None) -> None:
+        """`mark`: called with the first breaking node (None: none) after each run (the node strip frames it)."""
         self._runs = runs
+        self._mark = mark
 
     def _start(self) -> None:
         if self._runs is None:
@@ -81,6 +86,8 @@ class NumericsView(QWidget):
         if outcome.error is not None or outcome.result is None:
             self.status.setText(f"{outcome.asked}: {outcome.error}")
             self.table.setRowCount(0)
+            if self._mark is not None:
+                self._mark(None)
             return
         self.show_result(outcome)
 
@@ -104,6 +111,8 @@ class NumericsView(QWidget):
                     item.setToolTip(row.why or row.not_run or "")
                 self.table.setItem(r, c, item)
         self.table.resizeColumnsToContents()
+        if self._mark is not None:
+            self._mark(scan.first_breaking)
         if scan.first_breaking is not None:
             index = next(i for i, row in enumerate(scan.rows) if row.node == scan.first_breaking)
             first_item = self.table.item(index, 0)
