@@ -49,6 +49,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[d
     stdout(OutputKind.INSPECT, "inspect", "--json")
     stdout(OutputKind.INSPECT, "inspect", "--json", "--require", "cpu:full", "coreml:full", code=7)
     stdout(OutputKind.DELEGATES, "delegates", "--json")
+    stdout(OutputKind.NUMERICS, "numerics", "--json", "--delegate", "cpu", "--against", "reference")
     profiled = stdout(OutputKind.PROFILE, "profile", "--json", "--runs", "2")
     stdout(OutputKind.PROFILE, "profile", "--json", "--runs", "2", "--model", str(TEST_MODELS / "text_input.tflite"))
     run = run_cli("bench", "--frames", "10", "--warmup", "1", "--source", "synthetic", "--csv", tmp / "b.csv",

@@ -11,7 +11,19 @@ from collections.abc import Callable
 
 from app import __version__
 from app.cli.command import Command
-from app.cli.commands import bench, classify, compare, delegates, gui, inspect, predict, profile, report, sweep
+from app.cli.commands import (
+    bench,
+    classify,
+    compare,
+    delegates,
+    gui,
+    inspect,
+    numerics,
+    predict,
+    profile,
+    report,
+    sweep,
+)
 from app.cli.output import PROG
 from app.errors import DelegateScopeError
 from app.system.native_log import NativeLogFile
@@ -23,6 +35,7 @@ COMMANDS: tuple[Command, ...] = (
     inspect.COMMAND,
     delegates.COMMAND,
     profile.COMMAND,
+    numerics.COMMAND,
     bench.COMMAND,
     sweep.COMMAND,
     compare.COMMAND,

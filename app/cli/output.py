@@ -3,12 +3,14 @@ Core ML delegate would take of the model."""
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
 from app.backends import DelegationReport
 from app.backends.describe import coreml_prediction_sentence
 from app.coverage.text import left_on_cpu_lines
-from app.errors import CheckFailed
+from app.errors import CheckFailed, UsageError
 from app.gates.text import report_lines
 from app.gates.verdict import GateReport
 
@@ -35,3 +37,16 @@ def finish_gate(report: GateReport) -> None:
         print(line)
     if report.failures:
         raise CheckFailed(report.failure_line())
+
+
+def check_writable(path: Path, option: str) -> None:
+    """Before the work: a file option that names a folder, or a file in a folder that does not exist, is exit 2."""
+    if path.is_dir() or not path.parent.is_dir():
+        raise UsageError(f"{option}: cannot write {path} (not a file in an existing folder)")
+
+
+def write_json_file(path: Path, document: object, option: str) -> None:
+    try:
+        path.write_text(json.dumps(document, indent=2) + "\n")
+    except OSError as exc:
+        raise UsageError(f"{option}: cannot write {path} ({exc.strerror})") from None

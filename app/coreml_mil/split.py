@@ -11,17 +11,13 @@ LiteRT, in the runtime's order.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-import flatbuffers
-import numpy as np
-from ai_edge_litert import schema_py_generated as fb
 
 from app.coverage import Coverage
 from app.coverage.partition import has_side_effects, subsets
 from app.errors import ModelError
+from app.tflite.cut import cut_model, unpack
 from app.tflite.graph import OPTIONAL_TENSOR, Graph
 
 
@@ -116,67 +112,15 @@ def _with_fp16_weights(graph: Graph, groups: list[tuple[bool, list[int]]]) -> li
     return kept
 
 
-def _unpack(data: bytes) -> fb.ModelT:
-    try:
-        return fb.ModelT.InitFromPackedBuf(data, 0)
-    except Exception as exc:  # the generated reader raises whatever a bad offset gives
-        raise ModelError(f"model file is corrupt ({type(exc).__name__} while unpacking it)") from None
-
-
 def piece_models(data: bytes, pieces: list[Piece]) -> list[bytes]:
-    """One stand-alone .tflite per piece: its nodes, the tensors they touch, the buffers those use.
-
-    Operator codes stay as they are (indices stay valid); buffers keep their positions, emptied where
-    the piece does not use them, so a piece carries only its own weights.
-    """
-    model = _unpack(data)
-    if len(model.subgraphs or []) != 1:
-        raise ModelError("the model has more than one subgraph; only single-subgraph models are split")
-    if any(getattr(b, "offset", 0) for b in model.buffers or []):
-        raise ModelError("the model keeps its weights outside the flatbuffer (over 2 GB); it is not split")
-    return [_piece_model(model, piece) for piece in pieces]
-
-
-def _piece_model(model: fb.ModelT, piece: Piece) -> bytes:
-    whole = model.subgraphs[0]
-    used: list[int] = []
-    remap: dict[int, int] = {}
-
-    def local(t: int) -> int:
-        if t == OPTIONAL_TENSOR:
-            return t
-        if t not in remap:
-            remap[t] = len(used)
-            used.append(t)
-        return remap[t]
-
-    for t in piece.inputs:
-        local(t)
-    operators = []
-    for i in piece.nodes:
-        op = copy.copy(whole.operators[i])
-        op.inputs = [local(int(t)) for t in np.atleast_1d(op.inputs if op.inputs is not None else [])]
-        op.outputs = [local(int(t)) for t in np.atleast_1d(op.outputs if op.outputs is not None else [])]
-        if op.intermediates is not None and len(op.intermediates):
-            op.intermediates = [local(int(t)) for t in np.atleast_1d(op.intermediates)]
-        operators.append(op)
-    tensors = [whole.tensors[t] for t in used]
-    kept_buffers = {int(t.buffer) for t in tensors}
-    buffers = [b if i in kept_buffers else fb.BufferT() for i, b in enumerate(model.buffers)]
-    sg = fb.SubGraphT()
-    sg.tensors, sg.operators = tensors, operators
-    sg.inputs = [remap[t] for t in piece.inputs]
-    sg.outputs = [remap[t] for t in piece.outputs]
-    sg.name = f"piece{piece.index}"
-    out = fb.ModelT()
-    out.version = model.version
-    out.operatorCodes = model.operatorCodes
-    out.subgraphs = [sg]
-    out.buffers = buffers
-    out.description = f"piece {piece.index} ({piece.where}) of a model split at its Core ML partitions"
-    builder = flatbuffers.Builder(1024)
-    builder.Finish(out.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+    """One stand-alone .tflite per piece: its nodes, the tensors they touch, the buffers those use
+    (app/tflite/cut.py)."""
+    model = unpack(data)
+    return [
+        cut_model(model, p.nodes, p.inputs, p.outputs, f"piece{p.index}",
+                  f"piece {p.index} ({p.where}) of a model split at its Core ML partitions")
+        for p in pieces
+    ]  # fmt: skip
 
 
 def _span(nodes: tuple[int, ...]) -> str:

@@ -69,9 +69,11 @@ def build_report(paths: list[Path], out: Path) -> ReportWritten:
         header = [header_lines(s, files=len(paths)) for s in sessions]
         data = report_plots.overview_png(sessions, summary_rows(sessions, comparisons), comparisons, header)
     else:
+        from app.report import numerics as report_numerics
         from app.report import ops as report_ops
 
         figures = report_plots.html_figures(sessions) + report_ops.html_figures(sessions)
-        data = render_html(sessions, comparisons, figures).encode("utf-8")
+        sections = report_numerics.html_sections(sessions)
+        data = render_html(sessions, comparisons, figures, sections).encode("utf-8")
     write_atomic(Path(out), data)
     return ReportWritten(Path(out), len(sessions), len(paths), len(data))

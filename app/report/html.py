@@ -131,8 +131,12 @@ def _count_text(sessions: list[RecordingData]) -> str:
 
 
 def render_html(
-    sessions: list[RecordingData], comparisons: list[Comparison], figures: list[tuple[str, bytes, str]]
+    sessions: list[RecordingData],
+    comparisons: list[Comparison],
+    figures: list[tuple[str, bytes, str]],
+    sections: list[str] | None = None,
 ) -> str:
+    """`sections`: HTML already escaped (the numerics tables), after the figures."""
     swatches = [s.colour for s in sessions]
     head = ["", *[s.label for s in sessions]]
     parts = [
@@ -178,6 +182,7 @@ def render_html(
         parts.append(f"<h2>{_e(title)}</h2><img src='{uri}' alt='{_e(title)}'>")
         if caption:
             parts.append(f"<p class='note'>{_e(caption)}</p>")
+    parts.extend(sections or ())
     parts.append("<h2>Recordings</h2>")
     by_file: dict[str, list[RecordingData]] = {}
     for s in sessions:

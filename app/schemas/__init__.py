@@ -31,6 +31,7 @@ class OutputKind(StrEnum):
     PROFILE_SIDECAR = "profile-sidecar"  # NAME.profile.json beside a recording made while profiling
     WINDOW_STATS = "window-stats"  # gui --stats FILE
     COMPARE = "compare"  # compare A.json B.json --json
+    NUMERICS = "numerics"  # numerics --json
 
     @property
     def schema_file(self) -> str:

@@ -30,6 +30,7 @@ from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, Side
 from app.live.events import EventDigest, EventUpdate, compare_marker, labels_in_window_words, source_marker
+from app.live.numerics import NumericsRuns
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
 from app.live.recording import RecordingStatus
@@ -55,6 +56,7 @@ from app.ui.panels.review import ReviewWindow
 from app.ui.panels.sweep import SweepDock
 from app.ui.scripted import ResultTally, WindowStats, scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
+from app.ui.views.numerics import NumericsView
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
 from app.ui.views.video import VideoView
@@ -123,13 +125,14 @@ class MainWindow(QMainWindow):
         self.recording_actions = build_menus(
             self,
             self,
-            docks=(self.controls_dock, self.delegation_dock, self.ops_dock),
+            docks=(self.controls_dock, self.delegation_dock, self.ops_dock, self.numerics_dock),
             clear_plots=self.plots.clear_series,
             benchmarks=(self.sweep.action, self.unpaced.action),
         )
         self.record_action = self.recording_actions.record
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
+        self.numerics_view.attach(NumericsRuns(self.live), mark=self.delegation.strip.set_marked)
         self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
@@ -179,6 +182,10 @@ class MainWindow(QMainWindow):
         self.ops_view = OpsView()
         self.ops_dock = self._dock("Ops", self.ops_view, "ops")
         self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
+        self.numerics_view = NumericsView()  # off by default: View → Numerics (docs/numerics.md)
+        self.numerics_dock = self._dock("Numerics", self.numerics_view, "numerics")
+        self.tabifyDockWidget(self.delegation_dock, self.numerics_dock)
+        self.numerics_dock.hide()
         self.delegation_dock.raise_()
         # The right-hand docks keep the window's whole height: a dock at the bottom (the delegate sweep's)
         # goes under the video and plots only, never squeezing "What really runs" and the Controls.
@@ -262,7 +269,14 @@ class MainWindow(QMainWindow):
     def reset_layout(self) -> None:
         """View → Reset layout: the docks where a first start puts them, at their first sizes; the docks a
         sweep or an A/B comparison show stay shown while those run."""
-        for dock in (self.delegation_dock, self.controls_dock, self.compare_dock, self.ops_dock, self.sweep.dock):
+        for dock in (
+            self.delegation_dock,
+            self.controls_dock,
+            self.compare_dock,
+            self.ops_dock,
+            self.numerics_dock,
+            self.sweep.dock,
+        ):
             dock.setFloating(False)
         for dock in (self.delegation_dock, self.controls_dock):
             self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)  # moves a dock already in the window
@@ -270,6 +284,8 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(self.delegation_dock, self.compare_dock)
         self.tabifyDockWidget(self.delegation_dock, self.ops_dock)
         self.ops_dock.show()
+        self.tabifyDockWidget(self.delegation_dock, self.numerics_dock)
+        self.numerics_dock.hide()
         self.compare_dock.setVisible(self.live.comparing)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.sweep.dock)
         self.sweep.dock.setVisible(self.sweep.running)
@@ -785,6 +801,7 @@ class MainWindow(QMainWindow):
         self.sweep.shutdown()
         self.stop_recording()
         self.ops_view.stop()
+        self.numerics_view.stop()
         self.live.stop()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:

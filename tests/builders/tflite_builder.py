@@ -15,7 +15,8 @@ import numpy as np
 from ai_edge_litert import schema_py_generated as fb
 
 _TYPES = {"float32": fb.TensorType.FLOAT32, "int8": fb.TensorType.INT8, "uint8": fb.TensorType.UINT8,
-          "int32": fb.TensorType.INT32, "int64": fb.TensorType.INT64, "float16": fb.TensorType.FLOAT16}  # fmt: skip
+          "int32": fb.TensorType.INT32, "int64": fb.TensorType.INT64, "float16": fb.TensorType.FLOAT16,
+          "bool": fb.TensorType.BOOL}  # fmt: skip
 
 
 @dataclass

@@ -27,6 +27,7 @@ STDOUT_KINDS = {
     "delegates": OutputKind.DELEGATES,
     "profile": OutputKind.PROFILE,
     "compare": OutputKind.COMPARE,
+    "numerics": OutputKind.NUMERICS,
 }
 
 
@@ -75,6 +76,7 @@ def kind_of_file(path: Path, document: object) -> OutputKind | None:
     if document.get("mode") == "compare":
         return OutputKind.BENCH_COMPARE
     for kind, marks in (
+        (OutputKind.NUMERICS, {"rows", "end_to_end", "first_breaking"}),
         (OutputKind.SWEEP, {"rows", "frame_size"}),
         (OutputKind.BENCH, {"metrics", "events", "config"}),
         (OutputKind.WINDOW_STATS, {"frames_displayed", "session"}),

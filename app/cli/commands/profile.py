@@ -9,8 +9,7 @@ from pathlib import Path
 
 from app.cli.command import Command
 from app.cli.options import add_backend_options, add_model_options, backend_options, model_options, positive_int
-from app.cli.output import warn
-from app.errors import UsageError
+from app.cli.output import check_writable, warn, write_json_file
 from app.model.feed import InputFeeder
 from app.model.spec import load_model_spec
 from app.schemas import versioned
@@ -39,17 +38,14 @@ def run(args: argparse.Namespace) -> int:
     for warning in spec.warnings:
         warn(warning)
     export = args.model_explorer
-    if export is not None and (export.is_dir() or not export.parent.is_dir()):
-        raise UsageError(f"--model-explorer: cannot write {export} (not a file in an existing folder)")
+    if export is not None:
+        check_writable(export, "--model-explorer")
     profile = profile_model(spec, args.delegate, backend_options(args), runs=args.runs, fallback=not args.no_fallback)
     if profile.fallback_reason:
         warn(f"fell back to CPU: {profile.fallback_reason}")
     if export is not None:
         exported = node_data(profile)
-        try:
-            export.write_text(json.dumps(exported.data, indent=2) + "\n")
-        except OSError as exc:
-            raise UsageError(f"--model-explorer: cannot write {export} ({exc.strerror})") from None
+        write_json_file(export, exported.data, "--model-explorer")
         if exported.skipped_rows:
             warn(
                 f"{exported.skipped_rows} row(s) ({exported.skipped_ms:.3f} ms) stand for no single TFLite node "

@@ -17,6 +17,7 @@ from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
 _PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")
 _CPU = QColor("#c62828")
 _UNKNOWN = QColor("#9e9e9e")
+_MARK = QColor("#000000")  # the frame around the node the Numerics view found breaking the output
 _ROW_H = 16
 _GAP = 6
 _LABEL_PAD = 8
@@ -43,6 +44,7 @@ class CoverageStrip(QWidget):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.rows: list[tuple[str, Coverage]] = []
+        self.marked: int | None = None  # a node framed in every row (the first node that breaks the output)
         self.setMouseTracking(True)
         self.setMinimumHeight(0)
 
@@ -55,6 +57,11 @@ class CoverageStrip(QWidget):
         self.rows = [(title, c) for title, c in rows if c.nodes]
         self.setVisible(bool(self.rows))
         self.updateGeometry()
+        self.update()
+
+    def set_marked(self, node: int | None) -> None:
+        """Frame `node` in every row (None: no frame): the Numerics view's first breaking node."""
+        self.marked = node
         self.update()
 
     def sizeHint(self) -> QSize:
@@ -82,6 +89,10 @@ class CoverageStrip(QWidget):
             n = len(coverage.nodes)
             for i, node in enumerate(coverage.nodes):
                 painter.fillRect(self._cell_rect(row, i, n), node_colour(node))
+            if self.marked is not None and 0 <= self.marked < n:
+                cell = self._cell_rect(row, self.marked, n)
+                painter.setPen(_MARK)
+                painter.drawRect(cell.adjusted(-1, -1, 0, 0))
         painter.end()
 
     def node_at(self, pos: QPoint) -> tuple[str, NodeCoverage] | None:
@@ -99,4 +110,7 @@ class CoverageStrip(QWidget):
         if hit is None:
             QToolTip.hideText()
         else:
-            QToolTip.showText(event.globalPosition().toPoint(), node_tooltip(*hit), self)
+            text = node_tooltip(*hit)
+            if hit[1].index == self.marked:
+                text += "\nthe first node that breaks the output on the delegate (Numerics view)"
+            QToolTip.showText(event.globalPosition().toPoint(), text, self)
