@@ -169,28 +169,33 @@ class Capture:
                 lost, backoff = False, _BACKOFF_START_S
             read_ms = (time.perf_counter() - read_from) * 1e3
             if self._ahead is not None:
-                self._hand_on(frame, read_ms)
+                if not self._hand_on(frame, read_ms):
+                    return  # the preprocessing thread ended (stopping): nobody takes frames any more
                 continue
             self._deliver(frame, read_ms)
             if on_demand:  # unpaced file: one frame read ahead of inference, no more
                 self._wait_room()
 
-    def _hand_on(self, frame: Frame, read_ms: float) -> None:
+    def _hand_on(self, frame: Frame, read_ms: float) -> bool:
         """To the preprocessing thread: on demand one frame behind the one it has yet to take, else the
-        newest only (a frame it never took is dropped, and counted as every worker's)."""
+        newest only (a frame it never took is dropped, and counted as every worker's). False once that
+        thread has ended."""
         assert self._ahead is not None and self._preprocess is not None
+        if not self._preprocess.is_alive():
+            return False
         if self._on_demand:
             self._ahead.put_behind((frame, read_ms))
             while not self._ahead.wait_room(POLL_S):
                 if self._stop.is_set() or not self._preprocess.is_alive():
-                    return
-            return
+                    break
+            return True
         dropped = self._ahead.swap((frame, read_ms))
         if dropped is not None:
             lost, lost_read_ms = dropped
             for worker in self._workers:
                 worker.metrics.frame_captured(lost.captured_at, lost_read_ms)
                 worker.metrics.frames_dropped(1, lost.captured_at)
+        return True
 
     def _deliver(self, frame: Frame, read_ms: float, own_thread: bool = False) -> None:
         started = time.perf_counter()
