@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, runs in results.items():
         if name != "alone":
-            print(f"{name}: preprocessing {runs[-1]['placement']}")
+            print(f"{name}: ran on {runs[-1]['used']}; preprocessing {runs[-1]['placement']}")
     for name, values in ratios.items():
         print(f"RATIO {name} / alone: median {statistics.median(values):.3f}")
     write_json(args.json, {"args": vars(args), "results": results, "ratios": ratios, "others_cores": others})
