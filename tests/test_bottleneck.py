@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from app.metrics.bottleneck import find_bottleneck
+from app.metrics.window import InferenceTiming, Metrics
 from app.pipeline import InferenceConfig
 from app.tasks.bench import BenchConfig, run_bench
 from tests.builders.tflite_builder import GraphBuilder, options
@@ -45,9 +47,11 @@ def test_a_tiny_model_from_the_synthetic_source_saturates_no_thread(tiny_model):
     assert b["evidence"]["sentence"].startswith("no thread is saturated at "), b
 
 
-def bench(source: str, model: str, **config) -> dict:
+def bench(source: str, model: str, preprocess_thread: bool | None = None, **config) -> dict:
     summary = run_bench(
-        BenchConfig(source=source, frames=200, warmup=10, pace=False, pin_cpus=False),
+        BenchConfig(
+            source=source, frames=200, warmup=10, pace=False, pin_cpus=False, preprocess_thread=preprocess_thread
+        ),
         InferenceConfig(model=model, options={"threads": 1}, **config),
     )
     assert summary.status.state != "error", summary.status
@@ -77,3 +81,45 @@ def test_a_throttle_slower_than_the_model_is_named(tiny_model):
     assert b["stage"] == "throttle", b
     assert 40 <= b["evidence"]["rate_per_s"] <= 51
     assert "20 ms between inference starts" in b["evidence"]["sentence"]
+
+
+def test_with_a_preprocessing_thread_decoding_alone_bounds_the_unpaced_demo_and_is_named(tiny_model):
+    """Preprocessing for a 16x16 input on a thread of its own: the capture thread only decodes, and the
+    sentence says which thread does what (a 1280x720 decode costs more than shrinking it to 16x16)."""
+    b = bench("demo", str(tiny_model), preprocess_thread=True)
+    busy = b["evidence"]["busy_share"]
+    assert b["stage"] == "source", b
+    assert busy["capture_thread"] == pytest.approx(busy["source"]) and 0 < busy["preprocess_thread"], busy
+    assert "reading the source; the preprocessing thread" in b["evidence"]["sentence"], b
+
+
+def _one_second(read_ms: float, prepare_ms: float, inference_ms: float, rate: int, own_thread: bool) -> Metrics:
+    """`rate` frames in one second, each read, preprocessed ahead and inferred in the given times."""
+    now = [10.0]  # the window opens at 10 s; snapshot(11.0) closes it a second later
+    m = Metrics(window_s=10.0, clock=lambda: now[0])
+    for i in range(rate):
+        t = 10.0 + (i + 0.5) / rate
+        m.frame_captured(t, read_ms, prepare_ms, own_thread)
+        m.inference_done(InferenceTiming(i, t - 0.003, t - 0.002, t, prepare_ms, inference_ms, 0.1, inference_ms))
+        m.result_published(0.1, t)
+    now[0] = 11.0
+    return m
+
+
+def test_the_bound_line_on_the_gpu_hosts_recorded_shares():
+    """The shares of issue 36's H200 runs (EfficientNet-Lite0 on the GPU, the unpaced demo): decoding and
+    preprocessing in series on the capture thread; then each on its own thread, either one the busier."""
+    serial = find_bottleneck(_one_second(0.9, 0.85, 1.3, 550, own_thread=False).snapshot(11.0))
+    assert serial.stage == "source" and serial.saturated
+    assert "(the capture thread is busy 96%: source 50%, preprocessing 47%)" in serial.sentence, serial.sentence
+    decoding = find_bottleneck(_one_second(1.25, 0.9, 1.0, 740, own_thread=True).snapshot(11.0))
+    assert decoding.stage == "source" and decoding.saturated
+    assert decoding.sentence.startswith(
+        "capture-bound at 740 /s (the capture thread is busy 92% reading the source; the preprocessing thread 67%)"
+    ), decoding.sentence
+    preprocessing = find_bottleneck(_one_second(0.6, 1.25, 1.0, 740, own_thread=True).snapshot(11.0))
+    assert preprocessing.stage == "preprocess" and preprocessing.saturated
+    assert preprocessing.sentence.startswith(
+        "preprocess-bound at 740 /s (the preprocessing thread is busy 92%; the capture thread, decoding, 44%)"
+    ), preprocessing.sentence
+    assert preprocessing.short == "preprocess-bound at 740 /s (model alone 1,000 /s)"

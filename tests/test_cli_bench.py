@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 from app.recording.writer import COLUMNS, read_recording
-from app.system.cpu_affinity import split_for
+from app.system.cpu_affinity import allowed_cpus, split_for
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.vulkan import NO_VULKAN
 
@@ -66,6 +66,10 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
         assert cells == {""} or all(float(c) > 0 for c in cells), (column, cells)
     assert summary["bottleneck"]["stage"] in ("source", "preprocess", "inference", "results", "throttle")
     assert "bound     " in run.stdout
+    # --threads 1: a preprocessing thread of its own where the process has a CPU for it and for capture too.
+    placement = summary["preprocessing"]["placement"]
+    assert placement["own_thread"] is (allowed_cpus() >= 3) and placement["inference_cpus"] == 1, placement
+    assert f"preproc   {placement['reason']}\n" in run.stdout
     meta = session.metadata
     assert meta["complete"] is True and meta["rows"] == len(session.rows) and meta["lost_rows"] == 0
     model_id = inferences[0]["model_id"]
@@ -157,3 +161,16 @@ def test_a_recording_and_its_summary_count_the_same_inferences(tmp_path: Path):
         assert recorded == counted, (limit, recorded, counted)
         if limit[0] == "--frames":
             assert counted == 60  # exactly the inferences asked for
+
+
+def test_bench_preprocesses_on_a_thread_of_its_own_when_asked_and_says_so(tmp_path: Path):
+    json_path = tmp_path / "summary.json"
+    run = run_cli("bench", "--frames", "30", "--threads", "1", "--no-pace", "--preprocess-thread", "on",
+                  "--json", json_path, timeout=180)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(json_path.read_text())
+    assert summary["preprocessing"]["placement"]["own_thread"] is True
+    assert summary["preprocessing"]["placement"]["asked"] is True
+    assert "preproc   on a thread of its own (asked for; " in run.stdout
+    busy = summary["bottleneck"]["evidence"]["busy_share"]
+    assert busy["preprocess_thread"] > 0 and busy["capture_thread"] == busy["source"], busy

@@ -12,7 +12,10 @@ from app.metrics.window import Metrics
 from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
+from app.pipeline.compare import ComparePipeline
+from app.pipeline.preprocess_thread import place_preprocessing
 from app.sources import Frame
+from app.system import cpu_affinity
 from tests.helpers.pipelines import start
 from tests.helpers.wait import wait_until
 
@@ -98,14 +101,29 @@ def test_an_on_demand_slot_keeps_one_frame_behind_the_newest_in_order():
     assert slot.take(0.01) is None  # never a frame twice, none dropped
 
 
-def test_an_unpaced_video_is_inferred_frame_by_frame_without_drops(pipelines):
-    p = start(pipelines, "demo", pace=False)
+# Preprocessing on the capture thread, after each read, or on a thread of its own beside decoding.
+PLACES = pytest.mark.parametrize("own_thread", [False, True], ids=["on-capture-thread", "own-thread"])
+
+
+@PLACES
+def test_an_unpaced_video_is_inferred_frame_by_frame_without_drops(pipelines, own_thread):
+    inferred: list[int] = []
+    p = start(pipelines, "demo", pace=False, preprocess_thread=own_thread,
+              on_result=lambda r: inferred.append(r.frame_index))  # fmt: skip
     assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 40)
     p.stop(timeout=10)
     snap = p.metrics.snapshot()
     assert snap.dropped_total == 0
     # Read ahead of inference by two frames at most: the one in the slot and the one behind it.
     assert 0 <= snap.frames_total - snap.inferences_total <= 2, (snap.frames_total, snap.inferences_total)
+    assert inferred == list(range(len(inferred))), inferred  # every frame, in the order read
+    names = {t.name for t in p.threads()}
+    assert ("delegate-scope-preprocess" in names) is own_thread, names
+    busy = snap.stage_busy
+    if own_thread:  # each thread's share apart: the capture thread only reads, the other preprocesses
+        assert busy.preprocess_thread > 0 and busy.capture_thread == pytest.approx(busy.source), busy
+    else:
+        assert busy.preprocess_thread == 0 and busy.capture_thread > busy.source, busy
 
 
 def test_results_flow_with_timings_and_labels(pipelines):
@@ -136,9 +154,12 @@ def test_throttle_is_honoured_start_to_start(pipelines):
     assert np.median(gaps) < 0.25  # and it does not wait much longer than asked
 
 
-def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines):
+@PLACES
+def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines, own_thread):
     """Inference (throttled to ~5/s) far slower than capture (60 fps): frames are dropped, none queue."""
-    p = start(pipelines, "synthetic:320x240@60", InferenceConfig(options={"threads": 1}, throttle_ms=200))
+    inferred: list[int] = []
+    p = start(pipelines, "synthetic:320x240@60", InferenceConfig(options={"threads": 1}, throttle_ms=200),
+              preprocess_thread=own_thread, on_result=lambda r: inferred.append(r.frame_index))  # fmt: skip
     assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 8, timeout=30)
     p.stop()
     snap = p.metrics.snapshot()
@@ -147,6 +168,96 @@ def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines):
     assert snap.dropped_total > snap.inferences_total * 5
     # no backlog: each inference took a frame at most one capture interval (+ scheduling) old
     assert snap.latency["queue"].max < 100
+    assert inferred == sorted(set(inferred)), inferred  # newer frames only, never one twice
+
+
+def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and_counts_it(pipelines, tmp_path):
+    """A 320x240 still paced at 1000 fps (a read is a 230 kB copy) into a model taking 1024x1024
+    float32 (preprocessing is an upscale and a 12 MB conversion): the preprocessing thread falls
+    behind the capture thread, and the frames it never took are dropped at its slot and counted
+    with the rest: captured = inferred + dropped + what is left in the two slots."""
+    cv2.imwrite(str(tmp_path / "small.png"), np.random.default_rng(0).integers(0, 256, (240, 320, 3), np.uint8))
+    model = tmp_path / "big_input.tflite"
+    model.write_bytes(_mean_classifier(1024))
+    inferred: list[int] = []
+    p = start(pipelines, f"images:{tmp_path / 'small.png'}", InferenceConfig(model=model, options={"threads": 1}),
+              preprocess_thread=True, source_options={"fps": 1000},
+              on_result=lambda r: inferred.append(r.frame_index))  # fmt: skip
+    assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 20, timeout=60), p.status()
+    p.stop()
+    snap = p.metrics.snapshot()
+    prepared = p.rgb_cache.computed  # frames the preprocessing thread took (stage 1 once per frame)
+    assert snap.frames_total - snap.inferences_total - snap.dropped_total in (0, 1, 2), snap
+    # Dropped before preprocessing: read but never taken by the preprocessing thread; counted as dropped.
+    assert snap.frames_total - prepared > 10, (snap.frames_total, prepared)
+    assert snap.dropped_total >= snap.frames_total - prepared - 1, (snap.dropped_total, snap.frames_total, prepared)
+    assert snap.stage_busy.preprocess_thread > 0.5, snap.stage_busy  # busy most of the time, on its own thread
+    assert inferred == sorted(set(inferred)), inferred
+
+
+def _mean_classifier(side: int) -> bytes:
+    """A classifier taking side x side x 3 float32: the mean of each channel through a dense layer."""
+    from tests.builders.tflite_builder import GraphBuilder, options
+
+    g = GraphBuilder()
+    x = g.input((1, side, side, 3))
+    mean = g.tensor((1, 3))
+    g.op("MEAN", [x, g.const([1, 2], "int32")], [mean], options("ReducerOptions", keepDims=False))
+    weights = g.const(np.random.default_rng(0).normal(size=(10, 3)).astype("float32"))
+    logits = g.tensor((1, 10))
+    g.op("FULLY_CONNECTED", [mean, weights, g.const(np.zeros(10, "float32"))], [logits],
+         options("FullyConnectedOptions"))  # fmt: skip
+    return g.build([logits])
+
+
+def test_where_preprocessing_runs_follows_the_cores_left_by_the_models_inference():
+    gpu, cpu = InferenceConfig(delegate="gpu"), InferenceConfig(options={"threads": 1})
+    # The 2-core machine: one core for a one-thread model, one for capture; a thread of its own would share it.
+    two = place_preprocessing([cpu], cpus=2)
+    assert not two.own_thread and not two.asked and two.inference_cpus == 1
+    assert two.reason.endswith("a thread of its own needs 3"), two.reason
+    assert place_preprocessing([gpu], cpus=3).own_thread  # an accelerator's thread: 1 CPU, as pinned
+    assert place_preprocessing([gpu], cpus=16).own_thread
+    assert not place_preprocessing([InferenceConfig(options={"threads": 15})], cpus=16).own_thread
+    assert place_preprocessing([InferenceConfig(options={"threads": 14})], cpus=16).own_thread
+    # A/B: both sides' inference counts; bench's --inference-cpus counts per side.
+    assert not place_preprocessing([cpu, InferenceConfig(options={"threads": 2})], cpus=4).own_thread
+    assert place_preprocessing([gpu, gpu], cpus=4).own_thread
+    assert not place_preprocessing([gpu], cpus=4, inference_cpus=3).own_thread
+    # Asked for: as asked, and said so.
+    forced = place_preprocessing([cpu], cpus=2, own_thread=True)
+    assert forced.own_thread and forced.asked and "asked for" in forced.reason
+    assert not place_preprocessing([gpu], cpus=16, own_thread=False).own_thread
+
+
+def test_a_pipeline_places_preprocessing_by_the_cores_this_machine_has(pipelines):
+    p = start(pipelines, "synthetic:320x240@30")
+    expected = cpu_affinity.allowed_cpus() >= 1 + 2  # a one-thread model, capture and preprocessing
+    assert p.preprocessing.own_thread is expected and not p.preprocessing.asked
+    assert ("delegate-scope-preprocess" in {t.name for t in p.threads()}) is expected
+
+
+def test_ab_with_a_preprocessing_thread_preprocesses_each_frame_once_for_both_sides():
+    """Side A's model is preprocessed ahead on the preprocessing thread; side B's input (same size)
+    starts from the same stage-1 pixels: stage 1 is computed once per frame, never per side."""
+    a = InferenceConfig(options={"threads": 1})
+    b = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
+    seen: dict[str, list[int]] = {"a": [], "b": []}
+    cp = ComparePipeline("demo", a, b, pace=False, preprocess_thread=True,
+                         on_result=lambda side, r: seen[side].append(r.frame_index))  # fmt: skip
+    cp.start()
+    try:
+        assert wait_until(lambda: len(cp.comparator.comparisons) >= 30 or cp.status().state == "error", 120)
+        assert cp.status().state != "error", cp.status().message
+    finally:
+        assert cp.stop()
+    assert not any(t.is_alive() for t in cp.threads())
+    assert "delegate-scope-preprocess" in {t.name for t in cp.threads()}
+    frames = cp.metrics["a"].snapshot().frames_total
+    assert cp.rgb_cache.computed == frames, (cp.rgb_cache.computed, frames)  # once per frame delivered
+    assert cp.rgb_cache.reused >= len(seen["b"]) - 1  # B's stage 1: A's pixels
+    for side in ("a", "b"):  # unpaced: every frame on each side, in order
+        assert seen[side] == list(range(len(seen[side]))), (side, seen[side])
 
 
 def test_switching_backend_and_model_while_capture_keeps_running(pipelines):
@@ -245,9 +356,11 @@ def test_a_camera_that_does_not_exist_is_a_clear_error(pipelines):
     assert "97" in p.status().message
 
 
-def test_stop_is_bounded_and_leaves_no_thread(pipelines):
+@PLACES
+def test_stop_is_bounded_and_leaves_no_thread(pipelines, own_thread):
     before = {t.ident for t in threading.enumerate()}
-    p = Pipeline("synthetic:640x480@30", InferenceConfig(options={"threads": 1}), metrics=Metrics())
+    p = Pipeline("synthetic:640x480@30", InferenceConfig(options={"threads": 1}), metrics=Metrics(),
+                 preprocess_thread=own_thread)  # fmt: skip
     p.start()
     assert wait_until(lambda: p.latest_result() is not None)
     started = time.monotonic()

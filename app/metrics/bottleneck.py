@@ -1,10 +1,11 @@
 """Which stage bounds the pipeline's rate, from each stage's busy share of wall time.
 
-The pipeline is three threads in a row (capture: source read + preprocessing ahead;
-inference; results: postprocess + publish + recording), so its rate is set by the busiest
-one. A thread busy nearly all the time sets the pace; the others wait. Comparing delegates by
-throughput means nothing unless inference is that thread: a fast GPU behind a slow decoder
-ties with the CPU, and this says so ("capture-bound at 480 /s; the model alone: 1,800 /s").
+The pipeline is three or four threads in a row (capture: source read + preprocessing ahead, or
+source read alone and a preprocessing thread beside it; inference; results: postprocess + publish
++ recording), so its rate is set by the busiest one. A thread busy nearly all the time sets the
+pace; the others wait. Comparing delegates by throughput means nothing unless inference is that
+thread: a fast GPU behind a slow decoder ties with the CPU, and this says so ("capture-bound at
+480 /s; the model alone: 1,800 /s").
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ Stage = Literal["source", "preprocess", "inference", "results", "throttle"]
 class Bottleneck:
     stage: Stage
     rate_per_s: float  # the pipeline's inference rate over the window
-    busy_share: StageBusy  # per stage, and per thread (capture_thread, inference_thread)
+    busy_share: StageBusy  # per stage, and per thread (capture_thread, preprocess_thread, inference_thread)
     model_alone_per_s: float | None  # 1000 / mean inference ms: what the delegate alone could reach
     saturated: bool  # False: no thread was busy SATURATED of the time (the largest share is named)
     sentence: str
@@ -71,6 +72,11 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
         share, saturated = busy.inference_thread, True
     elif throttle_ms > 0 and rate >= SATURATED * 1000.0 / throttle_ms:
         stage, share, saturated = "throttle", busy.inference_thread, True
+    elif busy.preprocess_thread > busy.capture_thread and busy.preprocess_thread >= max(
+        busy.inference_thread, busy.results
+    ):  # inference waits for frames: upstream, on the preprocessing thread
+        stage, share = "preprocess", busy.preprocess_thread
+        saturated = share >= SATURATED
     elif busy.capture_thread >= max(busy.inference_thread, busy.results):
         # inference waits for frames: upstream, on the capture thread
         stage = "source" if busy.source >= ahead_pre else "preprocess"
@@ -92,16 +98,29 @@ def _sentence(stage: Stage, rate: float, share: float, alone: float | None, thro
         return f"throttled at {rate:,.0f} /s ({throttle_ms:g} ms between inference starts){model}"
     if stage in ("inference", "results") and share < SATURATED:
         # Every thread waits part of each cycle: for a wake-up, or for the GIL another holds.
+        apart = f", preprocessing {busy.preprocess_thread:.0%}" if busy.preprocess_thread else ""
         return (
             f"no thread is saturated at {rate:,.0f} /s (inference thread busy {busy.inference_thread:.0%}, "
-            f"results {busy.results:.0%}, capture {busy.capture_thread:.0%}): the rest of each cycle is "
+            f"results {busy.results:.0%}, capture {busy.capture_thread:.0%}{apart}): the rest of each cycle is "
             f"frames and results passing between threads; the busiest, {stage}, is named{model}"
         )
     if stage == "results":
         return f"results-bound at {rate:,.0f} /s: postprocessing and publishing take {share:.0%} of the time{model}"
     where = "capture" if stage == "source" else "preprocess"
-    detail = f"source {busy.source:.0%}, preprocessing {busy.capture_thread - busy.source:.0%}"
-    text = f"{where}-bound at {rate:,.0f} /s (the capture thread is busy {share:.0%}: {detail}){model}"
+    if busy.preprocess_thread > busy.capture_thread:  # on its own thread, the busier of the two upstream
+        detail = (
+            f"the preprocessing thread is busy {share:.0%}; the capture thread, decoding, {busy.capture_thread:.0%}"
+        )
+        text = f"{where}-bound at {rate:,.0f} /s ({detail}){model}"
+    elif busy.preprocess_thread:  # decoding, on the capture thread, is the busier
+        detail = (
+            f"the capture thread is busy {share:.0%} reading the source; "
+            f"the preprocessing thread {busy.preprocess_thread:.0%}"
+        )
+        text = f"{where}-bound at {rate:,.0f} /s ({detail}){model}"
+    else:
+        detail = f"source {busy.source:.0%}, preprocessing {busy.capture_thread - busy.source:.0%}"
+        text = f"{where}-bound at {rate:,.0f} /s (the capture thread is busy {share:.0%}: {detail}){model}"
     if share < SATURATED:
         text += "; no thread is saturated, the busiest is named"
     return text

@@ -106,7 +106,8 @@ class StageBusy:
     inference: float  # the invokes
     results: float  # the results thread: postprocess, publish, callbacks (recording)
     inference_thread: float  # inference + the preprocessing done inline
-    capture_thread: float  # source + the preprocessing done ahead
+    capture_thread: float  # source + the preprocessing done ahead on the capture thread
+    preprocess_thread: float = 0.0  # the preprocessing done ahead on a thread of its own (0: none)
 
     @classmethod
     def idle(cls) -> StageBusy:
@@ -230,7 +231,8 @@ class Metrics:
         self._clock = clock
         self._sampler = sampler
         self._lock = threading.Lock()
-        self._frames = Ring(3, max_rows)  # (captured_at, source read ms, preprocess-ahead ms)
+        # (captured_at, source read ms, preprocess-ahead ms, 1 if that was on the preprocessing thread)
+        self._frames = Ring(4, max_rows)
         self._drops = Ring(2, max_rows)  # (t, n)
         # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
         # ... + inference thread busy ms, its own CPU ms and its wait for a core (NaN: not readable)
@@ -245,13 +247,16 @@ class Metrics:
             for ring in self._rings():
                 ring.clear()
 
-    def frame_captured(self, t: float | None = None, read_ms: float = 0.0, prepare_ms: float = 0.0) -> None:
+    def frame_captured(
+        self, t: float | None = None, read_ms: float = 0.0, prepare_ms: float = 0.0, own_thread: bool = False
+    ) -> None:
         """`read_ms`: the capture thread's time in the source's read (decoding, or waiting for a
-        paced frame); `prepare_ms`: its preprocessing ahead of the inference thread."""
+        paced frame); `prepare_ms`: the preprocessing ahead of the inference thread, on the capture
+        thread or (`own_thread`) on the preprocessing thread (app/pipeline/preprocess_thread.py)."""
         with self._lock:
             now = self._clock()
             self._frames_total += 1
-            self._frames.append((now if t is None else t, read_ms, prepare_ms))
+            self._frames.append((now if t is None else t, read_ms, prepare_ms, float(own_thread)))
             self._frames.trim(now - self.window_s)
 
     def frames_dropped(self, n: int = 1, t: float | None = None) -> None:
@@ -367,7 +372,8 @@ def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, 
         inference=float(timings[:, 3].sum()) / wall_ms,
         results=float(published[:, 1].sum()) / wall_ms,
         inference_thread=float(timings[:, 7].sum()) / wall_ms,
-        capture_thread=float(frames[:, 1].sum() + frames[:, 2].sum()) / wall_ms,
+        capture_thread=float(frames[:, 1].sum() + (frames[:, 2] * (1.0 - frames[:, 3])).sum()) / wall_ms,
+        preprocess_thread=float((frames[:, 2] * frames[:, 3]).sum()) / wall_ms,
     )
 
 

@@ -1,8 +1,12 @@
 """The capture thread: reads the source and hands every frame to each inference worker's
-latest-frame slot, preprocessing ahead for the first worker's model.
+latest-frame slot, preprocessing ahead for the first worker's model, either itself after each read
+or, where the machine has cores to spare, on a preprocessing thread of its own that it hands each
+frame to through one more latest-frame slot (app/pipeline/preprocess_thread.py says when).
 
 Capture never waits for inference: a slot holds only the newest frame and counts the ones
-overwritten before inference took them (dropped), so a slow backend never builds a backlog.
+overwritten before inference took them (dropped), so a slow backend never builds a backlog. The
+preprocessing thread's slot is one of the same kind: a frame it never took is dropped and counted
+too, and frames reach the workers in the order they were read (one preprocessing thread).
 Reconnection has one owner: a camera or stream source reopens itself on the next `read()`
 after a loss; this thread only decides when to try again (back-off) and says so (events,
 status). A file that fails mid-run fails the same way again, so it ends the run instead.
@@ -15,6 +19,8 @@ import time
 from typing import Any
 
 from app.errors import SourceError, SourceLost
+from app.pipeline.frame_slot import LatestFrameSlot
+from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, EventKind, State, Status
@@ -35,6 +41,7 @@ class Capture:
         stop: threading.Event,
         rgb_cache: RgbCache,
         source_options: dict[str, Any],
+        placement: PreprocessPlacement,
     ) -> None:
         self.spec = source
         self._shown = redact_credentials(str(source))  # in messages: no stream credentials
@@ -46,7 +53,30 @@ class Capture:
         self._lock = threading.Lock()
         self._source: FrameSource | None = None
         self.done = threading.Event()  # the source ended, failed or was closed: no more frames
+        self.placement = placement
+        self._on_demand = False  # set before the first frame is read (see _read_all)
         self.thread = threading.Thread(target=self._loop, name="delegate-scope-capture", daemon=True)
+        # Frames read, with their read's ms, waiting for the preprocessing thread.
+        self._ahead: LatestFrameSlot[tuple[Frame, float]] | None = None
+        self._preprocess: threading.Thread | None = None
+        if placement.own_thread:
+            self._ahead = LatestFrameSlot()
+            self._preprocess = threading.Thread(
+                target=self._preprocess_loop, name="delegate-scope-preprocess", daemon=True
+            )
+
+    def threads(self) -> list[threading.Thread]:
+        return [self.thread] + ([self._preprocess] if self._preprocess is not None else [])
+
+    def start(self) -> None:
+        if self._preprocess is not None:
+            self._preprocess.start()
+        self.thread.start()
+
+    def join(self, deadline: float) -> None:
+        for thread in self.threads():
+            if thread.is_alive():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def source_info(self) -> SourceInfo | None:
         with self._lock:
@@ -69,6 +99,25 @@ class Capture:
                 source = self._source
             if source is not None:
                 source.close()
+            if self._ahead is not None:  # the preprocessing thread hands on what it holds, then ends
+                self._ahead.close()
+            else:
+                self.done.set()
+
+    def _preprocess_loop(self) -> None:
+        """The preprocessing thread: each frame the capture thread read, in order, to the workers."""
+        assert self._ahead is not None
+        try:
+            while not self._stop.is_set():
+                item = self._ahead.take(POLL_S)
+                if item is None:
+                    if self._ahead.closed():
+                        return
+                    continue
+                self._deliver(*item, own_thread=True)
+                if self._on_demand:
+                    self._wait_room()
+        finally:
             self.done.set()
 
     def _open(self) -> FrameSource | None:
@@ -90,6 +139,7 @@ class Capture:
         lost = False
         # Decoding frames nobody will infer only takes a core from inference.
         on_demand = not self._source_options.get("pace", True) and source.info.kind not in LIVE_KINDS
+        self._on_demand = on_demand  # before the first frame reaches the preprocessing thread
         while not self._stop.is_set():
             read_from = time.perf_counter()
             try:
@@ -117,17 +167,43 @@ class Capture:
                 self._log.emit(EventKind.SOURCE_RECONNECTED, f"{self._shown} delivers again")
                 self._log.set_status(Status(State.RUNNING, source.info.description, source.info))
                 lost, backoff = False, _BACKOFF_START_S
-            self._deliver(frame, (time.perf_counter() - read_from) * 1e3, on_demand)
+            read_ms = (time.perf_counter() - read_from) * 1e3
+            if self._ahead is not None:
+                if not self._hand_on(frame, read_ms):
+                    return  # the preprocessing thread ended (stopping): nobody takes frames any more
+                continue
+            self._deliver(frame, read_ms)
             if on_demand:  # unpaced file: one frame read ahead of inference, no more
                 self._wait_room()
 
-    def _deliver(self, frame: Frame, read_ms: float, on_demand: bool) -> None:
+    def _hand_on(self, frame: Frame, read_ms: float) -> bool:
+        """To the preprocessing thread: on demand one frame behind the one it has yet to take, else the
+        newest only (a frame it never took is dropped, and counted as every worker's). False once that
+        thread has ended."""
+        assert self._ahead is not None and self._preprocess is not None
+        if not self._preprocess.is_alive():
+            return False
+        if self._on_demand:
+            self._ahead.put_behind((frame, read_ms))
+            while not self._ahead.wait_room(POLL_S):
+                if self._stop.is_set() or not self._preprocess.is_alive():
+                    break
+            return True
+        dropped = self._ahead.swap((frame, read_ms))
+        if dropped is not None:
+            lost, lost_read_ms = dropped
+            for worker in self._workers:
+                worker.metrics.frame_captured(lost.captured_at, lost_read_ms)
+                worker.metrics.frames_dropped(1, lost.captured_at)
+        return True
+
+    def _deliver(self, frame: Frame, read_ms: float, own_thread: bool = False) -> None:
         started = time.perf_counter()
         self._prepare(frame)
         prepare_ms = (time.perf_counter() - started) * 1e3
         for worker in self._workers:
-            worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms)
-            if on_demand:
+            worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms, own_thread)
+            if self._on_demand:
                 worker.slot.put_behind(frame)
             elif worker.slot.put(frame):
                 worker.metrics.frames_dropped(1, frame.captured_at)

@@ -352,6 +352,7 @@ class ComparePipeline(Feed):
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
         on_comparison: Callable[[FrameComparison], None] | None = None,
+        preprocess_thread: bool | None = None,  # None: where the cores allow (app/pipeline/preprocess_thread.py)
     ) -> None:
         self.comparator = Comparator()
         self._class_space: tuple[tuple[str, str, str, str], ClassSpace] | None = None
@@ -367,6 +368,7 @@ class ComparePipeline(Feed):
             metrics=metrics,
             on_result=self._result,
             on_event=on_event,
+            preprocess_thread=preprocess_thread,
         )
         self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 

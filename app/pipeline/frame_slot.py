@@ -1,14 +1,16 @@
-"""The one-frame hand-over from the capture thread to an inference worker."""
+"""The one-frame hand-over between pipeline threads: capture (or the preprocessing thread) to an
+inference worker, and capture to the preprocessing thread (app/pipeline/preprocess_thread.py)."""
 
 from __future__ import annotations
 
 import threading
+from typing import Generic, TypeVar
 
-from app.sources import Frame
+T = TypeVar("T")
 
 
-class LatestFrameSlot:
-    """One frame deep. `put` overwrites; `take` hands the newest frame to the inference thread once.
+class LatestFrameSlot(Generic[T]):
+    """One frame deep. `put` overwrites; `take` hands the newest frame to the consuming thread once.
 
     An on-demand source (an unpaced file, the synthetic source: frames wait for inference,
     never dropped) may keep one more frame behind the newest (`put_behind`, `wait_room`): with
@@ -19,20 +21,24 @@ class LatestFrameSlot:
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._latest: Frame | None = None
+        self._latest: T | None = None
         self._fresh = False
-        self._behind: Frame | None = None  # on demand: the frame after `_latest`, already read
+        self._behind: T | None = None  # on demand: the frame after `_latest`, already read
         self._closed = False
 
-    def put(self, frame: Frame) -> bool:
+    def put(self, frame: T) -> bool:
         """Store the frame; True if it overwrote one that inference never took (a dropped frame)."""
+        return self.swap(frame) is not None
+
+    def swap(self, frame: T) -> T | None:
+        """Store the frame; the one it overwrote before anyone took it (dropped), else None."""
         with self._cond:
-            dropped = self._fresh
+            dropped = self._latest if self._fresh else None
             self._latest, self._fresh = frame, True
             self._cond.notify_all()
             return dropped
 
-    def put_behind(self, frame: Frame) -> None:
+    def put_behind(self, frame: T) -> None:
         """On demand: queue the frame after the newest one (never overwrites; see `wait_room`)."""
         with self._cond:
             if not self._fresh:
@@ -41,7 +47,7 @@ class LatestFrameSlot:
                 self._behind = frame
             self._cond.notify_all()
 
-    def take(self, timeout: float) -> Frame | None:
+    def take(self, timeout: float) -> T | None:
         with self._cond:
             if not self._fresh and not self._closed:
                 self._cond.wait(timeout)
@@ -55,7 +61,7 @@ class LatestFrameSlot:
             self._cond.notify_all()  # an on-demand capture thread waits for this
             return taken
 
-    def peek(self) -> Frame | None:
+    def peek(self) -> T | None:
         with self._cond:
             return self._latest
 
@@ -69,6 +75,10 @@ class LatestFrameSlot:
     def has_fresh(self) -> bool:
         with self._cond:
             return self._fresh
+
+    def closed(self) -> bool:
+        with self._cond:
+            return self._closed
 
     def close(self) -> None:
         with self._cond:

@@ -17,6 +17,7 @@ from app.backends import DelegationReport
 from app.metrics.window import Metrics
 from app.model.feed import FeedFacts
 from app.pipeline.capture import Capture
+from app.pipeline.preprocess_thread import PreprocessPlacement, place_preprocessing
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import Event, InferenceConfig, Result, State, Status
@@ -46,6 +47,7 @@ class Feed:
         rgb_cache: RgbCache | None = None,
         pin_cpus: bool = False,
         inference_cpus: int | None = None,
+        preprocess_thread: bool | None = None,  # None: where the cores allow (app/pipeline/preprocess_thread.py)
     ) -> None:
         if "a" not in configs:
             raise ValueError("a feed needs a side 'a'")
@@ -72,12 +74,15 @@ class Feed:
             stop=self._stops["a"],  # side A's fatal error ends the capture too
             rgb_cache=self.rgb_cache,
             source_options={"pace": pace, "loop": loop, **(source_options or {})},
+            placement=place_preprocessing(
+                configs.values(), inference_cpus=inference_cpus, own_thread=preprocess_thread
+            ),
         )
 
     def start(self) -> None:
         for worker in self.workers.values():
             worker.start()
-        self.capture.thread.start()
+        self.capture.start()
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop every thread; True when they ended within `timeout` seconds."""
@@ -85,8 +90,7 @@ class Feed:
             worker.request_stop()
         self.capture.close_source()
         deadline = time.monotonic() + timeout
-        if self.capture.thread.is_alive():
-            self.capture.thread.join(max(0.0, deadline - time.monotonic()))
+        self.capture.join(deadline)
         for worker in self.workers.values():
             worker.join_inference(deadline)
         for worker in self.workers.values():  # once inference is over, so results in flight are published
@@ -103,7 +107,12 @@ class Feed:
         return self.capture.done.is_set() and all(not w.slot.has_fresh() and w.idle() for w in self.workers.values())
 
     def threads(self) -> list[threading.Thread]:
-        return [self.capture.thread] + [t for w in self.workers.values() for t in w.threads()]
+        return self.capture.threads() + [t for w in self.workers.values() for t in w.threads()]
+
+    @property
+    def preprocessing(self) -> PreprocessPlacement:
+        """Where frames are preprocessed ahead of inference, and why there."""
+        return self.capture.placement
 
     def source_info(self) -> SourceInfo | None:
         return self.capture.source_info()
@@ -175,6 +184,7 @@ class Pipeline(Feed):
         on_event: Callable[[Event], None] | None = None,
         pin_cpus: bool = False,
         inference_cpus: int | None = None,
+        preprocess_thread: bool | None = None,
     ) -> None:
         super().__init__(
             source,
@@ -187,6 +197,7 @@ class Pipeline(Feed):
             on_event=(lambda _side, e: on_event(e)) if on_event else None,
             pin_cpus=pin_cpus,
             inference_cpus=inference_cpus,
+            preprocess_thread=preprocess_thread,
         )
         self.worker = self.workers["a"]
         self.metrics = self.worker.metrics

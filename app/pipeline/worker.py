@@ -60,7 +60,7 @@ class InferenceWorker:
     ) -> None:
         self.log = log
         self.metrics = metrics
-        self.slot = LatestFrameSlot()
+        self.slot: LatestFrameSlot[Frame] = LatestFrameSlot()
         self._stop = stop  # shared with the capture thread when this worker is the only one
         self._rgb_cache = rgb_cache
         self._source_info = source_info

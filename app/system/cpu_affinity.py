@@ -65,6 +65,11 @@ def inference_cpus(on_cpu: bool, threads: int) -> int:
     return threads if on_cpu else ACCELERATOR_INFERENCE_CPUS
 
 
+def allowed_cpus() -> int:
+    """How many CPUs the process was started with (taskset, a container's cpuset): what its threads share."""
+    return len(_ALLOWED) if _SUPPORTED else (os.cpu_count() or 1)
+
+
 def split_for(threads: int, allowed: frozenset[int] | None = None) -> CpuSplit | None:
     """The last `threads` allowed CPUs for inference, the rest for everything else; None when
     pinning is unsupported or would leave the other threads no CPU."""

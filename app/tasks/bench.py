@@ -24,6 +24,7 @@ from app.model.feed import FeedFacts
 from app.model.spec import ModelFacts, load_model_spec
 from app.model.task import Task
 from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
+from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
 from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
@@ -53,6 +54,7 @@ class BenchConfig:
     # Readings of the idle machine taken before this run (a sweep measures idle once, before its first
     # configuration); None: measured here, as `idle_s` says.
     idle_readings: tuple[PowerReading, ...] | None = None
+    preprocess_thread: bool | None = None  # None: where the cores allow (app/pipeline/preprocess_thread.py)
 
 
 IDLE_S = 2.0
@@ -120,6 +122,7 @@ class BenchSummary:
     feed: FeedFacts | None = None  # ... and a model with inputs that are not the frame: their feeder
     rounds: Rounds | None = None  # the measured span in rounds: each figure's median and spread (gates)
     power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
+    placement: PreprocessPlacement | None = None  # preprocessing on the capture thread or its own, and why
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -136,7 +139,10 @@ class BenchSummary:
             "bottleneck": self.bottleneck.to_dict() if self.bottleneck else None,
             # Frames that repeat an image (the synthetic cycle) reuse its tensor: the rate then shows
             # the delegate, and each frame's preprocess figure is what computing that image cost.
-            "preprocessing": {"repeated_images_reused": self.repeated_images_reused},
+            "preprocessing": {
+                "repeated_images_reused": self.repeated_images_reused,
+                **({"placement": self.placement.to_dict()} if self.placement else {}),
+            },
             "status": self.status.to_dict(),
             # Each event as its fields, but the report (the summary's `delegate` says it) and with the
             # model it opened as JSON.
@@ -279,6 +285,7 @@ def run_bench(
         pin_cpus=bench.pin_cpus,
         inference_cpus=bench.inference_cpus,
         source_options={"decode_threads": bench.decode_threads},
+        preprocess_thread=bench.preprocess_thread,
     )
     if recorder:
         span.sink = RowSink(recorder, lambda: pipeline.worker, lambda: str(bench.source), metrics)
@@ -351,6 +358,7 @@ def run_bench(
         feed=pipeline.feed_facts(),
         rounds=rounds,
         power=power,
+        placement=pipeline.preprocessing,
     )
 
 

@@ -73,6 +73,13 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="FFmpeg threads decoding a video file (default: 1 on machines of up to 4 CPUs, else 2; 0: one per core)",
     )
     b.add_argument(
+        "--preprocess-thread",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="preprocess frames on a thread of their own, beside decoding (auto, the default: where the process "
+        "has a CPU for each besides the model's inference; bench's 'preproc' line says which and why; A/B: auto)",
+    )
+    b.add_argument(
         "--gpu-wait-hint",
         action="store_true",
         help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
@@ -147,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         rounds=args.rounds,
         idle_s=args.idle_seconds,
         warm_s=args.warm_seconds,
+        preprocess_thread={"auto": None, "on": True, "off": False}[args.preprocess_thread],
     )
     if compare:
         return _compare_bench(args, bench, config, gate)
@@ -238,11 +246,13 @@ def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
     print(f"rate      capture {m.capture_fps:.1f} fps, inference {m.inference_fps:.1f} fps")
     if summary.bottleneck:
         print(f"bound     {summary.bottleneck.sentence}")
+    if summary.placement is not None:
+        print(f"preproc   {summary.placement.reason}")
     reused = summary.repeated_images_reused
     if reused:
         print(
-            f"preproc   {reused} frames repeated an image already preprocessed (the synthetic cycle): "
-            "not preprocessed again (their preprocess figure is the lookup)"
+            f"{'preproc' if summary.placement is None else '':<10}{reused} frames repeated an image already "
+            "preprocessed (the synthetic cycle): not preprocessed again (their preprocess figure is the lookup)"
         )
     split = summary.cpu_affinity
     print("cpus      " + (split.describe() if split else "not pinned (every thread on any CPU)"))

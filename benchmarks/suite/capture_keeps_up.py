@@ -1,0 +1,135 @@
+"""Does the pipeline keep up with the model on the unpaced demo clip? Interleaved rounds of the model
+alone against `bench --source demo --no-pace`, and the median of the per-round ratios (issue 36: on a
+fast accelerator the capture thread, decoding then preprocessing each frame, held the demo to 0.66-0.78
+of the model alone; the target is 0.90 or more).
+
+Each round runs, each in its own process, in an order rotated from round to round:
+
+- "alone": the app's own session on the delegate (the same backend and options bench opens), one
+  fixed input back to back (benchmarks/suite/capture_keeps_up_child.py); its runs per second.
+- "demo (PLACEMENT)" for each `--placements` value: `python -m app bench --source demo --no-pace
+  --throttle-ms 0 --preprocess-thread PLACEMENT`; its inference rate, bound line and where it
+  preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` is the old
+  shape (decoding and preprocessing in series on the capture thread), `on` a thread of its own.
+- "synthetic" (with `--synthetic`): bench on the synthetic source, no decoding: the pipeline's own cost.
+
+Needs only the app's runtime packages for bench (numpy, opencv-python-headless, psutil, ai-edge-litert;
+on a GPU host with the wheels unpacked: `PYTHONPATH=WHEELS`). On the GPU host:
+
+    python -m benchmarks.suite.capture_keeps_up --delegate gpu --rounds 5 --frames 1500 --json keeps_up.json
+
+Here (CPU, a small model, quick):
+
+    python -m benchmarks.suite.capture_keeps_up --model efficientnet_lite0_int8 --threads 1 --rounds 3 \\
+        --frames 200 --placements auto off on
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness.children import bench_summary, last_json, run_module, write_json
+from benchmarks.harness.load import OtherLoad
+from benchmarks.harness.rounds import alternate
+from benchmarks.harness.stats import spread
+
+
+def alone(args: argparse.Namespace) -> dict[str, Any]:
+    proc = run_module(
+        "benchmarks.suite.capture_keeps_up_child", args.model, args.delegate, str(args.threads), str(args.frames)
+    )
+    result = last_json(proc)
+    if "error" in result:
+        sys.exit(f"the model alone failed: {result['error']}")
+    return result
+
+
+def bench(args: argparse.Namespace, source: str, placement: str) -> dict[str, Any]:
+    flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
+    flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
+    if args.threads:
+        flags += ["--threads", str(args.threads)]
+    s = bench_summary(flags)
+    bound = s.get("bottleneck") or {}
+    placed = s["preprocessing"].get("placement") or {}
+    return {
+        "rate": s["metrics"]["inference_fps"],
+        "inference_p50_ms": s["metrics"]["latency"]["inference"]["p50"],
+        "used": (s.get("delegate") or {}).get("used"),
+        "stage": bound.get("stage"),
+        "sentence": (bound.get("evidence") or {}).get("sentence"),
+        "busy_share": (bound.get("evidence") or {}).get("busy_share"),
+        "own_thread": placed.get("own_thread"),
+        "placement": placed.get("reason"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="efficientnet_lite0", help="a bundled model's name or a .tflite path")
+    parser.add_argument("--delegate", default="cpu", help="cpu, gpu, ... (as bench's --delegate)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads (0: the app's default)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--frames", type=int, default=900, help="runs of the model alone, inferences of each bench")
+    parser.add_argument(
+        "--placements", nargs="+", choices=("auto", "on", "off"), default=["auto", "off"],
+        help="bench's --preprocess-thread values to run, one leg each (default: auto off)",
+    )  # fmt: skip
+    parser.add_argument("--synthetic", action="store_true", help="also bench on the synthetic source")
+    parser.add_argument("--json", type=Path, help="write every round's figures here")
+    args = parser.parse_args(argv)
+    print(
+        f"{os.cpu_count()} cores ({len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} "
+        f"allowed); {args.model} on {args.delegate}, threads {args.threads or 'default'}; {args.rounds} rounds of "
+        f"{args.frames} runs or inferences, order rotated",
+        flush=True,
+    )
+    legs: dict[str, Any] = {"alone": lambda: alone(args)}
+    for placement in args.placements:
+        legs[f"demo ({placement})"] = lambda p=placement: bench(args, "demo", p)
+    if args.synthetic:
+        legs["synthetic"] = lambda: bench(args, "synthetic", "auto")
+    others: list[float] = []  # the CPU other processes used during each run, in cores (0 where not readable)
+
+    def measured(name: str) -> Any:
+        with OtherLoad() as load:
+            result = legs[name]()
+        others.append(load.cores or 0.0)
+        return result
+
+    def report(r: int, results: dict[str, dict[str, Any]]) -> None:
+        base = results["alone"]["rate"]
+        parts = [f"alone {base:.1f}/s"]
+        for name, res in results.items():
+            if name != "alone":
+                parts.append(f"{name} {res['rate']:.1f}/s = {res['rate'] / base:.3f} ({res['stage']})")
+        print(f"round {r + 1}: " + "; ".join(parts) + f"; others up to {max(others[-len(results):]):.2f} cores",
+              flush=True)  # fmt: skip
+
+    results = alternate({name: (lambda n=name: measured(n)) for name in legs}, args.rounds, report=report)
+    print("\n| leg | rate /s, median (range) | / model alone, median of rounds (range) | bound (last round) |")
+    print("| --- | --- | --- | --- |")
+    print(f"| model alone ({results['alone'][-1]['used']}) | {spread(r['rate'] for r in results['alone'])} | 1 | |")
+    ratios: dict[str, list[float]] = {}
+    for name, runs in results.items():
+        if name == "alone":
+            continue
+        ratios[name] = [run["rate"] / a["rate"] for run, a in zip(runs, results["alone"], strict=True)]
+        print(f"| {name} | {spread(r['rate'] for r in runs)} | {spread(ratios[name])} | {runs[-1]['sentence']} |")
+    print()
+    for name, runs in results.items():
+        if name != "alone":
+            print(f"{name}: ran on {runs[-1]['used']}; preprocessing {runs[-1]['placement']}")
+    for name, values in ratios.items():
+        print(f"RATIO {name} / alone: median {statistics.median(values):.3f}")
+    write_json(args.json, {"args": vars(args), "results": results, "ratios": ratios, "others_cores": others})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

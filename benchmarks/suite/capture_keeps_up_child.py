@@ -1,0 +1,61 @@
+"""The model alone, in a process of its own: the app's own session (the backend bench's pipeline opens,
+with the same options) running one fixed input, the demo clip's first frame as the app preprocesses
+it, back to back; no capture, no other thread. Prints one JSON line: rate, median_ms, what ran.
+
+python -m benchmarks.suite.capture_keeps_up_child MODEL DELEGATE THREADS RUNS
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import cv2
+import numpy as np
+
+from benchmarks.harness.paths import DEMO_CLIP
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("delegate")
+    parser.add_argument("threads", type=int, help="CPU threads (0: the app's default)")
+    parser.add_argument("runs", type=int)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    from app.backends import open_session
+    from app.model.preprocess import Preprocessor
+    from app.model.spec import load_model_spec
+
+    spec = load_model_spec(args.model)
+    capture = cv2.VideoCapture(str(DEMO_CLIP))
+    ok, frame = capture.read()
+    capture.release()
+    if not ok:
+        sys.exit(f"cannot read a frame of {DEMO_CLIP}")
+    x = np.array(Preprocessor(spec)(frame), copy=True)
+    session = open_session(spec, args.delegate, {"threads": args.threads or None})
+    try:
+        for _ in range(args.warmup):
+            session.run(x)
+        times = []
+        started = time.perf_counter()
+        for _ in range(args.runs):
+            t0 = time.perf_counter()
+            session.run(x)
+            times.append(time.perf_counter() - t0)
+        wall = time.perf_counter() - started
+        used = str(session.report.used)
+    finally:
+        session.close()
+    print(json.dumps({"rate": args.runs / wall, "median_ms": statistics.median(times) * 1e3, "used": used}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
