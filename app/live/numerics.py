@@ -10,9 +10,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from app.backends.options import Delegate
 from app.errors import DelegateScopeError
-from app.live.controller import LiveController
+from app.live.controller import LiveController, Side
 from app.model.spec import ModelOptions, load_model_spec
 from app.numerics.runners import Against
 from app.numerics.scan import Mode
@@ -28,6 +30,15 @@ class NumericsOutcome:
     result: NumericsResult | None = None
     error: str | None = None
     seconds: float | None = None  # None while running
+
+
+def disagreement_side(a_delegate: str, b_delegate: str) -> Side:
+    """Which side's numbers a disagreement is checked on: the side that runs an accelerator (B first, the
+    side a user switches), else B (two CPU sides: XNNPACK against the reference kernels)."""
+    for side, delegate in (("b", b_delegate), ("a", a_delegate)):
+        if delegate in tuple(DELEGATES) and delegate != Delegate.CPU:
+            return "b" if side == "b" else "a"
+    return "b"
 
 
 def plan(delegate: str) -> tuple[Delegate, Against] | str:
@@ -53,14 +64,16 @@ class NumericsRuns:
         with self._lock:
             return self._latest
 
-    def start(self, every_node: bool = False) -> bool:
-        """Start a run for side A as it is now; False while one runs."""
+    def start(self, every_node: bool = False, side: Side = "a", frame_bgr: np.ndarray | None = None) -> bool:
+        """Start a run for `side` as it is now, on `frame_bgr` (default: the frame the window shows);
+        False while one runs. A/B: a disagreement's frame is checked on the side that runs an accelerator."""
         if self.running:
             return False
-        config = self._live.config("a")
-        frame = self._live.latest_frame()
+        config = self._live.config(side)
+        latest = self._live.latest_frame()
+        image = frame_bgr if frame_bgr is not None else latest.image if latest is not None else None
         planned = plan(config.delegate)
-        asked = f"{config.describe()}"
+        asked = f"{'side B: ' if side == 'b' else ''}{config.describe()}"
         if isinstance(planned, str):
             with self._lock:
                 self._latest = NumericsOutcome(asked, time.monotonic(), error=planned, seconds=0.0)
@@ -71,7 +84,7 @@ class NumericsRuns:
             against=against,
             backend=config.options,
             mode=Mode.ALL if every_node else Mode.SEARCH,
-            window_frames=(frame.image,) if frame is not None else (),
+            window_frames=(image,) if image is not None else (),
         )
         outcome = NumericsOutcome(f"{asked} against {against.value}", time.monotonic())
         with self._lock:

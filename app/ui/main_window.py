@@ -12,6 +12,8 @@ from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 
+import cv2
+import numpy as np
 from PySide6.QtCore import QByteArray, QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
@@ -30,7 +32,7 @@ from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, Side
 from app.live.events import EventDigest, EventUpdate, compare_marker, labels_in_window_words, source_marker
-from app.live.numerics import NumericsRuns
+from app.live.numerics import NumericsRuns, disagreement_side
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
 from app.live.recording import RecordingStatus
@@ -41,6 +43,7 @@ from app.metrics.energy import PowerNotes
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
+from app.pipeline.compare import FrameComparison
 from app.sources import CameraInfo, list_cameras
 from app.system.redact import redact_credentials
 from app.tasks.delegates import DelegateStatus, delegate_statuses
@@ -133,6 +136,7 @@ class MainWindow(QMainWindow):
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
         self.numerics_view.attach(NumericsRuns(self.live), mark=self.delegation.strip.set_marked)
+        self.compare_panel.on_disagreement = self._check_disagreement
         self.event_digest = EventDigest(self.live)
         self.video.set_score_threshold(start.threshold)
         self.controls.show_sources(self.cameras, start.source)
@@ -301,6 +305,13 @@ class MainWindow(QMainWindow):
         docks = [self.delegation_dock, self.controls_dock]
         self.resizeDocks(docks, [DOCK_WIDTH, DOCK_WIDTH], Qt.Orientation.Horizontal)
         self._fit_docks()
+
+    def _check_disagreement(self, comparison: FrameComparison, rgb: np.ndarray) -> None:
+        """A/B: a disagreement's frame checked node by node on the side that runs an accelerator (docs/numerics.md)."""
+        side = disagreement_side(self.live.config("a").delegate, self.live.config("b").delegate)
+        self.numerics_dock.show()
+        self.numerics_dock.raise_()
+        self.numerics_view.start(side, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), f"frame {comparison.frame_index}")
 
     def _dock(self, title: str, widget: QWidget, name: str, wrap: bool = False) -> QDockWidget:
         scroll = QScrollArea()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from app.backends.options import BackendOptions, Delegate
-from app.live.numerics import NumericsOutcome, plan
+from app.live.numerics import NumericsOutcome, disagreement_side, plan
 from app.model.spec import load_model_spec
 from app.numerics.metrics import Threshold
 from app.numerics.runners import Against
@@ -66,3 +66,30 @@ def test_the_first_breaking_node_is_highlighted_in_the_table_and_the_node_strip(
 def test_a_delegate_without_numerics_is_said():
     assert isinstance(plan("reference"), str) and "side A runs reference" in str(plan("reference"))
     assert plan("gpu") == (Delegate.GPU, Against.CPU) and plan("cpu") == (Delegate.CPU, Against.REFERENCE)
+
+
+def test_an_ab_disagreement_links_to_the_numerics_of_its_frame(make_window, qtbot):
+    """In A/B a disagreement's thumbnail, double-clicked, checks that frame node by node on the side that runs
+    an accelerator (both sides on the CPU here: side B, XNNPACK against LiteRT's reference kernels)."""
+    window = make_window()
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
+    window.set_compare(("efficientnet_lite0_int8", "cpu"))  # int8 against float disagree on some frames
+    thumbs = window.compare_panel.thumbs
+    qtbot.waitUntil(lambda: thumbs.count() > 0, timeout=90_000)
+    comparison, _ = window.compare_panel._items[0]
+    thumbs.itemActivated.emit(thumbs.item(0))
+    assert window.numerics_dock.isVisible()
+    view = window.numerics_view
+    qtbot.waitUntil(lambda: view.table.rowCount() > 0, timeout=120_000)
+    outcome = view._runs.latest()
+    assert outcome.error is None and outcome.result is not None, outcome.error
+    assert outcome.asked.startswith("side B: efficientnet_lite0_int8 on cpu")
+    assert outcome.result.spec.name == load_model_spec("efficientnet_lite0_int8").name
+    assert outcome.result.inputs.kind == "window" and outcome.result.inputs.count == 1
+    assert f"frame {comparison.frame_index}" in view.status.text()
+
+
+def test_a_disagreement_is_checked_on_the_side_that_runs_an_accelerator():
+    assert disagreement_side("cpu", "gpu") == "b" and disagreement_side("gpu", "cpu") == "a"
+    assert disagreement_side("coreml", "gpu") == "b" and disagreement_side("cpu", "cpu") == "b"
+    assert disagreement_side("gpu", "reference") == "a"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 
 import numpy as np
 from PySide6.QtCore import QSize, Qt
@@ -30,8 +31,15 @@ class ComparePanel(QWidget):
         self.thumbs.setWrapping(True)
         self.thumbs.setResizeMode(QListView.ResizeMode.Adjust)
         self.thumbs.setMinimumHeight(140)
-        self.thumbs.setToolTip("Frames where A and B disagree on the top-1 label (what both models saw)")
+        self.thumbs.setToolTip(
+            "Frames where A and B disagree on the top-1 label (what both models saw); double-click one to check "
+            "where the numbers part on that frame (the Numerics view)"
+        )
+        self.thumbs.itemActivated.connect(self._activated)
         layout.addWidget(self.thumbs)
+        # Called with a disagreement and the RGB pixels both models saw, when the user activates its thumbnail.
+        self.on_disagreement: Callable[[FrameComparison, np.ndarray], None] | None = None
+        self._items: list[tuple[FrameComparison, np.ndarray]] = []
         self._shown: tuple[int, int | None] = (0, None)
         self._pixels: list[np.ndarray] = []  # keeps the arrays the thumbnails' QImages were made from
 
@@ -81,11 +89,18 @@ class ComparePanel(QWidget):
         self._shown = key
         self.thumbs.clear()
         self._pixels = []
+        self._items = []
         for comparison, rgb in reversed(items):
             pixels = np.ascontiguousarray(rgb)
             self._pixels.append(pixels)
+            self._items.append((comparison, pixels))
             h, w = pixels.shape[:2]
             image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_RGB888)
             item = QListWidgetItem(QIcon(QPixmap.fromImage(image)), f"A {comparison.a_top1}\nB {comparison.b_top1}")
             item.setToolTip(f"frame {comparison.frame_index}: A says {comparison.a_top1}, B says {comparison.b_top1}")
             self.thumbs.addItem(item)
+
+    def _activated(self, item: QListWidgetItem) -> None:
+        row = self.thumbs.row(item)
+        if self.on_disagreement is not None and 0 <= row < len(self._items):
+            self.on_disagreement(*self._items[row])

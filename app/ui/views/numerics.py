@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from PySide6.QtCore import QTimer
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.live.controller import Side
 from app.live.numerics import NumericsOutcome, NumericsRuns
 from app.numerics.table import HEAD, cells
 
@@ -34,6 +36,7 @@ class NumericsView(QWidget):
         self._runs: NumericsRuns | None = None
         self._mark: Callable[[int | None], None] | None = None
         self._shown: NumericsOutcome | None = None
+        self._what = ""  # the frame a run was asked for, when not the window's current one (A/B: a disagreement)
         layout = QVBoxLayout(self)
         head = QHBoxLayout()
         self.run_button = QPushButton("Check numerics")
@@ -64,9 +67,14 @@ class NumericsView(QWidget):
         self._mark = mark
 
     def _start(self) -> None:
+        self.start()
+
+    def start(self, side: Side = "a", frame_bgr: np.ndarray | None = None, what: str = "") -> None:
+        """A run for `side` on `frame_bgr` (default: the window's frame); `what` names that frame in the status."""
         if self._runs is None:
             return
-        if self._runs.start(every_node=self.every_node.isChecked()):
+        if self._runs.start(every_node=self.every_node.isChecked(), side=side, frame_bgr=frame_bgr):
+            self._what = what
             self._timer.start()
         self.refresh()
 
@@ -97,8 +105,9 @@ class NumericsView(QWidget):
         scan = result.scan
         first = f"first breaking node {scan.first_breaking}" if scan.first_breaking is not None else "no breaking node"
         _, _, cosine, snr = result.end_to_end.cells()
+        what = f", {self._what}" if self._what else ""
         self.status.setText(
-            f"{outcome.asked} ({result.precision}, {result.inputs.description}): {first}; end to end cosine "
+            f"{outcome.asked} ({result.precision}, {result.inputs.description}{what}): {first}; end to end cosine "
             f"{cosine}, SNR {snr} dB; {scan.cost.cuts_compiled} cuts in {outcome.seconds or 0:.1f} s"
         )
         self.table.setRowCount(len(scan.rows))
