@@ -108,6 +108,11 @@ def add_backend_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--delegate", default="cpu", choices=list(BACKENDS), help="backend to run on (default cpu)")
     p.add_argument("--no-fallback", action="store_true", help="exit 5 instead of falling back to CPU")
     p.add_argument("--threads", type=positive_int, help=f"CPU threads (default {default_threads()} here)")
+    add_delegate_tuning(p)
+
+
+def add_delegate_tuning(p: argparse.ArgumentParser) -> None:
+    """How the GPU and Core ML delegates run (backend_options reads them), for every command that opens one."""
     p.add_argument(
         "--gpu-precision",
         choices=list(GpuPrecision),

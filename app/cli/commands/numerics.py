@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from app.backends.describe import delegation_line
-from app.backends.options import BackendOptions, ComputeUnits, Delegate, GpuPrecision
+from app.backends.options import BackendOptions, Delegate
 from app.cli.command import Command
-from app.cli.options import add_model_options, model_options, non_negative_int, positive_int
+from app.cli.options import add_delegate_tuning, add_model_options, model_options, non_negative_int, positive_int
 from app.cli.output import check_writable, warn, write_json_file
 from app.model.spec import load_model_spec
 from app.numerics.metrics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SNR_DB, ErrorStats, Threshold
@@ -58,21 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the reference: cpu (XNNPACK, fp32; default) or reference (LiteRT's reference kernels, no XNNPACK)",
     )
     p.add_argument("--threads", type=positive_int, help="CPU threads (the reference's, the GPU's CPU kernels)")
-    p.add_argument(
-        "--gpu-precision",
-        choices=list(GpuPrecision),
-        default=GpuPrecision.FP16,
-        help="GPU: allow fp16 (default) or enforce fp32",
-    )
-    p.add_argument(
-        "--allow-software-gpu", action="store_true", help="GPU: run even on a software renderer (llvmpipe, SwiftShader)"
-    )
-    p.add_argument(
-        "--coreml-units",
-        choices=list(ComputeUnits),
-        default=ComputeUnits.ALL,
-        help="Core ML compute units (default all)",
-    )
+    add_delegate_tuning(p)
     p.add_argument(
         "--min-cosine",
         type=_cosine,
