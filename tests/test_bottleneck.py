@@ -2,14 +2,13 @@
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import InferenceTiming, Metrics
 from app.pipeline import InferenceConfig
 from app.tasks.bench import BenchConfig, run_bench
-from tests.builders.tflite_builder import GraphBuilder, options
+from tests.builders.any_models import mean_classifier
 
 # Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
 pytestmark = pytest.mark.xdist_group("bottleneck")
@@ -19,18 +18,8 @@ pytestmark = pytest.mark.xdist_group("bottleneck")
 def tiny_model(tmp_path_factory) -> Path:
     """A 16x16 classifier of three ops: microseconds per inference, so decoding a 1280x720 clip
     is what sets the pace."""
-    g = GraphBuilder()
-    x = g.input((1, 16, 16, 3))
-    mean = g.tensor((1, 3))
-    g.op("MEAN", [x, g.const([1, 2], "int32")], [mean], options("ReducerOptions", keepDims=False))
-    weights = g.const(np.random.default_rng(0).normal(size=(10, 3)).astype("float32"))
-    logits = g.tensor((1, 10))
-    g.op("FULLY_CONNECTED", [mean, weights, g.const(np.zeros(10, "float32"))], [logits],
-         options("FullyConnectedOptions"))  # fmt: skip
-    out = g.tensor((1, 10))
-    g.op("SOFTMAX", [logits], [out], options("SoftmaxOptions", beta=1.0))
     path = tmp_path_factory.mktemp("tiny") / "tiny.tflite"
-    path.write_bytes(g.build([out]))
+    path.write_bytes(mean_classifier(16, softmax=True))
     return path
 
 

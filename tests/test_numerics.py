@@ -7,7 +7,6 @@ run_cli checks each --json against app/schemas/numerics.schema.json."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from app.tflite.graph import read_graph
 from tests.builders.gpu_models import MIXED, chain
 from tests.builders.tflite_builder import GraphBuilder, options
 from tests.helpers.cli import run_cli
+from tests.helpers.extras import need_convert_extra
 from tests.helpers.paths import ROOT
 
 # One worker runs the module: the GPU cuts are the costly part (docs/numerics.md) and share the machine.
@@ -134,10 +134,7 @@ def test_a_node_that_writes_no_numbers_is_said_per_node(tmp_path: Path):
 @pytest.fixture(scope="module")
 def fp16_overflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/builders/fp16_overflow.py: EXP (node 2) overflows fp16; built by TensorFlow in a child."""
-    if importlib.util.find_spec("tensorflow") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but TensorFlow (the 'convert' extra) is not installed")
-        pytest.skip("building the fp16 overflow model needs TensorFlow (the convert extra)")
+    need_convert_extra("tensorflow")
     path = tmp_path_factory.mktemp("overflow") / "fp16_overflow.tflite"
     subprocess.run([sys.executable, "-m", "tests.builders.fp16_overflow", str(path)], check=True, timeout=300,
                    capture_output=True, cwd=ROOT, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})  # fmt: skip

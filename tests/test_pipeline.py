@@ -16,6 +16,7 @@ from app.pipeline.compare import ComparePipeline
 from app.pipeline.preprocess_thread import place_preprocessing
 from app.sources import Frame
 from app.system import cpu_affinity
+from tests.builders.any_models import mean_classifier
 from tests.helpers.pipelines import start
 from tests.helpers.wait import wait_until
 
@@ -178,7 +179,7 @@ def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and
     with the rest: captured = inferred + dropped + what is left in the two slots."""
     cv2.imwrite(str(tmp_path / "small.png"), np.random.default_rng(0).integers(0, 256, (240, 320, 3), np.uint8))
     model = tmp_path / "big_input.tflite"
-    model.write_bytes(_mean_classifier(1024))
+    model.write_bytes(mean_classifier(1024))
     inferred: list[int] = []
     p = start(pipelines, f"images:{tmp_path / 'small.png'}", InferenceConfig(model=model, options={"threads": 1}),
               preprocess_thread=True, source_options={"fps": 1000},
@@ -193,21 +194,6 @@ def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and
     assert snap.dropped_total >= snap.frames_total - prepared - 1, (snap.dropped_total, snap.frames_total, prepared)
     assert snap.stage_busy.preprocess_thread > 0.5, snap.stage_busy  # busy most of the time, on its own thread
     assert inferred == sorted(set(inferred)), inferred
-
-
-def _mean_classifier(side: int) -> bytes:
-    """A classifier taking side x side x 3 float32: the mean of each channel through a dense layer."""
-    from tests.builders.tflite_builder import GraphBuilder, options
-
-    g = GraphBuilder()
-    x = g.input((1, side, side, 3))
-    mean = g.tensor((1, 3))
-    g.op("MEAN", [x, g.const([1, 2], "int32")], [mean], options("ReducerOptions", keepDims=False))
-    weights = g.const(np.random.default_rng(0).normal(size=(10, 3)).astype("float32"))
-    logits = g.tensor((1, 10))
-    g.op("FULLY_CONNECTED", [mean, weights, g.const(np.zeros(10, "float32"))], [logits],
-         options("FullyConnectedOptions"))  # fmt: skip
-    return g.build([logits])
 
 
 def test_where_preprocessing_runs_follows_the_cores_left_by_the_models_inference():

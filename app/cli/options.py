@@ -39,11 +39,16 @@ def positive_float(text: str) -> float:
     return value
 
 
-def non_negative_float(text: str) -> float:
+def a_number(text: str) -> float:
+    """An option's value as a float, or argparse's one-line error."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+
+
+def non_negative_float(text: str) -> float:
+    value = a_number(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value

@@ -188,13 +188,17 @@ def _rounds_figures(data: object) -> tuple[int, dict[str, Measure]]:
     return int(count or 0), out
 
 
-def _figures(data: object, kind: SummaryKind, rounds: Mapping[str, Measure]) -> dict[str, Measure | None]:
+def _figures(
+    data: object, kind: SummaryKind, rounds: Mapping[str, Measure], side: str | None = None
+) -> dict[str, Measure | None]:
+    """Each figure of `kind` (or, with `side`, of an A/B side: a bench run's under `a.`/`b.`): the median
+    of its rounds, else its whole-span value."""
     out: dict[str, Measure | None] = {}
-    for name in figures_of(kind):
-        path = FIGURES[name].path(kind)
+    for name in figures_of(SummaryKind.BENCH if side else kind):
+        path = side_path(FIGURES[name], side) if side else FIGURES[name].path(kind)
         if path is None:  # an A/B side's figure: not the pair's
             continue
-        value = number(at(data, path)) if path else None
+        value = number(at(data, path))
         out[name] = rounds.get(name) or (Measure.single(value) if value is not None else None)
     # A figure only rounds carry (a sweep row's run-queue wait) still serves the noise rule.
     out.update({name: m for name, m in rounds.items() if name in FIGURES and name not in out})
@@ -250,12 +254,7 @@ def _ab(data: dict[str, object], name: str) -> StoredSummary:
         settings[f"{side} delegate used"] = _text(at(facts, "delegate.used"))
         count, rounds = _rounds_figures(facts)
         counts.append(count)
-        figures: dict[str, Measure | None] = {}
-        for fig in figures_of(SummaryKind.BENCH):
-            path = side_path(FIGURES[fig], side.lower())
-            value = number(at(data, path)) if path else None
-            figures[fig] = rounds.get(fig) or (Measure.single(value) if value is not None else None)
-        figures.update({k: m for k, m in rounds.items() if k in FIGURES and k not in figures})
+        figures = _figures(data, SummaryKind.BENCH_AB, rounds, side.lower())
         measured = number(at(facts, "inference_ms_median")) is not None
         groups.append(Group(side, (side,), measured, None if measured else "no inference measured", figures))
     groups.append(Group(AB_PAIR, (AB_PAIR,), True, None, _figures(data, SummaryKind.BENCH_AB, {})))

@@ -83,10 +83,16 @@ class OutputStats:
 
 def dequantized(info: TensorInfo, array: np.ndarray) -> np.ndarray:
     """float64 values: integer outputs with a quantization scale dequantized, others as they are."""
-    values = np.asarray(array, dtype=np.float64)
-    if info.scale and np.issubdtype(array.dtype, np.integer):
-        values = (values - float(info.zero_point or 0)) * float(info.scale)
-    return values
+    return dequantize(array, info.scale, info.zero_point)
+
+
+def dequantize(array: np.ndarray, scale: float | None, zero_point: int | None) -> np.ndarray:
+    """float64 values: an integer array with a scale as the real values it stands for (scale × (q − zero
+    point)), anything else as it is."""
+    values = np.asarray(array)
+    if scale and np.issubdtype(values.dtype, np.integer):
+        return (values.astype(np.float64) - float(zero_point or 0)) * float(scale)
+    return values.astype(np.float64)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.model.decode import dequantize
+
 DEFAULT_MIN_COSINE = 0.99
 DEFAULT_MIN_SNR_DB = 30.0
 
@@ -96,12 +98,8 @@ def error_stats(delegate: Sequence[np.ndarray], reference: Sequence[np.ndarray])
 
 
 def dequantized(array: np.ndarray, quantization: tuple[float, int] | None) -> np.ndarray:
-    """An integer tensor as the real values it stands for (scale × (q − zero point)); others as float64."""
-    values = np.asarray(array)
-    if quantization is not None and values.dtype.kind in "iu":
-        scale, zero = quantization
-        return (values.astype(np.float64) - zero) * scale
-    return values.astype(np.float64)
+    """An integer tensor as the real values it stands for; others as float64 (app/model/decode.py)."""
+    return dequantize(array, *(quantization or (None, None)))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,14 @@ from pathlib import Path
 from app.backends.describe import delegation_line
 from app.backends.options import BackendOptions, Delegate
 from app.cli.command import Command
-from app.cli.options import add_delegate_tuning, add_model_options, model_options, non_negative_int, positive_int
+from app.cli.options import (
+    a_number,
+    add_delegate_tuning,
+    add_model_options,
+    model_options,
+    non_negative_int,
+    positive_int,
+)
 from app.cli.output import check_writable, warn, write_json_file
 from app.model.spec import load_model_spec
 from app.numerics.metrics import DEFAULT_MIN_COSINE, DEFAULT_MIN_SNR_DB, ErrorStats, Threshold
@@ -24,20 +31,14 @@ from app.tasks.numerics import DELEGATES, NumericsOptions, NumericsResult, run_n
 
 
 def _cosine(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    value = a_number(text)
     if not -1 <= value <= 1:
         raise argparse.ArgumentTypeError(f"a cosine lies in [-1, 1], got {text}")
     return value
 
 
 def _decibels(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    value = a_number(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"expected a finite number of dB, got {text}")
     return value
