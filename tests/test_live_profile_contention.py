@@ -29,7 +29,14 @@ MODEL = "efficientnet_lite0_int8"
 def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so():
     spec = load_model_spec(MODEL)
     baseline = profile_cpu(spec, 1, 8).ops_ms  # whatever else runs now: the same method
-    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    # One more spinner than cores, each allowed on every core: a child inherits its parent thread's CPUs, and an
+    # earlier test in this worker may have left that thread on one (a fresh clone read a share of 0.91 once:
+    # the spinners shared one core while the profile had the other to itself).
+    spin = (
+        "import os\ntry:\n    os.sched_setaffinity(0, range(os.cpu_count()))\nexcept OSError:\n    pass\n"
+        "while True: pass"
+    )
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range((os.cpu_count() or 1) + 1)]
     # Spinning before the first profile: a profile taken while they still started read a share of 0.8+.
     for s in spinners:
         assert wait_until(lambda s=s: sum(psutil.Process(s.pid).cpu_times()[:2]) > 0.2, timeout=30), "no spin"
