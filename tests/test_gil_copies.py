@@ -37,7 +37,8 @@ def _spinner_gaps_over(copy, src: np.ndarray, dst: np.ndarray, copies: int) -> l
         spans.append((started, time.perf_counter()))
     stop.set()
     spinner.join()
-    return [max([0.0, *(min(e, t1) - max(s, t0) for s, e in gaps)]) for t0, t1 in spans]
+    # Each copy's longest stall of the spinner, as a share of that copy's own length (copies vary in speed).
+    return [max([0.0, *(min(e, t1) - max(s, t0) for s, e in gaps)]) / (t1 - t0) for t0, t1 in spans]
 
 
 def test_the_copy_is_exact_and_checks_sizes():
@@ -56,12 +57,7 @@ def test_the_copy_is_exact_and_checks_sizes():
 def test_the_copy_keeps_the_gil_where_numpy_gives_it_up():
     src = np.ones(256 * 1024 * 1024, np.uint8)  # 256 MB: each copy takes longer than an OS time slice
     dst = np.empty_like(src)
-    alone = []
-    for _ in range(5):
-        started = time.perf_counter()
-        _copy_holding_gil(dst, src)
-        alone.append(time.perf_counter() - started)
-    copy_s = min(alone)  # the copy's own length, with nothing else running in this process
+    _copy_holding_gil(dst, src)  # the pages touched once before anything is timed
     old = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
@@ -73,6 +69,7 @@ def test_the_copy_keeps_the_gil_where_numpy_gives_it_up():
     # the machine (a thread the OS stalls only makes the gap longer). Giving it up, the spinner runs
     # during the copy whenever it has a core: on a busy machine not during every copy, so the
     # control asks for one copy it ran through. Timing the spinner's pace instead failed on a loaded
-    # machine (0.38-0.52 against < 0.35).
-    assert min(held) >= 0.8 * copy_s, (copy_s, held)
-    assert min(released) < 0.5 * copy_s, (copy_s, released)
+    # machine (0.38-0.52 against < 0.35). Each against its own copy's length: against the fastest of five
+    # copies timed alone first, a fresh clone's held stall read 0.68 of it (copies got faster meanwhile).
+    assert min(held) >= 0.8, held
+    assert min(released) < 0.5, released
