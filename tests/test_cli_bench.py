@@ -174,3 +174,17 @@ def test_bench_preprocesses_on_a_thread_of_its_own_when_asked_and_says_so(tmp_pa
     assert "preproc   on a thread of its own (asked for; " in run.stdout
     busy = summary["bottleneck"]["evidence"]["busy_share"]
     assert busy["preprocess_thread"] > 0 and busy["capture_thread"] == busy["source"], busy
+
+
+def test_an_a_b_bench_preprocesses_where_asked_once_for_both_sides(tmp_path: Path):
+    """`--preprocess-thread` reaches the A/B pipeline too (it was decided from the cores there whatever
+    was asked), and each frame is still preprocessed once for both sides."""
+    json_path = tmp_path / "ab.json"
+    run = run_cli("bench", "--frames", "20", "--threads", "1", "--no-pace", "--source", "synthetic",
+                  "--compare-model", "efficientnet_lite0_int8", "--preprocess-thread", "on", "--json", json_path,
+                  timeout=180)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    shared = json.loads(json_path.read_text())["shared_preprocessing"]
+    assert shared["placement"]["own_thread"] is True and shared["placement"]["asked"] is True, shared
+    assert "preproc    on a thread of its own (asked for; " in run.stdout and "; shared by A and B" in run.stdout
+    assert shared["computed"] > 0 and shared["reused"] >= shared["computed"] - 1, shared

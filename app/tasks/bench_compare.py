@@ -27,6 +27,7 @@ from app.pipeline.compare import (
     FrameComparison,
     comparison_row,
 )
+from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
@@ -128,6 +129,7 @@ class CompareSummary:
     # the inferences of the sides on the GPU; clock_sentence: a paced GPU left at its idle clock, said so
     power: PowerFigures | None = None
     clock_sentence: str | None = None
+    placement: PreprocessPlacement | None = None  # the shared preprocessing's thread, and why
 
     @property
     def a_over_b(self) -> float | None:
@@ -149,7 +151,11 @@ class CompareSummary:
                 "sentence": self.speed_sentence,
                 "clock_sentence": self.clock_sentence,
             },
-            "shared_preprocessing": {"computed": self.shared_computed, "reused": self.shared_reused},
+            "shared_preprocessing": {
+                "computed": self.shared_computed,
+                "reused": self.shared_reused,
+                **({"placement": self.placement.to_dict()} if self.placement else {}),
+            },
             "status": {"state": self.status.state, "message": self.status.message},
             "wall_s": self.wall_s,
         }
@@ -193,6 +199,7 @@ def _run(
         loop=True,
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
+        preprocess_thread=bench.preprocess_thread,  # --preprocess-thread: one preprocessing serves both sides
     )
     if bench.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
@@ -263,6 +270,7 @@ def _run(
         csv=recording,
         power=power,
         clock_sentence=clock,
+        placement=cp.preprocessing,
     )
 
 

@@ -353,6 +353,8 @@ def _print_compare(summary: CompareSummary) -> None:
     if summary.power is not None:
         gpu_line, cpu_line = power_lines(summary.power)
         print(f"power      {gpu_line}\n           {cpu_line}")
+    if summary.placement is not None:  # one preprocessing per frame, shared by both sides
+        print(f"preproc    {summary.placement.reason}; shared by A and B")
     if summary.csv:
         c = summary.csv
         print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "
