@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import app.cli.commands
-from app.cli.main import COMMANDS, build_parser
+from app.cli.main import build_parser, commands
 from tests.helpers.cli import run_cli
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(app.cli.commands.__path__))
@@ -29,10 +29,10 @@ def test_every_command_module_is_registered_under_its_own_name():
     for name in MODULES:
         module = importlib.import_module(f"app.cli.commands.{name}")
         assert module.COMMAND.name == name, (name, module.COMMAND.name)
-    assert sorted(c.name for c in COMMANDS) == MODULES  # each once
+    assert sorted(c.name for c in commands()) == MODULES  # each once
     parsers = _subparsers(build_parser())
     assert sorted(parsers) == MODULES
-    for command in COMMANDS:  # each parser dispatches to its own module's run
+    for command in commands():  # each parser dispatches to its own module's run
         assert parsers[command.name].get_default("handler") is command.run
 
 
@@ -49,7 +49,7 @@ def test_top_level_help_lists_every_command_in_order():
     assert run.returncode == 0, run.stderr
     listed = [line.split()[0] for line in run.stdout.split("  COMMAND\n", 1)[1].splitlines()
               if line.startswith("    ") and not line.startswith("     ")]  # fmt: skip
-    assert listed == [c.name for c in COMMANDS], run.stdout
+    assert listed == [c.name for c in commands()], run.stdout
 
 
 def test_gui_options_are_guioptions_fields_and_reach_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):

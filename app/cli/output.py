@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.backends import DelegationReport
-from app.backends.describe import coreml_prediction_sentence
-from app.coverage.text import left_on_cpu_lines
 from app.errors import CheckFailed, UsageError
-from app.gates.text import report_lines
-from app.gates.verdict import GateReport
+
+if TYPE_CHECKING:  # imported where printed: main imports this module at every start (app/cli/main.py)
+    from app.backends import DelegationReport
+    from app.gates.verdict import GateReport
 
 PROG = "delegate-scope"
 
@@ -23,6 +23,9 @@ def warn(message: str) -> None:
 
 def print_prediction(report: DelegationReport) -> None:
     """Core ML requested: what the TFLite Core ML delegate would take (predicted on any OS)."""
+    from app.backends.describe import coreml_prediction_sentence
+    from app.coverage.text import left_on_cpu_lines
+
     sentence = coreml_prediction_sentence(report)
     if sentence and report.predicted is not None:
         print(f"coreml    {sentence} {report.predicted.log or ''}".rstrip())
@@ -32,6 +35,8 @@ def print_prediction(report: DelegationReport) -> None:
 
 def finish_gate(report: GateReport) -> None:
     """Print the gate's table after the command's own output; a failed budget is exit 7 (all listed)."""
+    from app.gates.text import report_lines
+
     print()
     for line in report_lines(report):
         print(line)
