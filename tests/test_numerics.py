@@ -186,7 +186,7 @@ def test_the_bundled_float_model_on_the_gpu_at_fp16_last_row_is_end_to_end(swift
     assert 1 < out["cost"]["cuts_compiled"] < out["cuttable"]
 
 
-@pytest.mark.slow  # 61 GPU compiles under SwiftShader: 60 s here lightly loaded, 150 s at load 7 (docs/numerics.md)
+@pytest.mark.slow  # 61 GPU compiles under SwiftShader in one environment: 25-31 s here (docs/numerics.md)
 def test_every_node_of_the_bundled_float_model_has_its_row_on_the_gpu(swiftshader: dict):
     run = run_cli("numerics", "--allow-software-gpu", "--all", "--json", env=swiftshader, timeout=600)
     assert run.returncode == 0, run.stderr
@@ -252,3 +252,49 @@ def test_a_recording_that_carries_a_table_has_it_in_its_report(tmp_path: Path):
         assert f"<td>{row['node']}</td><td>{row['op']}</td>" in page, row
     (tmp_path / "rec.numerics.json").write_text("{not json")  # a damaged table: the report renders without it
     assert run_cli("report", recording, "--out", out).returncode == 0 and "Numerics:" not in out.read_text()
+
+
+_SHARED_ENVIRONMENT = """
+import json, numpy as np
+from app.backends.options import BackendOptions
+from app.backends.litert_c import HW_CPU, HW_GPU, Environment, NativeModel
+from app.errors import ModelError
+import app.numerics.runners as runners
+from app.numerics.runners import GpuCuts
+from tests.builders.gpu_models import chain
+used = []  # the environment each cut's model compiled in
+class Recording(NativeModel):
+    def _open(self, content):
+        super()._open(content)
+        used.append(self._env.value)
+runners.NativeModel = Recording
+content = chain("ASM")
+x = [np.linspace(-1, 1, 8 * 8 * 3, dtype=np.float32).reshape(1, 8, 8, 3)]
+alone = NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, capture_log=False)
+expected = alone.run_all(x); alone.close()
+cuts = GpuCuts(BackendOptions(threads=1, allow_software=True))
+runs = [cuts.run(content, [(1, 8, 8, 3)], [x]) for _ in range(3)]
+shared = cuts._environment.handle.value if cuts._environment else None
+same = all(np.array_equal(r.outputs[0][0], expected[0]) for r in runs)
+cuts.close()
+closed = Environment(gpu=True); closed.close()
+try:
+    NativeModel(content, HW_GPU | HW_CPU, 1, profiling=False, capture_log=False, environment=closed); refused = None
+except ModelError as exc:
+    refused = str(exc)
+print(json.dumps({"shared": shared is not None and used == [shared] * 3, "same": same,
+                  "after_close": cuts._environment is None, "on_gpu": [r.on_delegate for r in runs],
+                  "refused": refused}))
+"""
+
+
+def test_the_gpu_cuts_share_one_environment_and_give_what_a_model_of_its_own_gives(swiftshader: dict):
+    """Making a LiteRT environment makes the GPU device, 1.4 s on SwiftShader against ~0.1 s for a small cut's
+    compile, so the cuts compile in one (docs/numerics.md); each still compiles alone and gives what the same
+    model in an environment of its own gives, bit for bit, and the environment is gone once the scan closes."""
+    proc = subprocess.run([sys.executable, "-c", _SHARED_ENVIRONMENT], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["shared"] and out["after_close"] and out["same"] and out["on_gpu"] == [True, True, True], out
+    assert out["refused"] == "the shared LiteRT environment is closed", out

@@ -20,7 +20,7 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
 from app.backends.base import first_line
-from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
+from app.backends.litert_c import HW_CPU, HW_GPU, Environment, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
 from app.errors import BackendUnavailable, ModelError
 from app.model.spec import ModelOptions, load_model_spec
@@ -53,6 +53,10 @@ class DelegateCuts(Protocol):
         """Compile the cut `content` (inputs of `shapes`) and run it on every input set; CutRefused when it cannot."""
         ...
 
+    def close(self) -> None:
+        """After the last cut: what the cuts shared (the GPU's environment)."""
+        ...
+
 
 class GpuCuts:
     """Each cut compiled by LiteRT's GPU accelerator (with its CPU kernels for the ops it leaves), as the GPU
@@ -65,11 +69,16 @@ class GpuCuts:
     def __init__(self, options: BackendOptions) -> None:
         self.precision: str | None = str(options.precision)
         self._threads = options.cpu_threads
+        # One environment for every cut: making one makes the GPU device, which cost more than most cuts'
+        # compile and run together (litert_c.Environment). The cuts still compile one by one.
+        self._environment: Environment | None = None
 
     def run(self, content: bytes, shapes: Sequence[tuple[int, ...]], sets: Sequence[InputSet]) -> CutOutputs:
         started = time.perf_counter()
         with capture_stderr() as log:
             try:
+                if self._environment is None:
+                    self._environment = Environment(gpu=True)
                 model = NativeModel(
                     content,
                     HW_GPU | HW_CPU,
@@ -78,6 +87,7 @@ class GpuCuts:
                     gpu_precision=self.precision or GpuPrecision.FP16,
                     input_shapes=list(shapes),
                     capture_log=False,
+                    environment=self._environment,
                 )
             except (BackendUnavailable, ModelError) as exc:
                 said = [line for line in log.lines() if line.startswith(("ERROR", "E0000"))]
@@ -92,6 +102,11 @@ class GpuCuts:
             finally:
                 model.close()
         return CutOutputs(outputs, on_delegate, compiled - started, time.perf_counter() - compiled)
+
+    def close(self) -> None:
+        if self._environment is not None:
+            self._environment.close()
+            self._environment = None
 
 
 class CpuCuts:
@@ -116,6 +131,9 @@ class CpuCuts:
         except (RuntimeError, ValueError) as exc:
             raise CutRefused(f"the CPU did not run it ({first_line(exc)})") from None
         return CutOutputs(outputs, True, compiled - started, time.perf_counter() - compiled)
+
+    def close(self) -> None:
+        pass  # nothing shared between cuts
 
 
 class CoreMLCuts:
@@ -151,6 +169,9 @@ class CoreMLCuts:
         finally:
             session.close()
         return CutOutputs(outputs, session.report.fully_accelerated, compiled - started, time.perf_counter() - compiled)
+
+    def close(self) -> None:
+        pass  # nothing shared between cuts
 
 
 def delegate_cuts(delegate: Delegate, options: BackendOptions) -> DelegateCuts:

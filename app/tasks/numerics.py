@@ -203,9 +203,13 @@ def run_numerics(
             theirs.append(dequantized(b, q))
     end_to_end = error_stats(ours, theirs)
     runner = delegate_cuts(options.delegate, options.backend)
-    result = scan(
-        model, runner, reference, sets, shapes, options.threshold, options.mode, options.window, options.growth, on_row
-    )
+    try:
+        result = scan(
+            model, runner, reference, sets, shapes, options.threshold, options.mode, options.window, options.growth,
+            on_row,
+        )  # fmt: skip
+    finally:
+        runner.close()
     return NumericsResult(
         spec,
         options,
