@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from app.backends import DelegationReport
+from app.live.mask import MaskPreparer
 from app.live.recording import RecordingSession, RecordingStatus, new_sink
 from app.metrics.resources import ResourceSampler
 from app.metrics.window import Metrics, MetricsSnapshot
@@ -59,6 +60,8 @@ class LiveController:
         self._recording: RecordingSession | None = None  # the pipeline threads read it once per call
         self._generation = 0
         self._paused = False
+        # The window's class masks, built on the results threads once the window enables them (app/live/mask.py).
+        self.masks = MaskPreparer()
 
     # ---- commands --------------------------------------------------------------------------
 
@@ -67,6 +70,7 @@ class LiveController:
         self._generation += 1
         self._paused = False
         generation = self._generation  # tags this pipeline's results: it numbers frames from 0 again
+        self.masks.reset()
         if self._b_config is not None:
             self._feed = self._compare = ComparePipeline(
                 self._source,
@@ -207,7 +211,9 @@ class LiveController:
         return self._running().inferring()
 
     def latest_result(self, side: Side = "a") -> Result | None:
-        return self._running().side_result(side) if side == "a" or self.comparing else None
+        """The side's newest result; with the window's masks on, a segmentation result once its mask is built."""
+        newest = self._running().side_result(side) if side == "a" or self.comparing else None
+        return self.masks.shown(side, newest)
 
     def report(self, side: Side = "a") -> DelegationReport | None:
         """What really runs on that side: requested and used backend, coverage, fallback."""
@@ -349,6 +355,8 @@ class LiveController:
     # Pipeline callbacks (inference/capture threads): each reads the recording once.
 
     def _on_result(self, generation: int, side: str, result: Result) -> None:
+        if generation == self._generation:  # a stopped pipeline's straggler is not shown
+            self.masks.add(side, result)
         session = self._recording
         if session is not None:
             session.on_result(generation, side, result)

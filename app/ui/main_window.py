@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         start = start_config(options, self.saved)
         self._start_model = str(start.config.model)  # the model --task/--input-shape/--inputs were given for
         self.live = LiveController(start.source, start.config)
+        self.video.take_masks_from(self.live.masks)  # built on the results threads, not here
         self.sweep = SweepDock(
             self,
             SweepRunner(self.live),

@@ -151,13 +151,16 @@ def window_stats(
 def overlay_facts(video: VideoView) -> dict[str, object]:
     """--stats' `overlay`: where the frame was drawn in the window (x, y, width, height: a screenshot's
     pixels can be read against the results' normalised positions), each label panel's rows as last
-    painted, and how many class masks were built (once per result)."""
+    painted, how many class masks were drawn (once per result) and how many of them the GUI thread built or
+    resized itself (the controller builds them on the results threads: app/live/mask.py)."""
     rect = video.image_rect()
     origin = video.mapTo(video.window(), rect.topLeft().toPoint())
     return {
         "image_rect": [origin.x(), origin.y(), round(rect.width()), round(rect.height())],
         "panels": video.panel_texts,
-        "masks_built": sum(mask.built for mask in video.masks),
+        "masks_built": sum(mask.built + mask.taken for mask in video.masks),
+        "masks_built_by_gui": sum(mask.built for mask in video.masks),
+        "masks_resized_by_gui": sum(mask.resized for mask in video.masks),
     }
 
 

@@ -5,18 +5,22 @@ raw model's statistics (BlazeFace), each from a real result of the model on the 
 The view is sized as it is in a 1280x860 window (914x537, `window.video.size()` at the window's
 default layout) and repainted `--paints` times per variant and round, the variants in turn paint by
 paint, a new frame each paint (converted once, as a new camera frame is); "new result" variants give
-every paint a new result too (the mask image rebuilt each paint: the worst case, a result per
-frame), the others repaint the same result (frames faster than inferences). Figures: the view's own
-paintEvent wall time (the window's `paint_ms` in --stats) and the GUI thread's CPU time per repaint
-(what the machine's other load cannot inflate).
+every paint a new result too (a new mask each paint: the worst case, a result per frame), the others
+repaint the same result (frames faster than inferences). The window's mask is built and resized off the
+GUI thread (app/live/mask.py, on the results thread): "mask, new result" does that before each repaint,
+outside the timed part, as the results thread would; "mask, new result, built by the GUI" is a view
+without it, building each mask in its paint (the window before). Figures: the view's own paintEvent
+wall time (the window's `paint_ms` in --stats) and the GUI thread's CPU time per repaint (what the
+machine's other load cannot inflate).
 
 --windows S adds the real window: `gui --exit-after S --stats` at its default 1280x860 on the photo
 with the classifier, the SSD and DeepLab in turn (rotated, `--rounds` rounds), each throttled to
 `--throttle-ms` so the models infer at similar rates (DeepLab alone takes ~100 ms a frame here), and
 their --stats' paint p50 / p95 and GUI-thread CPU per displayed frame, median over the rounds. A
 control leg runs DeepLab read as `raw` (overlay_paint_child.py): the same inference load on the
-machine, a statistics panel instead of the mask. --baseline CHECKOUT adds the classifier's window of
-another checkout (labels before this change).
+machine, a statistics panel instead of the mask. --baseline CHECKOUT adds the classifier's and
+DeepLab's windows of another checkout (labels and the mask before this change). The mask legs also
+print how many masks the window drew and how many its GUI thread built itself.
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.overlay_paint [--paints 300] [--rounds 3]
         [--windows 20] [--throttle-ms 150] [--baseline CHECKOUT] [--vision DIR] [--photo FILE] [--json FILE]
@@ -37,6 +41,7 @@ import numpy as np
 from PySide6.QtWidgets import QApplication
 
 from app.live.controller import LiveController
+from app.live.mask import MaskPreparer
 from app.pipeline import InferenceConfig, Result
 from app.sources import Frame
 from app.ui.views.video import VideoView
@@ -44,6 +49,7 @@ from benchmarks.harness.children import app_command, module_command, run_checked
 from benchmarks.harness.paths import CORAL, ROOT, VISION
 from benchmarks.harness.rounds import alternate, rotated
 
+BUILT_BY_GUI = "mask, new result, built by the GUI"
 VIEW = (914, 537)  # the video view in a 1280x860 window (954x537 before the docks widened to 360 px)
 MODELS = {
     "labels (classifier)": "efficientnet_lite0",
@@ -100,8 +106,14 @@ def main(argv: list[str] | None = None) -> int:
 
     variants = [(name, *case, False) for name, case in cases.items()]
     variants += [(f"{name}, new result", *cases[name], True) for name in ("mask (DeepLab)", "boxes (SSD)")]
+    variants.append((BUILT_BY_GUI, *cases["mask (DeepLab)"], True))
     # A view each: one view shown two results in turn would rebuild its mask at every paint.
     views = {v[0]: new_view() for v in variants}
+    masks = {}  # the window's way: masks built off the GUI thread, at the size the view last drew at
+    for name, view in views.items():
+        if name != BUILT_BY_GUI:
+            masks[name] = MaskPreparer()
+            view.take_masks_from(masks[name])
     app.processEvents()
     wall: dict[str, list[float]] = {v[0]: [] for v in variants}
     cpu: dict[str, list[float]] = {v[0]: [] for v in variants}
@@ -112,8 +124,11 @@ def main(argv: list[str] | None = None) -> int:
             for name, frame, result, new_result in rotated(variants, r):
                 shown = dataclasses.replace(frame, index=frame.index + r * args.paints + i + 1)  # converted again
                 res = result
-                if new_result and result.task is not None:  # a new result object: its mask is built again
+                if new_result and result.task is not None:  # a new result object: a new mask
                     res = dataclasses.replace(result, task=dataclasses.replace(result.task))
+                if name in masks and (res.task is None or masks[name].mask_for("a", res.task) is None):
+                    # What the results thread does as the result is published: untimed, not the GUI thread's.
+                    masks[name].add("a", res)
                 view = views[name]
                 view.set_frame(shown, res)
                 started = time.thread_time()
@@ -130,6 +145,13 @@ def main(argv: list[str] | None = None) -> int:
         c50, c95 = (float(np.percentile(cpu[name], q)) for q in (50, 95))
         summary[name] = {"paint_ms_p50": w50, "paint_ms_p95": w95, "cpu_ms_p50": c50, "cpu_ms_p95": c95}
         print(f"  {name:34} {w50:5.2f} / {w95:5.2f} ms              {c50:5.2f} / {c95:5.2f} ms")
+    for name, view in views.items():
+        if view.masks[0].built or view.masks[0].taken:
+            cache = view.masks[0]
+            print(
+                f"  {name:34} masks built by the GUI thread {cache.built}, taken ready {cache.taken}, "
+                f"resized by the GUI thread {cache.resized}"
+            )
     if args.windows:
         summary["windows"] = windows(args)
     if args.json:
@@ -138,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 WINDOW_FIGURES = ("paint_ms_p50", "paint_ms_p95", "gui_cpu_ms_p50", "gui_cpu_ms_p95", "display_fps")
+MASK_FIGURES = ("masks_built", "masks_built_by_gui", "masks_resized_by_gui")
 
 
 def windows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
@@ -162,7 +185,9 @@ def windows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             figures = json.loads(stats.read_text())
             if task is not None and figures.get("task") != task:
                 sys.exit(f"the control window read {model} as {figures.get('task')}, not {task}")
-            return {k: float(figures[k]) for k in WINDOW_FIGURES}
+            drawn = figures.get("overlay", {})
+            masks = {k: float(drawn[k]) for k in MASK_FIGURES if k in drawn}  # the mask legs (older trees: fewer)
+            return {**{k: float(figures[k]) for k in WINDOW_FIGURES}, **masks}
 
         return run
 
@@ -170,22 +195,30 @@ def windows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     legs["DeepLab read raw (control)"] = leg(MODELS["mask (DeepLab)"], task="raw")
     if args.baseline:
         legs[f"labels, {args.baseline.name}"] = leg(MODELS["labels (classifier)"], args.baseline.resolve())
+        legs[f"mask, {args.baseline.name}"] = leg(MODELS["mask (DeepLab)"], args.baseline.resolve())
 
     def report(r: int, results: dict[str, dict[str, float]]) -> None:
         for name, f in results.items():
             print(f"window round {r + 1}  {name:28} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
                   f"  GUI CPU/frame p50 {f['gui_cpu_ms_p50']:5.2f} p95 {f['gui_cpu_ms_p95']:5.2f} ms"
-                  f"  displayed {f['display_fps']:4.1f} fps", flush=True)  # fmt: skip
+                  f"  displayed {f['display_fps']:4.1f} fps{_masks(f)}", flush=True)  # fmt: skip
 
     results = alternate(legs, args.rounds, report=report)
     summary = {}
     print(f"the window at 1280x860, median over {args.rounds} rounds of {args.windows:g} s:")
     for name, rounds in results.items():
-        summary[name] = {k: float(np.median([r[k] for r in rounds])) for k in WINDOW_FIGURES}
+        summary[name] = {k: float(np.median([r[k] for r in rounds])) for k in rounds[0]}
         f = summary[name]
         print(f"  {name:28} paint p50 {f['paint_ms_p50']:5.2f} p95 {f['paint_ms_p95']:5.2f} ms"
               f"  GUI CPU/frame p50 {f['gui_cpu_ms_p50']:5.2f} p95 {f['gui_cpu_ms_p95']:5.2f} ms")  # fmt: skip
     return summary
+
+
+def _masks(figures: dict[str, float]) -> str:
+    if not figures.get("masks_built"):
+        return ""
+    gui = f", {figures['masks_built_by_gui']:.0f} built by the GUI" if "masks_built_by_gui" in figures else ""
+    return f"  masks {figures['masks_built']:.0f}{gui}"
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
 
 @pytest.mark.timeout(180)
 def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, coral, tmp_path):
-    from app.ui.views.overlay import MASK_ALPHA, class_colour
+    from app.live.mask import MASK_ALPHA
+    from app.ui.views.overlay import class_colour
 
     figures, image = _scripted(vision, coral, DEEPLAB, tmp_path)
     assert figures["task"] == "segmentation"
@@ -100,7 +101,8 @@ def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, cora
     # LiteRT: background 37 %, person (15) 63 % of pixels; DeepLab's file has no labels: "class N".
     assert set(classes) == {"class 0", "class 15"} and abs(classes["class 15"] - 0.63) < 0.05, classes
     assert figures["results"]["last_count"] == 2
-    assert figures["overlay"]["masks_built"] >= 1
+    # Built once per result on the results thread (app/live/mask.py): the GUI thread built none itself.
+    assert figures["overlay"]["masks_built"] >= 1 and figures["overlay"]["masks_built_by_gui"] == 0
     panel = figures["overlay"]["panels"][0]
     assert panel[0] == "2 classes, share of pixels" and panel[1].startswith("class 15 6")
     frame = _Frame(figures, image)
@@ -255,13 +257,74 @@ def test_only_the_coloured_part_of_a_mask_is_drawn(qtbot):
 
     cache = MaskCache()
     nothing = TaskResult(Task.SEGMENTATION, (), class_map=np.zeros((64, 48), np.int32), crop=CropBox(0, 0, 96, 128))
-    assert cache.image_for(nothing) is not None and cache.coloured.isEmpty()
+    assert cache.take(nothing) and cache.coloured.isEmpty()
     block = np.zeros((64, 48), np.int32)
     block[10:20, 5:9] = 3
     block[30, 40] = 300  # past 255: wraps to class 44, still coloured
     found = TaskResult(Task.SEGMENTATION, (), class_map=block, crop=CropBox(0, 0, 96, 128))
-    cache.image_for(found)
+    cache.take(found)
     rect = cache.coloured
     assert (rect.x(), rect.y(), rect.right(), rect.bottom()) == (5, 10, 40, 30) and cache.built == 2
     pixels = cache.pixels
     assert pixels is not None and pixels[0, 0] == 0 and pixels[15, 6] != 0 and pixels[30, 40] != 0
+
+
+def test_the_palette_is_the_one_qt_computed_before_it_moved_off_qt():
+    """app/live/mask.py works out QColor.fromHsvF's bytes without Qt: every class's colour as Qt gives it."""
+    from PySide6.QtGui import QColor
+
+    from app.live.mask import PALETTE
+    from app.ui.views.overlay import class_colour
+
+    for index in range(256):
+        colour = QColor.fromHsvF((index * 0.618034) % 1.0, 0.85, 1.0)
+        assert tuple(int(v) for v in PALETTE[index]) == _rgb(colour), index
+        if index:
+            assert _rgb(class_colour(index)) == _rgb(colour), index
+
+
+@pytest.mark.timeout(180)
+def test_the_view_draws_the_masks_built_off_the_gui_thread_as_it_drew_its_own(qtbot, vision, coral):
+    """With a MaskPreparer (the window's), the GUI thread builds and resizes no mask once the view has
+    said its size: it wraps the ready pixels, and the picture is the one it painted building them itself."""
+    import dataclasses
+    import threading
+
+    from app.live.mask import MaskPreparer
+    from app.ui.views.video import VideoView
+
+    frame, deeplab = _first_result(str(vision / DEEPLAB), _photo(coral))
+    frame = type(frame)(frame.index, frame.image, deeplab.captured_at, frame.wall_time)  # not stale
+    prep = MaskPreparer()
+    own, fed = VideoView(), VideoView()
+    fed.take_masks_from(prep)
+    for view in (own, fed):
+        qtbot.addWidget(view)
+        view.resize(914, 537)  # the video's size in a 1280x860 window
+        view.show()
+        qtbot.waitExposed(view)
+
+    def results_thread(result) -> None:  # as the controller's result callback runs it
+        thread = threading.Thread(target=prep.add, args=("a", result), name="delegate-scope-results")
+        thread.start()
+        thread.join()
+
+    results_thread(deeplab)
+    for view in (own, fed):
+        view.set_frame(frame, deeplab)
+        view.grab()  # paints it (repaint() painted neither view here)
+    assert own.masks[0].built == 1 and own.masks[0].taken == 0  # a view on its own builds it
+    assert fed.masks[0].built == 0 and fed.masks[0].taken == 1 and prep.built == 1
+    assert fed.masks[0].resized == 1  # the first: resized here, the size then told to the preparer
+    assert own.grab().toImage() == fed.grab().toImage()
+
+    for n in range(3):  # new results: built and resized off the GUI thread, at the size the view drew at
+        newer = dataclasses.replace(deeplab, frame_index=deeplab.frame_index + n + 1,
+                                    task=dataclasses.replace(deeplab.task))  # fmt: skip
+        results_thread(newer)
+        for view in (own, fed):
+            view.set_frame(frame, newer)
+            view.grab()
+    assert fed.masks[0].built == 0 and fed.masks[0].taken == 4 and fed.masks[0].resized == 1
+    assert own.masks[0].built == 4 and own.masks[0].resized == 4
+    assert own.grab().toImage() == fed.grab().toImage()

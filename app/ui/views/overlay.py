@@ -3,11 +3,12 @@
 (keypoints), and for raw models a panel of output statistics. Positions in `TaskResult` are
 normalised to the whole frame, so everything here maps them onto the rectangle the frame is drawn in.
 
-Cost: a class map becomes premultiplied ARGB pixels once per result (a colour lookup table indexed by
-the class map, at the model's resolution), resized (nearest, OpenCV) to the size it is drawn at once
-per result and size, and only its coloured part is blended at paint, unscaled: 0.06 ms a paint for
-a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each paint
-(benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
+Cost: a class map becomes premultiplied ARGB pixels (a colour lookup table indexed by the class map),
+with the box of its coloured part, resized (nearest, OpenCV) to the size the view last drew it at, once
+per result on the results thread (app/live/mask.py, 0.2-0.3 ms that the GUI thread no longer spends);
+here the ready pixels are wrapped in a QImage and only their coloured part is blended, unscaled: 0.06 ms
+a paint for a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each
+paint (benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
 with an opaque pen (Qt's raster engine strokes translucent pens the slow way, see VideoView).
 """
 
@@ -16,18 +17,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
 from PySide6.QtCore import QPoint, QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QPen
 
+from app.live.mask import BACKGROUND_CLASS, ClassMask, has_mask, legend_rgb, resize_pixels
 from app.model.decode import TaskResult
 from app.model.task import Task
 
 # MoveNet's own demos skip keypoints under 0.11-0.3; under this score a keypoint is drawn as a small
 # hollow grey ring (dimmed, so a user still sees where the model guessed) and its bones are skipped.
 KEYPOINT_MIN_SCORE = 0.2
-MASK_ALPHA = 140  # of 255: the class reads at a glance and the frame stays readable under it
 RAW_LINES = 8  # outputs listed in a raw model's panel; the rest are counted
 
 # Distinct, opaque colours for detection classes (class index modulo their number).
@@ -50,96 +50,60 @@ def box_colour(index: int) -> QColor:
     return _BOX_COLOURS[index % len(_BOX_COLOURS)]
 
 
-def _class_palette(n: int = 256) -> np.ndarray:
-    """(n, 3) uint8 RGB: saturated hues a golden angle apart, so neighbouring class numbers differ
-    (PASCAL VOC's own colour map is too dull to read through a translucent mask: person is 192,128,128)."""
-    palette = np.zeros((n, 3), np.uint8)
-    for index in range(n):
-        colour = QColor.fromHsvF((index * 0.618034) % 1.0, 0.85, 1.0)
-        palette[index] = (colour.red(), colour.green(), colour.blue())
-    return palette
-
-
-_PALETTE = _class_palette()
-# Class 0 is the background in every segmenter's convention here (DeepLab, PASCAL, one-channel masks).
-_BACKGROUND_CLASS = 0
-
-
 def class_colour(index: int) -> QColor:
     """The legend's colour of a class: the mask's colour, opaque (the background: grey)."""
-    if index == _BACKGROUND_CLASS:
-        return QColor(160, 160, 160)
-    r, g, b = (int(v) for v in _PALETTE[index % len(_PALETTE)])
-    return QColor(r, g, b)
-
-
-def _mask_lut() -> np.ndarray:
-    """(256, 4) uint8 in QImage's ARGB32_Premultiplied byte order (B, G, R, A in memory: a 32-bit
-    0xAARRGGBB on a little-endian machine, which every platform the app ships for is)."""
-    lut = np.zeros((256, 4), np.uint8)
-    rgb = _PALETTE.astype(np.uint16) * MASK_ALPHA // 255  # premultiplied
-    lut[:, 0], lut[:, 1], lut[:, 2] = rgb[:, 2], rgb[:, 1], rgb[:, 0]
-    lut[:, 3] = MASK_ALPHA
-    lut[_BACKGROUND_CLASS] = 0  # transparent: the frame shows through
-    return lut
-
-
-_LUT = _mask_lut().view(np.uint32).reshape(256)  # one 32-bit pixel per class: one gather per mask
-
-
-def mask_pixels(class_map: np.ndarray) -> np.ndarray:
-    """A class map (h, w) -> (h, w) uint32 premultiplied ARGB pixels through the lookup table (classes
-    past 255 wrap, negative ones are transparent). 0.07-0.14 ms for DeepLab's 257x257 here, against 2.2 ms
-    for an (h, w, 4) fancy index after a modulo (benchmarks/investigations/overlay_paint.py)."""
-    classes = np.asarray(class_map)
-    if classes.size and (int(classes.min()) < 0 or int(classes.max()) > 255):
-        classes = np.where(classes < 0, 0, classes % 256)
-    return np.ascontiguousarray(np.take(_LUT, classes))
+    return QColor(*legend_rgb(index))
 
 
 @dataclass
 class MaskCache:
-    """The mask of the newest result of one side: built once per result, resized once per size."""
+    """The mask of the newest result of one side, as the view draws it: taken as a `MaskPreparer`
+    built it off the GUI thread (app/live/mask.py), or built here when none did (a view without a
+    controller: tests, benchmarks); wrapped in a QImage once per result and size."""
 
     result: TaskResult | None = None
-    pixels: np.ndarray | None = None  # (h, w) uint32 at the model's resolution; the QImage points into it
-    image: QImage | None = None
-    # The part of the mask that is not transparent (mask pixels): only that part is drawn. Qt blends
-    # every pixel it draws, clear or not; a frame with no object in it then costs nothing to mask.
+    mask: ClassMask | None = None
+    # The part of the mask that is not transparent (mask pixels): only that part is drawn.
     coloured: QRect = field(default_factory=QRect)
-    built: int = 0  # how many masks were built (tests: once per result, however often it paints)
-    resized: int = 0  # how many times one was resized to the size it is drawn at
+    built: int = 0  # masks built here, on the GUI thread (tests: once per result, however often it paints)
+    taken: int = 0  # masks taken as a MaskPreparer built them
+    resized: int = 0  # masks resized here to the size they are drawn at
+    drawn_at: tuple[int, int] | None = None  # (width, height) the mask was last drawn at
     _scaled: tuple[tuple[int, int], np.ndarray, QImage] | None = None  # (size, pixels, image over them)
 
+    @property
+    def pixels(self) -> np.ndarray | None:
+        """(h, w) uint32 at the model's resolution."""
+        return self.mask.pixels if self.mask is not None else None
+
+    def take(self, result: TaskResult, prepared: ClassMask | None = None) -> bool:
+        """Make `result`'s mask the current one (`prepared`: built off the GUI thread for it); False
+        when it has none to draw."""
+        if not has_mask(result) or result.class_map is None:
+            return False
+        if result is not self.result:
+            if prepared is not None:
+                mask, self.taken = prepared, self.taken + 1
+            else:
+                mask, self.built = ClassMask.build(result.class_map), self.built + 1
+            self.result, self.mask, self._scaled = result, mask, None
+            self.coloured = QRect(*mask.coloured) if mask.coloured is not None else QRect()
+        return True
+
     def scaled(self, width: int, height: int) -> QImage | None:
-        """The current mask at `width` x `height` (nearest: the class map's blocks stay sharp)."""
-        if self.pixels is None or width < 1 or height < 1:
+        """The current mask at `width` x `height`: the prepared pixels when they are at that size, else
+        resized here (nearest: the class map's blocks stay sharp)."""
+        mask = self.mask
+        if mask is None or width < 1 or height < 1:
             return None
         if self._scaled is None or self._scaled[0] != (width, height):
-            h, w = self.pixels.shape
-            quad = self.pixels.view(np.uint8).reshape(h, w, 4)  # cv2 resizes 4 channels of bytes, not uint32
-            big = np.ascontiguousarray(cv2.resize(quad, (width, height), interpolation=cv2.INTER_NEAREST))
+            big = mask.scaled
+            if big is None or big.shape != (height, width):
+                big = resize_pixels(mask.pixels, width, height)
+                self.resized += 1
             image = QImage(big.data, width, height, big.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
             self._scaled = ((width, height), big, image)
-            self.resized += 1
         return self._scaled[2]
-
-    def image_for(self, result: TaskResult) -> QImage | None:
-        if result.class_map is None or result.class_map.ndim != 2 or not result.class_map.size:
-            return None
-        if result is not self.result:
-            pixels = mask_pixels(result.class_map)
-            h, w = pixels.shape
-            self.image = QImage(pixels.data, w, h, pixels.strides[0], QImage.Format.Format_ARGB32_Premultiplied)
-            self.result, self.pixels, self._scaled = result, pixels, None
-            opaque = pixels != 0
-            rows, cols = np.flatnonzero(opaque.any(axis=1)), np.flatnonzero(opaque.any(axis=0))
-            self.coloured = QRect()
-            if rows.size:
-                self.coloured = QRect(int(cols[0]), int(rows[0]), int(cols[-1] - cols[0] + 1),
-                                      int(rows[-1] - rows[0] + 1))  # fmt: skip
-            self.built += 1
-        return self.image
 
 
 def frame_rect(target: QRectF, result: TaskResult, frame_size: tuple[int, int]) -> QRectF:
@@ -159,6 +123,7 @@ def draw_mask(p: QPainter, mask: MaskCache, where: QRectF, clip: QRectF | None =
     if pixels is None or part.isEmpty():
         return
     placed = where.toRect()  # whole pixels: an unscaled blit at a whole position is Qt's fast path
+    mask.drawn_at = (placed.width(), placed.height())
     scaled = mask.scaled(placed.width(), placed.height())
     if scaled is None:
         return
@@ -275,7 +240,7 @@ def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None 
     if result.task == Task.SEGMENTATION:
         rows = [Line(f"{len(result.class_fractions)} classes, share of pixels")]
         for index, label, share in result.class_fractions[:10]:
-            name = f"{label} (clear)" if index == _BACKGROUND_CLASS else label
+            name = f"{label} (clear)" if index == BACKGROUND_CLASS else label
             rows.append(Line(name, share, class_colour(index)))
         if len(result.class_fractions) > 10:
             rows.append(Line(f"+{len(result.class_fractions) - 10} more"))

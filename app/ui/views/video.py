@@ -11,6 +11,7 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from app.live.mask import MaskPreparer
 from app.model.task import Task
 from app.pipeline import Result
 from app.sources import Frame
@@ -31,6 +32,7 @@ _BAR = QColor(70, 170, 255)
 _STALE = QColor(255, 190, 60)
 _WARN = QColor(255, 110, 90)
 _PANEL_MIN_W = 200.0  # narrower than this beside the badge, the label panels go under it
+_SIDES = ("a", "b")  # the controller's names of sides 0 and 1
 
 
 def frame_to_qimage(image: np.ndarray) -> QImage:
@@ -72,7 +74,8 @@ class VideoView(QWidget):
         # Per side: whether the frame is the model's input (False: a model with no image input, fed
         # generated inputs; its "model input" outline would be a lie, and its panel says so).
         self.frame_is_input = (True, True)
-        self.masks = (MaskCache(), MaskCache())  # each side's class mask, built once per result
+        self.masks = (MaskCache(), MaskCache())  # each side's class mask, once per result
+        self._mask_source: MaskPreparer | None = None  # builds them off the GUI thread (take_masks_from)
         self.message = "Starting…"  # shown when there is no frame (opening, errors)
         # Over the last frame when the source stopped (lost, reconnecting, ended): a frozen
         # picture with live-looking labels must not pass for a running camera.
@@ -90,6 +93,12 @@ class VideoView(QWidget):
 
     def sizeHint(self) -> QSize:
         return QSize(800, 450)
+
+    def take_masks_from(self, masks: MaskPreparer) -> None:
+        """Draw the class masks `masks` builds on the results threads (the controller's), told the size
+        each side's mask is drawn at; a result it has not built one for is built here, as without it."""
+        masks.enable()
+        self._mask_source = masks
 
     def set_frame(self, frame: Frame, result: Result | None, result_b: Result | None = None) -> None:
         self._image = frame_to_qimage(frame.image)
@@ -276,14 +285,19 @@ class VideoView(QWidget):
         for index, (res, task) in enumerate(zip(sides, tasks, strict=True)):
             if res is None or task is None or task.task != Task.SEGMENTATION:
                 continue
-            if self.masks[index].image_for(task) is None:
+            cache, source = self.masks[index], self._mask_source
+            fresh = source is not None and task is not cache.result
+            if not cache.take(task, source.mask_for(_SIDES[index], task) if fresh and source is not None else None):
                 continue
             half = None
             if split:
                 mid = target.center().x()
                 half = QRectF(target.left(), target.top(), mid - target.left(), target.height()) if index == 0 else (
                     QRectF(mid, target.top(), target.right() - mid, target.height()))  # fmt: skip
-            draw_mask(p, self.masks[index], frame_rect(target, task, res.frame_size), half)
+            drawn_at = cache.drawn_at
+            draw_mask(p, cache, frame_rect(target, task, res.frame_size), half)
+            if source is not None and cache.drawn_at is not None and cache.drawn_at != drawn_at:
+                source.draw_at(_SIDES[index], *cache.drawn_at)  # the next results' masks come at this size
         if split:
             mid = target.center().x()
             p.setPen(QPen(QColor(255, 255, 255), 2))
