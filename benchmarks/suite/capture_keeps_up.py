@@ -66,6 +66,7 @@ def bench(args: argparse.Namespace, source: str, placement: str) -> dict[str, An
         "busy_share": (bound.get("evidence") or {}).get("busy_share"),
         "own_thread": placed.get("own_thread"),
         "placement": placed.get("reason"),
+        "sm_clock_mhz": (s.get("power") or {}).get("sm_clock_mhz"),  # the GPU's median over the span (NVML)
     }
 
 
@@ -104,10 +105,14 @@ def main(argv: list[str] | None = None) -> int:
 
     def report(r: int, results: dict[str, dict[str, Any]]) -> None:
         base = results["alone"]["rate"]
-        parts = [f"alone {base:.1f}/s"]
+
+        def clock(res: dict[str, Any]) -> str:  # the GPU's SM clock during the leg, where NVML reads it
+            return f" at {res['sm_clock_mhz']:.0f} MHz" if res.get("sm_clock_mhz") else ""
+
+        parts = [f"alone {base:.1f}/s{clock(results['alone'])}"]
         for name, res in results.items():
             if name != "alone":
-                parts.append(f"{name} {res['rate']:.1f}/s = {res['rate'] / base:.3f} ({res['stage']})")
+                parts.append(f"{name} {res['rate']:.1f}/s{clock(res)} = {res['rate'] / base:.3f} ({res['stage']})")
         print(f"round {r + 1}: " + "; ".join(parts) + f"; others up to {max(others[-len(results):]):.2f} cores",
               flush=True)  # fmt: skip
 

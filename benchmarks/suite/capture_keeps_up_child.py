@@ -12,11 +12,15 @@ import json
 import statistics
 import sys
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
 
+from app.system.power_counters import PowerCounters
 from benchmarks.harness.paths import DEMO_CLIP
+
+CLOCK_EVERY = 100  # runs between two readings of the GPU's clock
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,20 +44,29 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"cannot read a frame of {DEMO_CLIP}")
     x = np.array(Preprocessor(spec)(frame), copy=True)
     session = open_session(spec, args.delegate, {"threads": args.threads or None})
+    # The GPU's SM clock while it runs (NVML; None without it): a run's speed follows its clock, and the
+    # driver sets the clock from how busy the GPU is, which differs between this loop and the pipeline.
+    counters = PowerCounters(gpu=args.delegate == "gpu", cpufreq=Path("/nonexistent"), powercap=Path("/nonexistent"))
+    clocks: list[float] = []
     try:
         for _ in range(args.warmup):
             session.run(x)
         times = []
         started = time.perf_counter()
-        for _ in range(args.runs):
+        for i in range(args.runs):
             t0 = time.perf_counter()
             session.run(x)
             times.append(time.perf_counter() - t0)
+            if i % CLOCK_EVERY == 0 and (gpu := counters.read(t0).gpu) is not None:
+                clocks.append(gpu.sm_clock_mhz)  # outside the run's own timing
         wall = time.perf_counter() - started
         used = str(session.report.used)
     finally:
         session.close()
-    print(json.dumps({"rate": args.runs / wall, "median_ms": statistics.median(times) * 1e3, "used": used}))
+        counters.close()
+    clock = statistics.median(clocks) if clocks else None
+    print(json.dumps({"rate": args.runs / wall, "median_ms": statistics.median(times) * 1e3, "used": used,
+                      "sm_clock_mhz": clock}))  # fmt: skip
     return 0
 
 
