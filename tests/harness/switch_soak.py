@@ -25,15 +25,21 @@ STEPS = (  # consecutive steps always differ, so every one really reopens
     {"delegate": "cpu", "options": {"threads": 1}, "model": Q},
     {"delegate": "cpu", "options": {"threads": 2}, "model": Q},
 )
+
+
 # The GPU path on a software Vulkan driver (SwiftShader in the tests): a GPU session that runs (the
 # software renderer allowed, flagged), the software-renderer refusal (falls back to CPU, visibly),
 # and both precisions, so GPU environments and compiled models are created and torn down each time.
-GPU_STEPS = (
-    {"delegate": "cpu", "options": {"threads": 1}, "model": Q},
-    {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp16"}, "model": Q},
-    {"delegate": "gpu", "options": {"threads": 1, "allow_software": False}, "model": Q},
-    {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp32"}, "model": Q},
-)
+def gpu_steps(model: str) -> tuple[dict, ...]:
+    return (
+        {"delegate": "cpu", "options": {"threads": 1}, "model": model},
+        {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp16"}, "model": model},
+        {"delegate": "gpu", "options": {"threads": 1, "allow_software": False}, "model": model},
+        {"delegate": "gpu", "options": {"threads": 1, "allow_software": True, "precision": "fp32"}, "model": model},
+    )
+
+
+GPU_STEPS = gpu_steps(Q)
 
 
 def _counts(proc: psutil.Process) -> dict:
