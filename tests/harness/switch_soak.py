@@ -121,7 +121,11 @@ GPU_LOST_STEP = {"delegate": "gpu", "options": {"threads": 1, "allow_software": 
 
 
 def run_device_losses(
-    cycles: int, warmup: int = 2, source: str = "synthetic:320x240@60", sample_every: int | None = None
+    cycles: int,
+    warmup: int = 2,
+    source: str = "synthetic:320x240@60",
+    sample_every: int | None = None,
+    model: str = Q,
 ) -> dict:
     """A GPU session that loses its device mid-run, `cycles` times on one live pipeline. Needs the
     device-loss layer enabled in this process's environment (tests/harness/vulkan_fault.device_loss_env). Each
@@ -139,7 +143,8 @@ def run_device_losses(
         with lock:
             return per_session[(session_id, backend)]
 
-    pipeline = Pipeline(source, InferenceConfig(**GPU_LOST_STEP), on_result=count)
+    step = {**GPU_LOST_STEP, "model": model}
+    pipeline = Pipeline(source, InferenceConfig(**step), on_result=count)
     pipeline.start()
     seen, losses = 0, []
 
@@ -179,7 +184,7 @@ def run_device_losses(
             if sample_every and i >= warmup and (i + 1 - warmup) % sample_every == 0:
                 samples.append({"losses": i + 1 - warmup, **_counts(proc)})
             if i + 1 < warmup + cycles:
-                pipeline.reconfigure(**GPU_LOST_STEP)  # after a fail-over this reopens the GPU: a new device
+                pipeline.reconfigure(**step)  # after a fail-over this reopens the GPU: a new device
         seconds = time.monotonic() - started
         after = _counts(proc)
         kinds = Counter(e.kind.value for e in pipeline.events())
