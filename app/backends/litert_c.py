@@ -242,24 +242,32 @@ def _check(status: int, what: str, error: type[Exception] = ModelError) -> None:
         raise error(f"LiteRT refused to {what} (status {status}{': ' + said if said else ''})")
 
 
+def _create_environment(lib: C.CDLL, gpu: bool, keep: list[object]) -> _P:
+    """A new LiteRT environment. The GPU accelerator's library is found through the runtime directory
+    (its buffer, appended to `keep`, must outlive the environment); a CPU model does without it (and
+    without the Vulkan devices it opens when loaded)."""
+    options_count, option = 0, None
+    if gpu:
+        library_dir = C.create_string_buffer(runtime_dir().encode())
+        keep.append(library_dir)
+        options_count = 1
+        option = C.byref(_EnvOption(_ENV_RUNTIME_LIBRARY_DIR, _Any(_ANY_STRING, C.cast(library_dir, _P))))
+    env = _P()
+    _check(lib.LiteRtCreateEnvironment(options_count, option, C.byref(env)), "create an environment",
+           BackendUnavailable)  # fmt: skip
+    return env
+
+
 class Environment:
     """A LiteRT environment that several compiled models use in turn (numerics' cuts). With the GPU
-    accelerator, making one makes the GPU device: 1.4 s a model on SwiftShader where the model's own
-    compile and run took 0.02 s, once per cut before (docs/numerics.md). Destroyed by `close()`, after
-    every model made in it."""
+    accelerator, making one makes the GPU device: a 3-node cut took 0.64 s on SwiftShader in an
+    environment of its own against 0.14 s in a shared one (docs/numerics.md). Destroyed by `close()`,
+    after every model made in it."""
 
     def __init__(self, gpu: bool) -> None:
-        lib = _lib()
-        self._lib = lib
-        options_count, option = 0, None
-        self._library_dir = C.create_string_buffer(runtime_dir().encode())  # read for the env's lifetime
-        if gpu:
-            options_count = 1
-            option = C.byref(_EnvOption(_ENV_RUNTIME_LIBRARY_DIR, _Any(_ANY_STRING, C.cast(self._library_dir, _P))))
-        env = _P()
-        _check(lib.LiteRtCreateEnvironment(options_count, option, C.byref(env)), "create an environment",
-               BackendUnavailable)  # fmt: skip
-        self.handle: _P | None = env
+        self._lib = _lib()
+        self._keep: list[object] = []
+        self.handle: _P | None = _create_environment(self._lib, gpu, self._keep)
 
     def close(self) -> None:
         if self.handle is not None:
@@ -334,24 +342,13 @@ class NativeModel:
         return opaque
 
     def _open(self, content: bytes) -> None:
-        lib = self._lib
         accelerators = self._settings[0]
-        # The GPU accelerator's library is found through the runtime directory; a CPU model does without
-        # it (and without the Vulkan devices it opens when loaded).
-        options_count, option = 0, None
-        if accelerators & HW_GPU:
-            library_dir = C.create_string_buffer(runtime_dir().encode())
-            self._keep.append(library_dir)
-            options_count = 1
-            option = C.byref(_EnvOption(_ENV_RUNTIME_LIBRARY_DIR, _Any(_ANY_STRING, C.cast(library_dir, _P))))
         if self._environment is not None:  # shared: its owner destroys it after this model
             if self._environment.handle is None:
                 raise ModelError("the shared LiteRT environment is closed")
             self._env = self._environment.handle
         else:
-            env = _P()
-            status = lib.LiteRtCreateEnvironment(options_count, option, C.byref(env))
-            _check(status, "create an environment", BackendUnavailable)
+            env = _create_environment(self._lib, bool(accelerators & HW_GPU), self._keep)
             self._env = self._own("LiteRtDestroyEnvironment", env)
         self._model = self._own("LiteRtDestroyModel", self._read_model(content))
         compiled = self._compile(self._model)
@@ -362,7 +359,7 @@ class NativeModel:
         self._sizes = (self.input_layouts[0].size, self.output_layouts[0].size)
         self._host = (host_in, host_out)
         profiler = _P()
-        _check(lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
+        _check(self._lib.LiteRtCompiledModelGetProfiler(self._compiled, C.byref(profiler)), "hand over its profiler")
         self._profiler = profiler if profiler.value else None  # owned by the compiled model
         if self.profiling and self._profiler is None:
             raise BackendUnavailable("LiteRT made no profiler for the model although profiling was asked for")
