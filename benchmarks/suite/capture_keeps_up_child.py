@@ -12,7 +12,6 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -46,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     session = open_session(spec, args.delegate, {"threads": args.threads or None})
     # The GPU's SM clock while it runs (NVML; None without it): a run's speed follows its clock, and the
     # driver sets the clock from how busy the GPU is, which differs between this loop and the pipeline.
-    counters = PowerCounters(gpu=args.delegate == "gpu", cpufreq=Path("/nonexistent"), powercap=Path("/nonexistent"))
+    counters = PowerCounters(gpu=args.delegate == "gpu")
     clocks: list[float] = []
     try:
         for _ in range(args.warmup):
