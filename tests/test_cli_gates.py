@@ -220,3 +220,72 @@ def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Pat
     assert same["clock_sentences"] == []  # like clocks: nothing to say
     plain = run_cli("compare", GATES / "bench_2threads.json", GATES / "bench_1thread.json", "--json").json()
     assert plain["clock_sentences"] == []  # no power section (or, here, no GPU): silent
+
+
+def _paced_ab_and_unpaced_sweep(tmp_path: Path) -> tuple[Path, Path]:
+    """Issue 36's H200 case as stored files: a paced A/B (A: 16 CPU threads, B: the GPU, left at its idle
+    clock) and an unpaced sweep of the same model (the GPU at 1980 MHz), from recorded counter values."""
+    from app.metrics.energy import power_figures
+    from tests.helpers.power_readings import IDLE, PACED, UNPACED
+
+    ab, sweep = (json.loads((GATES / name).read_text()) for name in ("bench_ab.json", "sweep.json"))
+    sha = sweep["rows"][0]["model_sha256"]
+    cpu, gpu = "XNNPACK (CPU, 16 threads)", "LiteRT GPU (WebGPU, fp32)"
+    for side, accelerator, used, ms in (("a", cpu, "cpu", 2.42), ("b", gpu, "gpu", 3.33)):
+        ab[side] |= {"model_sha256": sha, "inference_ms_median": ms}
+        ab[side]["delegate"] |= {"accelerator": accelerator, "used": used}
+    ab["power"] = power_figures(IDLE, PACED, 420, "gpu").to_dict()
+    rows = sweep["rows"]
+    rows[0] |= {"accelerator": cpu, "latency_p50_ms": 2.06,
+                "power": power_figures(IDLE, UNPACED, 7000, "cpu").to_dict()}  # fmt: skip
+    rows[2] |= {"accelerator": gpu, "outcome": "measured", "latency_p50_ms": 1.29, "inference_fps": 760.0,
+                "power": power_figures(IDLE, UNPACED, 10_780, "gpu").to_dict()}  # fmt: skip
+    paths = tmp_path / "ab.json", tmp_path / "sweep.json"
+    for path, data in zip(paths, (ab, sweep), strict=True):
+        path.write_text(json.dumps(data))
+    return paths
+
+
+def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_path: Path):
+    """Issue 36: the paced A/B says the GPU is slower, the sweep that it is faster; compare shows both
+    speeds of each side beside the sweep row of the same accelerator, and why they differ (the clocks)."""
+    from tests.helpers.schemas import OutputKind, validate
+
+    ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
+    for first, second in ((ab, sweep), (sweep, ab)):  # either order
+        shown = run_cli("compare", first, second)
+        assert shown.returncode == 0, shown.stderr
+        out = shown.stdout
+        assert "pace      A: XNNPACK (CPU, 16 threads)\n" in out
+        assert "pace        the bench's median inference time is 1.17× the sweep's" in out  # 2.42 / 2.06
+        assert "pace        the bench's median inference time is 2.58× the sweep's" in out  # 3.33 / 1.29
+        assert (
+            "speed     B against A: in the bench (source synthetic) B is 1.38× slower than A; in the sweep "
+            "(unpaced) B is 1.60× faster than A" in out
+        )
+        assert (
+            "clocks    B in the bench (ab.json): SM clock 345 MHz, its idle clock; in the sweep (sweep.json): SM "
+            "clock 1980 MHz: the two speeds were measured at different power states" in out
+        )
+        assert out.count("clocks") == 1  # the CPU side: the GPU's clock is not what its speed depends on
+    data = run_cli("compare", ab, sweep, "--json").json()
+    validate(data, OutputKind.COMPARE, "compare BENCH SWEEP --json")
+    b = data["bench_against_sweep"]["pairs"][1]
+    assert b["sweep_row"] == "EfficientNet-Lite0 (float32) · GPU fp16 / fp32"
+    assert (b["bench"]["sm_clock_mhz"], b["sweep"]["sm_clock_mhz"]) == (345, 1980)
+    assert b["bench_over_sweep"] == pytest.approx(3.33 / 1.29)
+
+
+def test_compare_matches_a_bench_to_a_sweep_row_only_on_the_same_model_and_never_judges(tmp_path: Path):
+    ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
+    other = json.loads(ab.read_text())
+    other["b"]["model_sha256"] = "0" * 64  # B ran another model: no row of the sweep is its configuration
+    ab.write_text(json.dumps(other))
+    out = run_cli("compare", ab, sweep, "--json").json()["bench_against_sweep"]
+    assert out["pairs"][1]["sweep"] is None and out["ab_sentence"] is None
+    assert out["pairs"][1]["unmatched"] == "no measured row ran LiteRT GPU (WebGPU, fp32) on the same model"
+    assert out["pairs"][0]["sweep_row"] is not None  # A still stands beside its row
+    judged = run_cli("compare", ab, sweep, "--budget", "inference.p50<=+10%")
+    assert_one_line_error(judged, 2, "--budget judges two summaries of one kind")
+    inspect = GATES / "inspect_efficientnet_lite0.json"
+    assert_one_line_error(run_cli("compare", sweep, inspect), 2, "compare needs two of one kind, or a bench and")

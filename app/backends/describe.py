@@ -95,16 +95,20 @@ def offload_sentence(
 SAME_SPEED = 0.02  # medians within 2% of each other are a tie at the noise of a shared machine
 
 
+def ratio_words(a_ms: float, b_ms: float) -> str:
+    """B's time against A's in words: "B is 1.12× slower than A", or a tie within SAME_SPEED."""
+    ratio = a_ms / b_ms
+    if abs(ratio - 1) < SAME_SPEED:  # "1.0× slower" said nothing: name the tie and how close it is
+        return f"same speed (B within {abs(1 - b_ms / a_ms) * 100:.1f}% of A)"
+    return f"B is {ratio:.2f}× faster than A" if ratio > 1 else f"B is {1 / ratio:.2f}× slower than A"
+
+
 def speed_sentence(a_ms: float | None, b_ms: float | None, a_cpu: float, b_cpu: float, over: str = "") -> str:
     """A/B in one sentence: B's median inference time against A's, and its CPU time per inference;
     `over` says what the medians cover ('the last 300 frames both inferred')."""
     if not a_ms or not b_ms:
         return "speed not measured"
-    ratio = a_ms / b_ms
-    if abs(ratio - 1) < SAME_SPEED:  # "1.0× slower" said nothing: name the tie and how close it is
-        speed = f"same speed (B within {abs(1 - b_ms / a_ms) * 100:.1f}% of A)"
-    else:
-        speed = f"B is {ratio:.2f}× faster than A" if ratio > 1 else f"B is {1 / ratio:.2f}× slower than A"
+    speed = ratio_words(a_ms, b_ms)
     if a_cpu > 0:
         speed += f"; CPU time per inference {(b_cpu / a_cpu - 1) * 100:+.0f}%"
     return speed + f" (median inference time{' over ' + over if over else ''}, both running together)"

@@ -64,6 +64,12 @@ class StoredSummary:
 def read_summary(path: Path | str, role: str = "") -> StoredSummary:
     """The summary in `path`; `role` ("--baseline", ...) prefixes the one-line error."""
     name = f"{role} {path}".strip()  # for messages
+    return summary_of(read_json(path, role), name, str(path))
+
+
+def read_json(path: Path | str, role: str = "") -> object:
+    """The JSON value in `path`, or one UsageError line saying why there is none."""
+    name = f"{role} {path}".strip()
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -75,7 +81,7 @@ def read_summary(path: Path | str, role: str = "") -> StoredSummary:
     except (json.JSONDecodeError, RecursionError) as exc:
         where = f" (line {exc.lineno}: {exc.msg})" if isinstance(exc, json.JSONDecodeError) else ""
         raise UsageError(f"{name}: not JSON{where}") from None
-    return summary_of(data, name, str(path))
+    return data
 
 
 def summary_of(data: object, name: str, path: str | None = None) -> StoredSummary:
@@ -161,8 +167,9 @@ def bench_identity(
     return identity, settings
 
 
-def _opened_sha(data: dict[str, object]) -> object:
-    events = data.get("events")
+def opened_sha(data: object) -> object:
+    """The sha256 of the model a bench run opened (its first `open` event's), None if not recorded."""
+    events = at(data, "events")
     for event in events if isinstance(events, list) else []:
         if isinstance(event, dict) and event.get("kind") == "open":
             sha = at(event, "model.sha256")
@@ -208,7 +215,7 @@ def _figures(
 def _bench(data: dict[str, object], name: str) -> StoredSummary:
     config = data["config"]
     assert isinstance(config, dict)  # _kind checked it
-    identity, settings = bench_identity(config, at(data, "source.spec"), _opened_sha(data))
+    identity, settings = bench_identity(config, at(data, "source.spec"), opened_sha(data))
     settings["delegate used"] = _text(at(data, "delegate.used"))
     count, rounds = _rounds_figures(data)
     state = at(data, "status.state")

@@ -131,6 +131,18 @@ def power_figures(
     return PowerFigures(**figures)
 
 
+def stored_clocks(power: object) -> PowerFigures:
+    """The SM clocks of a power section read back from a stored JSON file (untrusted: numbers only)."""
+    if not isinstance(power, dict):
+        return PowerFigures()
+
+    def mhz(key: str) -> float | None:
+        value = power.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    return PowerFigures(sm_clock_mhz=mhz("sm_clock_mhz"), idle_sm_clock_mhz=mhz("idle_sm_clock_mhz"))
+
+
 def clock_state_sentence(a_label: str, a: PowerFigures, b_label: str, b: PowerFigures) -> str | None:
     """When two speeds were measured at different GPU clocks, one sentence with the figures ("GPU at
     30 fps: SM clock 345 MHz, its idle clock; unpaced: 1980 MHz"); None when the clocks agree or are

@@ -3,14 +3,13 @@ inspect) side by side, with deltas and, given budgets, verdicts; A is the baseli
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from app.errors import UsageError
 from app.gates.budget import parse_budgets
-from app.gates.stored import read_summary
+from app.gates.stored import read_json, read_summary
 from app.gates.verdict import GateReport, evaluate
-from app.metrics.energy import PowerFigures, clock_state_sentence
+from app.metrics.energy import clock_state_sentence, stored_clocks
 
 
 def compare_summaries(a: Path, b: Path, budgets: list[str] | None) -> GateReport:
@@ -18,7 +17,10 @@ def compare_summaries(a: Path, b: Path, budgets: list[str] | None) -> GateReport
     summary (app/gates/stored.py). Their settings and even their models may differ: shown, not refused."""
     base, run = read_summary(a), read_summary(b)
     if base.kind != run.kind:
-        raise UsageError(f"{a} holds a {base.kind} summary and {b} one of {run.kind}: compare needs two of one kind")
+        raise UsageError(
+            f"{a} holds a {base.kind} summary and {b} one of {run.kind}: compare needs two of one kind, or a bench "
+            "and a sweep"
+        )
     # No --budget: the figures side by side, no verdict (compare shows; bench and sweep gate by default).
     return evaluate(run, base, parse_budgets(budgets, run.kind, baseline=True) if budgets else [])
 
@@ -28,7 +30,7 @@ def clock_sentences(a: Path, b: Path) -> list[str]:
     one, a sweep warmed beside one that was not), one sentence each with the figures: a bench's (or A/B
     bench's) power section, or each sweep configuration both files measured. Files already read by
     `compare_summaries`; figures that are not numbers are left out (nothing is said of them)."""
-    da, db = (json.loads(p.read_text(encoding="utf-8")) for p in (a, b))
+    da, db = (read_json(p) for p in (a, b))
     if not isinstance(da, dict) or not isinstance(db, dict):
         return []
     if "rows" in da and "rows" in db:  # sweeps: configuration by configuration
@@ -40,19 +42,7 @@ def clock_sentences(a: Path, b: Path) -> list[str]:
         pairs = [(f"A ({a.name})", da.get("power"), f"B ({b.name})", db.get("power"))]
     sentences = []
     for label_a, pa, label_b, pb in pairs:
-        sentence = clock_state_sentence(label_a, _clocks(pa), label_b, _clocks(pb))
+        sentence = clock_state_sentence(label_a, stored_clocks(pa), label_b, stored_clocks(pb))
         if sentence:
             sentences.append(sentence)
     return sentences
-
-
-def _clocks(power: object) -> PowerFigures:
-    """The SM clocks of a stored power section (untrusted JSON: numbers only)."""
-    if not isinstance(power, dict):
-        return PowerFigures()
-
-    def number(key: str) -> float | None:
-        value = power.get(key)
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    return PowerFigures(sm_clock_mhz=number("sm_clock_mhz"), idle_sm_clock_mhz=number("idle_sm_clock_mhz"))

@@ -86,6 +86,7 @@ def kind_of_file(path: Path, document: object) -> OutputKind | None:
         (OutputKind.CLASSIFY, {"model", "delegate", "results"}),
         (OutputKind.DELEGATES, {"delegates"}),
         (OutputKind.COMPARE, {"gates"}),
+        (OutputKind.COMPARE, {"bench_against_sweep"}),
     ):
         if marks <= keys:
             return kind

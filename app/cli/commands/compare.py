@@ -12,18 +12,33 @@ from app.cli.options import add_gate_options
 from app.cli.output import finish_gate
 from app.schemas import versioned
 from app.tasks.compare_summaries import clock_sentences, compare_summaries
+from app.tasks.pace_comparison import bench_against_sweep, is_bench_and_sweep
 
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
     c.add_argument(
         "a", type=Path, metavar="A.json", help="the baseline: a summary written by bench, sweep or inspect --json"
     )
-    c.add_argument("b", type=Path, metavar="B.json", help="the summary judged against it (of the same kind)")
+    c.add_argument(
+        "b",
+        type=Path,
+        metavar="B.json",
+        help="the summary judged against it (of the same kind; a bench beside a sweep is shown configuration by "
+        "configuration, with the pace and GPU clock of each)",
+    )
     add_gate_options(c, baseline=False)
     c.add_argument("--json", action="store_true", help="print the comparison as one JSON object on stdout")
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_bench_and_sweep(args.a, args.b):  # a paced bench beside an unpaced sweep: shown, not judged
+        side_by_side = bench_against_sweep(args.a, args.b, args.budget)
+        if args.json:
+            print(json.dumps(versioned({"bench_against_sweep": side_by_side.to_dict()}), indent=2))
+            return 0
+        for tag, text in side_by_side.lines():
+            print(f"{tag:<9} {text}")
+        return 0
     report = compare_summaries(args.a, args.b, args.budget)
     clocks = clock_sentences(args.a, args.b)  # speeds measured at different GPU clocks: said, with the figures
     if args.json:
@@ -40,7 +55,9 @@ COMMAND = Command(
     help="two stored summaries (bench, sweep, inspect) side by side, with deltas and budgets",
     description="Compare two JSON summaries of one kind, written by bench, sweep or inspect --json: each figure "
     "of B against A (A is the baseline), the difference in the figure's unit and in percent, and with --budget a "
-    "verdict per budget (exit 7 when one fails). Nothing runs.",
+    "verdict per budget (exit 7 when one fails). A bench (or A/B bench) beside a sweep is shown instead: each "
+    "bench run beside the sweep row of the same accelerator, with its pace and GPU clock, since a paced bench "
+    "and an unpaced sweep may rank delegates differently. Nothing runs.",
     add_arguments=add_arguments,
     run=run,
 )
