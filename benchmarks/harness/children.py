@@ -62,13 +62,22 @@ def app_command(*args: str) -> list[str]:
     return module_command("app", *args)
 
 
-def bench_summary(args: list[str], checkout: Path = ROOT, env: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """`python -m app bench ARGS --json TMP` of `checkout` (default: this one); its summary JSON."""
+def bench_summary(
+    args: list[str],
+    checkout: Path = ROOT,
+    env: Mapping[str, str] | None = None,
+    switch_interval_ms: float | None = None,
+) -> dict[str, Any]:
+    """`python -m app bench ARGS --json TMP` of `checkout` (default: this one); its summary JSON. With
+    `switch_interval_ms`, through benchmarks/harness/switched_app.py (the GIL switch interval set first)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "summary.json"
-        proc = subprocess.run(
-            app_command("bench", *args, "--json", str(out)), capture_output=True, text=True, cwd=checkout, env=env
-        )
+        command = ["bench", *args, "--json", str(out)]
+        if switch_interval_ms is not None:
+            command = module_command("benchmarks.harness.switched_app", str(switch_interval_ms), *command)
+        else:
+            command = app_command(*command)
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=checkout, env=env)
         if proc.returncode != 0:
             sys.exit(f"bench failed ({proc.returncode}) in {checkout}: {' '.join(args)}\n{proc.stderr[-3000:]}")
         summary: dict[str, Any] = json.loads(out.read_text())

@@ -49,12 +49,12 @@ def alone(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def bench(args: argparse.Namespace, source: str, placement: str) -> dict[str, Any]:
+def bench(args: argparse.Namespace, source: str, placement: str, switch_ms: float | None = None) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
     flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
     if args.threads:
         flags += ["--threads", str(args.threads)]
-    s = bench_summary(flags)
+    s = bench_summary(flags, switch_interval_ms=switch_ms)
     bound = s.get("bottleneck") or {}
     placed = s["preprocessing"].get("placement") or {}
     return {
@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
         help="bench's --preprocess-thread values to run, one leg each (default: auto off)",
     )  # fmt: skip
     parser.add_argument("--synthetic", action="store_true", help="also bench on the synthetic source")
+    parser.add_argument(
+        "--switch-intervals", type=float, nargs="*", default=[], metavar="MS",
+        help="also a demo (auto) leg per GIL switch interval given, in ms (benchmarks/harness/switched_app.py)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="write every round's figures here")
     args = parser.parse_args(argv)
     print(
@@ -93,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     legs: dict[str, Any] = {"alone": lambda: alone(args)}
     for placement in args.placements:
         legs[f"demo ({placement})"] = lambda p=placement: bench(args, "demo", p)
+    for ms in args.switch_intervals:
+        legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
     if args.synthetic:
         legs["synthetic"] = lambda: bench(args, "synthetic", "auto")
     others: list[float] = []  # the CPU other processes used during each run, in cores (0 where not readable)
