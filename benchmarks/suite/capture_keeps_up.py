@@ -49,11 +49,22 @@ def alone(args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-def bench(args: argparse.Namespace, source: str, placement: str, switch_ms: float | None = None) -> dict[str, Any]:
+def bench(
+    args: argparse.Namespace,
+    source: str,
+    placement: str,
+    switch_ms: float | None = None,
+    pin: bool = True,
+    inference_cpus: int | None = None,
+) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
     flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
     if args.threads:
         flags += ["--threads", str(args.threads)]
+    if not pin:
+        flags.append("--no-pin")
+    if inference_cpus:
+        flags += ["--inference-cpus", str(inference_cpus)]
     s = bench_summary(flags, switch_interval_ms=switch_ms)
     bound = s.get("bottleneck") or {}
     placed = s["preprocessing"].get("placement") or {}
@@ -67,6 +78,9 @@ def bench(args: argparse.Namespace, source: str, placement: str, switch_ms: floa
         "own_thread": placed.get("own_thread"),
         "placement": placed.get("reason"),
         "sm_clock_mhz": (s.get("power") or {}).get("sm_clock_mhz"),  # the GPU's median over the span (NVML)
+        # the inference thread's time ready but not on a CPU, per inference (/proc schedstat)
+        "waited_ms_per_inference": s["metrics"].get("waited_ms_per_inference"),
+        "cpu_split": s.get("cpu_affinity"),
     }
 
 
@@ -82,6 +96,11 @@ def main(argv: list[str] | None = None) -> int:
         help="bench's --preprocess-thread values to run, one leg each (default: auto off)",
     )  # fmt: skip
     parser.add_argument("--synthetic", action="store_true", help="also bench on the synthetic source")
+    parser.add_argument("--unpinned", action="store_true", help="also a demo (auto) leg with bench --no-pin")
+    parser.add_argument(
+        "--inference-cpus", type=int, nargs="*", default=[], metavar="N",
+        help="also a demo (auto) leg per count given, with bench --inference-cpus N",
+    )  # fmt: skip
     parser.add_argument(
         "--switch-intervals", type=float, nargs="*", default=[], metavar="MS",
         help="also a demo (auto) leg per GIL switch interval given, in ms (benchmarks/harness/switched_app.py)",
@@ -97,6 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     legs: dict[str, Any] = {"alone": lambda: alone(args)}
     for placement in args.placements:
         legs[f"demo ({placement})"] = lambda p=placement: bench(args, "demo", p)
+    if args.unpinned:
+        legs["demo (auto, not pinned)"] = lambda: bench(args, "demo", "auto", pin=False)
+    for n in args.inference_cpus:
+        legs[f"demo (auto, inference on {n} CPUs)"] = lambda n=n: bench(args, "demo", "auto", inference_cpus=n)
     for ms in args.switch_intervals:
         legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
     if args.synthetic:
@@ -118,7 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         parts = [f"alone {base:.1f}/s{clock(results['alone'])}"]
         for name, res in results.items():
             if name != "alone":
-                parts.append(f"{name} {res['rate']:.1f}/s{clock(res)} = {res['rate'] / base:.3f} ({res['stage']})")
+                waited = res.get("waited_ms_per_inference")
+                waits = f", waited {waited * 1000:.0f} us/inf for a CPU" if waited is not None else ""
+                ratio = res["rate"] / base
+                parts.append(f"{name} {res['rate']:.1f}/s{clock(res)} = {ratio:.3f} ({res['stage']}{waits})")
         print(f"round {r + 1}: " + "; ".join(parts) + f"; others up to {max(others[-len(results):]):.2f} cores",
               flush=True)  # fmt: skip
 
