@@ -160,9 +160,9 @@ def test_the_gpu_at_fp16_breaks_exactly_at_the_node_that_overflows(swiftshader, 
     assert rows[exp]["error"]["nonfinite"] > 0 and "inf or NaN" in rows[exp]["why"]
     assert all(rows[n]["breaks"] for n in range(exp, len(graph.nodes)))
     _same_error(rows[len(graph.nodes) - 1]["error"], out["end_to_end"])
-    # the text output names it too
-    text = run_cli("numerics", "--model", fp16_overflow, "--allow-software-gpu", env=swiftshader, timeout=300)
-    assert f"first breaking node {exp} (EXP" in text.stdout, text.stdout
+    if not mode:  # the text output names it too (once: the search finds what --all finds, checked above)
+        text = run_cli("numerics", "--model", fp16_overflow, "--allow-software-gpu", env=swiftshader, timeout=300)
+        assert f"first breaking node {exp} (EXP" in text.stdout, text.stdout
 
 
 def test_the_same_model_at_fp32_on_the_gpu_does_not_break(swiftshader: dict, fp16_overflow: Path):
