@@ -59,6 +59,8 @@ def test_a_profile_taken_beside_busy_processes_stays_near_the_model_and_says_so(
         profiler.stop()
         for s in spinners:
             s.kill()
+        for s in spinners:
+            s.wait()  # reaped here: left, a later test's Popen reaped them and was charged their CPU
     profiles = list(seen.values())
     assert len(profiles) == 2, "the live profiler took fewer than 2 profiles in 120 s"
     for p in profiles:

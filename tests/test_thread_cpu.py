@@ -161,6 +161,8 @@ def test_a_python_thread_started_while_the_model_compiles_is_not_the_runtimes():
         done.set()
         for s in spinners:
             s.kill()
+        for s in spinners:
+            s.wait()  # reaped here, not by a later test's Popen (which was charged their CPU)
     assert live is not None and live.profile is not None, live
     # Beside two busy processes at nice +10 the runs had 3-6% of the CPU here; with the busy Python thread
     # counted, 0.24-0.65.
