@@ -235,6 +235,7 @@ def _paced_ab_and_unpaced_sweep(tmp_path: Path) -> tuple[Path, Path]:
         ab[side] |= {"model_sha256": sha, "inference_ms_median": ms}
         ab[side]["delegate"] |= {"accelerator": accelerator, "used": used}
     ab["power"] = power_figures(IDLE, PACED, 420, "gpu").to_dict()
+    ab["source"] = {"spec": "demo", "paced": True}
     rows = sweep["rows"]
     rows[0] |= {"accelerator": cpu, "latency_p50_ms": 2.06,
                 "power": power_figures(IDLE, UNPACED, 7000, "cpu").to_dict()}  # fmt: skip
@@ -260,7 +261,7 @@ def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_pat
         assert "pace        the bench's median inference time is 1.17× the sweep's" in out  # 2.42 / 2.06
         assert "pace        the bench's median inference time is 2.58× the sweep's" in out  # 3.33 / 1.29
         assert (
-            "speed     B against A: in the bench (source synthetic) B is 1.38× slower than A; in the sweep "
+            "speed     B against A: in the bench (source demo, paced) B is 1.38× slower than A; in the sweep "
             "(unpaced) B is 1.60× faster than A" in out
         )
         assert (
@@ -280,8 +281,10 @@ def test_compare_matches_a_bench_to_a_sweep_row_only_on_the_same_model_and_never
     ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
     other = json.loads(ab.read_text())
     other["b"]["model_sha256"] = "0" * 64  # B ran another model: no row of the sweep is its configuration
+    other["source"] = {"spec": "synthetic"}  # written before an A/B recorded its pace: the spec alone
     ab.write_text(json.dumps(other))
     out = run_cli("compare", ab, sweep, "--json").json()["bench_against_sweep"]
+    assert out["pairs"][0]["bench"]["pace"] == "source synthetic"
     assert out["pairs"][1]["sweep"] is None and out["ab_sentence"] is None
     assert out["pairs"][1]["unmatched"] == "no measured row ran LiteRT GPU (WebGPU, fp32) on the same model"
     assert out["pairs"][0]["sweep_row"] is not None  # A still stands beside its row

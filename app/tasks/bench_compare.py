@@ -116,6 +116,7 @@ class CompareSummary:
     """What `bench --compare-with` measured; `to_dict()` is its --json."""
 
     source: str | CapturedFrames
+    paced: bool  # the source ran at its own rate (False: --no-pace); a paced GPU may stay at its idle clock
     a: SideSummary
     b: SideSummary
     agreement: AgreementSummary
@@ -142,7 +143,7 @@ class CompareSummary:
     def to_dict(self) -> dict[str, Any]:
         summary: dict[str, Any] = {
             "mode": "compare",
-            "source": {"spec": self.source},
+            "source": {"spec": self.source, "paced": self.paced},
             "a": self.a.to_dict(),
             "b": self.b.to_dict(),
             "agreement": self.agreement.to_dict(),
@@ -259,6 +260,7 @@ def _run(
     power, clock = _power(idle, sorted(during, key=lambda r: r.t), sides, snaps, bench.pace)
     return CompareSummary(
         source=bench.source,
+        paced=bench.pace,
         a=sides["a"],
         b=sides["b"],
         agreement=agreement,

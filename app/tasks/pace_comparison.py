@@ -141,8 +141,7 @@ def bench_against_sweep(a: Path, b: Path, budgets: list[str] | None = None) -> B
         (bench_path, bench), (sweep_path, sweep) = (a, first), (b, second)
     listed = at(sweep, "rows")
     rows = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
-    spec = _text(at(bench, "source.spec"))
-    pace = _text(at(bench, "source.description")) or (f"source {spec}" if spec else "source not recorded")
+    pace = _pace(bench)
     clocks = stored_clocks(at(bench, "power"))  # one power section for a run (both A/B sides ran together)
     if isinstance(bench, dict) and bench.get("mode") == "compare":
         sides = [(side, _bench_side(at(bench, side.lower()), pace, clocks)) for side in ("A", "B")]
@@ -150,6 +149,18 @@ def bench_against_sweep(a: Path, b: Path, budgets: list[str] | None = None) -> B
         sides = [("bench", _bench_run(bench, pace, clocks))]
     pairs = tuple(_pair(side, speed, rows, sweep_path.name, bench_path.name) for side, speed in sides)
     return BenchAgainstSweep(str(bench_path), str(sweep_path), pairs, _ab_sentence(pairs))
+
+
+def _pace(bench: object) -> str:
+    """A bench's source as it described itself ("..., unpaced"); an A/B's spec and whether it was paced
+    (files written before A/B recorded that: the spec alone)."""
+    if description := _text(at(bench, "source.description")):
+        return description
+    spec, paced = _text(at(bench, "source.spec")), at(bench, "source.paced")
+    said = f"source {spec}" if spec else "source not recorded"
+    if paced is True or paced is False:  # a JSON boolean, not 1 or "yes"
+        said += ", paced" if paced else ", unpaced"
+    return said
 
 
 def _bench_run(data: object, pace: str, clocks: PowerFigures) -> StoredSpeed:
