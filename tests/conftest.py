@@ -70,6 +70,19 @@ def swiftshader() -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def three_ops(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A three-op classifier (MEAN, FULLY_CONNECTED, SOFTMAX over 224x224x3; tests/builders/any_models.py) for
+    the GPU tests whose subject is not the model: on SwiftShader the GPU takes it whole, it opens with the
+    same 4 queue submits as the bundled models and runs 4 per inference (the fault layer's trace), and an
+    inference takes microseconds against 0.7-1 s for theirs."""
+    from tests.builders.any_models import mean_classifier
+
+    model = tmp_path_factory.mktemp("three-ops") / "three_ops.tflite"
+    model.write_bytes(mean_classifier(224, softmax=True))
+    return model
+
+
+@pytest.fixture(scope="session")
 def mobilenet_v1(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """MobileNet v1 1.0/224 float (tests/builders/mobilenet_v1.py), built once by TensorFlow in a child."""
     if importlib.util.find_spec("tensorflow") is None:

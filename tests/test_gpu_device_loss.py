@@ -35,18 +35,6 @@ def layer(tmp_path_factory: pytest.TempPathFactory, swiftshader: dict) -> Path:
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="module")
-def three_ops(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A three-op classifier (tests/builders/any_models.py): on SwiftShader it opens with the same 4 queue
-    submits as the bundled models and runs 4 per inference, at microseconds a run against 0.7-1 s for
-    theirs. Device loss and fall-back are the same for any model; the CLI tests below run this one."""
-    from tests.builders.any_models import mean_classifier
-
-    model = tmp_path_factory.mktemp("three-ops") / "three_ops.tflite"
-    model.write_bytes(mean_classifier(224, softmax=True))
-    return model
-
-
 def losing(layer: Path, swiftshader: dict, submits: int) -> dict[str, str]:
     return {**swiftshader, **device_loss_env(layer, submits=submits)}
 

@@ -178,17 +178,6 @@ def test_a_recording_carries_its_profile_to_the_report(tmp_path: Path):
     assert isinstance(Profile.from_dict(profile.to_dict()), Profile)
 
 
-@pytest.fixture
-def three_ops(tmp_path: Path) -> Path:
-    """A three-op classifier (MEAN, FULLY_CONNECTED, SOFTMAX; tests/builders/any_models.py): the GPU takes it
-    whole, and an inference takes microseconds on SwiftShader against 0.7-1 s for the bundled models."""
-    from tests.builders.any_models import mean_classifier
-
-    model = tmp_path / "three_ops.tflite"
-    model.write_bytes(mean_classifier(224, softmax=True))
-    return model
-
-
 def test_gpu_profile_on_the_software_vulkan_driver(swiftshader: dict, three_ops: Path):
     args = ["--allow-software-gpu", "--no-fallback", "--model", three_ops, "--threads", "1"]
     run = run_cli("profile", "--delegate", "gpu", *args, "--runs", "3", "--json", env=swiftshader, timeout=600)

@@ -70,14 +70,11 @@ def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
 
 
 @pytest.mark.slow  # SwiftShader runs EfficientNet-Lite0 at ~1 inference/s: ~25 s here
-def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, tmp_path: Path):
+def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, three_ops: Path, tmp_path: Path):
     """On a three-op classifier: what is checked is which rows the sweep makes and how it flags them, the
     same for any model, and the int8 model's inferences on SwiftShader made it 12 s of CPU against 5 s."""
-    from tests.builders.any_models import mean_classifier
-
-    out, model = tmp_path / "sweep.json", tmp_path / "three_ops.tflite"
-    model.write_bytes(mean_classifier(224, softmax=True))
-    args = ["sweep", "--model", model, "--frames", "2", "--warmup", "1", "--json", out]
+    out = tmp_path / "sweep.json"
+    args = ["sweep", "--model", three_ops, "--frames", "2", "--warmup", "1", "--json", out]
     run = run_cli(*args, env=swiftshader, timeout=180)
     assert run.returncode == 0, run.stderr
     gpu = [r for r in json.loads(out.read_text())["rows"] if r["delegate"] == "gpu"]

@@ -1,5 +1,7 @@
 """Switching delegates and models over and over on a live pipeline leaks nothing."""
 
+from pathlib import Path
+
 from tests.harness.switch_soak import run_switches
 
 
@@ -15,7 +17,7 @@ def test_switching_100_times_leaks_no_threads_files_or_memory():
     assert not grown >= 16, grown  # NaN off glibc; 1,500 switches moved it -0.1..+5.7 MiB (docs/reliability.md)
 
 
-def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict, tmp_path):
+def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict, three_ops: Path):
     """The GPU path (SwiftShader): sessions that run on the software renderer when allowed, the
     software-renderer refusal (a visible fallback) and both precisions, created and torn down again
     and again. In a child process: the Vulkan driver is chosen when the process starts.
@@ -29,16 +31,13 @@ def test_switching_on_and_off_a_software_gpu_leaks_nothing(swiftshader: dict, tm
     import subprocess
     import sys
 
-    from tests.builders.any_models import mean_classifier
     from tests.helpers.paths import ROOT
 
-    model = tmp_path / "three_ops.tflite"
-    model.write_bytes(mean_classifier(224, softmax=True))
     code = (
         "import json, sys; from tests.harness.switch_soak import gpu_steps, run_switches; "
         "r = run_switches(12, warmup=8, steps=gpu_steps(sys.argv[1])); print(json.dumps(r, default=str))"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(model)], capture_output=True, text=True, timeout=900,
+    proc = subprocess.run([sys.executable, "-c", code, str(three_ops)], capture_output=True, text=True, timeout=900,
                           cwd=ROOT, env={**__import__("os").environ, **swiftshader})  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     r = json.loads(proc.stdout.strip().splitlines()[-1])

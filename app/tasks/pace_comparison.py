@@ -20,7 +20,7 @@ from typing import Any
 from app.backends.describe import ratio_words
 from app.errors import UsageError
 from app.gates.figures import SummaryKind
-from app.gates.stored import at, number, opened_sha, read_json, read_summary
+from app.gates.stored import at, number, opened_sha, read_json, summary_of
 from app.metrics.energy import PowerFigures, clock_state_sentence, stored_clocks
 
 BENCH_KINDS = (SummaryKind.BENCH, SummaryKind.BENCH_AB)
@@ -123,27 +123,24 @@ def _speed(s: StoredSpeed) -> str:
     return f"median inference {p50}{fps}{clock}"
 
 
-def is_bench_and_sweep(a: Path, b: Path) -> bool:
-    """True when one file holds a bench (or A/B bench) summary and the other a sweep's; any file that is
-    not a summary is the UsageError `read_summary` raises."""
-    kinds = {read_summary(a).kind, read_summary(b).kind}
-    return SummaryKind.SWEEP in kinds and bool(kinds & set(BENCH_KINDS))
-
-
-def bench_against_sweep(a: Path, b: Path, budgets: list[str] | None = None) -> BenchAgainstSweep:
-    """The bench run(s) of one file beside the matching rows of the other's sweep (either order)."""
+def bench_against_sweep(a: Path, b: Path, budgets: list[str] | None = None) -> BenchAgainstSweep | None:
+    """The bench run(s) of one file beside the matching rows of the other's sweep (either order); None when
+    the two are not a bench (or A/B bench) and a sweep. Each file is read once; one that is not a summary is
+    the UsageError `read_json`/`summary_of` raise, as for any `compare`."""
+    data = {p: read_json(p) for p in (a, b)}
+    kinds = {p: summary_of(d, str(p)).kind for p, d in data.items()}
+    benches = [p for p in (a, b) if kinds[p] in BENCH_KINDS]
+    sweeps = [p for p in (a, b) if kinds[p] == SummaryKind.SWEEP]
+    if len(benches) != 1 or len(sweeps) != 1:
+        return None
     if budgets:
         raise UsageError("--budget judges two summaries of one kind; a bench beside a sweep is shown, not judged")
-    first, second = (read_json(p) for p in (a, b))
-    if read_summary(a).kind == SummaryKind.SWEEP:
-        (sweep_path, sweep), (bench_path, bench) = (a, first), (b, second)
-    else:
-        (bench_path, bench), (sweep_path, sweep) = (a, first), (b, second)
-    listed = at(sweep, "rows")
+    (bench_path,), (sweep_path,) = benches, sweeps
+    bench, listed = data[bench_path], at(data[sweep_path], "rows")
     rows = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
     pace = _pace(bench)
     clocks = stored_clocks(at(bench, "power"))  # one power section for a run (both A/B sides ran together)
-    if isinstance(bench, dict) and bench.get("mode") == "compare":
+    if kinds[bench_path] == SummaryKind.BENCH_AB:
         sides = [(side, _bench_side(at(bench, side.lower()), pace, clocks)) for side in ("A", "B")]
     else:
         sides = [("bench", _bench_run(bench, pace, clocks))]

@@ -12,7 +12,7 @@ from app.cli.options import add_gate_options
 from app.cli.output import finish_gate
 from app.schemas import versioned
 from app.tasks.compare_summaries import clock_sentences, compare_summaries
-from app.tasks.pace_comparison import bench_against_sweep, is_bench_and_sweep
+from app.tasks.pace_comparison import bench_against_sweep
 
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
@@ -31,8 +31,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if is_bench_and_sweep(args.a, args.b):  # a paced bench beside an unpaced sweep: shown, not judged
-        side_by_side = bench_against_sweep(args.a, args.b, args.budget)
+    side_by_side = bench_against_sweep(args.a, args.b, args.budget)  # a bench beside a sweep: shown, not judged
+    if side_by_side is not None:
         if args.json:
             print(json.dumps(versioned({"bench_against_sweep": side_by_side.to_dict()}), indent=2))
             return 0
