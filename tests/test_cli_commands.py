@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
 import pkgutil
 from pathlib import Path
 
@@ -98,3 +99,19 @@ def test_gui_options_are_guioptions_fields_and_reach_it(monkeypatch: pytest.Monk
         args = build_parser().parse_args(argv)
         assert args.handler(args) == 0
         assert received[-1].model_options == ModelOptions(Task.RAW, (("x", (1, 8, 8, 3)),), tmp_path / "i.npz")
+
+
+def test_the_command_line_starts_numpys_blas_on_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch):
+    """OpenBLAS's pool spins a thread per core after start-up (0.2-0.25 s of CPU per process here); the
+    variable is read when numpy loads, so main sets it before any command imports numpy, and the children
+    it starts inherit it. A user's own value is kept."""
+    from app.cli.main import main
+
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"

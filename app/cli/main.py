@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -67,6 +68,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Before a command imports numpy. numpy's OpenBLAS starts a thread per core, and they spin after
+    # start-up: 0.2-0.25 s of CPU per process on the 2-core machine (docs/benchmarks.md), on the cores
+    # the inference threads use, in the app and in every child it starts (GPU probe, compile check).
+    # No command does BLAS work that gains from threads. A user's own setting wins.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help", "--version")):
         argv = ["gui", *argv]  # plain `delegate-scope [options]` opens the window

