@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.metrics.energy import PowerFigures, clock_state_sentence, power_figures
+from app.metrics.energy import PowerFigures, clock_state_sentence, power_figures, power_lines
 from app.system.power_counters import (
     GpuPower,
     PowerCounters,
@@ -16,7 +16,7 @@ from app.system.power_counters import (
     rapl_packages,
     read_cpu_mhz,
 )
-from tests.helpers.power_readings import IDLE, PACED, UNPACED
+from tests.helpers.power_readings import IDLE, IDLE_H100, PACED, PACED_H100, UNPACED
 
 
 def _write(path: Path, text: str) -> None:
@@ -92,6 +92,19 @@ def test_energy_per_inference_from_the_counters_and_above_idle():
     # samples' median read 72.9 W where the counter gave 90.5 W).
     assert f.power_w == pytest.approx(1871.8 / 14) and f.idle_power_w == pytest.approx(80.0)
     assert f.cpu_package_energy_j is None and f.cpu_energy_reason == "RAPL is not exposed here"
+
+
+def test_a_run_that_drew_no_more_than_idle_says_so_in_words_not_a_negative_energy():
+    """Recorded on an H100 host: the GPU paced at 30 fps drew 76.5 W against 76.65 W idle. The JSON keeps the
+    figure (-4.97 mJ, the idle reading's noise); the text never prints a negative energy."""
+    f = power_figures(IDLE_H100, PACED_H100, inferences=450)
+    assert f.gpu_mj_per_inference == pytest.approx(2550.1, abs=0.1)
+    assert f.gpu_mj_per_inference_above_idle == pytest.approx(-4.97, abs=0.01)
+    gpu_line = power_lines(f)[0]
+    assert "2550.11 mJ per inference (none above idle: the run drew no more than the idle power)" in gpu_line
+    assert "-4.97" not in gpu_line
+    above = power_lines(power_figures(IDLE, UNPACED, inferences=14 * 770))[0]
+    assert f"({(1871.8 - 80.0 * 14) * 1000 / (14 * 770):.2f} above idle)" in above  # a real excess: the figure
 
 
 def test_the_gpus_energy_is_not_given_per_inference_when_the_model_ran_elsewhere():

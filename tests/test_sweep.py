@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,13 @@ def test_the_sweep_table_gives_each_configurations_clock_and_energy_on_recorded_
     assert "idle read for 5.0 s before the first configuration: GPU 80 W at 345 MHz" in lines
     assert "each configuration held busy (unpaced) at least 3 s before its measured span" in lines
     assert "CPU package energy: not readable here (RAPL is not exposed here)" in lines
+    assert not any("'none'" in line for line in lines)
+    # A configuration that drew no more than the idle power (an H100 paced at 30 fps): "none", said why.
+    from tests.helpers.power_readings import IDLE_H100, PACED_H100
+
+    idle_row = replace(gpu, power=power_figures(IDLE_H100, PACED_H100, inferences=450, ran_on="gpu"))
+    at_idle = replace(result, rows=(idle_row,))
+    idle_line = next(line for line in text_table(at_idle).splitlines() if line.startswith("m · "))
+    assert idle_line.split()[-2:] == ["2550.11", "none"]
+    assert "above idle 'none': the configuration drew no more than the idle power (a figure below zero: the " \
+        "idle reading's noise)" in power_lines(at_idle)

@@ -185,7 +185,11 @@ def power_lines(f: PowerFigures) -> list[str]:
     def mj(total: float | None, above: float | None) -> str:
         if total is None:
             return ""
-        return f"; {total:.2f} mJ per inference" + (f" ({above:.2f} above idle)" if above is not None else "")
+        if above is None:
+            return f"; {total:.2f} mJ per inference"
+        if above < 0:
+            return f"; {total:.2f} mJ per inference ({NONE_ABOVE_IDLE}: the run drew no more than the idle power)"
+        return f"; {total:.2f} mJ per inference ({above:.2f} above idle)"
 
     if f.sm_clock_mhz is not None:
         idle_clock = f" (idle {f.idle_sm_clock_mhz:.0f})" if f.idle_sm_clock_mhz is not None else ""
@@ -212,6 +216,10 @@ def power_lines(f: PowerFigures) -> list[str]:
 
 
 NOT_READABLE = "not readable here"
+# An energy above idle below zero: the run drew no more than the idle reading, within that reading's noise
+# (a GPU paced at 30 fps on the H100 host: 77 W against 77 W idle, -4.97 mJ per inference). The JSON keeps
+# the figure; words say it, never a negative energy.
+NONE_ABOVE_IDLE = "none above idle"
 
 
 @dataclass(frozen=True)

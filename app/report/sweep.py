@@ -66,7 +66,17 @@ def row_cells(row: SweepRow) -> list[Cell]:
         agreement,
         num(row.power.sm_clock_mhz if row.power else None, ".0f"),
         num(row.power.cpu_mhz if row.power else None, ".0f"),
-        *(num(v, ".2f") for v in energy_per_inference(row)),
+        *_energy_cells(row),
+    ]
+
+
+def _energy_cells(row: SweepRow) -> list[Cell]:
+    """mJ per inference, total and above idle; "none" above idle when the configuration drew no more than
+    the idle power (a figure below zero: the idle reading's noise, not an energy)."""
+    total, above = energy_per_inference(row)
+    return [
+        Cell("—" if total is None else f"{total:.2f}", total),
+        Cell("—" if above is None else "none" if above < 0 else f"{above:.2f}", above),
     ]
 
 
@@ -112,6 +122,9 @@ def power_lines(result: SweepResult) -> list[str]:
     if gpu or cpu:
         lines.append("mJ/inf: energy per inference of the device the model ran on (GPU: NVML's counter; CPU: the "
                      "packages' RAPL counter), total and above the idle power")  # fmt: skip
+    if any((above := energy_per_inference(r)[1]) is not None and above < 0 for r in result.measured()):
+        lines.append("above idle 'none': the configuration drew no more than the idle power (a figure below zero: "
+                     "the idle reading's noise)")  # fmt: skip
     return lines + list(missing)
 
 
