@@ -69,7 +69,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     # Before a command imports numpy. numpy's OpenBLAS starts a thread per core, and they spin after
-    # start-up: 0.2-0.25 s of CPU per process on the 2-core machine (docs/benchmarks.md), on the cores
+    # start-up: 0.2-0.25 s of CPU per process on the 2-core machine (docs/reliability.md), on the cores
     # the inference threads use, in the app and in every child it starts (GPU probe, compile check).
     # No command does BLAS work that gains from threads. A user's own setting wins.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -1,4 +1,4 @@
-"""Power-counter readings recorded on an H200 host (issue 36's table), as the counters return them:
+"""Power-counter readings recorded on an H200 host (issue 36's table) and an H100 host, as the counters return them:
 inputs for the energy figures and the clock-state sentences, not a faked backend."""
 
 from __future__ import annotations
@@ -6,9 +6,13 @@ from __future__ import annotations
 from app.system.power_counters import GpuPower, PowerReading
 
 
-def h200(t: float, sm: float, watts: float, joules: float) -> PowerReading:
-    return PowerReading(t, GpuPower("0: NVIDIA H200", sm, 3201.0, watts, joules), cpu_mhz_reason="x",
+def _reading(gpu: str, memory_mhz: float, t: float, sm: float, watts: float, joules: float) -> PowerReading:
+    return PowerReading(t, GpuPower(gpu, sm, memory_mhz, watts, joules), cpu_mhz_reason="x",
                         cpu_energy_reason="RAPL is not exposed here")  # fmt: skip
+
+
+def h200(t: float, sm: float, watts: float, joules: float) -> PowerReading:
+    return _reading("0: NVIDIA H200", 3201.0, t, sm, watts, joules)
 
 
 # Idle 80 W at 345 MHz; 15 s of bench each, the GPU unpaced and paced at 30 fps.
@@ -18,8 +22,7 @@ PACED = [h200(40.0 + i, 345, 80.0, 40_000.0 + 91.3 * i) for i in range(15)]  # 1
 
 
 def h100(t: float, sm: float, watts: float, joules: float) -> PowerReading:
-    return PowerReading(t, GpuPower("0: NVIDIA H100 80GB HBM3", sm, 2619.0, watts, joules), cpu_mhz_reason="x",
-                        cpu_energy_reason="RAPL is not exposed here")  # fmt: skip
+    return _reading("0: NVIDIA H100 80GB HBM3", 2619.0, t, sm, watts, joules)
 
 
 # An H100 host (2026-12-06, docs/benchmarks.md), the GPU side of an A/B paced at 30 fps: 450 inferences in
