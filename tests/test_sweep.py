@@ -70,7 +70,6 @@ def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     assert "Power state" in html and "mJ/inf" in run.stdout and "GPU MHz" in html
 
 
-@pytest.mark.slow  # SwiftShader runs EfficientNet-Lite0 at ~1 inference/s: ~25 s here
 def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, three_ops: Path, tmp_path: Path):
     """On a three-op classifier: what is checked is which rows the sweep makes and how it flags them, the
     same for any model, and the int8 model's inferences on SwiftShader made it 12 s of CPU against 5 s."""

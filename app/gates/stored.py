@@ -67,6 +67,22 @@ def read_summary(path: Path | str, role: str = "") -> StoredSummary:
     return summary_of(read_json(path, role), name, str(path))
 
 
+@dataclass(frozen=True)
+class StoredFile:
+    """A JSON file read and parsed once (its content untrusted), for the several readings `compare` makes of
+    one file: which kind of summary, its figures, its clocks."""
+
+    path: Path
+    data: object
+
+    @classmethod
+    def read(cls, path: Path | str) -> StoredFile:
+        return cls(Path(path), read_json(path))
+
+    def summary(self) -> StoredSummary:
+        return summary_of(self.data, str(self.path))
+
+
 def read_json(path: Path | str, role: str = "") -> object:
     """The JSON value in `path`, or one UsageError line saying why there is none."""
     name = f"{role} {path}".strip()

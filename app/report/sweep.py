@@ -46,6 +46,7 @@ def row_cells(row: SweepRow) -> list[Cell]:
         return Cell("—" if value is None else format(value, fmt), value)
 
     label = row.label + (" [software GPU]" if row.software else "")
+    total, above = energy_per_inference(row)  # mJ per inference
     agreement = (
         Cell(f"{row.top1_agreement:.1%} of {row.agreement_frames}", row.top1_agreement)
         if row.top1_agreement is not None and row.agreement is None
@@ -66,17 +67,9 @@ def row_cells(row: SweepRow) -> list[Cell]:
         agreement,
         num(row.power.sm_clock_mhz if row.power else None, ".0f"),
         num(row.power.cpu_mhz if row.power else None, ".0f"),
-        *_energy_cells(row),
-    ]
-
-
-def _energy_cells(row: SweepRow) -> list[Cell]:
-    """mJ per inference, total and above idle; "none" above idle when the configuration drew no more than
-    the idle power (a figure below zero: the idle reading's noise, not an energy)."""
-    total, above = energy_per_inference(row)
-    return [
-        Cell("—" if total is None else f"{total:.2f}", total),
-        Cell("—" if above is None else "none" if above < 0 else f"{above:.2f}", above),
+        num(total, ".2f"),
+        # Below zero the configuration drew no more than the idle power: the idle reading's noise, not an energy.
+        Cell("none", above) if above is not None and above < 0 else num(above, ".2f"),
     ]
 
 

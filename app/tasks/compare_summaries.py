@@ -3,34 +3,32 @@ inspect) side by side, with deltas and, given budgets, verdicts; A is the baseli
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from app.errors import UsageError
 from app.gates.budget import parse_budgets
-from app.gates.stored import read_json, read_summary
+from app.gates.stored import StoredFile
 from app.gates.verdict import GateReport, evaluate
 from app.metrics.energy import clock_state_sentence, stored_clocks
 
 
-def compare_summaries(a: Path, b: Path, budgets: list[str] | None) -> GateReport:
+def compare_summaries(a: StoredFile, b: StoredFile, budgets: list[str] | None) -> GateReport:
     """B judged against A. Summaries of two kinds are a UsageError; so is any file that is not a
     summary (app/gates/stored.py). Their settings and even their models may differ: shown, not refused."""
-    base, run = read_summary(a), read_summary(b)
+    base, run = a.summary(), b.summary()
     if base.kind != run.kind:
         raise UsageError(
-            f"{a} holds a {base.kind} summary and {b} one of {run.kind}: compare needs two of one kind, or a bench "
-            "and a sweep"
+            f"{a.path} holds a {base.kind} summary and {b.path} one of {run.kind}: compare needs two of one kind, "
+            "or a bench and a sweep"
         )
     # No --budget: the figures side by side, no verdict (compare shows; bench and sweep gate by default).
     return evaluate(run, base, parse_budgets(budgets, run.kind, baseline=True) if budgets else [])
 
 
-def clock_sentences(a: Path, b: Path) -> list[str]:
+def clock_sentences(a: StoredFile, b: StoredFile) -> list[str]:
     """Where A's and B's speeds were measured at different GPU clocks (a paced bench beside an unpaced
     one, a sweep warmed beside one that was not), one sentence each with the figures: a bench's (or A/B
-    bench's) power section, or each sweep configuration both files measured. Files already read by
-    `compare_summaries`; figures that are not numbers are left out (nothing is said of them)."""
-    da, db = (read_json(p) for p in (a, b))
+    bench's) power section, or each sweep configuration both files measured; figures that are not numbers
+    are left out (nothing is said of them)."""
+    da, db = a.data, b.data
     if not isinstance(da, dict) or not isinstance(db, dict):
         return []
     if "rows" in da and "rows" in db:  # sweeps: configuration by configuration
@@ -39,7 +37,7 @@ def clock_sentences(a: Path, b: Path) -> list[str]:
         pairs = [(f"{r['label']}: A", rows_a[r["label"]].get("power"), "B", r.get("power"))
                  for r in rows_b if r.get("label") in rows_a]  # fmt: skip
     else:
-        pairs = [(f"A ({a.name})", da.get("power"), f"B ({b.name})", db.get("power"))]
+        pairs = [(f"A ({a.path.name})", da.get("power"), f"B ({b.path.name})", db.get("power"))]
     sentences = []
     for label_a, pa, label_b, pb in pairs:
         sentence = clock_state_sentence(label_a, stored_clocks(pa), label_b, stored_clocks(pb))

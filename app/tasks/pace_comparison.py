@@ -14,13 +14,12 @@ resolved) and, where both files know it, so is the model's sha256.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from app.backends.describe import ratio_words
 from app.errors import UsageError
 from app.gates.figures import SummaryKind
-from app.gates.stored import at, number, opened_sha, read_json, summary_of
+from app.gates.stored import StoredFile, at, number, opened_sha
 from app.metrics.energy import PowerFigures, clock_state_sentence, stored_clocks
 
 BENCH_KINDS = (SummaryKind.BENCH, SummaryKind.BENCH_AB)
@@ -123,29 +122,28 @@ def _speed(s: StoredSpeed) -> str:
     return f"median inference {p50}{fps}{clock}"
 
 
-def bench_against_sweep(a: Path, b: Path, budgets: list[str] | None = None) -> BenchAgainstSweep | None:
+def bench_against_sweep(a: StoredFile, b: StoredFile, budgets: list[str] | None = None) -> BenchAgainstSweep | None:
     """The bench run(s) of one file beside the matching rows of the other's sweep (either order); None when
-    the two are not a bench (or A/B bench) and a sweep. Each file is read once; one that is not a summary is
-    the UsageError `read_json`/`summary_of` raise, as for any `compare`."""
-    data = {p: read_json(p) for p in (a, b)}
-    kinds = {p: summary_of(d, str(p)).kind for p, d in data.items()}
-    benches = [p for p in (a, b) if kinds[p] in BENCH_KINDS]
-    sweeps = [p for p in (a, b) if kinds[p] == SummaryKind.SWEEP]
+    the two are not a bench (or A/B bench) and a sweep. One that is not a summary is the UsageError
+    `StoredFile.summary` raises, as for any `compare`."""
+    kinds = [(f, f.summary().kind) for f in (a, b)]
+    benches = [(f, kind) for f, kind in kinds if kind in BENCH_KINDS]
+    sweeps = [f for f, kind in kinds if kind == SummaryKind.SWEEP]
     if len(benches) != 1 or len(sweeps) != 1:
         return None
     if budgets:
         raise UsageError("--budget judges two summaries of one kind; a bench beside a sweep is shown, not judged")
-    (bench_path,), (sweep_path,) = benches, sweeps
-    bench, listed = data[bench_path], at(data[sweep_path], "rows")
+    (bench_file, bench_kind), sweep_file = benches[0], sweeps[0]
+    bench, listed = bench_file.data, at(sweep_file.data, "rows")
     rows = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
     pace = _pace(bench)
     clocks = stored_clocks(at(bench, "power"))  # one power section for a run (both A/B sides ran together)
-    if kinds[bench_path] == SummaryKind.BENCH_AB:
+    if bench_kind == SummaryKind.BENCH_AB:
         sides = [(side, _bench_side(at(bench, side.lower()), pace, clocks)) for side in ("A", "B")]
     else:
         sides = [("bench", _bench_run(bench, pace, clocks))]
-    pairs = tuple(_pair(side, speed, rows, sweep_path.name, bench_path.name) for side, speed in sides)
-    return BenchAgainstSweep(str(bench_path), str(sweep_path), pairs, _ab_sentence(pairs))
+    pairs = tuple(_pair(side, speed, rows, sweep_file.path.name, bench_file.path.name) for side, speed in sides)
+    return BenchAgainstSweep(str(bench_file.path), str(sweep_file.path), pairs, _ab_sentence(pairs))
 
 
 def _pace(bench: object) -> str:
@@ -155,7 +153,7 @@ def _pace(bench: object) -> str:
         return description
     spec, paced = _text(at(bench, "source.spec")), at(bench, "source.paced")
     said = f"source {spec}" if spec else "source not recorded"
-    if paced is True or paced is False:  # a JSON boolean, not 1 or "yes"
+    if isinstance(paced, bool):  # a JSON boolean, not 1 or "yes"
         said += ", paced" if paced else ", unpaced"
     return said
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from app.cli.command import Command
 from app.cli.options import add_gate_options
 from app.cli.output import finish_gate
+from app.gates.stored import StoredFile
 from app.schemas import versioned
 from app.tasks.compare_summaries import clock_sentences, compare_summaries
 from app.tasks.pace_comparison import bench_against_sweep
@@ -31,7 +32,8 @@ def add_arguments(c: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    side_by_side = bench_against_sweep(args.a, args.b, args.budget)  # a bench beside a sweep: shown, not judged
+    a, b = StoredFile.read(args.a), StoredFile.read(args.b)  # each read once, for every reading below
+    side_by_side = bench_against_sweep(a, b, args.budget)  # a bench beside a sweep: shown, not judged
     if side_by_side is not None:
         if args.json:
             print(json.dumps(versioned({"bench_against_sweep": side_by_side.to_dict()}), indent=2))
@@ -39,8 +41,8 @@ def run(args: argparse.Namespace) -> int:
         for tag, text in side_by_side.lines():
             print(f"{tag:<9} {text}")
         return 0
-    report = compare_summaries(args.a, args.b, args.budget)
-    clocks = clock_sentences(args.a, args.b)  # speeds measured at different GPU clocks: said, with the figures
+    report = compare_summaries(a, b, args.budget)
+    clocks = clock_sentences(a, b)  # speeds measured at different GPU clocks: said, with the figures
     if args.json:
         print(json.dumps(versioned({"gates": report.to_dict(), "clock_sentences": clocks}), indent=2))
         return 7 if report.failures else 0
