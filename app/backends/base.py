@@ -131,6 +131,32 @@ class RunsInAChild(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class ChildRun:
+    """One run as the child process that ran it measured it (QueuedRunner.collect)."""
+
+    output: np.ndarray  # the primary output, flattened, owned by the caller
+    run_ms: float  # the run's wall time in the child (write, run, read)
+    thread_cpu_ms: float  # the child's running thread's CPU during it
+    process_cpu_ms: float  # the child process's CPU during it (its runtime's threads too)
+
+
+class QueuedRunner(Protocol):
+    """A session that runs in a child process and takes up to `depth` inputs ahead
+    (app/backends/gpu/process_session.py): its caller queues the next input before it waits for the
+    last, so the child starts each run as soon as the one before returns."""
+
+    depth: int
+
+    def submit(self, input_tensor: np.ndarray) -> None:
+        """Queue one input (as `run` takes it); `collect` answers in order."""
+        ...
+
+    def collect(self) -> ChildRun:
+        """The oldest queued input's output; waits for it."""
+        ...
+
+
 def child_cpu_reader(session: ModelRunner) -> Callable[[], float | None] | None:
     """What a CpuMeter calls after each run to add a child process's CPU time; None for in-process sessions."""
     return session.last_child_cpu_ms if isinstance(session, RunsInAChild) else None

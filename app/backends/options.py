@@ -38,6 +38,7 @@ class BackendOptions:
     precision: GpuPrecision | str = GpuPrecision.FP16  # GPU, and Core ML's for translated float models
     allow_software: bool = False  # GPU: accept a software renderer (flagged as one)
     wait_hint: bool = False  # GPU: LiteRT's hint_waiting_for_completion
+    own_process: bool = False  # GPU: the session in a process of its own (app/backends/gpu/process_session.py)
     compute_units: ComputeUnits | str = ComputeUnits.ALL  # Core ML
 
     @classmethod

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import cast
 
 import numpy as np
 
 from app.backends import DelegationReport, open_session
+from app.backends.base import QueuedRunner
 from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.metrics.window import InferenceTiming, Metrics
@@ -33,12 +36,32 @@ from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result
 from app.sources import Frame, SourceInfo
 from app.system import cpu_affinity
 from app.system.heap import release_free_memory
-from app.system.thread_cpu import decoder_threads, started_by
+from app.system.thread_cpu import InferenceCpu, decoder_threads, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
 _NO_RAW = np.empty(0, np.float32)  # a model run through run_all hands its outputs on apart
 _NO_SCORES = np.empty(0, np.float32)  # a model that is not a classifier has no class scores
 _NO_SCORES.setflags(write=False)
+
+
+@dataclass(slots=True)
+class _Queued:
+    frame: Frame
+    started: float
+    preprocess_ms: float
+    ahead: bool
+    top_k: int
+
+
+def _queue_of(active: ActiveSession) -> QueuedRunner | None:
+    """The session as a queue two deep, where it is one and the frame is its only input and nothing
+    paces the runs; None: one run at a time (`_infer`)."""
+    session = active.session
+    if active.feed is not None or active.pre is None or active.config.throttle_ms > 0:
+        return None
+    if getattr(session, "depth", 0) < 2 or not hasattr(session, "submit"):
+        return None
+    return cast(QueuedRunner, session)
 
 
 class InferenceWorker:
@@ -81,6 +104,8 @@ class InferenceWorker:
         # held a fast GPU's pipeline below its raw loop (docs/benchmarks.md, fifth session).
         self._idle = False
         self._handoff = Handoff()
+        self._in_flight: deque[_Queued] = deque()  # frames queued in a session's child (QueuedRunner)
+        self._collected_at = 0  # process CPU ns at the last collect
         self._bad_results, self._bad_result_at = 0, -float("inf")  # results thread only
         self._session_counter = 0
         self._opening: tuple[InferenceConfig, float] | None = None  # the config being opened, since (monotonic)
@@ -330,7 +355,7 @@ class InferenceWorker:
                         if pending is not None:
                             self._config = pending
                 if pending is not None:
-                    active = self._switch(active, pending)
+                    active = self._switch(self._drain(active), pending)
                     if active is None:
                         return
                 wait = last_start + active.config.throttle_ms / 1e3 - time.monotonic()
@@ -338,16 +363,32 @@ class InferenceWorker:
                     return
                 if wait > POLL_S:
                     continue
-                self._idle = True
-                frame = self.slot.take(POLL_S)
-                if frame is None:
+                queue = _queue_of(active)
+                if queue is None and self._in_flight:  # e.g. a throttle set meanwhile: one at a time again
+                    active = self._drain(active)
                     continue
+                if self._in_flight:
+                    frame = self.slot.take(0.0)  # never wait for a frame while the child runs: collect
+                    if frame is None:
+                        active = self._collect(active)
+                        continue
+                else:
+                    self._idle = True
+                    frame = self.slot.take(POLL_S)
+                    if frame is None:
+                        continue
                 self._idle = False
                 last_start = time.monotonic()
-                active = self._infer(active, frame, last_start)
-                self._idle = True
+                if queue is None:
+                    active = self._infer(active, frame, last_start)
+                    self._idle = True
+                    continue
+                active = self._submit(active, queue, frame, last_start)
+                if len(self._in_flight) >= queue.depth:
+                    active = self._collect(active)
         finally:
             if active is not None:
+                self._drain(active, stopping=True)
                 active.close()
             cpu_affinity.release(self)
 
@@ -397,8 +438,70 @@ class InferenceWorker:
         self._handoff.put(item, self._stop)
         return active
 
+    def _submit(self, active: ActiveSession, queue: QueuedRunner, frame: Frame, started: float) -> ActiveSession:
+        """Queue the frame's tensor in the session's child; `_collect` publishes it, in order."""
+        assert active.pre is not None  # _queue_of: a classifier of one image input
+        try:
+            tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
+        except ValueError as exc:
+            self.log.emit(EventKind.BAD_FRAME, f"frame {frame.index} skipped: {exc}")
+            return active
+        if not ahead and self._cpu_split is not None:
+            cpu_affinity.place_newcomers(self)
+        try:
+            queue.submit(tensor)
+        except ModelError as exc:
+            return self._fail_over(active, exc)
+        self._in_flight.append(_Queued(frame, started, preprocess_ms, ahead, active.config.top_k))
+        return active
+
+    def _collect(self, active: ActiveSession) -> ActiveSession:
+        """The oldest queued frame's output, handed to the results thread. Its inference time and CPU are
+        the child's own measure of its run: a queued frame's wall time in the parent includes the run
+        ahead of it. The rest of the process: this process's CPU since the last collect, one per frame."""
+        queue = _queue_of(active)
+        assert queue is not None
+        queued = self._in_flight.popleft()
+        try:
+            run = queue.collect()
+        except ModelError as exc:
+            return self._fail_over(active, exc)
+        now = time.process_time_ns()
+        rest = (now - self._collected_at) / 1e6 if self._collected_at else 0.0
+        self._collected_at = now
+        cpu = InferenceCpu(run.thread_cpu_ms, max(0.0, run.process_cpu_ms - run.thread_cpu_ms), rest)
+        item = RawOutput(
+            active=active,
+            frame=queued.frame,
+            raw=run.output,
+            started=queued.started,
+            preprocess_ms=queued.preprocess_ms,
+            inference_ms=run.run_ms,
+            cpu=cpu,
+            preprocessed_ahead=queued.ahead,
+            top_k=queued.top_k,
+        )
+        self._handoff.put(item, self._stop)
+        if not self._in_flight:
+            self._idle = True
+        return active
+
+    def _drain(self, active: ActiveSession, stopping: bool = False) -> ActiveSession:
+        """Collect and publish every queued frame (before a switch, a change of pace, or the end)."""
+        while self._in_flight:
+            if stopping:
+                try:
+                    active = self._collect(active)
+                except DelegateScopeError:  # the child gone as the pipeline stops: nothing to publish
+                    self._in_flight.clear()
+            else:
+                active = self._collect(active)
+        return active
+
     def _fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:
         """A backend that fails mid-run falls back to CPU, visibly."""
+        self._in_flight.clear()  # the frames queued in a child that failed: no output will come
+        self._collected_at = 0
         used = active.session.report.used
         active.close()
         if used == "cpu" or not active.config.fallback:

@@ -12,6 +12,8 @@ Each round runs, each in its own process, in an order rotated from round to roun
   preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` is the old
   shape (decoding and preprocessing in series on the capture thread), `on` a thread of its own.
 - "synthetic" (with `--synthetic`): bench on the synthetic source, no decoding: the pipeline's own cost.
+- "... GPU process" (with `--gpu-process`): the same with bench --gpu-process, the GPU session in a
+  process of its own with two frames queued (app/backends/gpu/process_session.py).
 
 Needs only the app's runtime packages for bench (numpy, opencv-python-headless, psutil, ai-edge-litert;
 on a GPU host with the wheels unpacked: `PYTHONPATH=WHEELS`). On the GPU host:
@@ -56,6 +58,7 @@ def bench(
     switch_ms: float | None = None,
     pin: bool = True,
     inference_cpus: int | None = None,
+    own_process: bool = False,
 ) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
     flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
@@ -65,6 +68,8 @@ def bench(
         flags.append("--no-pin")
     if inference_cpus:
         flags += ["--inference-cpus", str(inference_cpus)]
+    if own_process:
+        flags.append("--gpu-process")
     s = bench_summary(flags, switch_interval_ms=switch_ms)
     bound = s.get("bottleneck") or {}
     placed = s["preprocessing"].get("placement") or {}
@@ -98,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--synthetic", action="store_true", help="also bench on the synthetic source")
     parser.add_argument("--unpinned", action="store_true", help="also a demo (auto) leg with bench --no-pin")
     parser.add_argument(
+        "--gpu-process", action="store_true",
+        help="also a demo (auto) leg, and a synthetic one with --synthetic, with bench --gpu-process (the GPU session "
+        "in a process of its own, two frames queued)",
+    )  # fmt: skip
+    parser.add_argument(
         "--inference-cpus", type=int, nargs="*", default=[], metavar="N",
         help="also a demo (auto) leg per count given, with bench --inference-cpus N",
     )  # fmt: skip
@@ -122,8 +132,12 @@ def main(argv: list[str] | None = None) -> int:
         legs[f"demo (auto, inference on {n} CPUs)"] = lambda n=n: bench(args, "demo", "auto", inference_cpus=n)
     for ms in args.switch_intervals:
         legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
+    if args.gpu_process:
+        legs["demo (auto, GPU process)"] = lambda: bench(args, "demo", "auto", own_process=True)
     if args.synthetic:
         legs["synthetic"] = lambda: bench(args, "synthetic", "auto")
+        if args.gpu_process:
+            legs["synthetic (GPU process)"] = lambda: bench(args, "synthetic", "auto", own_process=True)
     others: list[float] = []  # the CPU other processes used during each run, in cores (0 where not readable)
 
     def measured(name: str) -> Any:

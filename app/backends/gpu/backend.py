@@ -27,11 +27,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.backends import preflight
 from app.backends.base import DelegationReport, time_first_inference, zero_inputs
+from app.backends.gpu.process_protocol import SlotLayout
+
+if TYPE_CHECKING:
+    from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
@@ -297,6 +302,22 @@ class GpuSession:
         except ValueError as exc:
             raise ModelError(f"the GPU session cannot take this input: {exc}") from None
 
+    def slot_layout(self) -> SlotLayout | None:
+        """The shared slots a process of its own runs this session through (app/backends/gpu/process_session.py):
+        the direct path's input bytes and output; None for a model that runs through run_all."""
+        if self._model is None or not self._direct or self._out_dtype is None:
+            return None
+        return SlotLayout(self._model.input_layouts[0].size, self._out_count, self._out_dtype.str)
+
+    def run_into(self, input_bytes: np.ndarray, out: np.ndarray) -> None:
+        """`run` on the direct path, from a slot's input bytes into a slot's output (the child's loop)."""
+        if self._model is None:
+            raise GpuRunFailed("the GPU run failed: the session is closed")
+        try:
+            self._model.run_tensor(input_bytes, out)
+        except ModelError as exc:
+            raise GpuRunFailed(f"the GPU run failed: {exc}") from None
+
     def close(self) -> None:
         # Tearing down the accelerators logs to fd 2; keep that off the user's terminal too.
         with capture_stderr():
@@ -403,7 +424,7 @@ class GpuBackend:
             return f"GPU adapter is a software renderer: {result.adapter}"
         return None
 
-    def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession:
+    def open(self, spec: ModelSpec, options: BackendOptions) -> GpuSession | GpuProcessSession:
         preflight.check(spec)  # a crash opening it would take the window down: see app/backends/preflight.py
         if options.precision not in tuple(GpuPrecision):
             raise ValueError(f"GPU precision must be one of {', '.join(GpuPrecision)}")
@@ -411,6 +432,10 @@ class GpuBackend:
             crash = compile_crash(spec, options.precision)
             if crash is not None:
                 raise BackendUnavailable(crash)
+        if options.own_process:
+            from app.backends.gpu.process_session import GpuProcessSession
+
+            return GpuProcessSession(spec, options)
         return GpuSession(
             spec,
             options.precision,

@@ -85,6 +85,12 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
     )
     b.add_argument(
+        "--gpu-process",
+        action="store_true",
+        help="GPU: run the session in a process of its own, two frames queued, so the pipeline's Python never "
+        "stands between two runs (docs/benchmarks.md)",
+    )
+    b.add_argument(
         "--rounds",
         type=positive_int,
         default=DEFAULT_ROUNDS,

@@ -1,0 +1,87 @@
+"""The wire between a GPU session's parent side (process_session.py) and its child (process_child.py).
+
+Two pipes and one shared file. Opening: the parent writes OP_OPEN and a pickle of what GpuSession takes;
+the child answers REPLY_READY with a pickle of (report, SlotLayout | None) after sizing the shared file
+to the layout, or REPLY_ERROR with (kind, message). A run of a slot: the parent writes the input into the
+slot and one byte, the slot's number; the child answers that byte when the slot's output and stamps
+are written, or REPLY_ERROR. Anything else (every input and output of a model of several, or a model
+whose primary output is not its first) is one OP_RUN_ALL message with pickled arrays, answered by
+REPLY_OUTPUTS. OP_CLOSE, or the request pipe closing, ends the child.
+
+The pickles cross between this app's own two processes only (a pipe the parent made), never a file.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+OP_RUN_ALL, OP_OPEN, OP_CLOSE = 0x10, 0x11, 0x12  # below 0x10: a slot's number
+REPLY_READY, REPLY_OUTPUTS, REPLY_ERROR = 0x20, 0x21, 0x2E
+_LENGTH = struct.Struct("<Q")
+_ALIGN = 64
+STAMPS = 3  # float64s per slot: the run's wall ms, the child's running thread's CPU ms, the child process's CPU ms
+
+
+def read_exact(fd: int, n: int) -> bytes:
+    """n bytes from fd; EOFError when the other side has gone."""
+    parts, left = [], n
+    while left:
+        got = os.read(fd, left)
+        if not got:
+            raise EOFError
+        parts.append(got)
+        left -= len(got)
+    return b"".join(parts)
+
+
+def read_message(fd: int) -> bytes:
+    (length,) = _LENGTH.unpack(read_exact(fd, _LENGTH.size))
+    return read_exact(fd, length)
+
+
+def send(fd: int, op: int, payload: bytes = b"") -> None:
+    data = memoryview(bytes([op]) + _LENGTH.pack(len(payload)) + payload)
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+@dataclass(frozen=True)
+class SlotLayout:
+    """Where each slot's input, stamps and output lie in the shared file. Two slots: the child runs one
+    input while the parent writes the next."""
+
+    in_bytes: int  # the input buffer's bytes, as the session's run checks them
+    out_count: int
+    out_dtype: str
+    slots: int = 2
+
+    @property
+    def _out_bytes(self) -> int:
+        return self.out_count * np.dtype(self.out_dtype).itemsize
+
+    @property
+    def _slot_bytes(self) -> int:
+        return _aligned(self.in_bytes) + _aligned(STAMPS * 8) + _aligned(self._out_bytes)
+
+    @property
+    def size(self) -> int:
+        return self.slots * self._slot_bytes
+
+    def input_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
+        return np.frombuffer(shared, np.uint8, self.in_bytes, k * self._slot_bytes)
+
+    def stamps_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
+        return np.frombuffer(shared, np.float64, STAMPS, k * self._slot_bytes + _aligned(self.in_bytes))
+
+    def output_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
+        offset = k * self._slot_bytes + _aligned(self.in_bytes) + _aligned(STAMPS * 8)
+        return np.frombuffer(shared, np.dtype(self.out_dtype), self.out_count, offset)

@@ -1,0 +1,244 @@
+"""A GPU session in a process of its own (the child: app/backends/gpu/process_child.py; the wire:
+process_protocol.py), for the live pipeline on a fast GPU.
+
+Why: in this process a run gives the GIL up, and when it returns the inference thread must take it
+back from whichever pipeline thread (capture, preprocessing, results) holds it, then do its own Python
+before the next run starts; the GPU waits meanwhile. On an H100 host 0.1 ms of Python between two
+~1 ms runs cost 14% of the model's rate (benchmarks/investigations/gpu_overlap.py, docs/benchmarks.md).
+The child has no other Python thread, and `submit` lets the parent queue the next input while the child
+runs this one (two slots), so the child starts each run as soon as the last returns.
+
+The child opens the very GpuSession this process would, so the report (nodes, partitions, adapter,
+fallback) is the same one, made there. If the child dies (a driver crash) the run fails like a lost
+device: the pipeline falls back to the CPU, visibly, and this process lives on.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import IO
+
+import numpy as np
+
+from app.backends.base import ChildRun, DelegationReport
+from app.backends.gpu.process_protocol import (
+    OP_CLOSE,
+    OP_OPEN,
+    OP_RUN_ALL,
+    REPLY_ERROR,
+    REPLY_OUTPUTS,
+    REPLY_READY,
+    SlotLayout,
+    read_exact,
+    read_message,
+    send,
+)
+from app.backends.options import BackendOptions
+from app.errors import BackendUnavailable, ModelError, RunFailed
+from app.model.spec import ModelSpec
+
+OPEN_TIMEOUT_S = 120.0  # as long as compiling may take (app/backends/gpu/backend.py COMPILE_TIMEOUT_S)
+_CLOSE_TIMEOUT_S = 10.0
+
+
+class GpuProcessRunFailed(RunFailed):
+    """The child's run failed, or the child is gone."""
+
+
+def _shared_file() -> IO[bytes]:
+    """An unnamed file both processes map: memory-backed where Linux offers it."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("delegate-scope-gpu", 0), "r+b")
+    return tempfile.TemporaryFile()
+
+
+class GpuProcessSession:
+    """The parent's side. `run`/`run_all` as any session (one at a time); `submit` and `collect` keep up
+    to `depth` inputs in the child, oldest first. Used by one thread at a time, as any GPU session."""
+
+    def __init__(self, spec: ModelSpec, options: BackendOptions) -> None:
+        self._file = _shared_file()
+        request_read, self._request = os.pipe()
+        self._reply, reply_write = os.pipe()
+        fds = (self._file.fileno(), request_read, reply_write)
+        self._shared: mmap.mmap | None = None
+        self._flight: deque[int] = deque()
+        self._last_cpu: float | None = None
+        self._next = 0
+        started = time.perf_counter()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "app.backends.gpu.process_child", *map(str, fds)],
+                pass_fds=fds,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        except OSError as exc:
+            self._close_fds()
+            raise BackendUnavailable(f"the GPU process could not start ({exc})") from None
+        finally:
+            os.close(request_read)
+            os.close(reply_write)
+        try:
+            self._open(spec, options)
+        except BaseException:
+            self.close()
+            raise
+        self.report.init_ms = (time.perf_counter() - started) * 1e3
+        self.report.options = {**self.report.options, "process": "own"}
+
+    def _open(self, spec: ModelSpec, options: BackendOptions) -> None:
+        request = (spec, options.precision, options.cpu_threads, options.allow_software, options.wait_hint)
+        send(self._request, OP_OPEN, pickle.dumps(request))
+        try:
+            op = read_exact(self._reply, 1)[0]
+            payload = read_message(self._reply)
+        except EOFError:
+            raise BackendUnavailable(f"the GPU process ended while opening the model ({self._ended()})") from None
+        if op == REPLY_ERROR:
+            kind, message = pickle.loads(payload)
+            raise (ModelError if kind == "model" else BackendUnavailable)(message)
+        if op != REPLY_READY:
+            raise BackendUnavailable(f"the GPU process answered {op:#x} to opening the model")
+        report, layout = pickle.loads(payload)
+        self.report: DelegationReport = report
+        self.layout: SlotLayout | None = layout
+        if layout is not None:
+            self._shared = mmap.mmap(self._file.fileno(), layout.size)
+            self._inputs = [layout.input_view(self._shared, k) for k in range(layout.slots)]
+            self._outputs = [layout.output_view(self._shared, k) for k in range(layout.slots)]
+            self._stamps = [layout.stamps_view(self._shared, k) for k in range(layout.slots)]
+
+    @property
+    def depth(self) -> int:
+        """How many inputs `submit` may have in the child at once (0: none; run_all only)."""
+        return self.layout.slots if self.layout is not None else 0
+
+    def in_flight(self) -> int:
+        return len(self._flight)
+
+    def submit(self, input_tensor: np.ndarray) -> None:
+        """Queue one input (the spec's dtype and size) in the next free slot; `collect` answers in order."""
+        if self.layout is None or self._shared is None:
+            raise ModelError("this model runs through run_all in its GPU process, not through slots")
+        if len(self._flight) >= self.layout.slots:
+            raise RuntimeError("every slot is in flight: collect first")
+        tensor = np.ascontiguousarray(input_tensor)
+        if tensor.nbytes != self.layout.in_bytes:
+            raise ModelError(f"the GPU session cannot take an input of {tensor.nbytes} bytes ({self.layout.in_bytes})")
+        k = self._next
+        self._next = (k + 1) % self.layout.slots
+        # Under the GIL (a memoryview copy, not np.copyto): see app/backends/litert_c.py _copy_holding_gil.
+        memoryview(self._inputs[k])[:] = memoryview(tensor).cast("B")  # type: ignore[arg-type]
+        self._write(bytes([k]))
+        self._flight.append(k)
+
+    def collect(self) -> ChildRun:
+        """The oldest submitted input's output (a new array) and the child's stamps; waits for it."""
+        k = self._flight.popleft()
+        got = self._read(1)
+        if got[0] == REPLY_ERROR:
+            self._failed()
+        if got[0] != k:
+            raise GpuProcessRunFailed(f"the GPU process answered slot {got[0]} for slot {k}")
+        wall, own, process = (float(v) for v in self._stamps[k])
+        self._last_cpu = process
+        return ChildRun(self._outputs[k].copy(), wall, own, process)
+
+    def run(self, input_tensor: np.ndarray) -> np.ndarray:
+        if self.layout is None:
+            raise ModelError("this model runs through run_all")
+        while self._flight:
+            self.collect()
+        self.submit(input_tensor)
+        return self.collect().output
+
+    def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        while self._flight:
+            self.collect()
+        try:
+            send(self._request, OP_RUN_ALL, pickle.dumps([np.asarray(a) for a in inputs]))
+        except OSError:
+            raise GpuProcessRunFailed(f"the GPU process is gone ({self._ended()})") from None
+        got = self._read(1)
+        if got[0] == REPLY_ERROR:
+            self._failed()
+        if got[0] != REPLY_OUTPUTS:
+            raise GpuProcessRunFailed(f"the GPU process answered {got[0]:#x} to a run")
+        outputs: list[np.ndarray] = pickle.loads(self._message())
+        self._last_cpu = None
+        return outputs
+
+    def last_child_cpu_ms(self) -> float | None:
+        """The child process's CPU on the last slot run (RunsInAChild); None after run_all or before a run."""
+        return self._last_cpu
+
+    def _failed(self) -> None:
+        kind, message = pickle.loads(self._message())
+        self._flight.clear()
+        raise (ModelError if kind == "model" else GpuProcessRunFailed)(message)
+
+    def _write(self, data: bytes) -> None:
+        try:
+            os.write(self._request, data)
+        except OSError:
+            raise GpuProcessRunFailed(f"the GPU process is gone ({self._ended()})") from None
+
+    def _read(self, n: int) -> bytes:
+        try:
+            return read_exact(self._reply, n)
+        except EOFError:
+            self._flight.clear()
+            raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
+
+    def _message(self) -> bytes:
+        try:
+            return read_message(self._reply)
+        except EOFError:
+            raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
+
+    def _ended(self) -> str:
+        try:
+            code = self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            return "it stopped answering"
+        if code < 0:
+            return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def _close_fds(self) -> None:
+        for fd in (self._request, self._reply):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._request = self._reply = -1
+
+    def close(self) -> None:
+        if self._request >= 0:
+            try:
+                os.write(self._request, bytes([OP_CLOSE]))
+            except OSError:
+                pass
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.wait(_CLOSE_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._close_fds()
+        if self._shared is not None:
+            del self._inputs, self._outputs, self._stamps
+            self._shared.close()
+            self._shared = None
+        self._file.close()

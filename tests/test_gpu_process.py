@@ -1,0 +1,147 @@
+"""The GPU session in a process of its own (app/backends/gpu/process_session.py), on the real LiteRT runtime
+under SwiftShader: the same outputs and report as the session in this process, queued runs answered in
+order, a child that dies failing like a lost device (the pipeline goes on on the CPU), and an open that
+fails in the child failing with the in-process reason. Each case is a child process of the test (the
+Vulkan loader reads its variables once)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.helpers.paths import ROOT
+
+_SAME = """
+import json
+import numpy as np
+from app.backends.gpu.backend import GpuSession
+from app.backends.gpu.process_session import GpuProcessSession
+from app.backends.options import BackendOptions
+from app.model.spec import load_model_spec
+spec = load_model_spec("efficientnet_lite0_int8")
+rng = np.random.default_rng(0)
+xs = [rng.integers(-128, 128, spec.input.shape).astype(spec.input.dtype) for _ in range(3)]
+here = GpuSession(spec, "fp16", 1, True)
+expected = [here.run(x).tobytes().hex() for x in xs]
+here_report = here.report
+here.close()
+child = GpuProcessSession(spec, BackendOptions(threads=1, allow_software=True))
+got = {"run": child.run(xs[0]).tobytes().hex()}
+child.submit(xs[1]); child.submit(xs[2])  # two queued: answered in the order given
+first, second = child.collect(), child.collect()
+got["queued"] = [first.output.tobytes().hex(), second.output.tobytes().hex()]
+got["stamps"] = [first.run_ms, first.thread_cpu_ms, first.process_cpu_ms]
+got["cpu"] = [child.last_child_cpu_ms(), second.process_cpu_ms]
+got["run_all"] = [o.reshape(-1).tobytes().hex() for o in child.run_all([xs[0]])]
+try:
+    child.submit(np.zeros(3, np.int8))
+    got["bad"] = None
+except Exception as exc:
+    got["bad"] = [type(exc).__name__, str(exc)]
+got["after_bad"] = child.run(xs[0]).tobytes().hex()
+r = child.report
+got["report"] = [r.used, r.nodes_total, r.nodes_delegated, r.partitions, r.software, r.adapter,
+                 r.options.get("process")]
+got["here_report"] = [here_report.used, here_report.nodes_total, here_report.nodes_delegated, here_report.partitions,
+                      here_report.software, here_report.adapter, None]
+pid = child._proc.pid
+child.close()
+got["exit"] = child._proc.returncode
+got["expected"] = expected
+print(json.dumps(got))
+"""
+
+
+def _python(code: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={**os.environ, **env}, timeout=timeout)  # fmt: skip
+
+
+def test_the_child_gives_the_outputs_and_report_of_the_session_in_this_process(swiftshader: dict):
+    proc = _python(_SAME, swiftshader)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = got["expected"]
+    assert len(set(expected)) == 3  # three different inputs, three different outputs: order is checkable
+    assert got["run"] == expected[0]
+    assert got["queued"] == expected[1:]
+    assert got["run_all"] == [expected[0]]
+    assert got["after_bad"] == expected[0]
+    assert got["bad"] is not None and got["bad"][0] == "ModelError" and "3 bytes" in got["bad"][1]
+    run_ms, thread_ms, process_ms = got["stamps"]
+    assert run_ms > 0 and 0 < thread_ms and process_ms >= thread_ms  # SwiftShader's threads are the child's too
+    assert got["cpu"][0] == got["cpu"][1] > 0  # the last collected run's, for the CPU meter (RunsInAChild)
+    assert got["report"][:6] == got["here_report"][:6]
+    assert got["report"][4] is True  # SwiftShader: flagged as a software renderer there too
+    assert got["report"][6] == "own"
+    assert got["exit"] == 0
+
+
+_KILLED = """
+import json, os, signal
+import numpy as np
+from app.backends.gpu.process_session import GpuProcessSession
+from app.backends.options import BackendOptions
+from app.model.spec import load_model_spec
+spec = load_model_spec("efficientnet_lite0_int8")
+child = GpuProcessSession(spec, BackendOptions(threads=1, allow_software=True))
+x = np.zeros(spec.input.shape, spec.input.dtype)
+child.run(x)
+child.submit(x)
+os.kill(child._proc.pid, signal.SIGKILL)
+out = {}
+try:
+    child.collect()
+except Exception as exc:
+    out["collect"] = [type(exc).__name__, str(exc)]
+try:
+    child.run(x)
+except Exception as exc:
+    out["run"] = [type(exc).__name__, str(exc)]
+child.close()
+out["closed"] = True
+print(json.dumps(out))
+"""
+
+
+def test_a_child_that_dies_fails_its_runs_like_a_lost_device(swiftshader: dict):
+    """A driver that crashes takes the child down, not this process: the queued run and the next fail as
+    RunFailed (the pipeline's fallback catches it) naming how the child ended, and close() returns."""
+    proc = _python(_KILLED, swiftshader)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["collect"] == ["GpuProcessRunFailed", "the GPU process ended mid-run (killed by signal 9)"]
+    assert got["run"][0] == "GpuProcessRunFailed"
+    assert got["closed"]
+
+
+_REFUSED = """
+import json
+from app.backends.gpu.backend import GpuSession
+from app.backends.gpu.process_session import GpuProcessSession
+from app.backends.options import BackendOptions
+from app.model.spec import load_model_spec
+spec = load_model_spec("efficientnet_lite0_int8")
+out = {}
+for name, open_it in (("here", lambda: GpuSession(spec, "fp16", 1, False)),
+                      ("child", lambda: GpuProcessSession(spec, BackendOptions(threads=1)))):
+    try:
+        open_it().close()
+        out[name] = None
+    except Exception as exc:
+        out[name] = [type(exc).__name__, str(exc)]
+print(json.dumps(out))
+"""
+
+
+def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(swiftshader: dict):
+    """SwiftShader without allow_software: the child's session refuses it, and the parent raises what the
+    in-process session raises, word for word (the pipeline's fallback line shows it)."""
+    proc = _python(_REFUSED, swiftshader)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["here"] is not None and got["here"][0] == "BackendUnavailable"
+    assert "software renderer" in got["here"][1]
+    assert got["child"] == got["here"]
