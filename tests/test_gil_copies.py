@@ -1,4 +1,4 @@
-"""The GPU session's buffer copies keep Python's GIL (app/backends/litert_c.py `_copy_holding_gil`): a copy
+"""The GPU session's buffer copies keep Python's GIL (app/backends/litert_c.py `copy_holding_gil`): a copy
 that gave it up let another pipeline thread take it, and the inference thread then waited for it back
 before the run (docs/benchmarks.md, fifth session). Checked against np.copyto, which gives it up."""
 
@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from app.backends.litert_c import _copy_holding_gil
+from app.backends.litert_c import copy_holding_gil
 
 
 def _spinner_gaps_over(copy, src: np.ndarray, dst: np.ndarray, copies: int) -> list[float]:
@@ -44,10 +44,10 @@ def _spinner_gaps_over(copy, src: np.ndarray, dst: np.ndarray, copies: int) -> l
 def test_the_copy_is_exact_and_checks_sizes():
     src = np.random.default_rng(0).random((1, 224, 224, 3), dtype=np.float32)
     dst = np.zeros(src.nbytes, np.uint8)
-    _copy_holding_gil(dst, src)
+    copy_holding_gil(dst, src)
     assert dst.tobytes() == src.tobytes()
     try:
-        _copy_holding_gil(dst[:-1], src)
+        copy_holding_gil(dst[:-1], src)
     except ValueError:
         pass
     else:
@@ -57,12 +57,12 @@ def test_the_copy_is_exact_and_checks_sizes():
 def test_the_copy_keeps_the_gil_where_numpy_gives_it_up():
     src = np.ones(256 * 1024 * 1024, np.uint8)  # 256 MB: each copy takes longer than an OS time slice
     dst = np.empty_like(src)
-    _copy_holding_gil(dst, src)  # the pages touched once before anything is timed
+    copy_holding_gil(dst, src)  # the pages touched once before anything is timed
     old = sys.getswitchinterval()
     sys.setswitchinterval(0.0005)
     try:
         released = _spinner_gaps_over(lambda d, s: np.copyto(d, s), src, dst, 10)
-        held = _spinner_gaps_over(_copy_holding_gil, src, dst, 10)
+        held = _spinner_gaps_over(copy_holding_gil, src, dst, 10)
     finally:
         sys.setswitchinterval(old)
     # Holding the GIL, a copy stops every other Python thread for its whole length, however loaded

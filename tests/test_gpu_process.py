@@ -145,3 +145,47 @@ def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(
     assert got["here"] is not None and got["here"][0] == "BackendUnavailable"
     assert "software renderer" in got["here"][1]
     assert got["child"] == got["here"]
+
+
+_PIPELINE = """
+import json, time
+from app.pipeline import InferenceConfig, Pipeline
+results = []
+config = InferenceConfig(model="efficientnet_lite0_int8", delegate="gpu",
+                         options={"threads": 1, "allow_software": True, "own_process": True})
+pipeline = Pipeline("synthetic", config, pace=False, on_result=lambda r: results.append(r))
+pipeline.start()
+
+def wait_for(n, limit=240):
+    end = time.monotonic() + limit
+    while len(results) < n and time.monotonic() < end:
+        time.sleep(0.05)
+
+wait_for(6)
+queued = len(results)
+pipeline.reconfigure(throttle_ms=1.0)  # paced: one run at a time, the queued ones published first
+wait_for(queued + 3)
+paced = len(results)
+pipeline.reconfigure(throttle_ms=0.0, delegate="cpu")  # a switch drains the child first
+wait_for(paced + 4)
+pipeline.stop()
+print(json.dumps({"frames": [r.frame_index for r in results], "backends": [r.backend for r in results],
+                  "inference_ms": [r.timing.inference_ms for r in results], "queued": queued, "paced": paced,
+                  "status": str(pipeline.status().state)}))
+"""
+
+
+def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swiftshader: dict):
+    """Unpaced, the worker keeps two frames in the child; every frame the on-demand source gave is published
+    once, in order, through a change of pace (one at a time again) and a switch to the CPU (the child's
+    frames drained first)."""
+    proc = _python(_PIPELINE, swiftshader)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    frames = got["frames"]
+    assert len(frames) >= got["paced"] + 4, got
+    assert frames == sorted(set(frames)), frames  # in order, none twice
+    assert frames == list(range(frames[0], frames[0] + len(frames))), frames  # on demand: none skipped
+    assert got["backends"][: got["paced"]] == ["gpu"] * got["paced"]
+    assert got["backends"][-1] == "cpu"
+    assert all(ms > 0 for ms in got["inference_ms"])

@@ -199,7 +199,7 @@ def _held() -> C.PyDLL:
     return _HELD
 
 
-def _copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[Any]) -> None:
+def copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[Any]) -> None:
     """Copy the bytes of C-contiguous `src` into C-contiguous `dst` (the same byte count) without giving
     the GIL up. `np.copyto` releases it for a large copy; in a pipeline another thread then takes it, and
     the inference thread waits for it back before the run: a 602 KB input copy took 123-135 us there
@@ -551,20 +551,20 @@ class NativeModel:
         """write_input for a tensor already checked (C-contiguous, the input's size): run_tensor's path."""
         host = self._host[0]
         if host is not None:
-            _copy_holding_gil(host, tensor)
+            copy_holding_gil(host, tensor)
         else:
             self._copy(self._inputs[0], _LOCK_WRITE, tensor, "map the input")
 
     def _read_output(self, out: np.ndarray) -> None:
         host = self._host[1]
         if host is not None:
-            _copy_holding_gil(out, host[: out.nbytes])
+            copy_holding_gil(out, host[: out.nbytes])
         else:
             self._copy(self._outputs[0], _LOCK_READ, out, "map the output")
 
     def _copy(self, handle: int | None, mode: int, array: np.ndarray, what: str) -> None:
         """Between a runtime-made buffer and `array` (its first array.nbytes bytes), under the buffer's
-        lock. The copy and the unlock keep the GIL (`_held`, `_copy_holding_gil`), and so does the lock
+        lock. The copy and the unlock keep the GIL (`_held`, `copy_holding_gil`), and so does the lock
         for writing; the lock for reading gives it up: on a GPU buffer it waits for the download from
         the device (~0.18 ms of ~1 ms per run on the H200 host), a wait like the run's, right after the
         run, when the pipeline's other threads have had the run's time for their work."""
@@ -577,9 +577,9 @@ class NativeModel:
                 raise NativeRunFailed(f"LiteRT gave no address to {what}")
             mapped = (C.c_uint8 * array.nbytes).from_address(address.value)
             if mode == _LOCK_WRITE:
-                _copy_holding_gil(mapped, array)
+                copy_holding_gil(mapped, array)
             else:
-                _copy_holding_gil(array, mapped)
+                copy_holding_gil(array, mapped)
         finally:
             held.LiteRtUnlockTensorBuffer(buffer)
 

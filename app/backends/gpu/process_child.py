@@ -8,15 +8,18 @@ back. No other Python thread shares its GIL, so when a run returns the next star
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
-import pickle
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from app.backends.gpu.backend import GpuRunFailed, GpuSession
 from app.backends.gpu.process_protocol import (
     OP_CLOSE,
     OP_OPEN,
@@ -24,31 +27,50 @@ from app.backends.gpu.process_protocol import (
     REPLY_ERROR,
     REPLY_OUTPUTS,
     REPLY_READY,
+    arrays_bytes,
+    bytes_arrays,
     read_exact,
+    read_json,
     read_message,
     send,
+    send_json,
 )
+from app.errors import BackendUnavailable, ModelError
+from app.model.spec import ModelOptions, ModelSpec, load_model_spec
+from app.model.task import Task
 
 
-def _error(kind: str, exc: BaseException) -> bytes:
-    return pickle.dumps((kind, str(exc)))
+def _error(kind: str, exc: BaseException) -> dict[str, str]:
+    return {"kind": kind, "message": str(exc)}
+
+
+def _spec(shared_fd: int, request: dict[str, Any]) -> ModelSpec:
+    """The parent's model, from the bytes it wrote into the shared file, read with the parent's options."""
+    content = os.pread(shared_fd, int(request["model_bytes"]), 0)
+    if hashlib.sha256(content).hexdigest() != request["sha256"]:
+        raise ModelError("the model the GPU process read is not the one this process holds")
+    task = Task(request["task"]) if request["task"] else None
+    shapes = tuple((str(k), tuple(int(d) for d in v)) for k, v in request["input_shapes"])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "model.tflite"
+        path.write_bytes(content)
+        return load_model_spec(path, options=ModelOptions(task=task, input_shapes=shapes))
 
 
 def serve(shared_fd: int, request: int, reply: int) -> int:
-    from app.backends.gpu.backend import GpuRunFailed, GpuSession
-    from app.errors import BackendUnavailable, ModelError
 
     op = read_exact(request, 1)[0]
     if op != OP_OPEN:
         return 2
-    spec, precision, threads, allow_software, wait_hint = pickle.loads(read_message(request))
+    asked = read_json(request)
     try:
-        session = GpuSession(spec, precision, threads, allow_software, wait_hint)
+        spec = _spec(shared_fd, asked)
+        session = GpuSession(spec, asked["precision"], asked["threads"], asked["allow_software"], asked["wait_hint"])
     except BackendUnavailable as exc:
-        send(reply, REPLY_ERROR, _error("unavailable", exc))
+        send_json(reply, REPLY_ERROR, _error("unavailable", exc))
         return 0
     except ModelError as exc:
-        send(reply, REPLY_ERROR, _error("model", exc))
+        send_json(reply, REPLY_ERROR, _error("model", exc))
         return 0
     layout = session.slot_layout()
     if layout is not None:  # one input, the primary output first: runs go through the shared slots
@@ -57,7 +79,7 @@ def serve(shared_fd: int, request: int, reply: int) -> int:
         inputs = [layout.input_view(shared, k) for k in range(layout.slots)]
         outputs = [layout.output_view(shared, k) for k in range(layout.slots)]
         stamps = [layout.stamps_view(shared, k) for k in range(layout.slots)]
-    send(reply, REPLY_READY, pickle.dumps((session.report, layout)))
+    send_json(reply, REPLY_READY, {"report": session.report.to_dict(), "layout": layout and layout.to_dict()})
     while True:
         got = os.read(request, 1)
         if not got or got[0] == OP_CLOSE:
@@ -65,8 +87,8 @@ def serve(shared_fd: int, request: int, reply: int) -> int:
         k = got[0]
         try:
             if k == OP_RUN_ALL:
-                arrays: list[Any] = pickle.loads(read_message(request))
-                send(reply, REPLY_OUTPUTS, pickle.dumps(session.run_all(arrays)))
+                arrays = bytes_arrays(read_message(request))
+                send(reply, REPLY_OUTPUTS, arrays_bytes(session.run_all(arrays)))
                 continue
             wall, own, process = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
             session.run_into(inputs[k], outputs[k])
@@ -76,10 +98,10 @@ def serve(shared_fd: int, request: int, reply: int) -> int:
                 (time.process_time_ns() - process) / 1e6,
             )
         except GpuRunFailed as exc:
-            send(reply, REPLY_ERROR, _error("run", exc))
+            send_json(reply, REPLY_ERROR, _error("run", exc))
             continue
         except (ModelError, ValueError) as exc:
-            send(reply, REPLY_ERROR, _error("model", exc))
+            send_json(reply, REPLY_ERROR, _error("model", exc))
             continue
         os.write(reply, got)
     session.close()

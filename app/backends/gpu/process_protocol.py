@@ -1,22 +1,26 @@
 """The wire between a GPU session's parent side (process_session.py) and its child (process_child.py).
 
-Two pipes and one shared file. Opening: the parent writes OP_OPEN and a pickle of what GpuSession takes;
-the child answers REPLY_READY with a pickle of (report, SlotLayout | None) after sizing the shared file
-to the layout, or REPLY_ERROR with (kind, message). A run of a slot: the parent writes the input into the
-slot and one byte, the slot's number; the child answers that byte when the slot's output and stamps
-are written, or REPLY_ERROR. Anything else (every input and output of a model of several, or a model
-whose primary output is not its first) is one OP_RUN_ALL message with pickled arrays, answered by
-REPLY_OUTPUTS. OP_CLOSE, or the request pipe closing, ends the child.
-
-The pickles cross between this app's own two processes only (a pipe the parent made), never a file.
+Two pipes and one shared file. Opening: the parent writes the model's bytes into the shared file, then
+OP_OPEN and a JSON object of what else the child needs (`open_request`); the child reads the model from
+the file (checking its digest), opens its GpuSession, sizes the shared file to the slots and answers
+REPLY_READY with JSON {report, layout} (layout null: no slots), or REPLY_ERROR with JSON {kind,
+message}. A run of a slot: the parent writes the input into the slot and one byte, the slot's number;
+the child answers that byte when the slot's output and stamps are written, or REPLY_ERROR. A model of
+several inputs or outputs runs as one OP_RUN_ALL message of arrays (an .npz, read with
+allow_pickle=False), answered by REPLY_OUTPUTS with the same. OP_CLOSE, or the request pipe closing,
+ends the child. Nothing on the wire is unpickled: JSON and numpy's own format only.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import mmap
 import os
 import struct
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +46,26 @@ def read_exact(fd: int, n: int) -> bytes:
 def read_message(fd: int) -> bytes:
     (length,) = _LENGTH.unpack(read_exact(fd, _LENGTH.size))
     return read_exact(fd, length)
+
+
+def send_json(fd: int, op: int, value: object) -> None:
+    send(fd, op, json.dumps(value).encode())
+
+
+def read_json(fd: int) -> Any:
+    return json.loads(read_message(fd))
+
+
+def arrays_bytes(arrays: Sequence[np.ndarray]) -> bytes:
+    buffer = io.BytesIO()
+    np.savez(buffer, *[np.asarray(a) for a in arrays])
+    return buffer.getvalue()
+
+
+def bytes_arrays(data: bytes) -> list[np.ndarray]:
+    """The arrays of `arrays_bytes`, in order; object arrays refused (allow_pickle=False)."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        return [archive[f"arr_{i}"] for i in range(len(archive.files))]
 
 
 def send(fd: int, op: int, payload: bytes = b"") -> None:
@@ -81,6 +105,13 @@ class SlotLayout:
 
     def stamps_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
         return np.frombuffer(shared, np.float64, STAMPS, k * self._slot_bytes + _aligned(self.in_bytes))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SlotLayout:
+        return cls(int(d["in_bytes"]), int(d["out_count"]), str(d["out_dtype"]), int(d["slots"]))
 
     def output_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
         offset = k * self._slot_bytes + _aligned(self.in_bytes) + _aligned(STAMPS * 8)

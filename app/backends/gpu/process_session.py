@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import pickle
 import subprocess
 import sys
 import tempfile
@@ -37,10 +36,15 @@ from app.backends.gpu.process_protocol import (
     REPLY_OUTPUTS,
     REPLY_READY,
     SlotLayout,
+    arrays_bytes,
+    bytes_arrays,
     read_exact,
+    read_json,
     read_message,
     send,
+    send_json,
 )
+from app.backends.litert_c import copy_holding_gil
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec
@@ -97,22 +101,34 @@ class GpuProcessSession:
         self.report.options = {**self.report.options, "process": "own"}
 
     def _open(self, spec: ModelSpec, options: BackendOptions) -> None:
-        request = (spec, options.precision, options.cpu_threads, options.allow_software, options.wait_hint)
-        send(self._request, OP_OPEN, pickle.dumps(request))
+        # The model's bytes through the shared file (the child checks their digest): the file on disk
+        # may have moved since this process read it.
+        self._file.write(spec.content)
+        self._file.flush()
+        request = {
+            "model_bytes": len(spec.content),
+            "sha256": spec.sha256,
+            "task": spec.options.task.value if spec.options.task else None,
+            "input_shapes": [[k, list(v)] for k, v in spec.options.input_shapes],
+            "precision": str(options.precision),
+            "threads": options.cpu_threads,
+            "allow_software": options.allow_software,
+            "wait_hint": options.wait_hint,
+        }
+        send_json(self._request, OP_OPEN, request)
         try:
             op = read_exact(self._reply, 1)[0]
-            payload = read_message(self._reply)
+            answer = read_json(self._reply)
         except EOFError:
             raise BackendUnavailable(f"the GPU process ended while opening the model ({self._ended()})") from None
         if op == REPLY_ERROR:
-            kind, message = pickle.loads(payload)
-            raise (ModelError if kind == "model" else BackendUnavailable)(message)
+            raise (ModelError if answer["kind"] == "model" else BackendUnavailable)(answer["message"])
         if op != REPLY_READY:
             raise BackendUnavailable(f"the GPU process answered {op:#x} to opening the model")
-        report, layout = pickle.loads(payload)
-        self.report: DelegationReport = report
-        self.layout: SlotLayout | None = layout
-        if layout is not None:
+        self.report = DelegationReport.from_dict(answer["report"])
+        self.layout = SlotLayout.from_dict(answer["layout"]) if answer["layout"] else None
+        if self.layout is not None:
+            layout = self.layout
             self._shared = mmap.mmap(self._file.fileno(), layout.size)
             self._inputs = [layout.input_view(self._shared, k) for k in range(layout.slots)]
             self._outputs = [layout.output_view(self._shared, k) for k in range(layout.slots)]
@@ -137,8 +153,7 @@ class GpuProcessSession:
             raise ModelError(f"the GPU session cannot take an input of {tensor.nbytes} bytes ({self.layout.in_bytes})")
         k = self._next
         self._next = (k + 1) % self.layout.slots
-        # Under the GIL (a memoryview copy, not np.copyto): see app/backends/litert_c.py _copy_holding_gil.
-        memoryview(self._inputs[k])[:] = memoryview(tensor).cast("B")  # type: ignore[arg-type]
+        copy_holding_gil(self._inputs[k], tensor)
         self._write(bytes([k]))
         self._flight.append(k)
 
@@ -166,7 +181,7 @@ class GpuProcessSession:
         while self._flight:
             self.collect()
         try:
-            send(self._request, OP_RUN_ALL, pickle.dumps([np.asarray(a) for a in inputs]))
+            send(self._request, OP_RUN_ALL, arrays_bytes(inputs))
         except OSError:
             raise GpuProcessRunFailed(f"the GPU process is gone ({self._ended()})") from None
         got = self._read(1)
@@ -174,7 +189,7 @@ class GpuProcessSession:
             self._failed()
         if got[0] != REPLY_OUTPUTS:
             raise GpuProcessRunFailed(f"the GPU process answered {got[0]:#x} to a run")
-        outputs: list[np.ndarray] = pickle.loads(self._message())
+        outputs = bytes_arrays(self._message())
         self._last_cpu = None
         return outputs
 
@@ -183,9 +198,12 @@ class GpuProcessSession:
         return self._last_cpu
 
     def _failed(self) -> None:
-        kind, message = pickle.loads(self._message())
+        try:
+            answer = read_json(self._reply)
+        except EOFError:
+            raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
         self._flight.clear()
-        raise (ModelError if kind == "model" else GpuProcessRunFailed)(message)
+        raise (ModelError if answer["kind"] == "model" else GpuProcessRunFailed)(answer["message"])
 
     def _write(self, data: bytes) -> None:
         try:
