@@ -455,7 +455,7 @@ class InferenceWorker:
         self._in_flight.append(_Queued(frame, started, preprocess_ms, ahead, active.config.top_k))
         return active
 
-    def _collect(self, active: ActiveSession) -> ActiveSession:
+    def _collect(self, active: ActiveSession, stopping: bool = False) -> ActiveSession:
         """The oldest queued frame's output, handed to the results thread. Its inference time and CPU are
         the child's own measure of its run: a queued frame's wall time in the parent includes the run
         ahead of it. The rest of the process: this process's CPU since the last collect, one per frame."""
@@ -465,6 +465,9 @@ class InferenceWorker:
         try:
             run = queue.collect()
         except ModelError as exc:
+            if stopping:  # the child gone as the pipeline stops: nothing more to publish, nothing to open
+                self._in_flight.clear()
+                return active
             return self._fail_over(active, exc)
         now = time.process_time_ns()
         rest = (now - self._collected_at) / 1e6 if self._collected_at else 0.0
@@ -489,13 +492,7 @@ class InferenceWorker:
     def _drain(self, active: ActiveSession, stopping: bool = False) -> ActiveSession:
         """Collect and publish every queued frame (before a switch, a change of pace, or the end)."""
         while self._in_flight:
-            if stopping:
-                try:
-                    active = self._collect(active)
-                except DelegateScopeError:  # the child gone as the pipeline stops: nothing to publish
-                    self._in_flight.clear()
-            else:
-                active = self._collect(active)
+            active = self._collect(active, stopping)
         return active
 
     def _fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:
