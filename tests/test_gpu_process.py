@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+from tests.helpers.cli import run_cli
 from tests.helpers.paths import ROOT
 
 _SAME = """
@@ -189,3 +190,18 @@ def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swi
     assert got["backends"][: got["paced"]] == ["gpu"] * got["paced"]
     assert got["backends"][-1] == "cpu"
     assert all(ms > 0 for ms in got["inference_ms"])
+
+
+def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, tmp_path):
+    """`bench --gpu-process`: the JSON (checked against its schema by run_cli) carries the child's report, whose
+    options say so, and every frame is counted."""
+    out = tmp_path / "bench.json"
+    run = run_cli("bench", "--delegate", "gpu", "--allow-software-gpu", "--gpu-process", "--model",
+                  "efficientnet_lite0_int8", "--source", "synthetic", "--no-pace", "--throttle-ms", "0",
+                  "--frames", "4", "--warmup", "0", "--json", out, env=swiftshader, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    summary = json.loads(out.read_text())
+    assert summary["delegate"]["used"] == "gpu" and summary["delegate"]["software"] is True
+    assert summary["delegate"]["options"]["process"] == "own"
+    assert summary["config"]["options"]["own_process"] is True
+    assert summary["metrics"]["latency"]["inference"]["count"] >= 4
