@@ -113,7 +113,9 @@ def test_a_child_that_dies_fails_its_runs_like_a_lost_device(swiftshader: dict):
     proc = _python(_KILLED, swiftshader)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["collect"] == ["GpuProcessRunFailed", "the GPU process ended mid-run (killed by signal 9)"]
+    assert got["collect"][0] == "GpuProcessRunFailed"
+    # The child's last stderr line, if it wrote one, follows the signal.
+    assert got["collect"][1].startswith("the GPU process ended mid-run (killed by signal 9"), got
     assert got["run"][0] == "GpuProcessRunFailed"
     assert got["closed"]
 
@@ -205,3 +207,30 @@ def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, tmp_pat
     assert summary["delegate"]["options"]["process"] == "own"
     assert summary["config"]["options"]["own_process"] is True
     assert summary["metrics"]["latency"]["inference"]["count"] >= 4
+
+
+_SLOW = """
+import json, time
+import app.backends.gpu.process_session as ps
+from app.backends.options import BackendOptions
+from app.model.spec import load_model_spec
+ps.OPEN_TIMEOUT_S = 0.05  # far less than the child takes to import and compile: it is "hung" for real
+spec = load_model_spec("efficientnet_lite0_int8")
+started = time.monotonic()
+try:
+    ps.GpuProcessSession(spec, BackendOptions(threads=1, allow_software=True))
+    out = None
+except Exception as exc:
+    out = [type(exc).__name__, str(exc)]
+print(json.dumps({"error": out, "seconds": time.monotonic() - started}))
+"""
+
+
+def test_a_child_that_does_not_open_in_time_is_killed_and_the_open_refused(swiftshader: dict):
+    """A driver that hangs compiling must not hang the app: past the open's time limit the child is killed and
+    the open fails as an unavailable backend (the pipeline falls back), promptly."""
+    proc = _python(_SLOW, swiftshader)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["error"] == ["BackendUnavailable", "the GPU process did not open the model within 0.05 s"]
+    assert got["seconds"] < 15

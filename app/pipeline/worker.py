@@ -66,7 +66,9 @@ def _queue_of(active: ActiveSession) -> QueuedRunner | None:
 
 class InferenceWorker:
     """Takes the newest frame from its slot, at most one inference in flight, at most one
-    started per throttle interval (start to start, as the iOS sample does)."""
+    started per throttle interval (start to start, as the iOS sample does). The one exception: a
+    session in a child process that queues (QueuedRunner: `bench --gpu-process`), unthrottled, holds
+    two, the next frame waiting in the child while the last runs."""
 
     def __init__(
         self,
@@ -459,8 +461,7 @@ class InferenceWorker:
         """The oldest queued frame's output, handed to the results thread. Its inference time and CPU are
         the child's own measure of its run: a queued frame's wall time in the parent includes the run
         ahead of it. The rest of the process: this process's CPU since the last collect, one per frame."""
-        queue = _queue_of(active)
-        assert queue is not None
+        queue = cast(QueuedRunner, active.session)  # it queued them, whatever paces it now
         queued = self._in_flight.popleft()
         try:
             run = queue.collect()
@@ -493,6 +494,7 @@ class InferenceWorker:
         """Collect and publish every queued frame (before a switch, a change of pace, or the end)."""
         while self._in_flight:
             active = self._collect(active, stopping)
+        self._collected_at = 0  # the next queued stretch starts its CPU reading afresh
         return active
 
     def _fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:

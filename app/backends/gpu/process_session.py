@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import select
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,7 @@ class GpuProcessSession:
 
     def __init__(self, spec: ModelSpec, options: BackendOptions) -> None:
         self._file = _shared_file()
+        self._log = tempfile.TemporaryFile()  # the child's stderr: its last line says why it ended
         request_read, self._request = os.pipe()
         self._reply, reply_write = os.pipe()
         fds = (self._file.fileno(), request_read, reply_write)
@@ -84,10 +86,12 @@ class GpuProcessSession:
                 pass_fds=fds,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=self._log,
             )
         except OSError as exc:
             self._close_fds()
+            self._file.close()
+            self._log.close()
             raise BackendUnavailable(f"the GPU process could not start ({exc})") from None
         finally:
             os.close(request_read)
@@ -109,13 +113,17 @@ class GpuProcessSession:
             "model_bytes": len(spec.content),
             "sha256": spec.sha256,
             "task": spec.options.task.value if spec.options.task else None,
-            "input_shapes": [[k, list(v)] for k, v in spec.options.input_shapes],
+            "input_shapes": [[k, list(v)] for k, v in spec.options.input_shapes],  # (inputs_file: the feeder's, here)
             "precision": str(options.precision),
             "threads": options.cpu_threads,
             "allow_software": options.allow_software,
             "wait_hint": options.wait_hint,
         }
         send_json(self._request, OP_OPEN, request)
+        ready, _, _ = select.select([self._reply], [], [], OPEN_TIMEOUT_S)
+        if not ready:  # a driver that hangs compiling: the child goes, this process goes on
+            self._proc.kill()
+            raise BackendUnavailable(f"the GPU process did not open the model within {OPEN_TIMEOUT_S:g} s")
         try:
             op = read_exact(self._reply, 1)[0]
             answer = read_json(self._reply)
@@ -229,9 +237,18 @@ class GpuProcessSession:
             code = self._proc.wait(5)
         except subprocess.TimeoutExpired:
             return "it stopped answering"
-        if code < 0:
-            return f"killed by signal {-code}"
-        return f"exit code {code}"
+        how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        said = self._last_log_line()
+        return f"{how}: {said}" if said else how
+
+    def _last_log_line(self) -> str:
+        try:
+            self._log.seek(0, os.SEEK_END)
+            self._log.seek(max(0, self._log.tell() - 4096))
+            lines = [line.strip() for line in self._log.read().decode(errors="replace").splitlines()]
+        except (OSError, ValueError):
+            return ""
+        return next((line for line in reversed(lines) if line), "")
 
     def _close_fds(self) -> None:
         for fd in (self._request, self._reply):
@@ -260,3 +277,4 @@ class GpuProcessSession:
             self._shared.close()
             self._shared = None
         self._file.close()
+        self._log.close()
