@@ -207,6 +207,7 @@ def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, tmp_pat
     assert summary["delegate"]["options"]["process"] == "own"
     assert summary["config"]["options"]["own_process"] is True
     assert summary["metrics"]["latency"]["inference"]["count"] >= 4
+    assert "delegate  gpu -> gpu, LiteRT GPU (WebGPU/Vulkan, fp16) in a process of its own, adapter" in run.stdout
 
 
 _SLOW = """

@@ -125,6 +125,8 @@ def nodes_delegated_text(delegated: object, total: object, partitions: object) -
 def delegation_line(report: DelegationReport) -> str:
     """What ran where, in one line (classify's and bench's `delegate` line)."""
     parts = [f"{report.requested} -> {report.used}", report.accelerator]
+    if report.options.get("process") == "own":  # bench --gpu-process: the session runs in a child
+        parts[-1] += " in a process of its own"
     if report.adapter:
         parts.append(f"adapter {report.adapter}" + (" [SOFTWARE RENDERER]" if report.software else ""))
     if report.nodes_total is not None:
