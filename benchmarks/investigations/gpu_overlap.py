@@ -15,9 +15,9 @@ LiteRT C wrapper), loops interleaved round by round, each `--runs` runs of one f
   decoding threads' memory traffic, without the GIL);
 - held+gil: as alone+gil, the output's lock (its wait for the GPU) made keeping the GIL (PyDLL), so a
   cycle gives the GIL up once (the run) instead of twice;
-- child / child+gil: the same session in a child process (benchmarks/investigations/gpu_overlap_child.py)
-  fed through shared memory two inputs deep (the child runs the next input while this process
-  reads the last output); +gil with the Python thread above running in this process.
+- child / child+gil: the app's GPU session in a process of its own (app/backends/gpu/process_session.py)
+  queued two deep (the child runs the next input while this process reads the last output); +gil
+  with the Python thread above running in this process.
 
 Prints a line per round and the medians; `--json` writes them. On the GPU host:
 
@@ -147,10 +147,18 @@ def main(argv: list[str] | None = None) -> int:
     }
     child = None
     if not args.legs or any(name.startswith("child") for name in args.legs):
-        from benchmarks.investigations.gpu_overlap_child import Runner
+        from app.backends.gpu.process_session import GpuProcessSession
+        from app.backends.options import BackendOptions
 
-        child = Runner(args.model, args.precision, x.nbytes, out.nbytes)
-        legs["child"] = lambda: child.once(x, out)
+        child = GpuProcessSession(spec, BackendOptions(threads=1, precision=args.precision, allow_software=True))
+
+        def queued() -> None:
+            assert child is not None
+            if child.in_flight() == child.depth:
+                out[:] = child.collect().output
+            child.submit(x)
+
+        legs["child"] = queued
         legs["child+gil"] = legs["child"]
         background["child+gil"] = background["alone+gil"]
     if args.legs:
@@ -176,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             for _ in range(args.runs):
                 once()
-            if name.startswith("child"):
-                child.drain(out)
+            while child is not None and child.in_flight():
+                out[:] = child.collect().output
             rates[name].append(args.runs / (time.perf_counter() - started))
             quit_background.set()
             if reference is None:
