@@ -58,7 +58,7 @@ def _spec(shared_fd: int, request: dict[str, Any]) -> ModelSpec:
 
 
 def serve(shared_fd: int, request: int, reply: int) -> int:
-
+    """Open, then run what the parent asks until it closes the pipe or says OP_CLOSE."""
     op = read_exact(request, 1)[0]
     if op != OP_OPEN:
         return 2
@@ -73,6 +73,9 @@ def serve(shared_fd: int, request: int, reply: int) -> int:
         send_json(reply, REPLY_ERROR, _error("model", exc))
         return 0
     layout = session.slot_layout()
+    inputs: list[np.ndarray] = []
+    outputs: list[np.ndarray] = []
+    stamps: list[np.ndarray] = []
     if layout is not None:  # one input, the primary output first: runs go through the shared slots
         os.ftruncate(shared_fd, layout.size)
         shared = mmap.mmap(shared_fd, layout.size)
@@ -90,6 +93,8 @@ def serve(shared_fd: int, request: int, reply: int) -> int:
                 arrays = bytes_arrays(read_message(request))
                 send(reply, REPLY_OUTPUTS, arrays_bytes(session.run_all(arrays)))
                 continue
+            if k >= len(inputs):
+                raise ValueError(f"no slot {k} for this model")
             wall, own, process = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
             session.run_into(inputs[k], outputs[k])
             stamps[k][:] = (
