@@ -167,6 +167,8 @@ class GpuProcessSession:
 
     def collect(self) -> ChildRun:
         """The oldest submitted input's output (a new array) and the child's stamps; waits for it."""
+        if not self._flight:
+            raise RuntimeError("nothing submitted to collect")
         k = self._flight.popleft()
         got = self._read(1)
         if got[0] == REPLY_ERROR:
@@ -206,9 +208,15 @@ class GpuProcessSession:
         return self._last_cpu
 
     def _failed(self) -> None:
+        """After REPLY_ERROR: read why, then the answers still owed for the other queued inputs (their
+        outputs are dropped with the failed one's), so the next run starts in step; raise."""
         try:
             answer = read_json(self._reply)
+            for _ in range(len(self._flight)):
+                if read_exact(self._reply, 1)[0] == REPLY_ERROR:
+                    read_json(self._reply)
         except EOFError:
+            self._flight.clear()
             raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
         self._flight.clear()
         raise (ModelError if answer["kind"] == "model" else GpuProcessRunFailed)(answer["message"])
