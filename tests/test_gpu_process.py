@@ -2,7 +2,8 @@
 under SwiftShader: the same outputs and report as the session in this process, queued runs answered in
 order, a child that dies failing like a lost device (the pipeline goes on on the CPU), and an open that
 fails in the child failing with the in-process reason. Each case is a child process of the test (the
-Vulkan loader reads its variables once)."""
+Vulkan loader reads its variables once). The model is the three-op classifier (tests/conftest.py): the subject
+is the process, not the model, and its runs take microseconds where the bundled models' take ~1 s here."""
 
 from __future__ import annotations
 
@@ -10,18 +11,20 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import ROOT
 
 _SAME = """
+import sys
 import json
 import numpy as np
 from app.backends.gpu.backend import GpuSession
 from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
-spec = load_model_spec("efficientnet_lite0_int8")
+spec = load_model_spec(sys.argv[1])
 rng = np.random.default_rng(0)
 xs = [rng.integers(-128, 128, spec.input.shape).astype(spec.input.dtype) for _ in range(3)]
 here = GpuSession(spec, "fp16", 1, True)
@@ -55,13 +58,13 @@ print(json.dumps(got))
 """
 
 
-def _python(code: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+def _python(code: str, env: dict[str, str], *args: object, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, cwd=ROOT,
                           env={**os.environ, **env}, timeout=timeout)  # fmt: skip
 
 
-def test_the_child_gives_the_outputs_and_report_of_the_session_in_this_process(swiftshader: dict):
-    proc = _python(_SAME, swiftshader)
+def test_the_child_gives_the_outputs_and_report_of_the_session_in_this_process(swiftshader: dict, three_ops: Path):
+    proc = _python(_SAME, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     expected = got["expected"]
@@ -81,12 +84,13 @@ def test_the_child_gives_the_outputs_and_report_of_the_session_in_this_process(s
 
 
 _KILLED = """
+import sys
 import json, os, signal
 import numpy as np
 from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
-spec = load_model_spec("efficientnet_lite0_int8")
+spec = load_model_spec(sys.argv[1])
 child = GpuProcessSession(spec, BackendOptions(threads=1, allow_software=True))
 x = np.zeros(spec.input.shape, spec.input.dtype)
 child.run(x)
@@ -107,10 +111,10 @@ print(json.dumps(out))
 """
 
 
-def test_a_child_that_dies_fails_its_runs_like_a_lost_device(swiftshader: dict):
+def test_a_child_that_dies_fails_its_runs_like_a_lost_device(swiftshader: dict, three_ops: Path):
     """A driver that crashes takes the child down, not this process: the queued run and the next fail as
     RunFailed (the pipeline's fallback catches it) naming how the child ended, and close() returns."""
-    proc = _python(_KILLED, swiftshader)
+    proc = _python(_KILLED, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["collect"][0] == "GpuProcessRunFailed"
@@ -121,12 +125,13 @@ def test_a_child_that_dies_fails_its_runs_like_a_lost_device(swiftshader: dict):
 
 
 _REFUSED = """
+import sys
 import json
 from app.backends.gpu.backend import GpuSession
 from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
-spec = load_model_spec("efficientnet_lite0_int8")
+spec = load_model_spec(sys.argv[1])
 out = {}
 for name, open_it in (("here", lambda: GpuSession(spec, "fp16", 1, False)),
                       ("child", lambda: GpuProcessSession(spec, BackendOptions(threads=1)))):
@@ -139,10 +144,10 @@ print(json.dumps(out))
 """
 
 
-def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(swiftshader: dict):
+def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(swiftshader: dict, three_ops: Path):
     """SwiftShader without allow_software: the child's session refuses it, and the parent raises what the
     in-process session raises, word for word (the pipeline's fallback line shows it)."""
-    proc = _python(_REFUSED, swiftshader)
+    proc = _python(_REFUSED, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["here"] is not None and got["here"][0] == "BackendUnavailable"
@@ -151,10 +156,11 @@ def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(
 
 
 _PIPELINE = """
+import sys
 import json, time
 from app.pipeline import InferenceConfig, Pipeline
 results = []
-config = InferenceConfig(model="efficientnet_lite0_int8", delegate="gpu",
+config = InferenceConfig(model=sys.argv[1], delegate="gpu",
                          options={"threads": 1, "allow_software": True, "own_process": True})
 pipeline = Pipeline("synthetic", config, pace=False, on_result=lambda r: results.append(r))
 pipeline.start()
@@ -178,11 +184,11 @@ print(json.dumps({"frames": [r.frame_index for r in results], "backends": [r.bac
 """
 
 
-def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swiftshader: dict):
+def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swiftshader: dict, three_ops: Path):
     """Unpaced, the worker keeps two frames in the child; every frame the on-demand source gave is published
     once, in order, through a change of pace (one at a time again) and a switch to the CPU (the child's
     frames drained first)."""
-    proc = _python(_PIPELINE, swiftshader)
+    proc = _python(_PIPELINE, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     frames = got["frames"]
@@ -194,12 +200,12 @@ def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swi
     assert all(ms > 0 for ms in got["inference_ms"])
 
 
-def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, tmp_path):
+def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, three_ops: Path, tmp_path: Path):
     """`bench --gpu-process`: the JSON (checked against its schema by run_cli) carries the child's report, whose
     options say so, and every frame is counted."""
     out = tmp_path / "bench.json"
     run = run_cli("bench", "--delegate", "gpu", "--allow-software-gpu", "--gpu-process", "--model",
-                  "efficientnet_lite0_int8", "--source", "synthetic", "--no-pace", "--throttle-ms", "0",
+                  three_ops, "--source", "synthetic", "--no-pace", "--throttle-ms", "0",
                   "--frames", "4", "--warmup", "0", "--json", out, env=swiftshader, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     summary = json.loads(out.read_text())
@@ -211,12 +217,13 @@ def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, tmp_pat
 
 
 _SLOW = """
+import sys
 import json, time
 import app.backends.gpu.process_session as ps
 from app.backends.options import BackendOptions
 from app.model.spec import load_model_spec
 ps.OPEN_TIMEOUT_S = 0.05  # far less than the child takes to import and compile: it is "hung" for real
-spec = load_model_spec("efficientnet_lite0_int8")
+spec = load_model_spec(sys.argv[1])
 started = time.monotonic()
 try:
     ps.GpuProcessSession(spec, BackendOptions(threads=1, allow_software=True))
@@ -227,10 +234,10 @@ print(json.dumps({"error": out, "seconds": time.monotonic() - started}))
 """
 
 
-def test_a_child_that_does_not_open_in_time_is_killed_and_the_open_refused(swiftshader: dict):
+def test_a_child_that_does_not_open_in_time_is_killed_and_the_open_refused(swiftshader: dict, three_ops: Path):
     """A driver that hangs compiling must not hang the app: past the open's time limit the child is killed and
     the open fails as an unavailable backend (the pipeline falls back), promptly."""
-    proc = _python(_SLOW, swiftshader)
+    proc = _python(_SLOW, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["error"] == ["BackendUnavailable", "the GPU process did not open the model within 0.05 s"]
