@@ -129,12 +129,17 @@ def test_a_device_lost_in_the_first_inference_is_a_gpu_that_cannot_run(
     assert run.json()["results"][0]["top"] == on_cpu.json()["results"][0]["top"]  # the CPU's own answer
 
 
+@pytest.mark.parametrize(
+    "process", [(), ("--gpu-process", "--no-pace", "--throttle-ms", "0")], ids=["in this process", "gpu process"]
+)
 def test_bench_on_a_gpu_lost_mid_run_exits_0_and_says_so(
-    layer: Path, swiftshader: dict, three_ops: Path, tmp_path: Path
+    layer: Path, swiftshader: dict, three_ops: Path, tmp_path: Path, process: tuple[str, ...]
 ):
+    """In this process, and with `--gpu-process` unpaced (frames queued two deep in the child: its device is
+    lost, its runs fail, the queued frame's answer is read and dropped): the same fallback, events and words."""
     summary = tmp_path / "summary.json"
     run = run_cli("bench", "--source", "synthetic", "--model", three_ops, "--delegate", "gpu",
-                  "--allow-software-gpu", "--frames", "30", "--warmup", "2", "--json", summary,
+                  "--allow-software-gpu", *process, "--frames", "30", "--warmup", "2", "--json", summary,
                   env=losing(layer, swiftshader, MID_RUN), timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "warning: fallback: gpu failed mid-run: the GPU run failed" in run.stderr and "Traceback" not in run.stderr
@@ -143,6 +148,7 @@ def test_bench_on_a_gpu_lost_mid_run_exits_0_and_says_so(
     kinds = [e["kind"] for e in out["events"]]
     assert kinds[:3] == ["open", "switch", "fallback"], kinds
     assert out["events"][0]["message"].endswith("on gpu") and "failed mid-run" in out["events"][2]["message"]
+    assert out["config"]["options"]["own_process"] is bool(process)
 
 
 def test_no_fallback_makes_a_gpu_lost_mid_run_exit_5(layer: Path, swiftshader: dict, three_ops: Path):
@@ -161,22 +167,3 @@ def test_no_fallback_makes_a_gpu_lost_mid_run_exit_5(layer: Path, swiftshader: d
         assert errors == [errors[0]] and errors[0].startswith(f"delegate-scope: error: {first_words}"), run.stderr
         assert "Traceback" not in run.stderr
 
-
-def test_a_gpu_process_whose_device_is_lost_mid_run_falls_back_like_the_session_here(
-    layer: Path, swiftshader: dict, three_ops: Path, tmp_path: Path
-):
-    """`bench --gpu-process`, unpaced (frames queued two deep in the child): the child's device is lost, its
-    runs fail, the queued frame's answer is read and dropped, and the pipeline goes on on the CPU with the
-    same words as the session in this process."""
-    summary = tmp_path / "summary.json"
-    run = run_cli("bench", "--source", "synthetic", "--model", three_ops, "--delegate", "gpu",
-                  "--allow-software-gpu", "--gpu-process", "--no-pace", "--throttle-ms", "0", "--frames", "30",
-                  "--warmup", "2", "--json", summary, env=losing(layer, swiftshader, MID_RUN), timeout=300)  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    assert "warning: fallback: gpu failed mid-run: the GPU run failed" in run.stderr and "Traceback" not in run.stderr
-    out = json.loads(summary.read_text())
-    assert (out["delegate"]["requested"], out["delegate"]["used"]) == ("gpu", "cpu")
-    kinds = [e["kind"] for e in out["events"]]
-    assert kinds[:3] == ["open", "switch", "fallback"], kinds
-    assert out["events"][0]["message"].endswith("on gpu") and "failed mid-run" in out["events"][2]["message"]
-    assert out["config"]["options"]["own_process"] is True

@@ -12,6 +12,7 @@ import json
 import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 
 from app.errors import UsageError
@@ -79,7 +80,9 @@ class StoredFile:
     def read(cls, path: Path | str) -> StoredFile:
         return cls(Path(path), read_json(path))
 
+    @cached_property
     def summary(self) -> StoredSummary:
+        """Its summary, made once (compare asks for it in its bench-beside-sweep check and its gate)."""
         return summary_of(self.data, str(self.path))
 
 

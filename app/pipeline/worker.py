@@ -394,7 +394,9 @@ class InferenceWorker:
                 active.close()
             cpu_affinity.release(self)
 
-    def _infer(self, active: ActiveSession, frame: Frame, started: float) -> ActiveSession:
+    def _tensor(self, active: ActiveSession, frame: Frame) -> tuple[np.ndarray | None, float, bool] | None:
+        """The frame's input tensor, what preprocessing it cost (ms) and whether it was ready ahead; None
+        (said as an event) for a frame that cannot be one. No input takes the frame: None as the tensor."""
         try:
             if active.pre is not None:
                 tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
@@ -402,10 +404,17 @@ class InferenceWorker:
                 tensor, preprocess_ms, ahead = None, 0.0, False
         except ValueError as exc:  # a frame of the wrong dtype/shape mid-stream: skip it, say so
             self.log.emit(EventKind.BAD_FRAME, f"frame {frame.index} skipped: {exc}")
-            return active
+            return None
         if not ahead and self._cpu_split is not None:
             # Preprocessing here may have started OpenCV's worker pool on this thread's CPUs.
             cpu_affinity.place_newcomers(self)
+        return tensor, preprocess_ms, ahead
+
+    def _infer(self, active: ActiveSession, frame: Frame, started: float) -> ActiveSession:
+        prepared = self._tensor(active, frame)
+        if prepared is None:
+            return active
+        tensor, preprocess_ms, ahead = prepared
         outputs: tuple[np.ndarray, ...] = ()
         if active.feed is not None:
             # Picked before the clock starts (not the model's time), by frame: A/B sides get the same inputs.
@@ -442,14 +451,11 @@ class InferenceWorker:
 
     def _submit(self, active: ActiveSession, queue: QueuedRunner, frame: Frame, started: float) -> ActiveSession:
         """Queue the frame's tensor in the session's child; `_collect` publishes it, in order."""
-        assert active.pre is not None  # _queue_of: a classifier of one image input
-        try:
-            tensor, preprocess_ms, ahead = self._rgb_cache.tensor(frame, active.pre)
-        except ValueError as exc:
-            self.log.emit(EventKind.BAD_FRAME, f"frame {frame.index} skipped: {exc}")
+        prepared = self._tensor(active, frame)
+        if prepared is None:
             return active
-        if not ahead and self._cpu_split is not None:
-            cpu_affinity.place_newcomers(self)
+        tensor, preprocess_ms, ahead = prepared
+        assert tensor is not None  # _queue_of: a classifier of one image input
         try:
             queue.submit(tensor)
         except ModelError as exc:

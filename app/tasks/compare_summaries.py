@@ -13,7 +13,7 @@ from app.metrics.energy import clock_state_sentence, stored_clocks
 def compare_summaries(a: StoredFile, b: StoredFile, budgets: list[str] | None) -> GateReport:
     """B judged against A. Summaries of two kinds are a UsageError; so is any file that is not a
     summary (app/gates/stored.py). Their settings and even their models may differ: shown, not refused."""
-    base, run = a.summary(), b.summary()
+    base, run = a.summary, b.summary
     if base.kind != run.kind:
         raise UsageError(
             f"{a.path} holds a {base.kind} summary and {b.path} one of {run.kind}: compare needs two of one kind, "

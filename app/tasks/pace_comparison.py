@@ -126,7 +126,7 @@ def bench_against_sweep(a: StoredFile, b: StoredFile, budgets: list[str] | None 
     """The bench run(s) of one file beside the matching rows of the other's sweep (either order); None when
     the two are not a bench (or A/B bench) and a sweep. One that is not a summary is the UsageError
     `StoredFile.summary` raises, as for any `compare`."""
-    kinds = [(f, f.summary().kind) for f in (a, b)]
+    kinds = [(f, f.summary.kind) for f in (a, b)]
     benches = [(f, kind) for f, kind in kinds if kind in BENCH_KINDS]
     sweeps = [f for f, kind in kinds if kind == SummaryKind.SWEEP]
     if len(benches) != 1 or len(sweeps) != 1:

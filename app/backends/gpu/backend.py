@@ -27,16 +27,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from app.backends import preflight
 from app.backends.base import DelegationReport, time_first_inference, zero_inputs
 from app.backends.gpu.process_protocol import SlotLayout
-
-if TYPE_CHECKING:
-    from app.backends.gpu.process_session import GpuProcessSession
+from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
@@ -433,8 +430,6 @@ class GpuBackend:
             if crash is not None:
                 raise BackendUnavailable(crash)
         if options.own_process:
-            from app.backends.gpu.process_session import GpuProcessSession
-
             return GpuProcessSession(spec, options)
         return GpuSession(
             spec,

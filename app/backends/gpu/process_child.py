@@ -19,22 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from app.backends.gpu import process_protocol as wire
 from app.backends.gpu.backend import GpuRunFailed, GpuSession
-from app.backends.gpu.process_protocol import (
-    OP_CLOSE,
-    OP_OPEN,
-    OP_RUN_ALL,
-    REPLY_ERROR,
-    REPLY_OUTPUTS,
-    REPLY_READY,
-    arrays_bytes,
-    bytes_arrays,
-    read_exact,
-    read_json,
-    read_message,
-    send,
-    send_json,
-)
 from app.errors import BackendUnavailable, ModelError
 from app.model.spec import ModelOptions, ModelSpec, load_model_spec
 from app.model.task import Task
@@ -59,54 +45,50 @@ def _spec(shared_fd: int, request: dict[str, Any]) -> ModelSpec:
 
 def serve(shared_fd: int, request: int, reply: int) -> int:
     """Open, then run what the parent asks until it closes the pipe or says OP_CLOSE."""
-    op = read_exact(request, 1)[0]
-    if op != OP_OPEN:
+    op = wire.read_exact(request, 1)[0]
+    if op != wire.OP_OPEN:
         return 2
-    asked = read_json(request)
+    asked = wire.read_json(request)
     try:
         spec = _spec(shared_fd, asked)
         session = GpuSession(spec, asked["precision"], asked["threads"], asked["allow_software"], asked["wait_hint"])
     except BackendUnavailable as exc:
-        send_json(reply, REPLY_ERROR, _error("unavailable", exc))
+        wire.send_json(reply, wire.REPLY_ERROR, _error("unavailable", exc))
         return 0
     except ModelError as exc:
-        send_json(reply, REPLY_ERROR, _error("model", exc))
+        wire.send_json(reply, wire.REPLY_ERROR, _error("model", exc))
         return 0
     layout = session.slot_layout()
-    inputs: list[np.ndarray] = []
-    outputs: list[np.ndarray] = []
-    stamps: list[np.ndarray] = []
+    slots = wire.SlotViews([], [], [])
     if layout is not None:  # one input, the primary output first: runs go through the shared slots
         os.ftruncate(shared_fd, layout.size)
-        shared = mmap.mmap(shared_fd, layout.size)
-        inputs = [layout.input_view(shared, k) for k in range(layout.slots)]
-        outputs = [layout.output_view(shared, k) for k in range(layout.slots)]
-        stamps = [layout.stamps_view(shared, k) for k in range(layout.slots)]
-    send_json(reply, REPLY_READY, {"report": session.report.to_dict(), "layout": layout and layout.to_dict()})
+        slots = layout.views(mmap.mmap(shared_fd, layout.size))
+    ready = {"report": session.report.to_dict(), "layout": layout and layout.to_dict()}
+    wire.send_json(reply, wire.REPLY_READY, ready)
     while True:
         got = os.read(request, 1)
-        if not got or got[0] == OP_CLOSE:
+        if not got or got[0] == wire.OP_CLOSE:
             break
         k = got[0]
         try:
-            if k == OP_RUN_ALL:
-                arrays = bytes_arrays(read_message(request))
-                send(reply, REPLY_OUTPUTS, arrays_bytes(session.run_all(arrays)))
+            if k == wire.OP_RUN_ALL:
+                arrays = wire.bytes_arrays(wire.read_message(request))
+                wire.send(reply, wire.REPLY_OUTPUTS, wire.arrays_bytes(session.run_all(arrays)))
                 continue
-            if k >= len(inputs):
+            if k >= len(slots.inputs):
                 raise ValueError(f"no slot {k} for this model")
             wall, own, process = time.perf_counter_ns(), time.thread_time_ns(), time.process_time_ns()
-            session.run_into(inputs[k], outputs[k])
-            stamps[k][:] = (
+            session.run_into(slots.inputs[k], slots.outputs[k])
+            slots.stamps[k][:] = (
                 (time.perf_counter_ns() - wall) / 1e6,
                 (time.thread_time_ns() - own) / 1e6,
                 (time.process_time_ns() - process) / 1e6,
             )
         except GpuRunFailed as exc:
-            send_json(reply, REPLY_ERROR, _error("run", exc))
+            wire.send_json(reply, wire.REPLY_ERROR, _error("run", exc))
             continue
         except (ModelError, ValueError) as exc:
-            send_json(reply, REPLY_ERROR, _error("model", exc))
+            wire.send_json(reply, wire.REPLY_ERROR, _error("model", exc))
             continue
         os.write(reply, got)
     session.close()

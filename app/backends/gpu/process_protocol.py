@@ -1,7 +1,8 @@
 """The wire between a GPU session's parent side (process_session.py) and its child (process_child.py).
 
 Two pipes and one shared file. Opening: the parent writes the model's bytes into the shared file, then
-OP_OPEN and a JSON object of what else the child needs (`open_request`); the child reads the model from
+OP_OPEN and a JSON object of what else the child needs (its digest, task, input shapes and the
+session's options); the child reads the model from
 the file (checking its digest), opens its GpuSession, sizes the shared file to the slots and answers
 REPLY_READY with JSON {report, layout} (layout null: no slots), or REPLY_ERROR with JSON {kind,
 message}. A run of a slot: the parent writes the input into the slot and one byte, the slot's number;
@@ -100,11 +101,15 @@ class SlotLayout:
     def size(self) -> int:
         return self.slots * self._slot_bytes
 
-    def input_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
-        return np.frombuffer(shared, np.uint8, self.in_bytes, k * self._slot_bytes)
-
-    def stamps_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
-        return np.frombuffer(shared, np.float64, STAMPS, k * self._slot_bytes + _aligned(self.in_bytes))
+    def views(self, shared: mmap.mmap) -> SlotViews:
+        """Every slot's input bytes, stamps and output, as arrays over the shared map (both sides)."""
+        stamps_at, out_at = _aligned(self.in_bytes), _aligned(self.in_bytes) + _aligned(STAMPS * 8)
+        starts = [k * self._slot_bytes for k in range(self.slots)]
+        return SlotViews(
+            [np.frombuffer(shared, np.uint8, self.in_bytes, at) for at in starts],
+            [np.frombuffer(shared, np.float64, STAMPS, at + stamps_at) for at in starts],
+            [np.frombuffer(shared, np.dtype(self.out_dtype), self.out_count, at + out_at) for at in starts],
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -113,6 +118,11 @@ class SlotLayout:
     def from_dict(cls, d: dict[str, Any]) -> SlotLayout:
         return cls(int(d["in_bytes"]), int(d["out_count"]), str(d["out_dtype"]), int(d["slots"]))
 
-    def output_view(self, shared: mmap.mmap, k: int) -> np.ndarray:
-        offset = k * self._slot_bytes + _aligned(self.in_bytes) + _aligned(STAMPS * 8)
-        return np.frombuffer(shared, np.dtype(self.out_dtype), self.out_count, offset)
+
+@dataclass(frozen=True)
+class SlotViews:
+    """Arrays over the shared map, by slot. Drop them before the map is closed (they export its buffer)."""
+
+    inputs: list[np.ndarray]
+    stamps: list[np.ndarray]
+    outputs: list[np.ndarray]

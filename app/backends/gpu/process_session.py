@@ -23,28 +23,14 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import IO
 
 import numpy as np
 
 from app.backends.base import ChildRun, DelegationReport
-from app.backends.gpu.process_protocol import (
-    OP_CLOSE,
-    OP_OPEN,
-    OP_RUN_ALL,
-    REPLY_ERROR,
-    REPLY_OUTPUTS,
-    REPLY_READY,
-    SlotLayout,
-    arrays_bytes,
-    bytes_arrays,
-    read_exact,
-    read_json,
-    read_message,
-    send,
-    send_json,
-)
+from app.backends.gpu import process_protocol as wire
 from app.backends.litert_c import copy_holding_gil
 from app.backends.options import BackendOptions
 from app.errors import BackendUnavailable, ModelError, RunFailed
@@ -119,28 +105,25 @@ class GpuProcessSession:
             "allow_software": options.allow_software,
             "wait_hint": options.wait_hint,
         }
-        send_json(self._request, OP_OPEN, request)
+        wire.send_json(self._request, wire.OP_OPEN, request)
         ready, _, _ = select.select([self._reply], [], [], OPEN_TIMEOUT_S)
         if not ready:  # a driver that hangs compiling: the child goes, this process goes on
             self._proc.kill()
             raise BackendUnavailable(f"the GPU process did not open the model within {OPEN_TIMEOUT_S:g} s")
         try:
-            op = read_exact(self._reply, 1)[0]
-            answer = read_json(self._reply)
+            op = wire.read_exact(self._reply, 1)[0]
+            answer = wire.read_json(self._reply)
         except EOFError:
             raise BackendUnavailable(f"the GPU process ended while opening the model ({self._ended()})") from None
-        if op == REPLY_ERROR:
+        if op == wire.REPLY_ERROR:
             raise (ModelError if answer["kind"] == "model" else BackendUnavailable)(answer["message"])
-        if op != REPLY_READY:
+        if op != wire.REPLY_READY:
             raise BackendUnavailable(f"the GPU process answered {op:#x} to opening the model")
         self.report = DelegationReport.from_dict(answer["report"])
-        self.layout = SlotLayout.from_dict(answer["layout"]) if answer["layout"] else None
+        self.layout = wire.SlotLayout.from_dict(answer["layout"]) if answer["layout"] else None
         if self.layout is not None:
-            layout = self.layout
-            self._shared = mmap.mmap(self._file.fileno(), layout.size)
-            self._inputs = [layout.input_view(self._shared, k) for k in range(layout.slots)]
-            self._outputs = [layout.output_view(self._shared, k) for k in range(layout.slots)]
-            self._stamps = [layout.stamps_view(self._shared, k) for k in range(layout.slots)]
+            self._shared = mmap.mmap(self._file.fileno(), self.layout.size)
+            self._slots = self.layout.views(self._shared)
 
     @property
     def depth(self) -> int:
@@ -161,8 +144,9 @@ class GpuProcessSession:
             raise ModelError(f"the GPU session cannot take an input of {tensor.nbytes} bytes ({self.layout.in_bytes})")
         k = self._next
         self._next = (k + 1) % self.layout.slots
-        copy_holding_gil(self._inputs[k], tensor)
-        self._write(bytes([k]))
+        copy_holding_gil(self._slots.inputs[k], tensor)
+        with self._child():
+            os.write(self._request, bytes([k]))
         self._flight.append(k)
 
     def collect(self) -> ChildRun:
@@ -170,36 +154,38 @@ class GpuProcessSession:
         if not self._flight:
             raise RuntimeError("nothing submitted to collect")
         k = self._flight.popleft()
-        got = self._read(1)
-        if got[0] == REPLY_ERROR:
-            self._failed()
-        if got[0] != k:
-            raise GpuProcessRunFailed(f"the GPU process answered slot {got[0]} for slot {k}")
-        wall, own, process = (float(v) for v in self._stamps[k])
+        with self._child():
+            got = wire.read_exact(self._reply, 1)[0]
+            if got == wire.REPLY_ERROR:
+                self._failed()
+        if got != k:
+            raise GpuProcessRunFailed(f"the GPU process answered slot {got} for slot {k}")
+        wall, own, process = (float(v) for v in self._slots.stamps[k])
         self._last_cpu = process
-        return ChildRun(self._outputs[k].copy(), wall, own, process)
+        return ChildRun(self._slots.outputs[k].copy(), wall, own, process)
+
+    def _discard_queued(self) -> None:
+        """One run at a time from here: answers still owed for queued inputs are read and dropped."""
+        while self._flight:
+            self.collect()
 
     def run(self, input_tensor: np.ndarray) -> np.ndarray:
         if self.layout is None:
             raise ModelError("this model runs through run_all")
-        while self._flight:
-            self.collect()
+        self._discard_queued()
         self.submit(input_tensor)
         return self.collect().output
 
     def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        while self._flight:
-            self.collect()
-        try:
-            send(self._request, OP_RUN_ALL, arrays_bytes(inputs))
-        except OSError:
-            raise GpuProcessRunFailed(f"the GPU process is gone ({self._ended()})") from None
-        got = self._read(1)
-        if got[0] == REPLY_ERROR:
-            self._failed()
-        if got[0] != REPLY_OUTPUTS:
-            raise GpuProcessRunFailed(f"the GPU process answered {got[0]:#x} to a run")
-        outputs = bytes_arrays(self._message())
+        self._discard_queued()
+        with self._child():
+            wire.send(self._request, wire.OP_RUN_ALL, wire.arrays_bytes(inputs))
+            got = wire.read_exact(self._reply, 1)[0]
+            if got == wire.REPLY_ERROR:
+                self._failed()
+            if got != wire.REPLY_OUTPUTS:
+                raise GpuProcessRunFailed(f"the GPU process answered {got:#x} to a run")
+            outputs = wire.bytes_arrays(wire.read_message(self._reply))
         self._last_cpu = None
         return outputs
 
@@ -210,34 +196,21 @@ class GpuProcessSession:
     def _failed(self) -> None:
         """After REPLY_ERROR: read why, then the answers still owed for the other queued inputs (their
         outputs are dropped with the failed one's), so the next run starts in step; raise."""
-        try:
-            answer = read_json(self._reply)
-            for _ in range(len(self._flight)):
-                if read_exact(self._reply, 1)[0] == REPLY_ERROR:
-                    read_json(self._reply)
-        except EOFError:
-            self._flight.clear()
-            raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
+        answer = wire.read_json(self._reply)
+        for _ in range(len(self._flight)):
+            if wire.read_exact(self._reply, 1)[0] == wire.REPLY_ERROR:
+                wire.read_json(self._reply)
         self._flight.clear()
         raise (ModelError if answer["kind"] == "model" else GpuProcessRunFailed)(answer["message"])
 
-    def _write(self, data: bytes) -> None:
+    @contextmanager
+    def _child(self) -> Iterator[None]:
+        """Talking to the child: one that has gone (its pipe closed or broken) is a failed run, saying how
+        it ended; nothing queued will be answered."""
         try:
-            os.write(self._request, data)
-        except OSError:
-            raise GpuProcessRunFailed(f"the GPU process is gone ({self._ended()})") from None
-
-    def _read(self, n: int) -> bytes:
-        try:
-            return read_exact(self._reply, n)
-        except EOFError:
+            yield
+        except (EOFError, OSError):
             self._flight.clear()
-            raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
-
-    def _message(self) -> bytes:
-        try:
-            return read_message(self._reply)
-        except EOFError:
             raise GpuProcessRunFailed(f"the GPU process ended mid-run ({self._ended()})") from None
 
     def _ended(self) -> str:
@@ -269,7 +242,7 @@ class GpuProcessSession:
     def close(self) -> None:
         if self._request >= 0:
             try:
-                os.write(self._request, bytes([OP_CLOSE]))
+                os.write(self._request, bytes([wire.OP_CLOSE]))
             except OSError:
                 pass
         proc = getattr(self, "_proc", None)
@@ -281,7 +254,7 @@ class GpuProcessSession:
                 proc.wait()
         self._close_fds()
         if self._shared is not None:
-            del self._inputs, self._outputs, self._stamps
+            del self._slots  # its arrays export the map's buffer
             self._shared.close()
             self._shared = None
         self._file.close()
