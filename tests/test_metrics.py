@@ -15,7 +15,7 @@ import numpy as np
 import psutil
 import pytest
 
-from app.metrics.resources import ResourceReading, ResourceSampler
+from app.metrics.resources import ResourceReading, ResourceSampler, cpu_mark, resident_mb
 from app.metrics.window import LATENCY_KEYS, InferenceTiming, Metrics
 from tests.helpers.wait import wait_until
 
@@ -361,6 +361,26 @@ def test_sampler_sees_a_busy_thread_and_an_idle_process():
         assert 0 <= r.system_cpu_pct <= 100
         assert r.rss_mb > 10
         assert 0.09 < r.span_s < 0.5
+
+
+def test_a_childs_cpu_and_memory_are_the_apps():
+    """The GPU session in a process of its own (bench --gpu-process) does the app's work in a child: its CPU
+    and memory count in the process's, while it runs and after it ends (psutil's children_* once reaped)."""
+    me = psutil.Process()
+    child = subprocess.Popen([sys.executable, "-c", "import numpy; b = bytearray(64 << 20)\nwhile True: pass"])
+    try:
+        assert wait_until(lambda: psutil.Process(child.pid).memory_info().rss > 64 << 20, timeout=30)
+        a, child_a = cpu_mark(), psutil.Process(child.pid).cpu_times()
+        time.sleep(0.6)
+        child_b, b = psutil.Process(child.pid).cpu_times(), cpu_mark()
+        assert resident_mb(me) - me.memory_info().rss / 2**20 > 64
+    finally:
+        child.kill()
+        child.wait()
+    burned = child_b.user + child_b.system - child_a.user - child_a.system
+    assert burned > 0.05, burned  # it ran at all
+    assert b.process_s - a.process_s >= burned - 0.02, (b.process_s - a.process_s, burned)  # a tick's rounding
+    assert cpu_mark().process_s >= b.process_s - 0.02  # reaped: still counted, never a drop
 
 
 def test_sampler_primes_on_start_and_stops_quickly_and_idempotently():

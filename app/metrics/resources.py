@@ -26,7 +26,7 @@ _MIB = 1024 * 1024
 @dataclass(frozen=True)
 class CpuMark:
     wall: float
-    process_s: float  # user + system CPU seconds of the process (all its threads, no children)
+    process_s: float  # user + system CPU seconds of the process and its children (all their threads)
     system_busy_s: float
     system_total_s: float
 
@@ -55,7 +55,7 @@ class ResourceReading:
     process_cpu_pct_machine: float | None = None  # 0-100 of the whole machine
     process_cpu_pct_cores: float | None = None  # sum over cores, 0-100*ncores
     system_cpu_pct: float | None = None  # 0-100
-    rss_mb: float | None = None  # MiB
+    rss_mb: float | None = None  # MiB, the process and its live children
     gpu_util_pct: float | None = None
     gpu_name: str | None = None
     gpu_process_listed: bool | None = None
@@ -89,16 +89,49 @@ class ResourceReading:
         return asdict(self)
 
 
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return list(proc.children(recursive=True))
+    except psutil.Error:
+        return []
+
+
+def _children_cpu_s(proc: psutil.Process) -> float:
+    """CPU seconds of the live children: the work a process hands to one (the GPU session in a process of
+    its own, `bench --gpu-process`) is still the app's. Ended children are in cpu_times' children_*."""
+    total = 0.0
+    for child in _children(proc):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # gone between the listing and the read: its time is now in children_*
+            continue
+        total += times.user + times.system
+    return total
+
+
+def resident_mb(proc: psutil.Process) -> float:
+    """Resident memory of the process and its live children, MiB (pages they share counted in each)."""
+    total = float(proc.memory_info().rss)
+    for child in _children(proc):
+        try:
+            total += child.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / _MIB
+
+
 def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
-    """The process's and the machine's CPU counters now (this process unless `proc`)."""
+    """The process's (with its children's) and the machine's CPU counters now (this process unless `proc`)."""
     wall = time.monotonic()
-    pt = (proc or psutil.Process()).cpu_times()
+    proc = proc or psutil.Process()
+    pt = proc.cpu_times()
+    children = pt.children_user + pt.children_system + _children_cpu_s(proc)
     st = psutil.cpu_times()
     # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
     # keeps one module-wide baseline that any other caller in the process would reset.
     total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
     idle = st.idle + getattr(st, "iowait", 0.0)
-    return CpuMark(wall, pt.user + pt.system, total - idle, total)
+    return CpuMark(wall, pt.user + pt.system + children, total - idle, total)
 
 
 def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> CpuShares | None:
@@ -137,14 +170,19 @@ class _NvmlProbe:
         return GpuReading(gpu_util_pct=float(util), gpu_name=self._session.names[index], gpu_process_listed=listed)
 
     def _device_of_process(self, nvml: Any) -> tuple[int, bool]:
-        """The first GPU that lists this pid (compute or graphics/Vulkan context), else device 0.
+        """The first GPU that lists this pid or one of its children's (compute or graphics/Vulkan context;
+        a child: the GPU session in a process of its own), else device 0.
 
         Inside a container NVML reports host pids, so the match can fail there: device 0 then.
         """
+        try:
+            pids = {self._pid, *(child.pid for child in _children(psutil.Process(self._pid)))}
+        except psutil.Error:
+            pids = {self._pid}
         for index, handle in enumerate(self._handles):
             for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
                 try:
-                    if any(p.pid == self._pid for p in listing(handle)):
+                    if any(p.pid in pids for p in listing(handle)):
                         return index, True
                 except nvml.NVMLError:
                     continue
@@ -190,7 +228,7 @@ class ResourceSampler:
         self._nvml = _NvmlProbe(self.pid, self._session) if self._session is not None else None
         self._power = PowerCounters(gpu=self._gpu, nvml=self._session)
         mark = cpu_mark(proc)
-        rss_mb = proc.memory_info().rss / _MIB
+        rss_mb = resident_mb(proc)
         power = self._power_reading(mark.wall)
         self._publish(ResourceReading.of(mark.wall, rss_mb, gpu=self._gpu_reading(), power=power))
         self._stop = threading.Event()
@@ -231,7 +269,7 @@ class ResourceSampler:
         while not self._stop.wait(self.interval_s):
             try:
                 mark = cpu_mark(proc)
-                rss_mb = proc.memory_info().rss / _MIB
+                rss_mb = resident_mb(proc)
             except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
                 self._publish(ResourceReading(sampled_at=time.monotonic()))
                 return
