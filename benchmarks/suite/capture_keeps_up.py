@@ -12,9 +12,8 @@ Each round runs, each in its own process, in an order rotated from round to roun
   preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` is the old
   shape (decoding and preprocessing in series on the capture thread), `on` a thread of its own.
 - "synthetic" (with `--synthetic`): bench on the synthetic source, no decoding: the pipeline's own cost.
-- "... GPU in this process" (with `--gpu-process`): the same with bench --gpu-process off. On the GPU,
-  unpaced, bench's default (auto) runs the session in a process of its own with two frames queued
-  (app/backends/gpu/process_session.py); these legs measure the in-process path beside it.
+- "... GPU process" (with `--gpu-process`): the same with bench --gpu-process, the GPU session in a
+  process of its own with two frames queued (app/backends/gpu/process_session.py).
 
 Needs only the app's runtime packages for bench (numpy, opencv-python-headless, psutil, ai-edge-litert;
 on a GPU host with the wheels unpacked: `PYTHONPATH=WHEELS`). On the GPU host:
@@ -59,7 +58,7 @@ def bench(
     switch_ms: float | None = None,
     pin: bool = True,
     inference_cpus: int | None = None,
-    gpu_process: str | None = None,
+    own_process: bool = False,
 ) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
     flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
@@ -69,8 +68,8 @@ def bench(
         flags.append("--no-pin")
     if inference_cpus:
         flags += ["--inference-cpus", str(inference_cpus)]
-    if gpu_process:
-        flags += ["--gpu-process", gpu_process]
+    if own_process:
+        flags.append("--gpu-process")
     s = bench_summary(flags, switch_interval_ms=switch_ms)
     bound = s.get("bottleneck") or {}
     placed = s["preprocessing"].get("placement") or {}
@@ -78,7 +77,6 @@ def bench(
         "rate": s["metrics"]["inference_fps"],
         "inference_p50_ms": s["metrics"]["latency"]["inference"]["p50"],
         "used": (s.get("delegate") or {}).get("used"),
-        "process": ((s.get("delegate") or {}).get("options") or {}).get("process", "this"),  # "own": a child
         "stage": bound.get("stage"),
         "sentence": (bound.get("evidence") or {}).get("sentence"),
         "busy_share": (bound.get("evidence") or {}).get("busy_share"),
@@ -106,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unpinned", action="store_true", help="also a demo (auto) leg with bench --no-pin")
     parser.add_argument(
         "--gpu-process", action="store_true",
-        help="also a demo (auto) leg, and a synthetic one with --synthetic, with bench --gpu-process off (the GPU "
-        "session in this process; bench's auto runs it, unpaced, in a process of its own)",
+        help="also a demo (auto) leg, and a synthetic one with --synthetic, with bench --gpu-process (the GPU session "
+        "in a process of its own, two frames queued)",
     )  # fmt: skip
     parser.add_argument(
         "--inference-cpus", type=int, nargs="*", default=[], metavar="N",
@@ -135,11 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     for ms in args.switch_intervals:
         legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
     if args.gpu_process:
-        legs["demo (auto, GPU in this process)"] = lambda: bench(args, "demo", "auto", gpu_process="off")
+        legs["demo (auto, GPU process)"] = lambda: bench(args, "demo", "auto", own_process=True)
     if args.synthetic:
         legs["synthetic"] = lambda: bench(args, "synthetic", "auto")
         if args.gpu_process:
-            legs["synthetic (GPU in this process)"] = lambda: bench(args, "synthetic", "auto", gpu_process="off")
+            legs["synthetic (GPU process)"] = lambda: bench(args, "synthetic", "auto", own_process=True)
     others: list[float] = []  # the CPU other processes used during each run, in cores (0 where not readable)
 
     def measured(name: str) -> Any:
@@ -177,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, runs in results.items():
         if name != "alone":
-            print(f"{name}: ran on {runs[-1]['used']} in {runs[-1]['process']} process; preprocessing "
-                  f"{runs[-1]['placement']}")  # fmt: skip
+            print(f"{name}: ran on {runs[-1]['used']}; preprocessing {runs[-1]['placement']}")
     for name, values in ratios.items():
         print(f"RATIO {name} / alone: median {statistics.median(values):.3f}")
     write_json(args.json, {"args": vars(args), "results": results, "ratios": ratios, "others_cores": others})
