@@ -59,6 +59,7 @@ def bench(
     pin: bool = True,
     inference_cpus: int | None = None,
     own_process: bool = False,
+    decode_threads: int | None = None,
 ) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
     flags += ["--throttle-ms", "0", "--frames", str(args.frames), "--preprocess-thread", placement]
@@ -70,6 +71,8 @@ def bench(
         flags += ["--inference-cpus", str(inference_cpus)]
     if own_process:
         flags.append("--gpu-process")
+    if decode_threads is not None:
+        flags += ["--decode-threads", str(decode_threads)]
     s = bench_summary(flags, switch_interval_ms=switch_ms)
     bound = s.get("bottleneck") or {}
     placed = s["preprocessing"].get("placement") or {}
@@ -112,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         help="also a demo (auto) leg per count given, with bench --inference-cpus N",
     )  # fmt: skip
     parser.add_argument(
+        "--decode-threads", type=int, nargs="*", default=[], metavar="N",
+        help="also a demo (auto) leg per count given, with bench --decode-threads N (FFmpeg's; 0: one per core)",
+    )  # fmt: skip
+    parser.add_argument(
         "--switch-intervals", type=float, nargs="*", default=[], metavar="MS",
         help="also a demo (auto) leg per GIL switch interval given, in ms (benchmarks/harness/switched_app.py)",
     )  # fmt: skip
@@ -130,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         legs["demo (auto, not pinned)"] = lambda: bench(args, "demo", "auto", pin=False)
     for n in args.inference_cpus:
         legs[f"demo (auto, inference on {n} CPUs)"] = lambda n=n: bench(args, "demo", "auto", inference_cpus=n)
+    for n in args.decode_threads:
+        legs[f"demo (auto, {n} decoding threads)"] = lambda n=n: bench(args, "demo", "auto", decode_threads=n)
     for ms in args.switch_intervals:
         legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
     if args.gpu_process:
