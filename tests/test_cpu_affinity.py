@@ -93,3 +93,32 @@ def test_threads_the_inference_thread_starts_after_its_session_opened_leave_its_
     inferences, threads, on_inference_cpus = map(int, out.stdout.split())
     assert inferences >= 20 and threads >= 4
     assert on_inference_cpus == 0
+
+
+@pinnable
+def test_a_model_in_a_child_process_has_the_inference_cpus_and_the_inference_thread_steps_aside(pipelines):
+    """A session whose model runs in a child (here the TensorFlow reference; the GPU process alike), started
+    from the pinned inference thread, inherits its CPUs: the thread, which then only hands frames over,
+    moves to the others, so that its Python never takes the child's CPU between two runs."""
+    from app.backends import BACKENDS
+    from app.pipeline import InferenceConfig
+
+    reason = BACKENDS["reference"].availability()
+    if reason is not None:
+        pytest.skip(reason)
+    import psutil
+
+    p = start(pipelines, "synthetic:320x240@200", InferenceConfig(delegate="reference", options={"threads": 1}),
+              pace=False, pin_cpus=True)  # fmt: skip
+    assert wait_until(lambda: (r := p.latest_result()) is not None and r.backend == "reference", 180), p.status()
+    split = p.cpu_split()
+    assert split is not None and split.child
+    assert split.describe() == (
+        f"the model's process on CPU {','.join(map(str, split.inference))}, "
+        f"this process's threads on CPU {','.join(map(str, split.others))}"
+    )
+    workers = [c for c in psutil.Process().children(recursive=True) if "tf_reference" in " ".join(c.cmdline())]
+    assert workers and all(os.sched_getaffinity(c.pid) == set(split.inference) for c in workers)
+    assert os.sched_getaffinity(p.worker.inference_thread.native_id) == set(split.others)
+    assert p.stop(timeout=30)
+    assert os.sched_getaffinity(os.getpid()) == ALLOWED

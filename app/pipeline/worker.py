@@ -20,7 +20,7 @@ from typing import cast
 import numpy as np
 
 from app.backends import DelegationReport, open_session
-from app.backends.base import QueuedRunner
+from app.backends.base import QueuedRunner, RunsInAChild
 from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
 from app.metrics.window import InferenceTiming, Metrics
@@ -228,6 +228,10 @@ class InferenceWorker:
             with self._lock:
                 self._cpu_split = None
         cpu_affinity.session_opened(self)  # its runtime's workers stay on the inference CPUs
+        if isinstance(session, RunsInAChild) and self.cpu_split() is not None:
+            split = cpu_affinity.step_aside(self, threading.get_native_id())  # the child keeps the inference CPUs
+            with self._lock:
+                self._cpu_split = split
         self._session_counter += 1
         # Threads of this process that appeared meanwhile but are not the runtime's: the other
         # pipeline threads (known), and the capture thread's are started before this opens.

@@ -40,12 +40,16 @@ _placed: frozenset[int] = frozenset()  # threads already where they belong (see 
 class CpuSplit:
     inference: tuple[int, ...]  # CPUs of the inference thread and its runtime's workers
     others: tuple[int, ...]  # CPUs of every other thread of the process
+    child: bool = False  # the model runs in a child process, which has the inference CPUs (see step_aside)
 
     def describe(self) -> str:
+        if self.child:
+            where = f"the model's process on CPU {_cpus(self.inference)}"
+            return f"{where}, this process's threads on CPU {_cpus(self.others)}"
         return f"inference thread on CPU {_cpus(self.inference)}, other threads on CPU {_cpus(self.others)}"
 
     def to_dict(self) -> dict:
-        return {"inference": list(self.inference), "others": list(self.others)}
+        return {"inference": list(self.inference), "others": list(self.others), "child": self.child}
 
 
 def _cpus(cpus: tuple[int, ...]) -> str:
@@ -107,6 +111,24 @@ def session_opened(owner: object) -> None:
     with _lock:
         if _owner is owner:
             _placed = frozenset(_thread_ids())
+
+
+def step_aside(owner: object, inference_tid: int) -> CpuSplit | None:
+    """The session just opened runs its model in a child process (the GPU session in a process of its own,
+    the TensorFlow reference), started from the inference thread and so on the inference CPUs: the thread,
+    which now only hands frames over, joins the others, so that its Python never takes the child's CPU.
+    On one CPU with it, the child waited for that Python between runs: on an H100 host the unpaced
+    synthetic source ran at 0.80 of the model alone so, against 0.92 in this process (docs/benchmarks.md).
+    The split as it now stands, None if `owner` holds none."""
+    with _lock:
+        if _owner is not owner or _split is None:
+            return None
+        try:
+            _set(inference_tid, _split.others)
+        except OSError as exc:
+            log.debug("could not move the inference thread off the child's CPUs: %s", exc)
+            return _split
+        return CpuSplit(_split.inference, _split.others, child=True)
 
 
 def place_newcomers(owner: object) -> None:
