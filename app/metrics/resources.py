@@ -93,7 +93,7 @@ def _children(proc: psutil.Process) -> list[psutil.Process]:
     """The process's children (not theirs: the app's own children start none). Linux lists them per
     thread in /proc/PID/task/TID/children, a read per thread of this process; psutil's children() reads
     every process on the machine (about 1 ms for 70 here, and a desktop runs hundreds), and the sampler
-    asks twice a sample, from a thread that shares the GIL with the pipeline."""
+    asks two or three times a sample (CPU, memory, NVML), from a thread that shares the GIL with the pipeline."""
     task = f"/proc/{proc.pid}/task"
     try:
         tids = os.listdir(task)

@@ -116,10 +116,10 @@ def session_opened(owner: object) -> None:
 def step_aside(owner: object, inference_tid: int) -> CpuSplit | None:
     """The session just opened runs its model in a child process (the GPU session in a process of its own,
     the TensorFlow reference), started from the inference thread and so on the inference CPUs: the thread,
-    which now only hands frames over, joins the others, so that its Python never takes the child's CPU.
-    On one CPU with it, the child waited for that Python between runs: on an H100 host the unpaced
-    synthetic source ran at 0.80 of the model alone so, against 0.92 in this process (docs/benchmarks.md).
-    The split as it now stands, None if `owner` holds none."""
+    which now only hands frames over, joins the others, so that its Python never takes the child's CPU
+    between two runs. With both on one CPU, an H100 host ran the unpaced synthetic source at 0.80 of the
+    model alone, against 0.92 with the session in this process (docs/benchmarks.md; the figure since this
+    change is not measured yet). The split as it now stands, None if `owner` holds none."""
     with _lock:
         if _owner is not owner or _split is None:
             return None
