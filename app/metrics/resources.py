@@ -93,7 +93,7 @@ def _children(proc: psutil.Process) -> list[psutil.Process]:
     """The process's children (not theirs: the app's own children start none). Linux lists them per
     thread in /proc/PID/task/TID/children, a read per thread of this process; psutil's children() reads
     every process on the machine (about 1 ms for 70 here, and a desktop runs hundreds), and the sampler
-    asks two or three times a sample (CPU, memory, NVML), from a thread that shares the GIL with the pipeline."""
+    reads them every sample, from a thread that shares the GIL with the pipeline."""
     task = f"/proc/{proc.pid}/task"
     try:
         tids = os.listdir(task)
@@ -124,11 +124,11 @@ def _children_by_scan(proc: psutil.Process) -> list[psutil.Process]:
         return []
 
 
-def _children_cpu_s(proc: psutil.Process) -> float:
+def _children_cpu_s(children: list[psutil.Process]) -> float:
     """CPU seconds of the live children: the work a process hands to one (the GPU session in a process of
     its own, `bench --gpu-process`) is still the app's. Ended children are in cpu_times' children_*."""
     total = 0.0
-    for child in _children(proc):
+    for child in children:
         try:
             times = child.cpu_times()
         except psutil.Error:  # gone between the listing and the read: its time is now in children_*
@@ -137,10 +137,11 @@ def _children_cpu_s(proc: psutil.Process) -> float:
     return total
 
 
-def resident_mb(proc: psutil.Process) -> float:
-    """Resident memory of the process and its live children, MiB (pages they share counted in each)."""
+def resident_mb(proc: psutil.Process, children: list[psutil.Process] | None = None) -> float:
+    """Resident memory of the process and its live children (listed here unless given), MiB (pages they
+    share counted in each)."""
     total = float(proc.memory_info().rss)
-    for child in _children(proc):
+    for child in _children(proc) if children is None else children:
         try:
             total += child.memory_info().rss
         except psutil.Error:
@@ -148,18 +149,20 @@ def resident_mb(proc: psutil.Process) -> float:
     return total / _MIB
 
 
-def cpu_mark(proc: psutil.Process | None = None) -> CpuMark:
-    """The process's (with its children's) and the machine's CPU counters now (this process unless `proc`)."""
+def cpu_mark(proc: psutil.Process | None = None, children: list[psutil.Process] | None = None) -> CpuMark:
+    """The process's (with its children's: listed here unless given) and the machine's CPU counters now
+    (this process unless `proc`)."""
     wall = time.monotonic()
     proc = proc or psutil.Process()
     pt = proc.cpu_times()
-    children = pt.children_user + pt.children_system + _children_cpu_s(proc)
+    live = _children(proc) if children is None else children
+    children_s = pt.children_user + pt.children_system + _children_cpu_s(live)
     st = psutil.cpu_times()
     # As psutil.cpu_percent computes it, but with our own baseline: cpu_percent(interval=None)
     # keeps one module-wide baseline that any other caller in the process would reset.
     total = sum(st) - getattr(st, "guest", 0.0) - getattr(st, "guest_nice", 0.0)  # guest is inside user/nice
     idle = st.idle + getattr(st, "iowait", 0.0)
-    return CpuMark(wall, pt.user + pt.system + children, total - idle, total)
+    return CpuMark(wall, pt.user + pt.system + children_s, total - idle, total)
 
 
 def cpu_percentages(a: CpuMark, b: CpuMark, ncpu: int) -> CpuShares | None:
@@ -186,27 +189,23 @@ class _NvmlProbe:
         self._session = session
         self._handles: list[Any] = session.handles if session.open else []
 
-    def read(self) -> GpuReading | None:
+    def read(self, children: list[psutil.Process]) -> GpuReading | None:
         nvml = self._session.module
         if nvml is None:
             return None
         try:
-            index, listed = self._device_of_process(nvml)
+            index, listed = self._device_of_process(nvml, {self._pid, *(child.pid for child in children)})
             util = nvml.nvmlDeviceGetUtilizationRates(self._handles[index]).gpu
         except nvml.NVMLError:
             return None
         return GpuReading(gpu_util_pct=float(util), gpu_name=self._session.names[index], gpu_process_listed=listed)
 
-    def _device_of_process(self, nvml: Any) -> tuple[int, bool]:
-        """The first GPU that lists this pid or one of its children's (compute or graphics/Vulkan context;
-        a child: the GPU session in a process of its own), else device 0.
+    def _device_of_process(self, nvml: Any, pids: set[int]) -> tuple[int, bool]:
+        """The first GPU that lists one of `pids`, the process's and its children's (compute or graphics/Vulkan
+        context; a child: the GPU session in a process of its own), else device 0.
 
         Inside a container NVML reports host pids, so the match can fail there: device 0 then.
         """
-        try:
-            pids = {self._pid, *(child.pid for child in _children(psutil.Process(self._pid)))}
-        except psutil.Error:
-            pids = {self._pid}
         for index, handle in enumerate(self._handles):
             for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
                 try:
@@ -255,10 +254,11 @@ class ResourceSampler:
         self._session = NvmlSession() if self._gpu else None
         self._nvml = _NvmlProbe(self.pid, self._session) if self._session is not None else None
         self._power = PowerCounters(gpu=self._gpu, nvml=self._session)
-        mark = cpu_mark(proc)
-        rss_mb = resident_mb(proc)
+        children = _children(proc)  # once a sample, for CPU, memory and NVML's listing
+        mark = cpu_mark(proc, children)
+        rss_mb = resident_mb(proc, children)
         power = self._power_reading(mark.wall)
-        self._publish(ResourceReading.of(mark.wall, rss_mb, gpu=self._gpu_reading(), power=power))
+        self._publish(ResourceReading.of(mark.wall, rss_mb, gpu=self._gpu_reading(children), power=power))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
         self._thread.start()
@@ -296,18 +296,19 @@ class ResourceSampler:
     def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
         while not self._stop.wait(self.interval_s):
             try:
-                mark = cpu_mark(proc)
-                rss_mb = resident_mb(proc)
+                children = _children(proc)
+                mark = cpu_mark(proc, children)
+                rss_mb = resident_mb(proc, children)
             except psutil.Error:  # the process is gone (or no longer readable): no reading, not a stale one
                 self._publish(ResourceReading(sampled_at=time.monotonic()))
                 return
             cpu = cpu_percentages(previous, mark, self._ncpu)
             power = self._power_reading(mark.wall)
-            self._publish(ResourceReading.of(mark.wall, rss_mb, cpu, self._gpu_reading(), power))
+            self._publish(ResourceReading.of(mark.wall, rss_mb, cpu, self._gpu_reading(children), power))
             previous = mark
 
-    def _gpu_reading(self) -> GpuReading | None:
-        return self._nvml.read() if self._nvml is not None else None
+    def _gpu_reading(self, children: list[psutil.Process]) -> GpuReading | None:
+        return self._nvml.read(children) if self._nvml is not None else None
 
     def _power_reading(self, t: float) -> PowerReading | None:
         if self._power is None:
