@@ -130,13 +130,14 @@ def test_a_device_lost_in_the_first_inference_is_a_gpu_that_cannot_run(
 
 
 @pytest.mark.parametrize(
-    "process", [(), ("--gpu-process", "--no-pace", "--throttle-ms", "0")], ids=["in this process", "gpu process"]
+    "process", [(), ("--no-pace",)], ids=["paced: in this process", "unpaced: auto, a process of its own"]
 )
 def test_bench_on_a_gpu_lost_mid_run_exits_0_and_says_so(
     layer: Path, swiftshader: dict, three_ops: Path, tmp_path: Path, process: tuple[str, ...]
 ):
-    """In this process, and with `--gpu-process` unpaced (frames queued two deep in the child: its device is
-    lost, its runs fail, the queued frame's answer is read and dropped): the same fallback, events and words."""
+    """Paced, in this process; unpaced, where `--gpu-process auto` runs it in a child (frames queued two deep:
+    its device is lost, its runs fail, the queued frame's answer is read and dropped): the same fallback,
+    events and words."""
     summary = tmp_path / "summary.json"
     run = run_cli("bench", "--source", "synthetic", "--model", three_ops, "--delegate", "gpu",
                   "--allow-software-gpu", *process, "--frames", "30", "--warmup", "2", "--json", summary,

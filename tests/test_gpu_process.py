@@ -11,10 +11,11 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tests.helpers.cli import run_cli
-from tests.helpers.paths import ROOT
+from tests.helpers.paths import ROOT, TEST_MODELS
 
 _SAME = """
 import sys
@@ -200,11 +201,27 @@ def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swi
     assert all(ms > 0 for ms in got["inference_ms"])
 
 
+def test_gpu_process_auto_only_where_nothing_paces_the_runs_of_a_one_image_classifier(three_ops: Path):
+    """`bench --gpu-process auto` (the default): the child only where the worker queues frames in it."""
+    from app.model.spec import load_model_spec
+    from app.pipeline import InferenceConfig
+    from app.tasks.bench import gpu_process_pays
+
+    classifier = load_model_spec(three_ops)
+    detector = load_model_spec(TEST_MODELS / "detector_like.tflite")
+    gpu = InferenceConfig(model=three_ops, delegate="gpu")
+    assert gpu_process_pays(gpu, classifier, pace=False)
+    assert not gpu_process_pays(gpu, classifier, pace=True)  # the source paces the runs
+    assert not gpu_process_pays(replace(gpu, throttle_ms=30), classifier, pace=False)  # so does a throttle
+    assert not gpu_process_pays(replace(gpu, delegate="cpu"), classifier, pace=False)
+    assert not gpu_process_pays(replace(gpu, model=TEST_MODELS / "detector_like.tflite"), detector, pace=False)
+
+
 def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, three_ops: Path, tmp_path: Path):
-    """`bench --gpu-process`: the JSON (checked against its schema by run_cli) carries the child's report, whose
-    options say so, and every frame is counted."""
+    """`bench --no-pace` on the GPU (--gpu-process auto): the JSON (checked against its schema by run_cli) carries
+    the child's report, whose options say so, and every frame is counted."""
     out = tmp_path / "bench.json"
-    run = run_cli("bench", "--delegate", "gpu", "--allow-software-gpu", "--gpu-process", "--model",
+    run = run_cli("bench", "--delegate", "gpu", "--allow-software-gpu", "--model",
                   three_ops, "--source", "synthetic", "--no-pace", "--throttle-ms", "0",
                   "--frames", "4", "--warmup", "0", "--json", out, env=swiftshader, timeout=300)  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]

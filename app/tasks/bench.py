@@ -21,7 +21,7 @@ from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percen
 from app.metrics.rounds import DEFAULT_ROUNDS, Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.feed import FeedFacts
-from app.model.spec import ModelFacts, load_model_spec
+from app.model.spec import ModelFacts, ModelSpec, load_model_spec
 from app.model.task import Task
 from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
 from app.pipeline.preprocess_thread import PreprocessPlacement
@@ -30,6 +30,7 @@ from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
 from app.sources import CapturedFrames, SourceInfo
 from app.system.cpu_affinity import CpuSplit
+from app.system.names import Delegate
 from app.system.power_counters import PowerReading
 
 
@@ -383,6 +384,15 @@ def read_idle(sampler: ResourceSampler, idle_s: float | None) -> list[PowerReadi
     time.sleep(seconds)  # the sampler reads meanwhile, every interval
     last = sampler.read_power_now()
     return [first, *sampler.power_between(t0 + 1e-9, time.monotonic() - 1e-9), *([last] if last else [])]
+
+
+def gpu_process_pays(config: InferenceConfig, spec: ModelSpec, pace: bool) -> bool:
+    """bench --gpu-process auto: the GPU session in a process of its own where that pays for itself, that is
+    where the inference thread queues frames in it (app/pipeline/worker.py, _queue_of): the GPU asked for,
+    nothing pacing the runs (an unpaced source, no throttle) and a classifier of one image input. Paced,
+    the runs wait for frames anyway and the child's hand-off would only add to each one's latency."""
+    one_image = spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1 and spec.image_input is not None
+    return config.delegate == Delegate.GPU and config.throttle_ms == 0 and not pace and one_image
 
 
 def not_a_classifier(config: InferenceConfig) -> bool:

@@ -12,8 +12,9 @@ Each round runs, each in its own process, in an order rotated from round to roun
   preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` is the old
   shape (decoding and preprocessing in series on the capture thread), `on` a thread of its own.
 - "synthetic" (with `--synthetic`): bench on the synthetic source, no decoding: the pipeline's own cost.
-- "... GPU process" (with `--gpu-process`): the same with bench --gpu-process, the GPU session in a
-  process of its own with two frames queued (app/backends/gpu/process_session.py).
+- "... GPU in this process" (with `--gpu-process`): the same with bench --gpu-process off. On the GPU,
+  unpaced, bench's default (auto) runs the session in a process of its own with two frames queued
+  (app/backends/gpu/process_session.py); these legs measure the in-process path beside it.
 
 Needs only the app's runtime packages for bench (numpy, opencv-python-headless, psutil, ai-edge-litert;
 on a GPU host with the wheels unpacked: `PYTHONPATH=WHEELS`). On the GPU host:
@@ -58,7 +59,7 @@ def bench(
     switch_ms: float | None = None,
     pin: bool = True,
     inference_cpus: int | None = None,
-    own_process: bool = False,
+    gpu_process: str | None = None,
     decode_threads: int | None = None,
 ) -> dict[str, Any]:
     flags = ["--model", args.model, "--delegate", args.delegate, "--source", source, "--no-pace"]
@@ -69,8 +70,8 @@ def bench(
         flags.append("--no-pin")
     if inference_cpus:
         flags += ["--inference-cpus", str(inference_cpus)]
-    if own_process:
-        flags.append("--gpu-process")
+    if gpu_process:
+        flags += ["--gpu-process", gpu_process]
     if decode_threads is not None:
         flags += ["--decode-threads", str(decode_threads)]
     s = bench_summary(flags, switch_interval_ms=switch_ms)
@@ -80,6 +81,7 @@ def bench(
         "rate": s["metrics"]["inference_fps"],
         "inference_p50_ms": s["metrics"]["latency"]["inference"]["p50"],
         "used": (s.get("delegate") or {}).get("used"),
+        "process": ((s.get("delegate") or {}).get("options") or {}).get("process", "this"),  # "own": a child
         "stage": bound.get("stage"),
         "sentence": (bound.get("evidence") or {}).get("sentence"),
         "busy_share": (bound.get("evidence") or {}).get("busy_share"),
@@ -107,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unpinned", action="store_true", help="also a demo (auto) leg with bench --no-pin")
     parser.add_argument(
         "--gpu-process", action="store_true",
-        help="also a demo (auto) leg, and a synthetic one with --synthetic, with bench --gpu-process (the GPU session "
-        "in a process of its own, two frames queued)",
+        help="also a demo (auto) leg, and a synthetic one with --synthetic, with bench --gpu-process off (the GPU "
+        "session in this process; bench's auto runs it, unpaced, in a process of its own)",
     )  # fmt: skip
     parser.add_argument(
         "--inference-cpus", type=int, nargs="*", default=[], metavar="N",
@@ -142,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     for ms in args.switch_intervals:
         legs[f"demo (auto, GIL switch {ms:g} ms)"] = lambda ms=ms: bench(args, "demo", "auto", ms)
     if args.gpu_process:
-        legs["demo (auto, GPU process)"] = lambda: bench(args, "demo", "auto", own_process=True)
+        legs["demo (auto, GPU in this process)"] = lambda: bench(args, "demo", "auto", gpu_process="off")
     if args.synthetic:
         legs["synthetic"] = lambda: bench(args, "synthetic", "auto")
         if args.gpu_process:
-            legs["synthetic (GPU process)"] = lambda: bench(args, "synthetic", "auto", own_process=True)
+            legs["synthetic (GPU in this process)"] = lambda: bench(args, "synthetic", "auto", gpu_process="off")
     others: list[float] = []  # the CPU other processes used during each run, in cores (0 where not readable)
 
     def measured(name: str) -> Any:
@@ -184,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for name, runs in results.items():
         if name != "alone":
-            print(f"{name}: ran on {runs[-1]['used']}; preprocessing {runs[-1]['placement']}")
+            print(f"{name}: ran on {runs[-1]['used']} in {runs[-1]['process']} process; preprocessing "
+                  f"{runs[-1]['placement']}")  # fmt: skip
     for name, values in ratios.items():
         print(f"RATIO {name} / alone: median {statistics.median(values):.3f}")
     write_json(args.json, {"args": vars(args), "results": results, "ratios": ratios, "others_cores": others})

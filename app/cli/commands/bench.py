@@ -39,7 +39,7 @@ from app.pipeline import InferenceConfig
 from app.recording.writer import sidecar_path
 from app.schemas import versioned
 from app.system.redact import redact_credentials
-from app.tasks.bench import IDLE_S, BenchConfig, BenchSummary, run_bench
+from app.tasks.bench import IDLE_S, BenchConfig, BenchSummary, gpu_process_pays, run_bench
 
 if TYPE_CHECKING:
     from app.tasks.bench_compare import CompareSummary
@@ -86,9 +86,11 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument(
         "--gpu-process",
-        action="store_true",
+        choices=("auto", "on", "off"),
+        default="auto",
         help="GPU: run the session in a process of its own, two frames queued, so the pipeline's Python never "
-        "stands between two runs (docs/benchmarks.md)",
+        "stands between two runs (auto, the default: where nothing paces the runs, --no-pace and no throttle, and "
+        "the model is a classifier of one image; not in A/B; docs/benchmarks.md)",
     )
     b.add_argument(
         "--rounds",
@@ -145,6 +147,10 @@ def run(args: argparse.Namespace) -> int:
     # A bad model is exit 3 before anything starts.
     spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     compare = bool(args.compare_with or args.compare_model)
+    # auto: one run's own choice (an A/B keeps both sides in this process, on equal terms)
+    auto = args.gpu_process == "auto" and not compare and gpu_process_pays(config, spec, pace=not args.no_pace)
+    own = args.gpu_process == "on" or auto
+    config = replace(config, options=replace(config.options, own_process=own))
     gate = _gate_plan(args, config, spec.sha256, compare)  # a bad baseline or budget: exit 2 before anything runs
     frames = args.frames if args.frames or args.seconds else 300
     bench = BenchConfig(
