@@ -210,11 +210,16 @@ def test_gpu_process_auto_only_where_nothing_paces_the_runs_of_a_one_image_class
     classifier = load_model_spec(three_ops)
     detector = load_model_spec(TEST_MODELS / "detector_like.tflite")
     gpu = InferenceConfig(model=three_ops, delegate="gpu")
-    assert gpu_process_pays(gpu, classifier, pace=False)
-    assert not gpu_process_pays(gpu, classifier, pace=True)  # the source paces the runs
-    assert not gpu_process_pays(replace(gpu, throttle_ms=30), classifier, pace=False)  # so does a throttle
-    assert not gpu_process_pays(replace(gpu, delegate="cpu"), classifier, pace=False)
-    assert not gpu_process_pays(replace(gpu, model=TEST_MODELS / "detector_like.tflite"), detector, pace=False)
+    assert gpu_process_pays(gpu, classifier, "demo", pace=False)
+    assert gpu_process_pays(gpu, classifier, "synthetic", pace=False)
+    assert not gpu_process_pays(gpu, classifier, "demo", pace=True)  # the source paces the runs
+    assert not gpu_process_pays(gpu, classifier, "camera:0", pace=False)  # a camera paces them whatever is asked
+    assert not gpu_process_pays(gpu, classifier, "stream:rtsp://host/x", pace=False)
+    assert not gpu_process_pays(gpu, classifier, "nosuchkind:x", pace=False)  # bench's open says what is wrong
+    assert not gpu_process_pays(replace(gpu, throttle_ms=30), classifier, "demo", pace=False)  # so does a throttle
+    assert not gpu_process_pays(replace(gpu, delegate="cpu"), classifier, "demo", pace=False)
+    detector_gpu = replace(gpu, model=TEST_MODELS / "detector_like.tflite")
+    assert not gpu_process_pays(detector_gpu, detector, "demo", pace=False)
 
 
 def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, three_ops: Path, tmp_path: Path):

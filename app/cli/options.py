@@ -141,7 +141,7 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
         precision=args.gpu_precision,
         allow_software=args.allow_software_gpu,
         wait_hint=getattr(args, "gpu_wait_hint", False),
-        own_process=getattr(args, "gpu_process", "off") == "on",  # bench decides "auto" (gpu_process_wanted)
+        own_process=getattr(args, "gpu_process", "off") == "on",  # bench decides "auto" (gpu_process_pays)
         compute_units=args.coreml_units,
     )
 

@@ -89,8 +89,8 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         choices=("auto", "on", "off"),
         default="auto",
         help="GPU: run the session in a process of its own, two frames queued, so the pipeline's Python never "
-        "stands between two runs (auto, the default: where nothing paces the runs, --no-pace and no throttle, and "
-        "the model is a classifier of one image; not in A/B; docs/benchmarks.md)",
+        "stands between two runs (auto, the default: where nothing paces the runs, a file or the synthetic source with "
+        "--no-pace and no throttle, and the model is a classifier of one image; not in A/B; docs/guide.md)",
     )
     b.add_argument(
         "--rounds",
@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     compare = bool(args.compare_with or args.compare_model)
     # auto: one run's own choice (an A/B keeps both sides in this process, on equal terms)
-    auto = args.gpu_process == "auto" and not compare and gpu_process_pays(config, spec, pace=not args.no_pace)
+    pays = gpu_process_pays(config, spec, args.source, pace=not args.no_pace)
+    auto = args.gpu_process == "auto" and not compare and pays
     own = args.gpu_process == "on" or auto
     config = replace(config, options=replace(config.options, own_process=own))
     gate = _gate_plan(args, config, spec.sha256, compare)  # a bad baseline or budget: exit 2 before anything runs
