@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import UsageError
+from app.gates.baseline import load_baseline
 from app.gates.budget import DEFAULT_BUDGETS, Op, Reference, parse_budget, parse_budgets
 from app.gates.figures import FIGURES, SummaryKind, figures_of
 from app.gates.stored import read_summary, summary_of
@@ -102,6 +103,29 @@ def _verdict(base_rounds: list[float], run_rounds: list[float], budget: str = "i
     (row,) = [r for r in report.rows if r.budget is not None]
     assert report.differences == ("threads 2 there, 1 here",)
     return row.verdict
+
+
+def test_a_gpu_process_run_against_an_in_process_baseline_says_so(tmp_path: Path):
+    """bench's default runs an unpaced GPU classifier in a child (--gpu-process auto); a baseline from before
+    (no own_process key) or with it off ran in this process: the gate lists the difference, --strict-config
+    refuses it, and two in-process runs show none."""
+    def gpu(own: bool | None) -> dict:
+        summary = _bench([10.0] * 5)
+        summary["config"]["delegate"] = "gpu"
+        if own is not None:
+            summary["config"]["options"]["own_process"] = own
+        return summary
+
+    old, off, child = (summary_of(gpu(own), name) for own, name in ((None, "old"), (False, "off"), (True, "child")))
+    budgets = [parse_budget("inference.p50<=+10%", SummaryKind.BENCH)]
+    assert evaluate(child, old, budgets).differences == ("gpu process no there, yes here",)
+    assert evaluate(off, old, budgets).differences == ()
+    assert child.settings["gpu process"] == "yes" and off.settings["gpu process"] == "no"
+    stored = tmp_path / "old.json"
+    stored.write_text(json.dumps(gpu(None)))
+    with pytest.raises(UsageError, match="gpu process no there, yes here"):
+        load_baseline(stored, SummaryKind.BENCH, child.identity, child.settings, strict=True)
+    assert load_baseline(stored, SummaryKind.BENCH, child.identity, child.settings).settings["gpu process"] == "no"
 
 
 def test_the_noise_rule():

@@ -180,6 +180,9 @@ def bench_identity(
         "compute units": _text(options.get("compute_units")),
         "gpu wait hint": _text(options.get("wait_hint")),
         "software gpu": _text(options.get("allow_software")),
+        # bench runs an unpaced GPU classifier in a child by default (--gpu-process auto): a baseline from
+        # before that, or with it off, ran in this process, and the gate says so. No key: this process.
+        "gpu process": "yes" if options.get("own_process") is True else "no",
         "fallback": _text(config.get("fallback")),
         "throttle ms": _text(config.get("throttle_ms")),
     }
