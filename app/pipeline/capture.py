@@ -25,7 +25,7 @@ from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
-from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source
+from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source, reads_on_demand
 from app.system.redact import redact_credentials
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
@@ -138,7 +138,7 @@ class Capture:
         backoff = _BACKOFF_START_S
         lost = False
         # Decoding frames nobody will infer only takes a core from inference.
-        on_demand = not self._source_options.get("pace", True) and source.info.kind not in LIVE_KINDS
+        on_demand = reads_on_demand(source.info.kind, self._source_options.get("pace", True))
         self._on_demand = on_demand  # before the first frame reaches the preprocessing thread
         while not self._stop.is_set():
             read_from = time.perf_counter()

@@ -28,7 +28,16 @@ sources share, self-reopening included), `video`, `camera`, `stream`, `images`, 
 from app.sources.base import MAX_FPS, Frame, FrameSource, SourceInfo
 from app.sources.camera import CameraInfo, CameraSource, list_cameras
 from app.sources.replay import CapturedFrames, ReplaySource, capture_frames
-from app.sources.spec import KINDS, LIVE_KINDS, SPEC_HELP, STREAM_SCHEMES, open_source, parse_source_spec
+from app.sources.spec import (
+    KINDS,
+    LIVE_KINDS,
+    SPEC_HELP,
+    STREAM_SCHEMES,
+    kind_of,
+    open_source,
+    parse_source_spec,
+    reads_on_demand,
+)
 from app.sources.still_images import IMAGE_SUFFIXES, ImageSource
 from app.sources.stream import STREAM_TIMEOUT_MS, StreamSource
 from app.sources.synthetic import SyntheticSource
@@ -55,7 +64,9 @@ __all__ = [
     "VideoSource",
     "capture_frames",
     "demo_clip_path",
+    "kind_of",
     "list_cameras",
     "open_source",
     "parse_source_spec",
+    "reads_on_demand",
 ]

@@ -53,6 +53,20 @@ def parse_source_spec(spec: str) -> tuple[str, str]:
     return kind, arg
 
 
+def kind_of(spec: str) -> str | None:
+    """The kind of source a spec names; None for one that does not parse (opening it says why)."""
+    try:
+        return parse_source_spec(spec)[0]
+    except SourceSpecError:
+        return None
+
+
+def reads_on_demand(kind: str, pace: bool) -> bool:
+    """Whether frames are read as inference takes them (a file, a folder or the synthetic source, unpaced)
+    rather than as the source delivers them: a camera or stream is paced by its device whatever `pace` says."""
+    return not pace and kind not in LIVE_KINDS
+
+
 def _parse_bare(text: str) -> tuple[str, str]:
     lowered = text.lower()
     if lowered in ("camera", "demo", "synthetic"):

@@ -118,8 +118,8 @@ def step_aside(owner: object, inference_tid: int) -> CpuSplit | None:
     the TensorFlow reference), started from the inference thread and so on the inference CPUs: the thread,
     which now only hands frames over, joins the others, so that its Python never takes the child's CPU
     between two runs. With both on one CPU, an H100 host ran the unpaced synthetic source at 0.80 of the
-    model alone, against 0.92 with the session in this process (docs/benchmarks.md; the figure since this
-    change is not measured yet). The split as it now stands, None if `owner` holds none."""
+    model alone, against 0.92 with the session in this process; since this change, 1.00 (docs/benchmarks.md,
+    ninth and tenth sessions). The split as it now stands, None if `owner` holds none."""
     with _lock:
         if _owner is not owner or _split is None:
             return None

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 
 from app.backends import DelegationReport
-from app.errors import DelegateScopeError, SourceError
+from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.energy import PowerFigures, power_figures
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
@@ -28,7 +28,7 @@ from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
 from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
-from app.sources import LIVE_KINDS, CapturedFrames, SourceInfo, parse_source_spec
+from app.sources import CapturedFrames, SourceInfo, kind_of, reads_on_demand
 from app.system.cpu_affinity import CpuSplit
 from app.system.names import Delegate
 from app.system.power_counters import PowerReading
@@ -392,12 +392,9 @@ def gpu_process_pays(config: InferenceConfig, spec: ModelSpec, source: str, pace
     nothing pacing the runs (a file or the synthetic source read unpaced, no throttle) and a classifier of
     one image input. Paced, and from a camera or stream whatever `pace` says (the device paces it), the runs
     wait for frames anyway and the child's hand-off would only add to each one's latency."""
-    try:
-        live = parse_source_spec(source)[0] in LIVE_KINDS
-    except SourceError:
-        live = True  # a bad spec: the pipeline's open says what is wrong with it, in this process
+    kind = kind_of(source)  # None, a bad spec: the pipeline's open says what is wrong with it, in this process
     one_image = spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1 and spec.image_input is not None
-    unpaced = not pace and not live and config.throttle_ms == 0
+    unpaced = kind is not None and reads_on_demand(kind, pace) and config.throttle_ms == 0
     return config.delegate == Delegate.GPU and unpaced and one_image
 
 

@@ -11,8 +11,7 @@ from PySide6.QtCore import QObject
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QLabel, QStatusBar
 
-from app.errors import SourceError
-from app.sources import LIVE_KINDS, parse_source_spec
+from app.sources import LIVE_KINDS, kind_of
 
 BADGE = "UNPACED BENCHMARK"
 _STYLE = "color: white; background: #b35900; font-weight: bold; padding: 1px 6px; border-radius: 3px"
@@ -73,7 +72,4 @@ class UnpacedMode:
         return " · UNPACED" if self.unpaced else ""
 
     def _live_source(self) -> bool:
-        try:
-            return parse_source_spec(self._source())[0] in LIVE_KINDS
-        except SourceError:
-            return False
+        return kind_of(self._source()) in LIVE_KINDS

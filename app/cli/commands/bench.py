@@ -148,9 +148,9 @@ def run(args: argparse.Namespace) -> int:
     spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
     compare = bool(args.compare_with or args.compare_model)
     # auto: one run's own choice (an A/B keeps both sides in this process, on equal terms)
-    pays = gpu_process_pays(config, spec, args.source, pace=not args.no_pace)
-    auto = args.gpu_process == "auto" and not compare and pays
-    own = args.gpu_process == "on" or auto
+    asked = args.gpu_process
+    auto = asked == "auto" and not compare and gpu_process_pays(config, spec, args.source, pace=not args.no_pace)
+    own = asked == "on" or auto
     config = replace(config, options=replace(config.options, own_process=own))
     gate = _gate_plan(args, config, spec.sha256, compare)  # a bad baseline or budget: exit 2 before anything runs
     frames = args.frames if args.frames or args.seconds else 300
