@@ -7,7 +7,9 @@ import pytest
 from app.metrics.bottleneck import find_bottleneck
 from app.metrics.window import InferenceTiming, Metrics
 from app.pipeline import InferenceConfig
-from app.tasks.bench import BenchConfig, run_bench
+from app.pipeline.plan import FeedPlan
+from app.tasks.bench import run_bench
+from app.tasks.plan import RunPlan
 from tests.builders.any_models import mean_classifier
 
 # Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
@@ -38,10 +40,12 @@ def test_a_tiny_model_from_the_synthetic_source_saturates_no_thread(tiny_model):
 
 def bench(source: str, model: str, preprocess_thread: bool | None = None, **config) -> dict:
     summary = run_bench(
-        BenchConfig(
-            source=source, frames=200, warmup=10, pace=False, pin_cpus=False, preprocess_thread=preprocess_thread
-        ),
-        InferenceConfig(model=model, options={"threads": 1}, **config),
+        RunPlan(
+            InferenceConfig(model=model, options={"threads": 1}, **config),
+            FeedPlan(source=source, pace=False, pin_cpus=False, preprocess_thread=preprocess_thread),
+            frames=200,
+            warmup=10,
+        )
     )
     assert summary.status.state != "error", summary.status
     return summary.to_dict()["bottleneck"]  # as bench --json writes it

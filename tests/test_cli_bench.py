@@ -118,7 +118,9 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
     not take one per 50 ms poll (at 18,000 rows that cost 3.8 ms each here, 8% of a core)."""
     from app.metrics.window import Metrics
     from app.pipeline import InferenceConfig
-    from app.tasks.bench import BenchConfig, run_bench
+    from app.pipeline.plan import FeedPlan
+    from app.tasks.bench import run_bench
+    from app.tasks.plan import RunPlan, RunState
 
     calls: list[int] = []
     rounds: list[int] = []  # the rounds' snapshots (`since` given), taken once the pipeline has stopped
@@ -129,14 +131,14 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
         lambda self, now=None, since=None: (rounds if since is not None else calls).append(1) or real(self, now, since),
     )
     config = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
-    summary = run_bench(BenchConfig(frames=None, seconds=2.0, warmup=3), config)
+    summary = run_bench(RunPlan(config, FeedPlan(pin_cpus=True), frames=None, seconds=2.0, warmup=3))
     assert summary.status.state != "error" and summary.metrics.inferences_total > 0
     assert len(calls) <= 2  # the summary's own, not one per poll (~40 in 2 s)
     assert len(rounds) == 5 and summary.rounds is not None
     calls.clear()
     shown: list[int] = []
-    bench = BenchConfig(frames=None, seconds=2.0, warmup=3, pin_cpus=False)
-    unpinned = run_bench(bench, config, progress=lambda d, t, s: shown.append(d))
+    plan = RunPlan(config, FeedPlan(pin_cpus=False), frames=None, seconds=2.0, warmup=3)
+    unpinned = run_bench(plan, RunState(progress=lambda d, t, s: shown.append(d)))
     assert 3 <= len(shown) <= 6 and len(calls) <= len(shown) + 2
     assert unpinned.cpu_affinity is None
 

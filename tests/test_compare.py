@@ -6,11 +6,12 @@ import pytest
 
 from app.pipeline import InferenceConfig
 from app.pipeline.compare import ComparePipeline
+from app.pipeline.plan import FeedPlan
 from tests.helpers.wait import wait_until
 
 
 def run_compare(a: InferenceConfig, b: InferenceConfig, frames: int, source: str = "demo") -> ComparePipeline:
-    cp = ComparePipeline(source, a, b, pace=False)
+    cp = ComparePipeline(FeedPlan(source, pace=False), a, b)
     cp.start()
     try:
         compared = wait_until(lambda: len(cp.comparator.comparisons) >= frames or cp.status().state == "error", 120)

@@ -71,7 +71,8 @@ def test_pipelines_pin_nothing_unless_asked(pipelines):
 FRESH_PROCESS = """
 import os, sys, time
 from app.pipeline import InferenceConfig, Pipeline
-p = Pipeline("demo", InferenceConfig(options={"threads": 1}), pace=False, pin_cpus=True)
+from app.pipeline.plan import FeedPlan
+p = Pipeline(FeedPlan("demo", pace=False, pin_cpus=True), InferenceConfig(options={"threads": 1}))
 p.start()
 deadline = time.monotonic() + 60
 while (p.latest_result() is None or p.metrics.inferences_total < 20) and time.monotonic() < deadline:

@@ -160,10 +160,11 @@ _PIPELINE = """
 import sys
 import json, time
 from app.pipeline import InferenceConfig, Pipeline
+from app.pipeline.plan import FeedPlan
 results = []
 config = InferenceConfig(model=sys.argv[1], delegate="gpu",
                          options={"threads": 1, "allow_software": True, "own_process": True})
-pipeline = Pipeline("synthetic", config, pace=False, on_result=lambda r: results.append(r))
+pipeline = Pipeline(FeedPlan("synthetic", pace=False), config, on_result=lambda r: results.append(r))
 pipeline.start()
 
 def wait_for(n, limit=240):

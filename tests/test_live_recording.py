@@ -14,6 +14,7 @@ from app.live.recording import RecordingSession, new_sink
 from app.metrics.window import Metrics
 from app.pipeline import InferenceConfig, Result
 from app.pipeline.compare import ComparePipeline, FrameComparison
+from app.pipeline.plan import FeedPlan
 from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
 from app.recording.writer import read_recording
@@ -41,11 +42,9 @@ def test_a_comparison_is_recorded_only_for_frames_both_sides_recorded(tmp_path: 
     results: list[tuple[str, Result]] = []
     comparisons: dict[int, FrameComparison] = {}
     feed = ComparePipeline(
-        capture_frames("demo", 6),
+        FeedPlan(capture_frames("demo", 6), pace=False, loop=False),
         A,
         B,
-        pace=False,
-        loop=False,
         on_result=lambda side, r: results.append((side, r)),
         on_comparison=lambda c: comparisons.setdefault(c.frame_index, c),
     )

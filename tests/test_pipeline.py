@@ -13,6 +13,7 @@ from app.model.preprocess import Preprocessor
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig, LatestFrameSlot, Pipeline, RgbCache
 from app.pipeline.compare import ComparePipeline
+from app.pipeline.plan import FeedPlan
 from app.pipeline.preprocess_thread import place_preprocessing
 from app.sources import Frame
 from app.system import cpu_affinity
@@ -182,7 +183,7 @@ def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and
     model.write_bytes(mean_classifier(1024))
     inferred: list[int] = []
     p = start(pipelines, f"images:{tmp_path / 'small.png'}", InferenceConfig(model=model, options={"threads": 1}),
-              preprocess_thread=True, source_options={"fps": 1000},
+              preprocess_thread=True, fps=1000,
               on_result=lambda r: inferred.append(r.frame_index))  # fmt: skip
     assert wait_until(lambda: p.metrics.snapshot().inferences_total >= 20, timeout=60), p.status()
     p.stop()
@@ -229,7 +230,7 @@ def test_ab_with_a_preprocessing_thread_preprocesses_each_frame_once_for_both_si
     a = InferenceConfig(options={"threads": 1})
     b = InferenceConfig(model="efficientnet_lite0_int8", options={"threads": 1})
     seen: dict[str, list[int]] = {"a": [], "b": []}
-    cp = ComparePipeline("demo", a, b, pace=False, preprocess_thread=True,
+    cp = ComparePipeline(FeedPlan("demo", pace=False, preprocess_thread=True), a, b,
                          on_result=lambda side, r: seen[side].append(r.frame_index))  # fmt: skip
     cp.start()
     try:
@@ -345,8 +346,8 @@ def test_a_camera_that_does_not_exist_is_a_clear_error(pipelines):
 @PLACES
 def test_stop_is_bounded_and_leaves_no_thread(pipelines, own_thread):
     before = {t.ident for t in threading.enumerate()}
-    p = Pipeline("synthetic:640x480@30", InferenceConfig(options={"threads": 1}), metrics=Metrics(),
-                 preprocess_thread=own_thread)  # fmt: skip
+    feed = FeedPlan("synthetic:640x480@30", preprocess_thread=own_thread)
+    p = Pipeline(feed, InferenceConfig(options={"threads": 1}), metrics=Metrics())
     p.start()
     assert wait_until(lambda: p.latest_result() is not None)
     started = time.monotonic()

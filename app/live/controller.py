@@ -24,6 +24,7 @@ from app.metrics.resources import ResourceSampler
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
 from app.pipeline.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
+from app.pipeline.plan import FeedPlan
 from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
 from app.sources import Frame, SourceInfo
@@ -73,10 +74,9 @@ class LiveController:
         self.masks.reset()
         if self._b_config is not None:
             self._feed = self._compare = ComparePipeline(
-                self._source,
+                self._plan(),
                 self._config,
                 self._b_config,
-                pace=self._pace,
                 metrics=self._metrics,
                 on_result=lambda side, r: self._on_result(generation, side, r),
                 on_event=self._on_event,
@@ -85,9 +85,8 @@ class LiveController:
         else:
             self._compare = None
             self._feed = Pipeline(
-                self._source,
+                self._plan(),
                 self._config,
-                pace=self._pace,
                 metrics=self._metrics["a"],
                 on_result=lambda r: self._on_result(generation, "a", r),
                 on_event=lambda e: self._on_event("a", e),
@@ -102,6 +101,11 @@ class LiveController:
         if not self.sampler.running:
             self.sampler.start()
         self._feed.start()
+
+    def _plan(self) -> FeedPlan:
+        """How the window's pipeline reads its source: at its pace (or as inference takes frames), looping,
+        every other setting where the machine puts it; never pinned (the GUI thread shares the CPUs)."""
+        return FeedPlan(source=self._source, pace=self._pace)
 
     def set_compare(self, b: InferenceConfig | None) -> bool:
         """Start (B config) or end (None) the A/B comparison: the pipeline restarts on the same source."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from app.errors import SourceError, SourceLost
 from app.pipeline.frame_slot import LatestFrameSlot
+from app.pipeline.plan import FeedPlan
 from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
@@ -34,22 +34,20 @@ _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 class Capture:
     def __init__(
         self,
-        source: str | CapturedFrames,  # a spec, or frames captured once and replayed (a sweep)
+        plan: FeedPlan,  # its source part: what to read and how
         workers: list[InferenceWorker],
         *,
         log: RunLog,
         stop: threading.Event,
         rgb_cache: RgbCache,
-        source_options: dict[str, Any],
         placement: PreprocessPlacement,
     ) -> None:
-        self.spec = source
-        self._shown = redact_credentials(str(source))  # in messages: no stream credentials
+        self.plan = plan
+        self._shown = redact_credentials(str(plan.source))  # in messages: no stream credentials
         self._workers = workers
         self._log = log  # the pipeline's (side A's in A/B): source events and status go there
         self._stop = stop
         self._rgb_cache = rgb_cache
-        self._source_options = source_options  # pace, loop, and the source's own options
         self._lock = threading.Lock()
         self._source: FrameSource | None = None
         self.done = threading.Event()  # the source ended, failed or was closed: no more frames
@@ -122,10 +120,11 @@ class Capture:
 
     def _open(self) -> FrameSource | None:
         try:
-            if isinstance(self.spec, CapturedFrames):
-                source: FrameSource = self.spec.open(**self._source_options)
+            options = self.plan.source_options()
+            if isinstance(self.plan.source, CapturedFrames):
+                source: FrameSource = self.plan.source.open(**options)
             else:
-                source = open_source(self.spec, **self._source_options)
+                source = open_source(self.plan.source, **options)
         except SourceError as exc:  # a source that never opened is final
             self._log.set_status(Status(State.ERROR, str(exc), exit_code=exc.exit_code))
             return None
@@ -138,7 +137,7 @@ class Capture:
         backoff = _BACKOFF_START_S
         lost = False
         # Decoding frames nobody will infer only takes a core from inference.
-        on_demand = reads_on_demand(source.info.kind, self._source_options.get("pace", True))
+        on_demand = reads_on_demand(source.info.kind, self.plan.pace)
         self._on_demand = on_demand  # before the first frame reaches the preprocessing thread
         while not self._stop.is_set():
             read_from = time.perf_counter()

@@ -23,6 +23,7 @@ from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.agreement import FrameAgreement, TaskAgreement, compare_tasks
 from app.model.classes import ClassSpace, class_space
 from app.pipeline import Event, Feed, InferenceConfig, Result
+from app.pipeline.plan import FeedPlan
 from app.sources import CapturedFrames
 
 _PENDING = 256  # results kept per side while waiting for the other side's result of that frame
@@ -49,7 +50,7 @@ class FrameComparison:
     a_top1: str  # a model that is not a classifier: its result's one-line summary
     b_top1: str
     top1_agree: bool  # ... and whether what a user reads of the frame agrees: classifiers by class
-    # (app/model/classes.py), never by label text; the other tasks by app/model/agreement.py
+    # (app/model/classes.py), the other tasks by class index (app/model/agreement.py), never by label text
     top5_overlap: float | None  # |top5 A ∩ top5 B| / 5 (by label); None for the other tasks
     max_abs_diff: float | None  # max |score A - score B| over classes; None when class sets differ
     tv_distance: float | None  # total variation between the two score vectors, 0..1
@@ -94,8 +95,8 @@ class AgreementSummary:
         if not self.frames:
             return "no frame was inferred by both sides"
         if self.task is not None:
-            return (f"{self.task.task.value}: {self.task.describe()}; the frame agrees on "
-                    f"{self.top1_agreement or 0:.1%} of {self.frames:,} frames")  # fmt: skip
+            return (f"{self.task.task.value}: {self.task.describe()}; the frame agrees ({self.task.agree_rule()}) "
+                    f"on {self.top1_agreement or 0:.1%} of {self.frames:,} frames")  # fmt: skip
         if self.classes is not None and not self.classes.comparable:
             return f"{self.classes.how}: no agreement figure for {self.frames:,} frames"
         if self.top5_overlap is None or self.top1_agreement is None:
@@ -342,17 +343,14 @@ class ComparePipeline(Feed):
 
     def __init__(
         self,
-        source: str | CapturedFrames,
+        feed: FeedPlan | str | CapturedFrames,  # never pinned: one inference thread per process may be
         a: InferenceConfig,
         b: InferenceConfig,
         *,
-        pace: bool = True,
-        loop: bool = True,
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
         on_comparison: Callable[[FrameComparison], None] | None = None,
-        preprocess_thread: bool | None = None,  # None: where the cores allow (app/pipeline/preprocess_thread.py)
     ) -> None:
         self.comparator = Comparator()
         self._class_space: tuple[tuple[str, str, str, str], ClassSpace] | None = None
@@ -360,16 +358,7 @@ class ComparePipeline(Feed):
         self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
         self._on_side_result = on_result
         metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
-        super().__init__(
-            source,
-            {"a": a, "b": b},
-            pace=pace,
-            loop=loop,
-            metrics=metrics,
-            on_result=self._result,
-            on_event=on_event,
-            preprocess_thread=preprocess_thread,
-        )
+        super().__init__(feed, {"a": a, "b": b}, metrics=metrics, on_result=self._result, on_event=on_event)
         self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 
     compares = True

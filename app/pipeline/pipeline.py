@@ -11,12 +11,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from app.backends import DelegationReport
 from app.metrics.window import Metrics
 from app.model.feed import FeedFacts
 from app.pipeline.capture import Capture
+from app.pipeline.plan import FeedPlan
 from app.pipeline.preprocess_thread import PreprocessPlacement, place_preprocessing
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
@@ -35,47 +36,42 @@ class Feed:
 
     def __init__(
         self,
-        source: str | CapturedFrames,
+        feed: FeedPlan | str | CapturedFrames,
         configs: dict[str, InferenceConfig],
         *,
-        pace: bool = True,
-        loop: bool = True,
-        source_options: dict[str, Any] | None = None,
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
-        rgb_cache: RgbCache | None = None,
-        pin_cpus: bool = False,
-        inference_cpus: int | None = None,
-        preprocess_thread: bool | None = None,  # None: where the cores allow (app/pipeline/preprocess_thread.py)
     ) -> None:
         if "a" not in configs:
             raise ValueError("a feed needs a side 'a'")
-        self.rgb_cache = rgb_cache or RgbCache()
+        plan = FeedPlan.of(feed)
+        if len(configs) > 1:
+            plan = plan.unpinned()  # one inference thread per process may be pinned (cpu_affinity)
+        self.plan = plan
+        self.rgb_cache = RgbCache()
         self._stops = {side: threading.Event() for side in configs}
         self.workers: dict[str, InferenceWorker] = {}
         for side, config in configs.items():
-            log = RunLog(Status(State.STARTING, f"opening {source}"), _bound(on_event, side))
+            log = RunLog(Status(State.STARTING, f"opening {plan.source}"), _bound(on_event, side))
             self.workers[side] = InferenceWorker(
                 config,
+                plan,
                 log=log,
                 stop=self._stops["a"] if side == "a" else self._stops[side],
                 metrics=(metrics or {}).get(side) or Metrics(),
                 rgb_cache=self.rgb_cache,
                 source_info=self.source_info,
                 on_result=_bound(on_result, side),
-                pin_cpus=pin_cpus,
-                inference_cpus=inference_cpus,
             )
         self.capture = Capture(
-            source,
+            plan,
             list(self.workers.values()),
             log=self.workers["a"].log,
             stop=self._stops["a"],  # side A's fatal error ends the capture too
             rgb_cache=self.rgb_cache,
-            source_options={"pace": pace, "loop": loop, **(source_options or {})},
             placement=place_preprocessing(
-                configs.values(), inference_cpus=inference_cpus, own_thread=preprocess_thread
+                configs.values(), inference_cpus=plan.inference_cpus, own_thread=plan.preprocess_thread
             ),
         )
 
@@ -173,31 +169,19 @@ class Pipeline(Feed):
 
     def __init__(
         self,
-        source: str | CapturedFrames,
+        feed: FeedPlan | str | CapturedFrames,
         config: InferenceConfig,
         *,
-        pace: bool = True,
-        loop: bool = True,
-        source_options: dict[str, Any] | None = None,
         metrics: Metrics | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,
-        pin_cpus: bool = False,
-        inference_cpus: int | None = None,
-        preprocess_thread: bool | None = None,
     ) -> None:
         super().__init__(
-            source,
+            feed,
             {"a": config},
-            pace=pace,
-            loop=loop,
-            source_options=source_options,
             metrics={"a": metrics or Metrics()},
             on_result=(lambda _side, r: on_result(r)) if on_result else None,
             on_event=(lambda _side, e: on_event(e)) if on_event else None,
-            pin_cpus=pin_cpus,
-            inference_cpus=inference_cpus,
-            preprocess_thread=preprocess_thread,
         )
         self.worker = self.workers["a"]
         self.metrics = self.worker.metrics

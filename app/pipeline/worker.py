@@ -19,7 +19,7 @@ from typing import cast
 
 import numpy as np
 
-from app.backends import DelegationReport, open_session
+from app.backends import DelegationReport, fell_back, mid_run_reason, open_session
 from app.backends.base import QueuedRunner, RunsInAChild
 from app.backends.options import CPU_DELEGATES
 from app.errors import BackendUnavailable, DelegateScopeError, InternalError, ModelError
@@ -30,6 +30,7 @@ from app.model.spec import ModelFacts, ModelSpec, load_model_spec
 from app.pipeline.active import ActiveSession
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff, RawOutput
+from app.pipeline.plan import FeedPlan
 from app.pipeline.rgb_cache import RgbCache
 from app.pipeline.run_log import RunLog
 from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result, State, Status
@@ -73,6 +74,7 @@ class InferenceWorker:
     def __init__(
         self,
         config: InferenceConfig,
+        plan: FeedPlan,  # its pinning part: whether the inference thread gets CPUs of its own, how many
         *,
         log: RunLog,
         stop: threading.Event,
@@ -80,8 +82,6 @@ class InferenceWorker:
         rgb_cache: RgbCache,
         source_info: Callable[[], SourceInfo | None],
         on_result: Callable[[Result], None] | None = None,
-        pin_cpus: bool = False,
-        inference_cpus: int | None = None,
     ) -> None:
         self.log = log
         self.metrics = metrics
@@ -90,8 +90,7 @@ class InferenceWorker:
         self._rgb_cache = rgb_cache
         self._source_info = source_info
         self._on_result = on_result
-        self._pin_cpus = pin_cpus  # one inference thread per process only: see app/system/cpu_affinity.py
-        self._inference_cpus = inference_cpus  # None: by backend (cpu_affinity.inference_cpus)
+        self._plan = plan
         self._lock = threading.Lock()
         self._config = config
         self._pending: InferenceConfig | None = None
@@ -241,13 +240,13 @@ class InferenceWorker:
 
     def _pin(self, config: InferenceConfig) -> None:
         """Reserve CPUs for `config`'s thread count, or unpin if it cannot."""
-        if not self._pin_cpus:
+        if not self._plan.pin_cpus:
             return
         try:
             threads = config.options.cpu_threads
         except (TypeError, ValueError):
             threads = 0  # not pinned; open_session reports the bad option
-        cpus = self._inference_cpus or cpu_affinity.inference_cpus(config.delegate in CPU_DELEGATES, threads)
+        cpus = self._plan.inference_cpus or cpu_affinity.inference_cpus(config.delegate in CPU_DELEGATES, threads)
         split = cpu_affinity.split_for(cpus)
         if split is None or not cpu_affinity.apply(self, split, threading.get_native_id()):
             cpu_affinity.release(self)
@@ -522,8 +521,8 @@ class InferenceWorker:
             return active
         config = replace(active.config, delegate="cpu")
         new = self._open(config, active.spec)  # the same model, already in memory
-        new.session.report.requested = active.config.delegate
-        new.session.report.fallback_reason = f"{used} failed mid-run: {exc}"
+        reason = mid_run_reason(used, exc)  # said as the fallback event, not also among the report's warnings
+        new.session.report = fell_back(new.session.report, active.config.delegate, reason, warn=False)
         self._publish_open(new, EventKind.SWITCH, None)
         return new
 

@@ -18,7 +18,7 @@ from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.energy import PowerFigures, power_figures
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
-from app.metrics.rounds import DEFAULT_ROUNDS, Rounds, measure_rounds
+from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.feed import FeedFacts
 from app.model.spec import ModelFacts, ModelSpec, load_model_spec
@@ -28,35 +28,11 @@ from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
 from app.recording.task_figures import TaskFigures
 from app.recording.writer import RecordingWriter
-from app.sources import CapturedFrames, SourceInfo, kind_of, reads_on_demand
+from app.sources import SourceInfo, kind_of, reads_on_demand
 from app.system.cpu_affinity import CpuSplit
 from app.system.names import Delegate
 from app.system.power_counters import PowerReading
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    source: str | CapturedFrames = "demo"  # a spec, or frames captured once (a sweep replays them)
-    frames: int | None = 300  # inferences to measure after warm-up (None: use seconds)
-    seconds: float | None = None
-    warmup: int = 10
-    pace: bool = True
-    csv: Path | None = None
-    pin_cpus: bool = True  # the inference thread on CPUs of its own (app/system/cpu_affinity.py)
-    inference_cpus: int | None = None  # how many; None: by backend (cpu_affinity.inference_cpus)
-    decode_threads: int | None = None  # FFmpeg's, for video files (0: one per core; None: by the machine)
-    rounds: int = DEFAULT_ROUNDS  # the measured span cut into this many rounds (app/metrics/rounds.py)
-    # Seconds the machine idles before the pipeline starts, read by the power counters: what "above
-    # idle" takes off. None: IDLE_S where an energy counter is readable (NVML, RAPL), else none.
-    idle_s: float | None = None
-    # The warm-up lasts at least this many seconds too, at the run's pace: unpaced, the device is held
-    # busy (and its clocks up) before measuring; 0: `warmup` inferences only.
-    warm_s: float = 0.0
-    # Readings of the idle machine taken before this run (a sweep measures idle once, before its first
-    # configuration); None: measured here, as `idle_s` says.
-    idle_readings: tuple[PowerReading, ...] | None = None
-    preprocess_thread: bool | None = None  # None: where the cores allow (app/pipeline/preprocess_thread.py)
-
+from app.tasks.plan import RunPlan, RunState
 
 IDLE_S = 2.0
 
@@ -124,6 +100,8 @@ class BenchSummary:
     rounds: Rounds | None = None  # the measured span in rounds: each figure's median and spread (gates)
     power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
     placement: PreprocessPlacement | None = None  # preprocessing on the capture thread or its own, and why
+    plan: RunPlan | None = None  # every setting, as the run ran
+    cancelled: bool = False  # the caller cancelled it (RunState.cancel) before its end
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -166,6 +144,8 @@ class BenchSummary:
             summary["rounds"] = self.rounds.to_dict()
         if self.power is not None:
             summary["power"] = self.power.to_dict()
+        if self.plan is not None:
+            summary["plan"] = self.plan.to_dict()
         return summary
 
 
@@ -181,9 +161,9 @@ class _Span:
     """
 
     def __init__(
-        self, bench: BenchConfig, metrics: Metrics, recorder: RecordingWriter | None, task: TaskFigures | None = None
+        self, plan: RunPlan, metrics: Metrics, recorder: RecordingWriter | None, task: TaskFigures | None = None
     ) -> None:
-        self._bench, self._metrics, self._recorder = bench, metrics, recorder
+        self._plan, self._metrics, self._recorder = plan, metrics, recorder
         self.task = task  # summed over the measured span's results, as the metrics are
         self.sink: RowSink | None = None
         self._lock = threading.Lock()
@@ -216,10 +196,9 @@ class _Span:
             if self.measured_from is None:
                 now = time.monotonic()
                 self._first_at = now if self._first_at is None else self._first_at
-                warm = now - self._first_at >= self._bench.warm_s
-                if done >= self._bench.warmup and warm and not self._end:
+                if warmed_up(self._plan, done, now - self._first_at) and not self._end:
                     self._open()
-            elif self._end or (self._bench.frames is not None and done >= self._bench.frames):
+            elif self._end or (self._plan.frames is not None and done >= self._plan.frames):
                 self._close()
 
     def on_event(self, event: Event) -> None:
@@ -244,10 +223,7 @@ class _Span:
         self.cpu_from = (cpu_mark(), time.time())
         self.power_from = self.read_power()
         if self._recorder:
-            warm = f" over {self._bench.warm_s:g} s or more" if self._bench.warm_s > 0 else ""
-            self._recorder.add_row(
-                {"event": "measure", "message": f"warm-up of {self._bench.warmup} inferences{warm} done"}
-            )
+            self._recorder.add_row({"event": "measure", "message": warm_up_done(self._plan)})
 
     def _close(self) -> None:
         self.closed_at = time.monotonic()
@@ -257,93 +233,141 @@ class _Span:
         self.closed.set()
 
 
-def run_bench(
-    bench: BenchConfig,
-    config: InferenceConfig,
-    progress: Callable[[int, int | None, MetricsSnapshot], None] | None = None,
-    on_result: Callable[[Result], None] | None = None,
-) -> BenchSummary:
-    """Run the pipeline; return the summary (metrics snapshot, delegate facts, events).
-    `on_result` sees every published result, warm-up included (a sweep's agreement)."""
-    sampler = ResourceSampler()
-    sampler.start()
-    idle = list(bench.idle_readings) if bench.idle_readings is not None else read_idle(sampler, bench.idle_s)
-    metrics = Metrics(window_s=3600.0, sampler=sampler)  # bench summarises the whole measured run
-    # A model that is not a classifier records its task's columns and sums up what it found.
-    tasks_too = not_a_classifier(config)
-    recorder = RecordingWriter(bench.csv, tasks=tasks_too) if bench.csv else None
-    span = _Span(bench, metrics, recorder, TaskFigures() if tasks_too else None)
-    span.read_power = sampler.read_power_now
-    first: list[float] = []  # monotonic time of the first result, for the start-up figure
-    pipeline = Pipeline(
-        bench.source,
-        config,
-        pace=bench.pace,
-        loop=bench.frames is not None or bench.seconds is not None,
-        metrics=metrics,
-        on_result=lambda r: _first_result(first, r, span, on_result),
-        on_event=span.on_event if recorder else None,
-        pin_cpus=bench.pin_cpus,
-        inference_cpus=bench.inference_cpus,
-        source_options={"decode_threads": bench.decode_threads},
-        preprocess_thread=bench.preprocess_thread,
-    )
-    if recorder:
-        span.sink = RowSink(recorder, lambda: pipeline.worker, lambda: str(bench.source), metrics)
-    if bench.warmup == 0:
-        span.open_now()  # no result can precede the span
-    started = time.monotonic()
-    pipeline.start()
-    try:
+def warmed_up(plan: RunPlan, inferences: int, since_first_s: float) -> bool:
+    """Whether the warm-up is over: `warmup` inferences in and `warm_s` seconds since the first result.
+    One rule for a single run and each side of an A/B run."""
+    return inferences >= plan.warmup and since_first_s >= plan.warm_s
+
+
+def warm_up_done(plan: RunPlan) -> str:
+    """The `measure` event's message in a recording: the warm-up that ended."""
+    warm = f" over {plan.warm_s:g} s or more" if plan.warm_s > 0 else ""
+    return f"warm-up of {plan.warmup} inferences{warm} done"
+
+
+class _BenchRun:
+    """What one bench run holds while it runs: the sampler, the pipeline, its metrics, the recording
+    and the measured span, made and started together, released together."""
+
+    def __init__(self, plan: RunPlan, on_result: Callable[[Result], None] | None) -> None:
+        self.plan = plan
+        self.sampler = ResourceSampler()
+        self.sampler.start()
+        idle = plan.idle_readings
+        self.idle = list(idle) if idle is not None else read_idle(self.sampler, plan.idle_s)
+        self.metrics = Metrics(window_s=3600.0, sampler=self.sampler)  # bench summarises the whole measured run
+        # A model that is not a classifier records its task's columns and sums up what it found.
+        tasks_too = not_a_classifier(plan.config)
+        self.recorder = RecordingWriter(plan.csv, tasks=tasks_too) if plan.csv else None
+        self.span = _Span(plan, self.metrics, self.recorder, TaskFigures() if tasks_too else None)
+        self.span.read_power = self.sampler.read_power_now
+        self.first: list[float] = []  # monotonic time of the first result, for the start-up figure
+        self.pipeline = Pipeline(
+            replace(plan.feed, loop=plan.loops),
+            plan.config,
+            metrics=self.metrics,
+            on_result=lambda r: _first_result(self.first, r, self.span, on_result),
+            on_event=self.span.on_event if self.recorder else None,
+        )
+        if self.recorder:
+            pipeline = self.pipeline
+            self.span.sink = RowSink(self.recorder, lambda: pipeline.worker, lambda: plan.feed.spec, self.metrics)
+        if plan.warmup == 0:
+            self.span.open_now()  # no result can precede the span
+        self.started = time.monotonic()
+        self.pipeline.start()
+        self.released = False
+
+    def measure(self, state: RunState) -> bool:
+        """Poll until the span closes, the time is up, the pipeline ends or the caller cancels; True
+        when cancelled."""
+        plan, pipeline, span = self.plan, self.pipeline, self.span
         shown = -float("inf")
-        while True:
+        while not state.cancelled:
             time.sleep(_POLL_S)
             if pipeline.status().state == State.ERROR or pipeline.finished():
-                break
+                return False
             measured_from = span.measured_from
             if measured_from is None:
                 continue
-            # At least once per measured run, as it ends too: a sweep cancels from here.
-            if progress and time.monotonic() - shown >= _PROGRESS_EVERY_S:
+            # At least once per measured run, as it ends too.
+            if state.progress and time.monotonic() - shown >= _PROGRESS_EVERY_S:
                 shown = time.monotonic()
                 # Counters only, but for this: a snapshot is O(rows) and holds the GIL the measured threads need.
-                progress(metrics.inferences_total, bench.frames, metrics.snapshot())
+                state.progress(self.metrics.inferences_total, plan.frames, self.metrics.snapshot())
             if span.closed.is_set():  # `frames` results measured
-                break
-            if bench.seconds is not None and time.monotonic() - measured_from >= bench.seconds:
-                break
-    finally:
-        span.end()  # the next result closes the span, unless none comes
+                return False
+            if plan.seconds is not None and time.monotonic() - measured_from >= plan.seconds:
+                return False
+        return True
+
+    def end(self) -> Status:
+        """Close the span at the next result (unless none comes), stop everything; the status that ended
+        the run (read before the stop, which would overwrite an error with "stopped")."""
+        span, pipeline = self.span, self.pipeline
+        span.end()
         if span.measured_from is not None and pipeline.status().state != State.ERROR and not pipeline.finished():
             span.closed.wait(_CLOSE_WAIT_S)
-        status = pipeline.status()  # before stop(), which would overwrite an error with "stopped"
-        pipeline.stop()
-        span.close_now()  # nothing is published any more: the snapshot counts what was recorded
-        sampler.stop()
-        assert span.snapshot is not None and span.cpu_to is not None
-        measured_cpu = _measured_cpu(span.cpu_from, span.cpu_to) if span.cpu_from else None
-        snap = span.snapshot
-        if measured_cpu:
-            snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
-        report = pipeline.delegation_report()
-        rounds = power = None
-        if span.measured_from is not None and span.closed_at is not None:
-            rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, bench.rounds)
-            during = sampler.power_between(span.measured_from, span.closed_at)
-            ends = [r for r in (span.power_from, *during, span.power_to) if r is not None]
-            used = str(report.used) if report is not None else None
-            power = power_figures(idle, sorted(ends, key=lambda r: r.t), snap.inferences_total, used)
-        rec_state = None
-        if recorder:
-            recorder.add_row({"event": "stop", "message": status.message})
-            recorder.update_metadata(
-                settings={"bench": bench.__dict__, "config": config.to_dict()}, summary=snap.to_dict()
-            )
-            rec_state = recorder.stop()
+        status = pipeline.status()
+        self.release()
+        return status
+
+    def release(self) -> None:
+        """Stop the pipeline and the sampler and close the span: nothing is published any more, so the
+        snapshot counts what was recorded. Idempotent: also what an exception leaves behind."""
+        if self.released:
+            return
+        self.released = True
+        self.pipeline.stop()
+        self.span.close_now()
+        self.sampler.stop()
+
+
+def run_bench(
+    plan: RunPlan, state: RunState | None = None, on_result: Callable[[Result], None] | None = None
+) -> BenchSummary:
+    """Run the pipeline as `plan` says; return the summary (metrics snapshot, delegate facts, events).
+    `state`: progress and cancel; `on_result` sees every published result, warm-up included (a sweep's
+    agreement)."""
+    state = state or RunState()
+    run = _BenchRun(plan, on_result)
+    try:
+        cancelled = run.measure(state)
+        status = run.end()
+    finally:
+        run.release()
+    return _summary(run, status, cancelled)
+
+
+def _summary(run: _BenchRun, status: Status, cancelled: bool) -> BenchSummary:
+    """What the finished run measured, assembled once everything has stopped."""
+    plan, pipeline, span, metrics = run.plan, run.pipeline, run.span, run.metrics
+    assert span.snapshot is not None and span.cpu_to is not None
+    measured_cpu = _measured_cpu(span.cpu_from, span.cpu_to) if span.cpu_from else None
+    snap = span.snapshot
+    if measured_cpu:
+        snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
+    report = pipeline.delegation_report()
+    rounds = power = None
+    if span.measured_from is not None and span.closed_at is not None:
+        rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, plan.rounds)
+        during = run.sampler.power_between(span.measured_from, span.closed_at)
+        ends = [r for r in (span.power_from, *during, span.power_to) if r is not None]
+        used = str(report.used) if report is not None else None
+        power = power_figures(run.idle, sorted(ends, key=lambda r: r.t), snap.inferences_total, used)
+    recording = None
+    if run.recorder:
+        run.recorder.add_row({"event": "stop", "message": "cancelled" if cancelled else status.message})
+        run.recorder.update_metadata(
+            settings={"bench": plan.to_dict(), "config": plan.config.to_dict()}, summary=snap.to_dict()
+        )
+        done = run.recorder.stop()
+        recording = RecordingFacts(done.path, done.rows, done.lost_rows, done.error)
+    first = run.first
     return BenchSummary(
-        source_spec=_spec(bench.source),
+        source_spec=plan.feed.spec,
         source=pipeline.source_info(),
-        config=config,
+        config=plan.config,
         delegate=report,
         cpu_affinity=pipeline.cpu_split(),
         metrics=snap,
@@ -351,15 +375,17 @@ def run_bench(
         repeated_images_reused=pipeline.rgb_cache.repeats_reused,
         status=status,
         events=tuple(pipeline.events()),
-        wall_s=time.monotonic() - started,
+        wall_s=time.monotonic() - run.started,
         first_result_s=_process_age_s() - (time.monotonic() - first[0]) if first else None,
         measured_cpu=measured_cpu,
-        csv=RecordingFacts(rec_state.path, rec_state.rows, rec_state.lost_rows, rec_state.error) if rec_state else None,
+        csv=recording,
         task=span.task,
         feed=pipeline.feed_facts(),
         rounds=rounds,
         power=power,
         placement=pipeline.preprocessing,
+        plan=plan,
+        cancelled=cancelled,
     )
 
 
@@ -393,7 +419,7 @@ def gpu_process_pays(config: InferenceConfig, spec: ModelSpec, source: str, pace
     one image input. Paced, and from a camera or stream whatever `pace` says (the device paces it), the runs
     wait for frames anyway and the child's hand-off would only add to each one's latency."""
     kind = kind_of(source)  # None, a bad spec: the pipeline's open says what is wrong with it, in this process
-    one_image = spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1 and spec.image_input is not None
+    one_image = spec.is_image_classifier
     unpaced = kind is not None and reads_on_demand(kind, pace) and config.throttle_ms == 0
     return config.delegate == Delegate.GPU and unpaced and one_image
 
@@ -406,10 +432,6 @@ def not_a_classifier(config: InferenceConfig) -> bool:
     except DelegateScopeError:
         return False
     return kind != Task.CLASSIFICATION
-
-
-def _spec(source: str | CapturedFrames) -> str:
-    return source if isinstance(source, str) else source.spec
 
 
 _SPAN_CPU_KEYS = ("process_cpu_pct_machine", "process_cpu_pct_cores", "system_cpu_pct")

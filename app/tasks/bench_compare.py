@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,8 @@ from app.recording.rows import RowSink
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
 from app.system.power_counters import PowerReading
-from app.tasks.bench import BenchConfig, not_a_classifier, read_idle
+from app.tasks.bench import not_a_classifier, read_idle, warm_up_done, warmed_up
+from app.tasks.plan import RunPlan
 
 _POLL_S = 0.05
 
@@ -50,12 +51,26 @@ def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed) -> None:
         time.sleep(_POLL_S)
 
 
-def _alone(bench: BenchConfig, config: InferenceConfig, seconds: float) -> MetricsSnapshot:
+def _warm_up(feed: Feed, metrics: list[Metrics], plan: RunPlan) -> None:
+    """Wait until every side's warm-up is over, by the rule a single run's span opens on (`warmed_up`):
+    `warmup` inferences each and `warm_s` seconds since the first result of the slowest side."""
+    first: list[float] = []
+
+    def done() -> bool:
+        counts = [m.inferences_total for m in metrics]
+        if not first and min(counts) > 0:
+            first.append(time.monotonic())
+        return bool(first) and warmed_up(plan, min(counts), time.monotonic() - first[0])
+
+    _wait(done, 120 + plan.warm_s, feed)
+
+
+def _alone(plan: RunPlan, config: InferenceConfig, seconds: float) -> MetricsSnapshot:
     metrics = Metrics(window_s=3600.0)
-    pipeline = Pipeline(bench.source, config, pace=bench.pace, loop=True, metrics=metrics)
+    pipeline = Pipeline(replace(plan.feed, loop=True), config, metrics=metrics)
     pipeline.start()
     try:
-        _wait(lambda: metrics.inferences_total >= bench.warmup, 120, pipeline)
+        _warm_up(pipeline, [metrics], plan)
         metrics.reset()
         _wait(lambda: False, seconds, pipeline)
         return metrics.snapshot()
@@ -131,6 +146,7 @@ class CompareSummary:
     power: PowerFigures | None = None
     clock_sentence: str | None = None
     placement: PreprocessPlacement | None = None  # the shared preprocessing's thread, and why
+    plan: RunPlan | None = None  # every setting, as the run ran
 
     @property
     def a_over_b(self) -> float | None:
@@ -164,6 +180,8 @@ class CompareSummary:
             summary["csv"] = self.csv.to_dict()
         if self.power is not None:
             summary["power"] = self.power.to_dict()
+        if self.plan is not None:
+            summary["plan"] = self.plan.to_dict()
         return summary
 
 
@@ -174,57 +192,58 @@ def _alone_figures(alone: MetricsSnapshot | None) -> AloneFigures | None:
     return AloneFigures(alone.inference_fps, inference.p50 if inference.count else None, alone.cpu_ms_per_inference)
 
 
-def run_compare_bench(bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float) -> CompareSummary:
+def run_compare_bench(plan: RunPlan) -> CompareSummary:
+    """A/B as `plan` says (`plan.compare` is side B): each side alone for `plan.alone_s`, then both on the
+    same frames over the measured span."""
+    assert plan.compare is not None
     sampler = ResourceSampler()  # the power state: idle first, then over the measured span
     sampler.start()
     try:
-        summary = _run(bench, a, b, alone_s, sampler)
+        summary = _run(plan, sampler)
     finally:
         sampler.stop()
     return summary
 
 
-def _run(
-    bench: BenchConfig, a: InferenceConfig, b: InferenceConfig, alone_s: float, sampler: ResourceSampler
-) -> CompareSummary:
-    idle = list(bench.idle_readings) if bench.idle_readings is not None else read_idle(sampler, bench.idle_s)
+def _run(plan: RunPlan, sampler: ResourceSampler) -> CompareSummary:
+    a, b = plan.config, plan.compare
+    assert b is not None
+    idle = list(plan.idle_readings) if plan.idle_readings is not None else read_idle(sampler, plan.idle_s)
     alone = {}
-    if alone_s > 0:
-        alone = {"a": _alone(bench, a, alone_s), "b": _alone(bench, b, alone_s)}
+    if plan.alone_s > 0:
+        alone = {"a": _alone(plan, a, plan.alone_s), "b": _alone(plan, b, plan.alone_s)}
     sinks: dict[str, RowSink] = {}  # filled below; the callbacks only fire once cp has started
     cp = ComparePipeline(
-        bench.source,
+        replace(plan.feed, loop=True),  # one preprocessing serves both sides, as the plan places it
         a,
         b,
-        pace=bench.pace,
-        loop=True,
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
-        preprocess_thread=bench.preprocess_thread,  # --preprocess-thread: one preprocessing serves both sides
     )
-    if bench.csv:  # each side also records a full session, so `report A B` can render the pair
+    if plan.csv:  # each side also records a full session, so `report A B` can render the pair
         for side in ("a", "b"):
             config = a if side == "a" else b
-            recorder = RecordingWriter(side_recording(bench.csv, side), {"settings": {"compare_side": side}},
+            settings = {"compare_side": side, "bench": plan.to_dict()}
+            recorder = RecordingWriter(side_recording(plan.csv, side), {"settings": settings},
                                        tasks=not_a_classifier(config))  # fmt: skip
-            sinks[side] = RowSink(recorder, partial(_worker, cp, side), lambda: str(bench.source), cp.metrics[side])
+            sinks[side] = RowSink(recorder, partial(_worker, cp, side), lambda: plan.feed.spec, cp.metrics[side])
     cp.start()
     started = time.monotonic()
     try:
-        _wait(lambda: min(m.inferences_total for m in cp.metrics.values()) >= bench.warmup, 120, cp)
+        _warm_up(cp, list(cp.metrics.values()), plan)
         cp.reset()
         # Each side's recording marks its span where its metrics opened and closed it, so the inference
         # rows between `measure` and `measure_end` are exactly those its summary counts (`report` reads them).
         for side, sink in sinks.items():
-            sink.recorder.add_row({"event": "measure", "message": f"warm-up of {bench.warmup} inferences done"},
+            sink.recorder.add_row({"event": "measure", "message": warm_up_done(plan)},
                                   monotonic=cp.metrics[side].started_at)  # fmt: skip
         measured_from = time.monotonic()
         power_from = sampler.read_power_now()
-        if bench.frames is not None:
-            frames = bench.frames
+        if plan.frames is not None:
+            frames = plan.frames
             _wait(lambda: len(cp.comparator.comparisons) >= frames, 3600, cp)
         else:
-            _wait(lambda: time.monotonic() - measured_from >= (bench.seconds or 0), (bench.seconds or 0) + 1, cp)
+            _wait(lambda: time.monotonic() - measured_from >= (plan.seconds or 0), (plan.seconds or 0) + 1, cp)
         ended = time.monotonic()
         power_to = sampler.read_power_now()
         snaps = cp.snapshots(ended)
@@ -244,23 +263,23 @@ def _run(
             cp.workers[side].delegation_report(),
             snaps[side],
             _alone_figures(alone.get(side)),
-            measure_rounds(cp.metrics[side], cp.metrics[side].started_at, ended, bench.rounds),
+            measure_rounds(cp.metrics[side], cp.metrics[side].started_at, ended, plan.rounds),
             _sha256(cp.workers[side]),
         )
         for side, config in (("a", a), ("b", b))
     }
     recording = None
-    if bench.csv:
-        write_comparisons(bench.csv, comparisons)
+    if plan.csv:
+        write_comparisons(plan.csv, comparisons)
         recording = CompareRecording(
-            bench.csv, len(comparisons), {side: side_recording(bench.csv, side) for side in ("a", "b")}
+            plan.csv, len(comparisons), {side: side_recording(plan.csv, side) for side in ("a", "b")}
         )
     a_ms, b_ms = sides["a"].inference_ms_median, sides["b"].inference_ms_median
     during = [r for r in (power_from, *sampler.power_between(measured_from, ended), power_to) if r is not None]
-    power, clock = _power(idle, sorted(during, key=lambda r: r.t), sides, snaps, bench.pace)
+    power, clock = _power(idle, sorted(during, key=lambda r: r.t), sides, snaps, plan.feed.pace)
     return CompareSummary(
-        source=bench.source,
-        paced=bench.pace,
+        source=plan.feed.source,
+        paced=plan.feed.pace,
         a=sides["a"],
         b=sides["b"],
         agreement=agreement,
@@ -273,6 +292,7 @@ def _run(
         power=power,
         clock_sentence=clock,
         placement=cp.preprocessing,
+        plan=plan,
     )
 
 

@@ -43,9 +43,12 @@ from app.model.classes import class_space
 from app.model.decode import TaskResult
 from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import InferenceConfig, Result, State
+from app.pipeline.plan import FeedPlan
 from app.sources import CapturedFrames, capture_frames
+from app.sources.replay import FrameSelection
 from app.system.redact import redact_credentials
-from app.tasks.bench import BenchConfig, measure_idle, run_bench
+from app.tasks.bench import measure_idle, run_bench
+from app.tasks.plan import RunPlan, RunState
 
 if TYPE_CHECKING:
     from app.tasks.delegates import DelegateStatus
@@ -148,6 +151,7 @@ class SweepResult:
     pinned: bool = False  # the inference thread pinned to CPUs of its own (bench's policy)
     idle_s: float = 0.0  # seconds the idle machine was read before the first configuration
     warm_s: float = 0.0  # each configuration held busy at least this long before measuring
+    frame_selection: FrameSelection | None = None  # which of the source's frames were captured (spread over it)
 
     def measured(self) -> list[SweepRow]:
         return [r for r in self.rows if r.measured]
@@ -156,6 +160,7 @@ class SweepResult:
         d = {k: v for k, v in asdict(self).items() if k != "rows"}  # rows: their own to_dict (power)
         d["frame_size"] = list(self.frame_size)
         d["rows"] = [r.to_dict() for r in self.rows]
+        d["frame_selection"] = self.frame_selection.to_dict() if self.frame_selection else None
         return d
 
 
@@ -169,10 +174,6 @@ class SweepProgress:
     phase: str  # "capturing", "opening", "measuring", "done"
     done: int = 0
     frames: int = 0
-
-
-class SweepCancelled(Exception):
-    """Raised inside a configuration's run to end it early (the pipeline stops cleanly)."""
 
 
 def thread_counts(cores: int | None = None) -> list[int]:
@@ -266,9 +267,10 @@ def run_sweep(
             continue
         if progress:
             progress(SweepProgress(index, total, label, "opening", 0, count))
-        bench = BenchConfig(source=captured, frames=count, warmup=warmup, pace=False, pin_cpus=pin_cpus,
-                            warm_s=warm_s, idle_readings=idle)  # fmt: skip
-        row = _measure(entry, names, bench, count, index, total, progress, stop, options)
+        # Every configuration on the same replayed frames, unpaced; only the model and backend change.
+        plan = RunPlan(config=_config(entry, options), feed=FeedPlan(captured, pace=False, pin_cpus=pin_cpus),
+                       frames=count, warmup=warmup, warm_s=warm_s, idle_readings=idle)  # fmt: skip
+        row = _measure(entry, names, plan, count, index, total, progress, stop)
         if row.measured and baseline is None:
             baseline = row
         row = _agree(row, baseline, specs)
@@ -292,23 +294,21 @@ def run_sweep(
         pinned=pin_cpus,
         idle_s=idle_span,
         warm_s=warm_s,
+        frame_selection=captured.selection,
     )
 
 
 def _measure(
     entry: SweepEntry,
     names: dict[str, str],
-    bench: BenchConfig,
+    plan: RunPlan,
     count: int,
     index: int,
     total: int,
     progress: Callable[[SweepProgress], None] | None,
     stop: threading.Event | None,
-    model_options: ModelOptions,
 ) -> SweepRow:
     label = entry.label(names[entry.model])
-    config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
-                             model_options=model_options)  # fmt: skip
     # Unpaced replay (`bench`): each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
     top1: dict[int, int] = {}
@@ -325,12 +325,10 @@ def _measure(
     def on_progress(done: int, frames: int | None, _snap: MetricsSnapshot) -> None:
         if progress:
             progress(SweepProgress(index, total, label, "measuring", done, frames or count))
-        if stop is not None and stop.is_set():
-            raise SweepCancelled
 
-    try:
-        summary = run_bench(bench, config, progress=on_progress, on_result=on_result)
-    except SweepCancelled:
+    state = RunState(progress=on_progress, cancel=stop or threading.Event())
+    summary = run_bench(plan, state, on_result=on_result)
+    if summary.cancelled:
         return _row(entry, names, Outcome.SKIPPED, "the sweep was cancelled while this configuration ran")
     status = summary.status
     if status.state == State.ERROR:
@@ -364,6 +362,12 @@ def _measure(
         rounds=summary.rounds.to_dict() if summary.rounds else None,
         power=summary.power,
     )
+
+
+def _config(entry: SweepEntry, model_options: ModelOptions) -> InferenceConfig:
+    """What a configuration runs: never a fallback (a configuration that cannot run here says why)."""
+    return InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
+                           model_options=model_options)  # fmt: skip
 
 
 def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str | None) -> SweepRow:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from app.pipeline import InferenceConfig, Pipeline, Result
+from app.pipeline.plan import FeedPlan
 
 
 def pipeline_round(model: str, source: str, n: int, warmup: int = 20) -> tuple[float, float, float]:
@@ -17,10 +18,8 @@ def pipeline_round(model: str, source: str, n: int, warmup: int = 20) -> tuple[f
     `warmup`: the Pipeline unpaced, looping, 1 CPU thread, throttle 0."""
     timings: list[Any] = []
     pipeline = Pipeline(
-        source,
+        FeedPlan(source, pace=False),
         InferenceConfig(model=model, options={"threads": 1}),
-        pace=False,
-        loop=True,
         on_result=lambda r: timings.append(r.timing),
     )
     pipeline.start()

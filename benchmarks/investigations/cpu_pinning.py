@@ -18,6 +18,7 @@ import statistics
 import sys
 
 from app.pipeline import InferenceConfig, Pipeline
+from app.pipeline.plan import FeedPlan
 from app.system import cpu_affinity
 from benchmarks.harness.pipeline import ResultCounter
 from benchmarks.harness.procfs import thread_runnable_wait_us, thread_switches
@@ -45,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     results = ResultCounter()
     wait_for = results.wait_for
     config = InferenceConfig(model=args.model, options={"threads": 1})
-    pipeline = Pipeline(args.source, config, pace=False, loop=True, on_result=results)
+    pipeline = Pipeline(FeedPlan(args.source, pace=False), config, on_result=results)
     owner = object()
     stretches: list[tuple[bool, float, float, float]] = []  # pinned, rate, waited us, switches per inference
     pipeline.start()

@@ -60,7 +60,9 @@ def bench(a: dict[str, Any]) -> dict[str, Any]:
     import cv2
 
     from app.pipeline import InferenceConfig
-    from app.tasks.bench import BenchConfig, run_bench
+    from app.pipeline.plan import FeedPlan
+    from app.tasks.bench import run_bench
+    from app.tasks.plan import RunPlan
 
     if a.get("cv2_threads"):
         cv2.setNumThreads(a["cv2_threads"])
@@ -74,10 +76,10 @@ def bench(a: dict[str, Any]) -> dict[str, Any]:
         from app.pipeline.rgb_cache import RgbCache
 
         RgbCache.__init__.__defaults__ = (8, 0)
-    config = BenchConfig(source=a["source"], frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"],
-                         inference_cpus=a.get("inference_cpus"), decode_threads=a.get("decode_threads"))  # fmt: skip
+    feed = FeedPlan(a["source"], pace=False, pin_cpus=a["pin"], inference_cpus=a.get("inference_cpus"),
+                    decode_threads=a.get("decode_threads"))  # fmt: skip
     inference = InferenceConfig(model=a["model"], delegate=a["delegate"], options=a["options"], fallback=False)
-    s = run_bench(config, inference).to_dict()
+    s = run_bench(RunPlan(inference, feed, frames=a["frames"], warmup=30)).to_dict()
     m = s["metrics"]
     return {"rate": m["inference_fps"], "ms_p50": m["latency"]["inference"]["p50"],
             "cpu_ms": m["cpu_ms_per_inference"], "cpu_per_wall": m["cpu_per_wall"],
@@ -92,7 +94,9 @@ def same(a: dict[str, Any]) -> dict[str, Any]:
     """The raw C loop, the pipeline and the raw C loop again in one process."""
     from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
     from app.pipeline import InferenceConfig
-    from app.tasks.bench import BenchConfig, run_bench
+    from app.pipeline.plan import FeedPlan
+    from app.tasks.bench import run_bench
+    from app.tasks.plan import RunPlan
 
     if a.get("quiet_meters"):  # the runtime threads' CPU read once, the sampler every 5 s without NVML
         import app.metrics.resources
@@ -115,8 +119,9 @@ def same(a: dict[str, Any]) -> dict[str, Any]:
         return rate
 
     before = raw_loop()
-    s = run_bench(BenchConfig(source="synthetic", frames=a["frames"], warmup=30, pace=False, pin_cpus=a["pin"]),
-                  InferenceConfig(model=a["model"], delegate="gpu", fallback=False)).to_dict()  # fmt: skip
+    feed = FeedPlan("synthetic", pace=False, pin_cpus=a["pin"])
+    config = InferenceConfig(model=a["model"], delegate="gpu", fallback=False)
+    s = run_bench(RunPlan(config, feed, frames=a["frames"], warmup=30)).to_dict()
     after = raw_loop()
     rate = s["metrics"]["inference_fps"]
     return {"rate": rate, "ms_p50": s["metrics"]["latency"]["inference"]["p50"], "raw_before": before,
@@ -135,7 +140,9 @@ def interleaved(a: dict[str, Any]) -> dict[str, Any]:
 
     from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
     from app.pipeline import InferenceConfig
-    from app.tasks.bench import BenchConfig, run_bench
+    from app.pipeline.plan import FeedPlan
+    from app.tasks.bench import run_bench
+    from app.tasks.plan import RunPlan
 
     n, model = a["frames"], a["model"]
     xs = float_inputs(30)
@@ -158,7 +165,7 @@ def interleaved(a: dict[str, Any]) -> dict[str, Any]:
     def bench_rate(host: bool) -> float:
         NativeModel.HOST_BUFFERS = host
         config = InferenceConfig(model=model, delegate="gpu", fallback=False, options=a.get("options", {}))
-        s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True), config).to_dict()
+        s = run_bench(RunPlan(config, FeedPlan("synthetic", pace=False, pin_cpus=True), frames=n, warmup=30)).to_dict()
         rate: float = s["metrics"]["inference_fps"]
         return rate
 

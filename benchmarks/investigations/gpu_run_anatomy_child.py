@@ -26,8 +26,10 @@ from app.pipeline import InferenceConfig
 from app.pipeline import worker as W
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.handoff import Handoff
+from app.pipeline.plan import FeedPlan
 from app.pipeline.rgb_cache import RgbCache
-from app.tasks.bench import BenchConfig, run_bench
+from app.tasks.bench import run_bench
+from app.tasks.plan import RunPlan
 from benchmarks.harness.loops import float_inputs, timed
 
 pc = time.perf_counter_ns
@@ -110,9 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     def bench() -> dict[str, Any]:
         RUNS.clear()
         PARTS.clear()
-        s = run_bench(BenchConfig(source="synthetic", frames=n, warmup=30, pace=False, pin_cpus=True),
-                      InferenceConfig(model=model, delegate="gpu", fallback=False,
-                                      options={"allow_software": software})).to_dict()  # fmt: skip
+        config = InferenceConfig(model=model, delegate="gpu", fallback=False, options={"allow_software": software})
+        s = run_bench(RunPlan(config, FeedPlan("synthetic", pace=False, pin_cpus=True), frames=n, warmup=30)).to_dict()
         parts = {k: us([b - a for a, b in v[min(50, len(v) // 3) :]]) for k, v in PARTS.items()}
         return {"rate": round(s["metrics"]["inference_fps"]), "bound": (s["bottleneck"] or {}).get("stage"),
                 **anatomy(list(RUNS)), "parts": parts}  # fmt: skip

@@ -26,6 +26,7 @@ import threading
 import time
 
 from app.pipeline import InferenceConfig, Pipeline
+from app.pipeline.plan import FeedPlan
 from benchmarks.harness.procfs import thread_switches as switches
 
 
@@ -38,12 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     done = threading.Semaphore(0)
     p = Pipeline(
-        args.source,
+        FeedPlan(args.source, pace=False, pin_cpus=not args.no_pin),
         InferenceConfig(model=args.model, options={"threads": 1}),
-        pace=False,
-        loop=True,
         on_result=lambda r: done.release(),
-        pin_cpus=not args.no_pin,
     )
     p.start()
     try:

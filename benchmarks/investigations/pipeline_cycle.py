@@ -25,6 +25,7 @@ from typing import Any
 
 from app.metrics.window import Metrics
 from app.pipeline import InferenceConfig, Pipeline
+from app.pipeline.plan import FeedPlan
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,12 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Any] = []
     metrics = Metrics(window_s=3600)
     pipeline = Pipeline(
-        src,
+        FeedPlan(src, pace=pace, fps=fps or None),
         InferenceConfig(model=model, options={"threads": 1}),
-        pace=pace,
-        loop=True,
         metrics=metrics,
-        source_options={"fps": fps} if fps else None,
         on_result=lambda r: results.append(r.timing),
     )
     pipeline.start()

@@ -17,6 +17,7 @@ from app.cli.options import (
     add_backend_options,
     add_gate_options,
     add_model_options,
+    add_score_threshold,
     backend_options,
     model_options,
     non_negative_float,
@@ -36,10 +37,12 @@ from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
+from app.pipeline.plan import FeedPlan
 from app.recording.writer import sidecar_path
 from app.schemas import versioned
 from app.system.redact import redact_credentials
-from app.tasks.bench import IDLE_S, BenchConfig, BenchSummary, gpu_process_pays, run_bench
+from app.tasks.bench import IDLE_S, BenchSummary, gpu_process_pays, run_bench
+from app.tasks.plan import DEFAULT_ALONE_S, DEFAULT_FRAMES, RunPlan, RunState
 
 if TYPE_CHECKING:
     from app.tasks.bench_compare import CompareSummary
@@ -113,6 +116,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         "device is held busy and its clocks up (a GPU's first seconds may run at its idle clock); default 0",
     )
     add_gate_options(b)
+    add_score_threshold(b)
     b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
     b.add_argument(
@@ -121,15 +125,30 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="A/B: run the same frames through a second session on this delegate (B)",
     )
     b.add_argument("--compare-model", help="A/B: B's model (default: A's); fp32 vs int8, for instance")
+    # --compare-labels: B's labels (agreement compares class indices, never label text: app/model/agreement.py).
+    b.add_argument(
+        "--compare-labels",
+        type=Path,
+        help="A/B: B's labels file, one label per line (default: A's --labels, else B's model's own)",
+    )
     b.add_argument(
         "--compare-alone-seconds",
         type=non_negative_float,
-        default=5.0,
+        default=DEFAULT_ALONE_S,
         help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
     )
 
 
-def run(args: argparse.Namespace) -> int:
+# Options that an A/B run cannot honour, and why: refused by name (exit 2) rather than dropped.
+_NOT_IN_AB = {
+    "inference_cpus": "--inference-cpus pins the inference thread, and an A/B run has two, never pinned "
+    "(one inference thread per process may be: app/system/cpu_affinity.py)",
+}
+
+
+def plan_of(args: argparse.Namespace) -> RunPlan:
+    """Every setting of the run, from the command line, checked: the one place options become a plan.
+    A bad model is exit 3 and a setting A/B cannot honour exit 2, before anything starts."""
     config = InferenceConfig(
         model=args.model,
         labels=args.labels,
@@ -139,39 +158,58 @@ def run(args: argparse.Namespace) -> int:
         throttle_ms=args.throttle_ms,
         top_k=5,
         model_options=model_options(args),
+        score_threshold=args.score_threshold,
     )
+    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
+    compare = bool(args.compare_with or args.compare_model or args.compare_labels)
+    if compare:
+        for dest, why in _NOT_IN_AB.items():
+            if getattr(args, dest) is not None:
+                raise UsageError(f"--{dest.replace('_', '-')} does not apply to A/B: {why}")
+    elif args.compare_alone_seconds != DEFAULT_ALONE_S:
+        raise UsageError("--compare-alone-seconds applies to A/B only: add --compare-with or --compare-model")
+    # auto: one run's own choice (an A/B keeps both sides in this process, on equal terms)
+    pace = not args.no_pace
+    auto = args.gpu_process == "auto" and not compare and gpu_process_pays(config, spec, args.source, pace=pace)
+    config = replace(config, options=replace(config.options, own_process=args.gpu_process == "on" or auto))
+    b = _side_b(args, config) if compare else None
+    if b is not None and (args.compare_model or args.compare_labels):  # B's model and labels: exit 3 now
+        load_model_spec(b.model, labels_file=b.labels, options=b.model_options)
+    feed = FeedPlan(
+        source=args.source,
+        pace=pace,
+        decode_threads=args.decode_threads,
+        pin_cpus=not args.no_pin and not compare,  # A/B never pins
+        inference_cpus=args.inference_cpus,
+        preprocess_thread={"auto": None, "on": True, "off": False}[args.preprocess_thread],
+    )
+    return RunPlan(
+        config=config,
+        feed=feed,
+        compare=b,
+        alone_s=args.compare_alone_seconds,
+        frames=args.frames if args.frames or args.seconds else DEFAULT_FRAMES,
+        seconds=args.seconds,
+        warmup=args.warmup,
+        warm_s=args.warm_seconds,
+        rounds=args.rounds,
+        idle_s=args.idle_seconds,
+        csv=args.csv,
+        gpu_process=args.gpu_process,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
     if args.csv and args.json_file and sidecar_path(args.csv).resolve() == args.json_file.resolve():
         raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
-    # A bad model is exit 3 before anything starts.
-    spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
-    compare = bool(args.compare_with or args.compare_model)
-    # auto: one run's own choice (an A/B keeps both sides in this process, on equal terms)
-    asked = args.gpu_process
-    auto = asked == "auto" and not compare and gpu_process_pays(config, spec, args.source, pace=not args.no_pace)
-    own = asked == "on" or auto
-    config = replace(config, options=replace(config.options, own_process=own))
-    gate = _gate_plan(args, config, spec.sha256, compare)  # a bad baseline or budget: exit 2 before anything runs
-    frames = args.frames if args.frames or args.seconds else 300
-    bench = BenchConfig(
-        args.source,
-        frames,
-        args.seconds,
-        args.warmup,
-        not args.no_pace,
-        args.csv,
-        not args.no_pin,
-        inference_cpus=args.inference_cpus,
-        decode_threads=args.decode_threads,
-        rounds=args.rounds,
-        idle_s=args.idle_seconds,
-        warm_s=args.warm_seconds,
-        preprocess_thread={"auto": None, "on": True, "off": False}[args.preprocess_thread],
-    )
-    if compare:
-        return _compare_bench(args, bench, config, gate)
-    summary = run_bench(bench, config, progress=_progress if sys.stderr.isatty() else None)
+    plan = plan_of(args)
+    sha256 = load_model_spec(args.model, labels_file=args.labels, options=plan.config.model_options).sha256
+    gate = _gate_plan(args, plan, sha256)  # a bad baseline or budget: exit 2 before anything runs
+    if plan.compares:
+        return _compare_bench(args, plan, gate)
+    summary = run_bench(plan, RunState(progress=_progress if sys.stderr.isatty() else None))
     if sys.stderr.isatty():
         print(file=sys.stderr)
     out = summary.to_dict()
@@ -187,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
     for event in summary.events:
         if event.kind in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             warn(f"{event.kind}: {event.message}")
-    _print_bench(summary, paced=bench.pace)
+    _print_bench(summary, paced=plan.feed.pace)
     if report is not None:
         finish_gate(report)
     return 0
@@ -196,17 +234,17 @@ def run(args: argparse.Namespace) -> int:
 _Gate = tuple[StoredSummary | None, list[Budget]]
 
 
-def _gate_plan(args: argparse.Namespace, config: InferenceConfig, sha256: str, compare: bool) -> _Gate | None:
+def _gate_plan(args: argparse.Namespace, plan: RunPlan, sha256: str) -> _Gate | None:
     """The baseline (checked: same workload) and the budgets, or None when no gate was asked for."""
     if not args.baseline and not args.budget:
         return None
-    kind = SummaryKind.BENCH_AB if compare else SummaryKind.BENCH
+    config, b = plan.config, plan.compare
+    kind = SummaryKind.BENCH_AB if b is not None else SummaryKind.BENCH
     base = None
     if args.baseline:
         # As the baseline's JSON spells the source: a stream's password never reaches a file.
         source = redact_credentials(args.source)
-        if compare:
-            b = _side_b(args, config)
+        if b is not None:
             b_sha = load_model_spec(b.model, options=b.model_options).sha256 if b.model != config.model else sha256
             identity, settings = ab_identity({"A": (config.to_dict(), sha256), "B": (b.to_dict(), b_sha)}, source)
         else:
@@ -302,23 +340,19 @@ def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
 
 
 def _side_b(args: argparse.Namespace, a: InferenceConfig) -> InferenceConfig:
-    """A/B: B is A with the other delegate and/or model."""
-    return replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model)
+    """A/B: B is A with the other delegate, model and/or labels."""
+    return replace(a, delegate=args.compare_with or a.delegate, model=args.compare_model or a.model,
+                   labels=args.compare_labels or a.labels)  # fmt: skip
 
 
-def _compare_bench(args: argparse.Namespace, bench: BenchConfig, a: InferenceConfig, gate: _Gate | None) -> int:
-    from app.tasks.bench_compare import run_compare_bench  # the A/B machinery only when asked for
+def _compare_bench(args: argparse.Namespace, plan: RunPlan, gate: _Gate | None) -> int:
+    from app.tasks.bench_compare import run_compare_bench, side_recording  # the A/B machinery only when asked for
 
-    b = _side_b(args, a)
-    if args.csv:
-        from app.tasks.bench_compare import side_recording
-
+    if plan.csv:
         for side in ("a", "b"):
-            if side_recording(args.csv, side).exists():
-                raise UsageError(f"{side_recording(args.csv, side)} exists; recordings are never overwritten")
-    if args.compare_model:
-        load_model_spec(args.compare_model, options=a.model_options)  # exit 3 before anything starts
-    summary = run_compare_bench(bench, a, b, args.compare_alone_seconds)  # a side's error: its own typed error
+            if side_recording(plan.csv, side).exists():
+                raise UsageError(f"{side_recording(plan.csv, side)} exists; recordings are never overwritten")
+    summary = run_compare_bench(plan)  # a side's error: its own typed error
     out = summary.to_dict()
     report = _gate(gate, out, SummaryKind.BENCH_AB)
     if report is not None:
