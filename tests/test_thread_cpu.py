@@ -5,6 +5,7 @@ import multiprocessing
 import os
 import sys
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -167,3 +168,65 @@ def test_a_python_thread_started_while_the_model_compiles_is_not_the_runtimes():
     # Beside two busy processes at nice +10 the runs had 3-6% of the CPU here; with the busy Python thread
     # counted, 0.24-0.65.
     assert live.profile.cpu_share is not None and live.profile.cpu_share < 0.2, live.profile.cpu_share
+
+
+# A fresh process: OpenCV's worker pool is started by the first parallel call of the process, here the
+# "capture" thread's, while another thread opens a 1-thread XNNPACK session (which starts no thread).
+POOL_DURING_OPEN = """
+import json, threading
+import numpy as np
+from app.backends import open_session
+from app.model.spec import load_model_spec
+from app.system.thread_cpu import name_this_thread, started_by, thread_ids
+
+spec = load_model_spec("efficientnet_lite0_int8")
+go, pooled = threading.Event(), threading.Event()
+
+def capture():
+    name_this_thread("capture")
+    go.wait()
+    import cv2
+    image = np.zeros((1200, 1600, 3), np.uint8)
+    for _ in range(20):
+        cv2.resize(image, (800, 600))
+        cv2.GaussianBlur(image, (9, 9), 0)
+    pooled.set()
+
+out = {}
+def inference():
+    name_this_thread("inference")
+    def open_beside_the_pool():
+        before = thread_ids()
+        go.set()
+        pooled.wait()
+        session = open_session(spec, "cpu", {"threads": 1}, fallback=False)
+        out["appeared"] = len(thread_ids() - before - {t.native_id for t in threading.enumerate()})
+        return session
+    session, found = started_by(open_beside_the_pool)
+    out["runtime"] = len(found)
+    session.close()
+
+threads = [threading.Thread(target=capture), threading.Thread(target=inference)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(out))
+"""
+
+
+@linux_only
+def test_a_pool_another_pipeline_thread_starts_while_a_session_opens_is_not_the_runtimes():
+    """The window's Offload line read a 1-thread CPU run as multi-threaded (CPU 209% of wall): OpenCV's pool,
+    started by the capture thread during the open, was taken as the runtime's threads, and its work as the
+    inference's. Named pipeline threads pass their name to the threads they start, so it is left out."""
+    import json
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", POOL_DURING_OPEN], capture_output=True, text=True, timeout=120,
+                          cwd=root)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    if cv2.getNumThreads() < 2:
+        pytest.skip("OpenCV runs single-threaded here: no pool to tell apart")
+    assert out["appeared"] >= 1, out  # the pool did start during the open ...
+    assert out["runtime"] == 0, out  # ... and is not the 1-thread session's

@@ -27,6 +27,7 @@ from app.pipeline.types import POLL_S, EventKind, State, Status
 from app.pipeline.worker import InferenceWorker
 from app.sources import LIVE_KINDS, CapturedFrames, Frame, FrameSource, SourceInfo, open_source, reads_on_demand
 from app.system.redact import redact_credentials
+from app.system.thread_cpu import name_this_thread
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
 
@@ -88,6 +89,7 @@ class Capture:
             source.close()
 
     def _loop(self) -> None:
+        name_this_thread("capture")  # a native thread it starts (OpenCV's pool) is then never the runtime's
         try:
             source = self._open()
             if source is not None:
@@ -105,6 +107,7 @@ class Capture:
     def _preprocess_loop(self) -> None:
         """The preprocessing thread: each frame the capture thread read, in order, to the workers."""
         assert self._ahead is not None
+        name_this_thread("preprocess")
         try:
             while not self._stop.is_set():
                 item = self._ahead.take(POLL_S)

@@ -37,7 +37,7 @@ from app.pipeline.types import POLL_S, Event, EventKind, InferenceConfig, Result
 from app.sources import Frame, SourceInfo
 from app.system import cpu_affinity
 from app.system.heap import release_free_memory
-from app.system.thread_cpu import InferenceCpu, decoder_threads, started_by
+from app.system.thread_cpu import InferenceCpu, decoder_threads, name_this_thread, started_by
 
 _BAD_RESULT_EVERY_S = 1.0
 _NO_RAW = np.empty(0, np.float32)  # a model run through run_all hands its outputs on apart
@@ -332,6 +332,7 @@ class InferenceWorker:
                 self._config = active.config
 
     def _inference_loop(self) -> None:
+        name_this_thread("inference")  # the threads its runtime starts inherit it (thread_cpu.started_by)
         try:
             self._run_inference()
         except DelegateScopeError as exc:
@@ -530,6 +531,7 @@ class InferenceWorker:
 
     def _results_loop(self) -> None:
         """Postprocess and publish, in order, until the hand-off is closed."""
+        name_this_thread("results")
         while (item := self._handoff.get()) is not None:
             started = time.perf_counter()
             try:

@@ -16,6 +16,7 @@ CPU time and the rest of the wall time is the second.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import threading
@@ -54,15 +55,56 @@ def decoder_threads(tids: set[int]) -> set[int]:
     return found
 
 
+# The OS names (Linux `comm`, 15 bytes at most) the pipeline gives its threads. A thread inherits its
+# creator's name, so a native thread that appeared while a session opened can be told apart: named after
+# the opening thread, the runtime started it; after another pipeline thread, or after the main thread when
+# another thread opens, it is not the runtime's. OpenCV's worker pool, started by the capture thread's first
+# resize while the inference thread opened a 1-thread XNNPACK session, was counted as the runtime's threads
+# and its work (the results thread's postprocessing) as the inference's CPU.
+THREAD_NAME_PREFIX = "ds-"
+_names = itertools.count(1)
+
+
+def name_this_thread(role: str) -> None:
+    """Give the calling thread its OS name, `ds-<role><n>` (n: unique in the process); Linux only, else nothing.
+    Python 3.11's threading names threads for Python alone."""
+    if not sys.platform.startswith("linux"):
+        return
+    name = f"{THREAD_NAME_PREFIX}{role}{next(_names)}"[:15]
+    try:
+        (_TASKS / str(threading.get_native_id()) / "comm").write_text(name)
+    except OSError:
+        pass  # a kernel without it: every new native thread is taken as the runtime's, as before
+
+
+def _comm(tid: int) -> str | None:
+    try:
+        return (_TASKS / str(tid) / "comm").read_text().rstrip("\n")
+    except OSError:
+        return None  # ended
+
+
 def started_by(action: Callable[[], T]) -> tuple[T, set[int]]:
-    """Run `action`; return its result and the native threads that appeared meanwhile and still run. A
-    Python thread that another part of the process started meanwhile (a pipeline's, a sampler's, a test's)
-    is never the runtime's: one counted as the Ops view's runtime thread read its CPU share as 0.65-0.999
-    beside busy processes, where the runs had 3-6% of the CPU (docs/benchmarks.md)."""
+    """Run `action`; return its result and the native threads that appeared meanwhile, still run, and are
+    its own. A Python thread that another part of the process started meanwhile (a pipeline's, a sampler's,
+    a test's) is never the runtime's: one counted as the Ops view's runtime thread read its CPU share as
+    0.65-0.999 beside busy processes, where the runs had 3-6% of the CPU (docs/benchmarks.md). Nor is a
+    native thread named after another thread (`name_this_thread`): another pipeline thread's, or the main
+    thread's when the caller is not the main thread."""
     before = thread_ids()
     result = action()
     python = {t.native_id for t in threading.enumerate()}
-    return result, thread_ids() - before - python
+    new = thread_ids() - before - python
+    own = _comm(threading.get_native_id())
+    main = _comm(os.getpid()) if threading.get_native_id() != os.getpid() else None
+    return result, {tid for tid in new if not _someone_elses(_comm(tid), own, main)}
+
+
+def _someone_elses(comm: str | None, own: str | None, main: str | None) -> bool:
+    """Whether a thread's name says another thread started it (None: it ended meanwhile)."""
+    if comm is None or comm == own:
+        return comm is None
+    return comm.startswith(THREAD_NAME_PREFIX) or (main is not None and comm == main)
 
 
 @dataclass(frozen=True)
