@@ -116,3 +116,46 @@ def test_the_bound_line_on_the_gpu_hosts_recorded_shares():
         "preprocess-bound at 740 /s (the preprocessing thread is busy 92%; the capture thread, decoding, 44%)"
     ), preprocessing.sentence
     assert preprocessing.short == "preprocess-bound at 740 /s (model alone 1,000 /s)"
+
+
+def _paced_second(read_ms: float, paced_ms: float, prepare_ms: float, inference_ms: float, rate: int) -> Metrics:
+    """A paced source: `rate` frames in one second, each read's wait for its frame to be due given apart."""
+    now = [10.0]
+    m = Metrics(window_s=10.0, clock=lambda: now[0])
+    for i in range(rate):
+        t = 10.0 + (i + 0.5) / rate
+        m.frame_captured(t, read_ms, prepare_ms, False, paced_ms)
+        m.inference_done(InferenceTiming(i, t - 0.003, t - 0.002, t, prepare_ms, inference_ms, 0.1, inference_ms))
+        m.result_published(0.1, t)
+    now[0] = 11.0
+    return m
+
+
+def test_waiting_for_a_paced_source_is_not_busy():
+    """The demo clip at its 30 fps: each read waits ~32 ms for its frame to be due and decodes in ~0.6 ms.
+    The line says the source paces the run and what the capture thread really worked, never "busy 100%"."""
+    b = find_bottleneck(_paced_second(0.6, 32.0, 0.9, 8.0, 30).snapshot(11.0))
+    assert b.stage == "pace" and b.saturated, b
+    assert b.busy_share.capture_thread == pytest.approx(0.045) and b.busy_share.paced == pytest.approx(0.96)
+    assert b.sentence.startswith(
+        "paced at 30 /s: the source delivers frames at its own rate, and the capture thread waits for each 96% "
+        "of the time (it works 4%: reading 2%, preprocessing 3%)"
+    ), b.sentence
+    assert "busy 100%" not in b.sentence and b.short == "paced at 30 /s (model alone 125 /s)"
+    # Decoding that really takes the time is still the capture thread's work: capture-bound, not paced.
+    slow = find_bottleneck(_paced_second(30.0, 2.0, 0.9, 8.0, 30).snapshot(11.0))
+    assert slow.stage == "source" and "the capture thread is busy 93%" in slow.sentence, slow.sentence
+
+
+def test_a_paced_source_reports_its_wait_on_each_frame():
+    """The pacer's sleep is on the frame (Frame.paced_ms), so the capture thread can count it apart."""
+    from app.sources import open_source
+
+    source = open_source("synthetic:64x48@20", pace=True)
+    try:
+        frames = [source.read() for _ in range(6)]
+    finally:
+        source.close()
+    waits = [f.paced_ms for f in frames[1:]]
+    assert all(0 <= w <= 60 for w in waits) and sum(waits) > 100, waits  # ~50 ms apart, nearly all of it waited
+    assert open_source("synthetic:64x48@20", pace=False).read().paced_ms == 0.0

@@ -17,7 +17,9 @@ from app.metrics.window import MetricsSnapshot, StageBusy
 
 SATURATED = 0.8  # a thread busy this share of the time sets the pace (the rest: wake-ups, the GIL)
 
-Stage = Literal["source", "preprocess", "inference", "results", "throttle"]
+# "pace": a paced source (a file or synthetic source at its frame rate) delivers frames no faster; the capture
+# thread waits for each to be due, which is waiting, not work (StageBusy.paced).
+Stage = Literal["source", "preprocess", "inference", "results", "throttle", "pace"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,9 @@ class Bottleneck:
         where = "capture" if self.stage == "source" else self.stage
         if not self.saturated and self.stage in ("inference", "results"):
             return f"no stage saturated at {self.rate_per_s:,.0f} /s (busiest: {where})"
-        text = f"{where}-bound at {self.rate_per_s:,.0f} /s" if self.stage != "throttle" else (
-            f"throttled at {self.rate_per_s:,.0f} /s")  # fmt: skip
+        rate = f"{self.rate_per_s:,.0f} /s"
+        named = {"throttle": f"throttled at {rate}", "pace": f"paced at {rate}"}
+        text = named.get(self.stage, f"{where}-bound at {rate}")
         if self.stage != "inference" and self.model_alone_per_s:
             text += f" (model alone {self.model_alone_per_s:,.0f} /s)"
         return text
@@ -72,6 +75,10 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
         share, saturated = busy.inference_thread, True
     elif throttle_ms > 0 and rate >= SATURATED * 1000.0 / throttle_ms:
         stage, share, saturated = "throttle", busy.inference_thread, True
+    elif busy.capture_thread + busy.paced >= SATURATED and busy.capture_thread < SATURATED and busy.paced >= max(
+        busy.preprocess_thread, busy.inference_thread, busy.results
+    ):  # inference waits for frames that the source delivers at its pace: the capture thread mostly waits too
+        stage, share, saturated = "pace", busy.paced, True
     elif busy.preprocess_thread > busy.capture_thread and busy.preprocess_thread >= max(
         busy.inference_thread, busy.results
     ):  # inference waits for frames: upstream, on the preprocessing thread
@@ -96,6 +103,14 @@ def _sentence(stage: Stage, rate: float, share: float, alone: float | None, thro
         return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time{what}"
     if stage == "throttle":
         return f"throttled at {rate:,.0f} /s ({throttle_ms:g} ms between inference starts){model}"
+    if stage == "pace":
+        work = f"reading {busy.source:.0%}"
+        if busy.capture_thread - busy.source > 0.0005:
+            work += f", preprocessing {busy.capture_thread - busy.source:.0%}"
+        return (
+            f"paced at {rate:,.0f} /s: the source delivers frames at its own rate, and the capture thread waits "
+            f"for each {busy.paced:.0%} of the time (it works {busy.capture_thread:.0%}: {work}){model}"
+        )
     if stage in ("inference", "results") and share < SATURATED:
         # Every thread waits part of each cycle: for a wake-up, or for the GIL another holds.
         apart = f", preprocessing {busy.preprocess_thread:.0%}" if busy.preprocess_thread else ""

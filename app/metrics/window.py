@@ -101,13 +101,14 @@ class StageBusy:
     """Busy share of wall time per stage over the window: ms per item x items per second / 1000.
     1.0 = the stage's thread never waited (app/metrics/bottleneck.py reads them)."""
 
-    source: float  # the capture thread in the source's read (decoding, or waiting for a paced frame)
+    source: float  # the capture thread in the source's read (decoding; a live device's wait), pacing apart
     preprocess: float  # ahead on the capture thread, or inline on the inference thread
     inference: float  # the invokes
     results: float  # the results thread: postprocess, publish, callbacks (recording)
     inference_thread: float  # inference + the preprocessing done inline
     capture_thread: float  # source + the preprocessing done ahead on the capture thread
     preprocess_thread: float = 0.0  # the preprocessing done ahead on a thread of its own (0: none)
+    paced: float = 0.0  # the capture thread waiting for a paced source's next frame to be due: not work
 
     @classmethod
     def idle(cls) -> StageBusy:
@@ -232,7 +233,7 @@ class Metrics:
         self._sampler = sampler
         self._lock = threading.Lock()
         # (captured_at, source read ms, preprocess-ahead ms, 1 if that was on the preprocessing thread)
-        self._frames = Ring(4, max_rows)
+        self._frames = Ring(5, max_rows)
         self._drops = Ring(2, max_rows)  # (t, n)
         # (finished_at, queue, preprocess, inference, postprocess, end_to_end, inference_cpu) in ms
         # ... + inference thread busy ms, its own CPU ms and its wait for a core (NaN: not readable)
@@ -248,15 +249,21 @@ class Metrics:
                 ring.clear()
 
     def frame_captured(
-        self, t: float | None = None, read_ms: float = 0.0, prepare_ms: float = 0.0, own_thread: bool = False
+        self,
+        t: float | None = None,
+        read_ms: float = 0.0,
+        prepare_ms: float = 0.0,
+        own_thread: bool = False,
+        paced_ms: float = 0.0,
     ) -> None:
-        """`read_ms`: the capture thread's time in the source's read (decoding, or waiting for a
-        paced frame); `prepare_ms`: the preprocessing ahead of the inference thread, on the capture
-        thread or (`own_thread`) on the preprocessing thread (app/pipeline/preprocess_thread.py)."""
+        """`read_ms`: the capture thread's work in the source's read (decoding; a live device's wait for its
+        frame); `paced_ms`: the read's wait for a paced source's frame to be due, apart (waiting is not work);
+        `prepare_ms`: the preprocessing ahead of the inference thread, on the capture thread or (`own_thread`)
+        on the preprocessing thread (app/pipeline/preprocess_thread.py)."""
         with self._lock:
             now = self._clock()
             self._frames_total += 1
-            self._frames.append((now if t is None else t, read_ms, prepare_ms, float(own_thread)))
+            self._frames.append((now if t is None else t, read_ms, prepare_ms, float(own_thread), paced_ms))
             self._frames.trim(now - self.window_s)
 
     def frames_dropped(self, n: int = 1, t: float | None = None) -> None:
@@ -374,6 +381,7 @@ def _stage_busy(frames: np.ndarray, timings: np.ndarray, published: np.ndarray, 
         inference_thread=float(timings[:, 7].sum()) / wall_ms,
         capture_thread=float(frames[:, 1].sum() + (frames[:, 2] * (1.0 - frames[:, 3])).sum()) / wall_ms,
         preprocess_thread=float((frames[:, 2] * frames[:, 3]).sum()) / wall_ms,
+        paced=float(frames[:, 4].sum()) / wall_ms,
     )
 
 

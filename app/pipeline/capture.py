@@ -195,7 +195,7 @@ class Capture:
         if dropped is not None:
             lost, lost_read_ms = dropped
             for worker in self._workers:
-                worker.metrics.frame_captured(lost.captured_at, lost_read_ms)
+                worker.metrics.frame_captured(lost.captured_at, lost_read_ms - lost.paced_ms, paced_ms=lost.paced_ms)
                 worker.metrics.frames_dropped(1, lost.captured_at)
         return True
 
@@ -204,7 +204,8 @@ class Capture:
         self._prepare(frame)
         prepare_ms = (time.perf_counter() - started) * 1e3
         for worker in self._workers:
-            worker.metrics.frame_captured(frame.captured_at, read_ms, prepare_ms, own_thread)
+            worker.metrics.frame_captured(frame.captured_at, read_ms - frame.paced_ms, prepare_ms, own_thread,
+                                          frame.paced_ms)  # fmt: skip
             if self._on_demand:
                 worker.slot.put_behind(frame)
             elif worker.slot.put(frame):

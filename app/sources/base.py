@@ -21,6 +21,9 @@ class Frame:
     # Frames with the same content_id have identical pixels (a source that hands out the same
     # images again: the synthetic cycle), so their preprocessed tensors can be reused.
     content_id: int | None = None
+    # Of the read, the milliseconds spent waiting for the frame to be due at the source's pace (a paced
+    # file or synthetic source): waiting, not work, so never counted as the capture thread's busy time.
+    paced_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -56,19 +59,21 @@ class _Pacer:
         self._start: float | None = None
         self._n = 0
 
-    def wait(self) -> bool:
-        """Block until the next frame is due; False when the source was closed meanwhile."""
+    def wait(self) -> float | None:
+        """Block until the next frame is due; the seconds it waited, None when the source was closed meanwhile."""
         now = time.monotonic()
         if self._start is None:
             self._start, self._n = now, 0
         due = self._start + self._n * self._period
+        waited = 0.0
         if due > now:
             if self._stop.wait(due - now):
-                return False
+                return None
+            waited = time.monotonic() - now
         elif now - due > self._max_lag:
             self._start, self._n = now, 0
         self._n += 1
-        return not self._stop.is_set()
+        return None if self._stop.is_set() else waited
 
     def reset(self) -> None:
         self._start = None
@@ -106,9 +111,10 @@ class _Source:
         if image is None:
             self._ended = True
             return None
-        if self._pacer is not None and not self._pacer.wait():
+        paced = self._pacer.wait() if self._pacer is not None else 0.0
+        if paced is None:
             return None
-        frame = Frame(self._index, image, time.monotonic(), time.time(), content_id)
+        frame = Frame(self._index, image, time.monotonic(), time.time(), content_id, paced * 1e3)
         self._index += 1
         return frame
 
