@@ -2,11 +2,15 @@
 
 - detection: boxes matched one to one by IoU >= 0.5, best pairs first (greedy): the match rate
   (matched / the larger of the two counts), the matched pairs' mean IoU and mean score difference,
-  and how many matched pairs carry the same label;
-- segmentation: the share of pixels given the same class, and the mean IoU over the classes present
-  in either class map (B's map resized to A's, nearest neighbour, when their resolutions differ);
+  and how many matched pairs carry the same class index;
+- segmentation: the share of pixels given the same class index, and the mean IoU over the classes
+  present in either class map (B's map resized to A's, nearest neighbour, when their resolutions differ);
 - keypoints: the mean distance between points of the same name, in A's input pixels;
 - raw: per output of the same shape, the largest absolute difference and the cosine similarity.
+
+Classes are compared by the index the model gave, never by label text: one model with its labels
+and without them ("bird" / "class 15") gives the same answers, and two label files can spell one
+class two ways. Labels are what a user reads, not what is compared.
 
 Pure functions on `TaskResult`s: no thread, no Qt, no pipeline.
 """
@@ -26,6 +30,7 @@ from app.model.task import Task
 MATCH_IOU = 0.5  # a detection of A and one of B are the same object at this overlap (COCO's AP50 rule)
 # A frame "agrees" (the comparison's top1_agree column, the disagreement thumbnails) when what a
 # user reads of it is the same on both sides:
+PIXEL_AGREE = 0.9  # segmentation: at least this share of pixels given the same class
 KEYPOINT_AGREE = 0.05  # keypoints: mean distance at most this share of the input's larger side
 COSINE_AGREE = 0.99  # raw: every output's cosine similarity at least this
 
@@ -44,7 +49,7 @@ def iou(a: tuple[float, float, float, float], b: tuple[float, float, float, floa
 
 def match_detections(a: Sequence[Detection], b: Sequence[Detection]) -> list[tuple[int, int, float]]:
     """(index in a, index in b, IoU) of the pairs matched one to one at IoU >= MATCH_IOU, the
-    best-overlapping pairs first (labels are not required to agree: `label_same` counts that)."""
+    best-overlapping pairs first (classes are not required to agree: `class_same` counts that)."""
     pairs = sorted(
         ((iou(da.box, db.box), i, j) for i, da in enumerate(a) for j, db in enumerate(b)),
         key=lambda p: (-p[0], p[1], p[2]),
@@ -74,7 +79,7 @@ class FrameAgreement:
     matched: int = 0  # ... and the pairs matched
     iou_sum: float = 0.0  # over matched pairs
     score_diff_sum: float = 0.0  # |score A - score B| over matched pairs
-    label_same: int = 0  # matched pairs with the same label
+    class_same: int = 0  # matched pairs with the same class index
     pixel_agreement: float | None = None  # segmentation
     miou: float | None = None
     mean_distance_px: float | None = None  # keypoints, in A's input pixels
@@ -122,16 +127,17 @@ def compare_tasks(a: TaskResult, b: TaskResult) -> FrameAgreement:
     if a.task == Task.DETECTION:
         return detection_agreement(a.detections, b.detections)
     if a.task == Task.SEGMENTATION and a.class_map is not None and b.class_map is not None:
-        return segmentation_agreement(a.class_map, b.class_map, _present(a), _present(b))
+        return segmentation_agreement(a.class_map, b.class_map)
     if a.task == Task.KEYPOINTS:
         return keypoint_agreement(a.keypoints, b.keypoints, a.input_size)
     return _raw(a.task, a, b)
 
 
 def detection_agreement(a: Sequence[Detection], b: Sequence[Detection]) -> FrameAgreement:
+    """The frame agrees when every detection of either side is matched, each pair of one class index."""
     matched = match_detections(a, b)
-    label_same = sum(a[i].label == b[j].label for i, j, _ in matched)
-    agree = len(matched) == len(a) == len(b) and label_same == len(matched)
+    class_same = sum(a[i].index == b[j].index for i, j, _ in matched)
+    agree = len(matched) == len(a) == len(b) and class_same == len(matched)
     return FrameAgreement(
         Task.DETECTION,
         agree,
@@ -140,15 +146,14 @@ def detection_agreement(a: Sequence[Detection], b: Sequence[Detection]) -> Frame
         matched=len(matched),
         iou_sum=sum(o for _, _, o in matched),
         score_diff_sum=sum(abs(a[i].score - b[j].score) for i, j, _ in matched),
-        label_same=label_same,
+        class_same=class_same,
     )
 
 
-def segmentation_agreement(
-    a: np.ndarray, b: np.ndarray, a_present: frozenset[str] = frozenset(), b_present: frozenset[str] = frozenset()
-) -> FrameAgreement:
-    """Two class maps (B's resized to A's shape, nearest neighbour, when they differ); `*_present`:
-    the labels each side reports, whose equality is the frame's `agree` (the legend a user reads)."""
+def segmentation_agreement(a: np.ndarray, b: np.ndarray) -> FrameAgreement:
+    """Two class maps (B's resized to A's shape, nearest neighbour, when they differ). The frame agrees
+    when at least PIXEL_AGREE of its pixels have one class index on both sides: a class on a few
+    pixels at an edge, present on one side only, is not a different answer."""
     if b.shape != a.shape:
         b = cv2.resize(b.astype(np.int32), (a.shape[1], a.shape[0]), interpolation=cv2.INTER_NEAREST)
     same = a == b
@@ -159,7 +164,7 @@ def segmentation_agreement(
         union = int(np.count_nonzero(in_a | in_b))
         ious.append(int(np.count_nonzero(in_a & in_b)) / union)
     miou = float(np.mean(ious)) if ious else None
-    return FrameAgreement(Task.SEGMENTATION, a_present == b_present, pixel_agreement=pixel, miou=miou)
+    return FrameAgreement(Task.SEGMENTATION, pixel >= PIXEL_AGREE, pixel_agreement=pixel, miou=miou)
 
 
 def keypoint_agreement(a: Sequence[Keypoint], b: Sequence[Keypoint], input_size: tuple[int, int]) -> FrameAgreement:
@@ -204,10 +209,6 @@ def _raw(task: Task, a: TaskResult, b: TaskResult) -> FrameAgreement:
     return FrameAgreement(task, agree, max_abs_diff=diffs, cosine=cosines)
 
 
-def _present(result: TaskResult) -> frozenset[str]:
-    return frozenset(label for _, label, _ in result.class_fractions)
-
-
 @dataclass(frozen=True)
 class TaskAgreement:
     """Frames' agreements summed up: the figures `bench --compare-*` and the sweep report."""
@@ -218,7 +219,7 @@ class TaskAgreement:
     match_rate: float | None = None  # detection: matched pairs / the larger count, over every frame
     mean_iou: float | None = None
     mean_score_diff: float | None = None
-    label_agreement: float | None = None  # matched pairs with the same label
+    class_agreement: float | None = None  # matched pairs with the same class index
     detections_a: int = 0
     detections_b: int = 0
     pixel_agreement: float | None = None  # segmentation: mean over frames
@@ -246,7 +247,7 @@ class TaskAgreement:
                 match_rate=matched / most if most else None,
                 mean_iou=sum(r.iou_sum for r in rows) / matched if matched else None,
                 mean_score_diff=sum(r.score_diff_sum for r in rows) / matched if matched else None,
-                label_agreement=sum(r.label_same for r in rows) / matched if matched else None,
+                class_agreement=sum(r.class_same for r in rows) / matched if matched else None,
                 detections_a=sum(r.a_count for r in rows),
                 detections_b=sum(r.b_count for r in rows),
             )
@@ -272,16 +273,26 @@ class TaskAgreement:
         out: dict[str, object] = {"task": self.task.value, "frames": self.frames, "agreeing_frames": self.agreeing}
         if self.task == Task.DETECTION:
             out.update(match_iou=MATCH_IOU, match_rate=self.match_rate, mean_iou=self.mean_iou,
-                       mean_score_diff=self.mean_score_diff, label_agreement=self.label_agreement,
+                       mean_score_diff=self.mean_score_diff, class_agreement=self.class_agreement,
                        detections_a=self.detections_a, detections_b=self.detections_b)  # fmt: skip
         elif self.task == Task.SEGMENTATION:
-            out.update(pixel_agreement=self.pixel_agreement, miou=self.miou)
+            out.update(pixel_agreement=self.pixel_agreement, miou=self.miou, agree_at_pixel_agreement=PIXEL_AGREE)
         elif self.task == Task.KEYPOINTS:
             out.update(mean_distance_px=self.mean_distance_px, max_distance_px=self.max_distance_px)
         else:
             out.update(max_abs_diff=list(self.max_abs_diff), cosine_mean=list(self.cosine_mean),
                        cosine_min=list(self.cosine_min))  # fmt: skip
         return out
+
+    def agree_rule(self) -> str:
+        """When one of its frames agrees (FrameAgreement.agree), in words."""
+        if self.task == Task.DETECTION:
+            return "every detection matched, each pair of one class"
+        if self.task == Task.SEGMENTATION:
+            return f"at least {PIXEL_AGREE:.0%} of its pixels of one class"
+        if self.task == Task.KEYPOINTS:
+            return f"keypoints at most {KEYPOINT_AGREE:.0%} of the input's larger side apart on average"
+        return f"every output's cosine similarity at least {COSINE_AGREE:g}"
 
     def describe(self) -> str:
         """One line: 'detections matched (IoU >= 0.5) 100.0%, mean IoU 1.000, mean score difference 0'."""
@@ -290,10 +301,10 @@ class TaskAgreement:
                 return f"no detection on either side in {self.frames:,} frames"
             return (f"detections matched (IoU >= {MATCH_IOU:g}) {self.match_rate:.1%} "
                     f"({self.detections_a:,} A, {self.detections_b:,} B), mean IoU {_f(self.mean_iou, '.3f')}, "
-                    f"mean score difference {_f(self.mean_score_diff, '.3g')}, same label "
-                    f"{_f(self.label_agreement, '.1%')}")  # fmt: skip
+                    f"mean score difference {_f(self.mean_score_diff, '.3g')}, same class "
+                    f"{_f(self.class_agreement, '.1%')}")  # fmt: skip
         if self.task == Task.SEGMENTATION:
-            return f"pixels agree {_f(self.pixel_agreement, '.1%')}, mIoU {_f(self.miou, '.3f')}"
+            return f"pixels agree (same class) {_f(self.pixel_agreement, '.1%')}, mIoU {_f(self.miou, '.3f')}"
         if self.task == Task.KEYPOINTS:
             return (f"keypoints mean distance {_f(self.mean_distance_px, '.2f')} input px "
                     f"(worst frame {_f(self.max_distance_px, '.2f')})")  # fmt: skip

@@ -32,8 +32,9 @@ class ComparePanel(QWidget):
         self.thumbs.setResizeMode(QListView.ResizeMode.Adjust)
         self.thumbs.setMinimumHeight(140)
         self.thumbs.setToolTip(
-            "Frames where A and B disagree on the top-1 label (what both models saw); double-click one to check "
-            "where the numbers part on that frame (the Numerics view)"
+            "Frames where A and B disagree, by class, never by label text: a classifier's top-1 class, or what the "
+            "A/B line above says a frame agrees on (what both models saw); double-click one to check where the "
+            "numbers part on that frame (the Numerics view)"
         )
         self.thumbs.itemActivated.connect(self._activated)
         layout.addWidget(self.thumbs)
