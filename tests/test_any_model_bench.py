@@ -92,7 +92,7 @@ def test_bench_figures_match_litert_on_the_photo(vision: Path, coral: Path, tmp_
 def test_bench_inputs_file_feeds_a_model_with_no_image(vision: Path, tmp_path: Path) -> None:
     from app.model.spec import load_model_spec
 
-    (waveform,) = load_model_spec(vision / YAMNET).all_inputs
+    (waveform,) = load_model_spec(vision / YAMNET).inputs
     npz = tmp_path / "tone.npz"
     t = np.arange(int(np.prod(waveform.shape)), dtype=np.float32) / 16000
     np.savez(npz, **{waveform.name: (0.5 * np.sin(2 * np.pi * 440 * t)).reshape(waveform.shape)})  # by name

@@ -76,7 +76,7 @@ for photo in photos:
 r = gpu.report
 out = {"opened": True, "fully": r.fully_accelerated, "delegated": r.nodes_delegated, "total": r.nodes_total,
        "partitions": r.partitions, "cpu_ops": r.cpu_ops, "first_ms": r.first_inference_ms,
-       "coverage": r.coverage.to_dict(), "file_shapes": [list(t.shape) for t in spec.all_outputs], "runs": runs}
+       "coverage": r.coverage.to_dict(), "file_shapes": [list(t.shape) for t in spec.outputs], "runs": runs}
 if profile:
     p = profile_gpu(spec, gpu, 1, 1)
     out["profile"] = [{"op": o.op, "node": o.node, "nodes": list(o.nodes or ()), "place": str(o.placement), "ms": o.ms}

@@ -165,7 +165,7 @@ def test_fixed_cases_load_the_labels_they_hold(tmp_path: Path):
     }.items():
         (tmp_path / name).write_bytes(data)
         spec = load_model_spec(MODEL, labels_file=tmp_path / name)
-        assert spec.labels.labels == good and spec.warnings == [], name
+        assert spec.labels.labels == good and spec.warnings == (), name
 
 
 def _cli_json(run) -> dict:

@@ -31,7 +31,7 @@ def test_bundled_float_model_spec():
     assert spec.output_kind == "probabilities"
     assert spec.info["licence"] == "Apache-2.0"
     assert spec.sha256 == json.loads((MODELS / "efficientnet_lite0.json").read_text())["sha256"]
-    assert spec.warnings == []
+    assert spec.warnings == ()
 
 
 def test_bundled_int8_model_is_fully_quantized():

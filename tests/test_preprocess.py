@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from app.model.preprocess import Preprocessor, as_bgr_uint8, centre_crop_box
-from app.model.spec import Normalization, load_model_spec
+from app.model.spec import ModelSpec, Normalization, load_model_spec
 from tests.helpers.paths import TEST_MODELS
 
 # Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
@@ -26,6 +26,13 @@ def spec():
     return load_model_spec(TEST_MODELS / "dynamic_batch_logits.tflite")
 
 
+def _image_input(spec: ModelSpec, **changes: object) -> ModelSpec:
+    """`spec` with its image input changed: the inputs are the spec's truth, its `input` is read from them."""
+    inputs = list(spec.inputs)
+    inputs[spec.image_input or 0] = replace(spec.input, **changes)
+    return replace(spec, inputs=tuple(inputs))
+
+
 def test_float_normalisation_matches_the_formula_on_a_flat_frame(spec):
     frame = np.full((20, 30, 3), (10, 20, 30), np.uint8)  # BGR
     out = Preprocessor(replace(spec, normalization=Normalization((127.0,) * 3, (128.0,) * 3)))(frame)
@@ -34,8 +41,10 @@ def test_float_normalisation_matches_the_formula_on_a_flat_frame(spec):
 
 
 def test_quantized_inputs_apply_the_tensor_scale_and_zero_point(spec):
-    int8_input = replace(spec.input, dtype="int8", scale=0.0078125, zero_point=-1)
-    int8_spec = replace(spec, input=int8_input, normalization=Normalization((127.0,) * 3, (128.0,) * 3))
+    int8_spec = replace(
+        _image_input(spec, dtype="int8", scale=0.0078125, zero_point=-1),
+        normalization=Normalization((127.0,) * 3, (128.0,) * 3),
+    )
     frame = np.zeros((8, 8, 3), np.uint8)
     frame[..., 2], frame[..., 1], frame[..., 0] = 255, 127, 0  # R, G, B
     out = Preprocessor(int8_spec)(frame)
@@ -46,13 +55,9 @@ def test_quantized_inputs_apply_the_tensor_scale_and_zero_point(spec):
 
 def test_raw_uint8_and_int8_inputs(spec):
     frame = np.full((8, 8, 3), 200, np.uint8)
-    uint8 = replace(
-        spec, input=replace(spec.input, dtype="uint8", scale=1.0, zero_point=0), normalization=Normalization(raw=True)
-    )
+    uint8 = replace(_image_input(spec, dtype="uint8", scale=1.0, zero_point=0), normalization=Normalization(raw=True))
     assert Preprocessor(uint8)(frame)[0, 0, 0].tolist() == [200, 200, 200]
-    int8 = replace(
-        spec, input=replace(spec.input, dtype="int8", scale=1.0, zero_point=0), normalization=Normalization(raw=True)
-    )
+    int8 = replace(_image_input(spec, dtype="int8", scale=1.0, zero_point=0), normalization=Normalization(raw=True))
     assert Preprocessor(int8)(frame)[0, 0, 0].tolist() == [72, 72, 72]
 
 

@@ -20,7 +20,9 @@ from app.model.spec import ModelSpec
 from app.model.task import DetectionLayout, KeypointsLayout, SegmentationLayout, Task
 from app.tflite.file import TensorInfo
 
-DETECTION_THRESHOLD = 0.5  # the score a detection needs to be shown (LiteRT's examples draw above 0.5)
+# The score a detection needs to be kept, unless the user says (--score-threshold, the window's control):
+# LiteRT's examples draw above 0.5.
+DETECTION_THRESHOLD = 0.5
 _MASK_PROBABILITY = 0.5  # a single-channel mask: foreground where the model says more than this
 
 
@@ -133,6 +135,10 @@ class TaskResult:
     crop: CropBox | None = None  # where in the frame the model looked (a class map covers it)
     values: tuple[np.ndarray, ...] = ()  # raw: every output, dequantized (what A/B compares)
     input_size: tuple[int, int] = (0, 0)  # the image input's (width, height): keypoint distances' unit
+    # Detection: the score a detection needed (`detections` holds those at or above it) and how many
+    # valid detections the model gave below it: what the threshold hid, said beside what it kept.
+    threshold: float = DETECTION_THRESHOLD
+    below_threshold: int = 0
 
     def count(self) -> int:
         """The result count a user reads: detections, classes present, keypoints, or outputs."""
@@ -147,9 +153,10 @@ class TaskResult:
     def summary(self, most: int = 3) -> str:
         """One line: 'person 0.72, tie 0.66', 'background 64%, cat 36%', '17 keypoints, mean score 0.28'."""
         if self.task == Task.DETECTION:
+            hidden = f" ({self.below_threshold} below {self.threshold:g})" if self.below_threshold else ""
             if not self.detections:
-                return f"no detection above {DETECTION_THRESHOLD:g}"
-            return ", ".join(f"{d.label} {d.score:.2f}" for d in self.detections[:most])
+                return f"no detection at {self.threshold:g} or above{hidden}"
+            return ", ".join(f"{d.label} {d.score:.2f}" for d in self.detections[:most]) + hidden
         if self.task == Task.SEGMENTATION:
             return ", ".join(f"{label} {share:.0%}" for _, label, share in self.class_fractions[:most])
         if self.task == Task.KEYPOINTS:
@@ -163,6 +170,8 @@ class TaskResult:
         out: dict[str, object] = {}
         if self.task == Task.DETECTION:
             out["detections"] = [d.to_dict() for d in self.detections]
+            out["score_threshold"] = self.threshold
+            out["below_threshold"] = self.below_threshold
         elif self.task == Task.SEGMENTATION:
             shape = list(self.class_map.shape) if self.class_map is not None else []
             out["segmentation"] = {"classes": {label: round(share, 6) for _, label, share in self.class_fractions},
@@ -194,7 +203,7 @@ class TaskDecoder:
 
     def decode(self, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]) -> TaskResult:
         """`outputs`: every output in model order; `crop`: what the model saw of a frame of `frame_size`."""
-        infos = self.spec.all_outputs
+        infos = self.spec.outputs
         layout = self._layout
         if not isinstance(layout, DetectionLayout | SegmentationLayout | KeypointsLayout):
             # Raw: nothing decoded, so the values themselves are the result (A/B compares them).
@@ -206,8 +215,10 @@ class TaskDecoder:
             return TaskResult(self._task, stats, crop=crop, values=values, input_size=self._size)
         stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
         if isinstance(layout, DetectionLayout):
-            return TaskResult(self._task, stats, detections=self._detections(layout, outputs, crop, frame_size),
-                              crop=crop, input_size=self._size)  # fmt: skip
+            threshold = self.threshold  # once: the window may change it while this runs
+            kept, below = self._detections(layout, outputs, crop, frame_size, threshold)
+            return TaskResult(self._task, stats, detections=kept, crop=crop, input_size=self._size,
+                              threshold=threshold, below_threshold=below)  # fmt: skip
         if isinstance(layout, SegmentationLayout):
             class_map = self._class_map(layout, outputs)
             return TaskResult(self._task, stats, class_map=class_map, class_fractions=self._fractions(class_map),
@@ -217,9 +228,15 @@ class TaskDecoder:
                           input_size=self._size)  # fmt: skip
 
     def _detections(
-        self, layout: DetectionLayout, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]
-    ) -> tuple[Detection, ...]:
-        infos = self.spec.all_outputs
+        self,
+        layout: DetectionLayout,
+        outputs: Sequence[np.ndarray],
+        crop: CropBox,
+        frame_size: tuple[int, int],
+        threshold: float,
+    ) -> tuple[tuple[Detection, ...], int]:
+        """The valid detections at or above `threshold`, best first, and how many valid ones were below it."""
+        infos = self.spec.outputs
         boxes = dequantized(infos[layout.boxes], outputs[layout.boxes]).reshape(-1, 4)
         classes = dequantized(infos[layout.classes], outputs[layout.classes]).reshape(-1)
         scores = dequantized(infos[layout.scores], outputs[layout.scores]).reshape(-1)
@@ -228,15 +245,19 @@ class TaskDecoder:
         if count_values.size and math.isfinite(count_values[0]):
             n = max(0, min(n, int(count_values[0])))
         found = []
+        below = 0
         for i in range(n):
             score, cls, box = float(scores[i]), float(classes[i]), boxes[i]
-            if not (math.isfinite(score) and math.isfinite(cls) and np.isfinite(box).all()) or score < self.threshold:
+            if not (math.isfinite(score) and math.isfinite(cls) and np.isfinite(box).all()):
+                continue
+            if score < threshold:
+                below += 1
                 continue
             ymin, xmin = _to_frame(float(box[0]), float(box[1]), crop, frame_size)
             ymax, xmax = _to_frame(float(box[2]), float(box[3]), crop, frame_size)
             index = int(cls)
             found.append(Detection(index, self.spec.label(index), score, (ymin, xmin, ymax, xmax)))
-        return tuple(sorted(found, key=lambda d: -d.score))
+        return tuple(sorted(found, key=lambda d: -d.score)), below
 
     def _class_map(self, layout: SegmentationLayout, outputs: Sequence[np.ndarray]) -> np.ndarray:
         out = np.asarray(outputs[layout.output])
@@ -244,7 +265,7 @@ class TaskDecoder:
             return out.reshape(out.shape[1], out.shape[2]).astype(np.int32)
         scores = out.reshape(out.shape[1], out.shape[2], -1)
         if scores.shape[2] == 1:  # one class's probability: foreground above one half
-            values = dequantized(self.spec.all_outputs[layout.output], scores[..., 0])
+            values = dequantized(self.spec.outputs[layout.output], scores[..., 0])
             return (values > _MASK_PROBABILITY).astype(np.int32)
         # argmax on the raw values: dequantization is monotonic, so it picks the same class.
         return np.argmax(scores, axis=2).astype(np.int32)

@@ -103,7 +103,7 @@ class InputFeeder:
     """Every input but the image, for each inference in turn (a pool of seeded samples, or the file's)."""
 
     def __init__(self, spec: ModelSpec, seed: int = SEED) -> None:
-        inputs = spec.all_inputs
+        inputs = spec.inputs
         self._image = spec.image_input
         self._wanted = [i for i in range(len(inputs)) if i != self._image]
         self._count = len(inputs)

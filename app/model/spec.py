@@ -1,4 +1,4 @@
-"""ModelSpec: everything the app needs to know to feed and read any TFLite image classifier.
+"""ModelSpec: everything the app needs to know to feed and read a TFLite model of any task.
 
 A spec is built once per model file from (in order of trust) the user's explicit
 options, the project's JSON sidecar, files beside the model, the model's own
@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TypeGuard
 
 import numpy as np
@@ -35,6 +36,7 @@ from app.model.task import (
     Task,
     TaskChoice,
     infer_task,
+    labels_beside,
 )
 from app.system.paths import models_dir
 from app.tflite.file import TensorInfo, TfliteInfo, read_tflite
@@ -107,43 +109,76 @@ def parse_input_shape(text: str) -> tuple[str, tuple[int, ...]]:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model as the app reads it. Its inputs and outputs are the truth; the image input and the
+    classifier's output are read from them through the task's layout, never stored beside them."""
+
     name: str
     display_name: str
     path: Path
     sha256: str
     size_bytes: int
-    input: TensorInfo  # the image input (the first input when none is an image), its shape fixed
-    output: TensorInfo  # the classifier's output (the first output for other tasks)
-    classes: int  # class scores (classification, per-pixel scores), labels (detection), points (keypoints)
+    inputs: tuple[TensorInfo, ...]  # every input, dynamic dimensions fixed
+    outputs: tuple[TensorInfo, ...]  # every output, as the file declares them
+    task: TaskChoice  # the task, which input takes the image, which outputs say what
+    classes: int  # classes the model scores: a classifier's, per-pixel (segmentation), a detector's labels; else 0
     labels: LabelSet
     normalization: Normalization
     output_kind: str  # "probabilities", "logits" or "unknown" (decided per result, see postprocess)
     op_types: list[str]
     op_versions: list[int]
     bundled: bool = False
-    info: dict = field(default_factory=dict)  # licence, source, description: shown, never interpreted
-    warnings: list[str] = field(default_factory=list)
+    info: Mapping[str, str] = field(default_factory=dict)  # licence, source, description: shown, never interpreted
+    warnings: tuple[str, ...] = ()
     content: bytes = field(default=b"", repr=False, compare=False)
-    task: TaskChoice | None = None  # None only in specs built by hand for a classifier (tests)
-    inputs: tuple[TensorInfo, ...] = ()  # every input, dynamic dimensions fixed
-    outputs: tuple[TensorInfo, ...] = ()  # every output, as the file declares them
     options: ModelOptions = field(default_factory=ModelOptions)
+
+    def __post_init__(self) -> None:
+        # Read-only however built: a spec is shared by threads and sessions, never amended in place.
+        object.__setattr__(self, "info", MappingProxyType(dict(self.info)))
+        object.__setattr__(self, "warnings", tuple(self.warnings))
 
     @property
     def kind(self) -> Task:
-        return self.task.task if self.task else Task.CLASSIFICATION
+        return self.task.task
 
     @property
     def image_input(self) -> int | None:
-        return self.task.image_input if self.task else 0
+        return self.task.image_input
 
     @property
-    def all_inputs(self) -> tuple[TensorInfo, ...]:
-        return self.inputs or (self.input,)
+    def input(self) -> TensorInfo:
+        """The image input; the first input when none is an image."""
+        image = self.task.image_input
+        return self.inputs[image if image is not None else 0]
 
     @property
-    def all_outputs(self) -> tuple[TensorInfo, ...]:
-        return self.outputs or (self.output,)
+    def output(self) -> TensorInfo:
+        """The classifier's output; the first output for other tasks (the input of a model that
+        declares none, so its dtype and shape stay readable)."""
+        layout = self.task.layout
+        if isinstance(layout, ClassificationLayout):
+            return self.outputs[layout.output]
+        return self.outputs[0] if self.outputs else self.input
+
+    @property
+    def is_image_classifier(self) -> bool:
+        """One image input and one output of class scores: read by `run` and its top-k, as the app
+        read every model before tasks (and as its JSON still reads). Any other model is fed every input
+        by `run_all` and read by its task."""
+        one_each = len(self.inputs) == 1 and len(self.outputs) == 1
+        return self.kind == Task.CLASSIFICATION and self.image_input is not None and one_each
+
+    @property
+    def points(self) -> int:
+        """A keypoints model's points (0 for the other tasks)."""
+        layout = self.task.layout
+        return layout.points if isinstance(layout, KeypointsLayout) else 0
+
+    @property
+    def label_count(self) -> int:
+        """What the labels are lined up with: the classes, or a keypoints model's points. The JSON's
+        `classes` says this (it held a keypoints model's points before they had a name of their own)."""
+        return self.points or self.classes
 
     @property
     def crops(self) -> bool:
@@ -177,19 +212,19 @@ class ModelSpec:
             "path": str(self.path),
             "sha256": self.sha256,
             "input": {"shape": list(self.input.shape), "dtype": self.input.dtype},
-            "classes": self.classes,
+            "classes": self.label_count,
             **self.task_json(),
         }
 
     def task_json(self) -> dict[str, object]:
-        """The task and every input and output, for models that are not classifiers (a classifier's JSON
-        stays as it was)."""
-        if self.kind == Task.CLASSIFICATION and len(self.all_inputs) == 1:
+        """The task and every input and output, for models that are not image classifiers (an image
+        classifier's JSON stays as it was before tasks)."""
+        if self.is_image_classifier:
             return {}
         return {
-            "task": self.task.to_dict() if self.task else None,
-            "inputs": [_tensor_json(t) for t in self.all_inputs],
-            "outputs": [_tensor_json(t) for t in self.all_outputs],
+            "task": self.task.to_dict(),
+            "inputs": [_tensor_json(t) for t in self.inputs],
+            "outputs": [_tensor_json(t) for t in self.outputs],
         }
 
 
@@ -209,10 +244,11 @@ class ModelFacts:
     path: str
     input_shape: tuple[int, ...]
     input_dtype: str
-    classes: int
+    classes: int  # as ModelSpec.classes
     labels: str  # where the labels came from
     label_warnings: tuple[str, ...]  # whether they fit: the window shows both, never silently
-    task: Task = Task.CLASSIFICATION
+    task: Task | None = None  # None for an image classifier (ModelSpec.is_image_classifier)
+    points: int = 0  # a keypoints model's points
 
     @classmethod
     def of(cls, spec: ModelSpec) -> ModelFacts:
@@ -226,7 +262,8 @@ class ModelFacts:
             classes=spec.classes,
             labels=spec.labels.source,
             label_warnings=tuple(spec.labels.warnings),
-            task=spec.kind,
+            task=None if spec.is_image_classifier else spec.kind,
+            points=spec.points,
         )
 
     def to_dict(self) -> dict[str, object]:
@@ -236,11 +273,11 @@ class ModelFacts:
             "sha256": self.sha256,
             "path": self.path,
             "input": {"shape": list(self.input_shape), "dtype": self.input_dtype},
-            "classes": self.classes,
+            "classes": self.points or self.classes,  # as ModelSpec.as_json (ModelSpec.label_count)
             "labels": self.labels,
             "label_warnings": list(self.label_warnings),
-            # Said for the other tasks only: a classifier's events stay as they were written before tasks.
-            **({"task": self.task.value} if self.task != Task.CLASSIFICATION else {}),
+            # Said for the other models only: an image classifier's events stay as they were written before tasks.
+            **({"task": self.task.value} if self.task is not None else {}),
         }
 
 
@@ -495,16 +532,14 @@ def load_model_spec(
             except ModelError as exc:
                 warnings.append(f"ignoring the model's TFLite metadata: {exc}")
         names = metadata.output_names if metadata else ()
-        task = infer_task(inputs, info.outputs, info, names, options.task)
+        labelled = labels_beside(path, labels_file, metadata.label_files if metadata else ())
+        task = infer_task(inputs, info.outputs, info, names, options.task, labelled)
         image = task.image_input
         if image is not None:
             _check_image_input(inputs[image])
     except ModelError as exc:  # the file's name goes first: the user may have opened several
         raise ModelError(f"{path.name}: {exc}") from None
-    inp = inputs[image] if image is not None else inputs[0]
-    layout = task.layout
-    out = info.outputs[layout.output] if isinstance(layout, ClassificationLayout) else info.outputs[0] \
-        if info.outputs else inp  # fmt: skip
+    inp = inputs[image] if image is not None else inputs[0]  # ModelSpec.input, for the checks below
 
     sha = hashlib.sha256(content).hexdigest()
     sidecar, sidecar_problems = read_sidecar(path.with_suffix(".json"))
@@ -513,8 +548,10 @@ def load_model_spec(
         warnings.append(f"ignoring sidecar {path.with_suffix('.json').name}: its sha256 does not match the model")
         sidecar = None
 
-    classes = _class_count(task, info.outputs)
-    labels = _labels(path, content, classes, labels_file, sidecar, metadata, aligned=classes > 0)
+    classes = _class_count(task)
+    points = task.layout.points if isinstance(task.layout, KeypointsLayout) else 0
+    lined_up = points or classes  # a keypoints model's labels, if any, name its points (ModelSpec.label_count)
+    labels = _labels(path, content, lined_up, labels_file, sidecar, metadata, aligned=lined_up > 0)
     if task.task in (Task.DETECTION, Task.SEGMENTATION) and classes == 0:
         classes = len(labels.labels)
     warnings.extend(labels.warnings)
@@ -526,7 +563,9 @@ def load_model_spec(
         )
     bundled = sidecar is not None and path.resolve().parent == models_dir().resolve()
     name = str(sidecar.get("name", path.stem)) if sidecar else path.stem
-    info_fields = {k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar}
+    info_fields: dict[str, str] = {
+        k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar
+    }
     if metadata:
         info_fields.update({k: v for k, v in (("description", metadata.description), ("author", metadata.author)) if v})
     output_kind = sidecar.get("output", "unknown") if sidecar else "unknown"
@@ -537,8 +576,9 @@ def load_model_spec(
         path=path,
         sha256=sha,
         size_bytes=len(content),
-        input=inp,
-        output=out,
+        inputs=inputs,
+        outputs=tuple(info.outputs),
+        task=task,
         classes=classes,
         labels=labels,
         normalization=normalization,
@@ -547,11 +587,8 @@ def load_model_spec(
         op_versions=info.op_versions,
         bundled=bundled,
         info=info_fields,
-        warnings=warnings,
+        warnings=tuple(warnings),
         content=content,
-        task=task,
-        inputs=inputs,
-        outputs=tuple(info.outputs),
         options=options,
     )
 
@@ -560,13 +597,12 @@ def _usable_scale(t: TensorInfo) -> bool:
     return t.scale is not None and math.isfinite(t.scale) and t.scale > 0
 
 
-def _class_count(task: TaskChoice, outputs: list[TensorInfo]) -> int:
-    """Classes where the outputs say how many (0: the labels will); points for keypoints."""
+def _class_count(task: TaskChoice) -> int:
+    """Classes where the outputs say how many (0: a detector's or a class map's labels will; none for
+    keypoints and raw outputs)."""
     layout = task.layout
     if isinstance(layout, ClassificationLayout):
         return layout.classes
     if isinstance(layout, SegmentationLayout):
         return layout.classes if layout.classes > 1 else 0
-    if isinstance(layout, KeypointsLayout):
-        return layout.points
     return 0

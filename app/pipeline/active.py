@@ -20,19 +20,30 @@ class ActiveSession:
     def __init__(
         self, config: InferenceConfig, spec: ModelSpec, session: ModelRunner, session_id: int, runtime_threads: set[int]
     ) -> None:
-        self.config, self.spec, self.session, self.session_id = config, spec, session, session_id
+        self._config, self.spec, self.session, self.session_id = config, spec, session, session_id
         self.post = Postprocessor(spec)
         self.pre = Preprocessor(spec) if spec.image_input is not None else None  # None: no input takes the frame
         # A classifier of one input keeps the path it always had (`run`, top-k); any other model runs
         # every input and output (`run_all`) and is read by its task's decoder.
-        self.any_model = spec.kind != Task.CLASSIFICATION or len(spec.all_inputs) != 1
+        self.any_model = not spec.is_image_classifier
         self.feed = InputFeeder(spec) if self.any_model else None
-        self.decoder = TaskDecoder(spec) if spec.kind != Task.CLASSIFICATION else None
+        self.decoder = TaskDecoder(spec, config.score_threshold) if spec.kind != Task.CLASSIFICATION else None
         layout = spec.task.layout if spec.task else None
         self.primary = layout.output if isinstance(layout, ClassificationLayout) else 0  # a classifier's scores
         # CPU per inference: this thread + the threads the runtime started when it opened (those
         # read by the results thread, off the inference thread's cycle: see CpuMeter).
         self.cpu = CpuMeter(runtime_threads, bracket_runtime=False, child_cpu=child_cpu_reader(session))
+
+    @property
+    def config(self) -> InferenceConfig:
+        return self._config
+
+    @config.setter
+    def config(self, config: InferenceConfig) -> None:
+        """A change that keeps the session (throttle, top-k, score threshold) applies from the next result."""
+        self._config = config
+        if self.decoder is not None:
+            self.decoder.threshold = config.score_threshold
 
     def crop_box(self, width: int, height: int) -> CropBox:
         """What the model saw of a frame of this size (all of it when no input takes the frame)."""

@@ -142,7 +142,7 @@ def build_rows(spec: ModelSpec, layout: list[_Op], stats: RunStatistics) -> list
 
 
 def compiled_and_warm(spec: ModelSpec, threads: int) -> NativeModel:
-    shapes = [t.shape for t in spec.all_inputs]
+    shapes = [t.shape for t in spec.inputs]
     model = NativeModel(spec.content, HW_CPU, threads, profiling=True, input_shapes=shapes)
     try:
         model.write_inputs(sample_inputs(spec))

@@ -16,7 +16,6 @@ import numpy as np
 
 from app.backends.base import ModelRunner
 from app.model.spec import ModelSpec
-from app.model.task import Task
 from app.profile.cpu import profile_cpu, sample_input, sample_inputs
 from app.profile.timed_runs import WARMUP_RUNS, timed_runs
 from app.profile.types import OpTime, Placement, Profile, TimeSource
@@ -31,7 +30,7 @@ def one_run(session: ModelRunner, spec: ModelSpec) -> Callable[[], object]:
     """One inference of `spec` on `session`, its inputs made once (app.profile.cpu.sample_inputs, as the
     CPU profile's). A classifier of one input runs its image through `run` (the classification path, as
     before); any other model every input through `run_all`."""
-    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+    if spec.is_image_classifier:
         return partial(session.run, sample_input(spec))
     return partial(session.run_all, sample_inputs(spec))
 

@@ -102,7 +102,7 @@ class NumericsResult:
                 "end_to_end_s": round(self.end_to_end_s, 3),
                 "total_s": round(self.seconds, 3),
             },
-            "warnings": self.spec.warnings + self.report.warnings,
+            "warnings": [*self.spec.warnings, *self.report.warnings],
         }
 
 
@@ -137,7 +137,7 @@ def input_sets(spec: ModelSpec, options: NumericsOptions) -> tuple[list[list[np.
     rng, feeder = np.random.default_rng(SEED), InputFeeder(spec)
     image = spec.image_input
     sets = [
-        feeder.inputs(generated(spec.all_inputs[image], rng) if image is not None else None, k)
+        feeder.inputs(generated(spec.inputs[image], rng) if image is not None else None, k)
         for k in range(options.frames)
     ]
     count = len(sets)
@@ -178,7 +178,7 @@ def run_numerics(
     started = time.perf_counter()
     model = CutModel(spec.content)
     sets, used = input_sets(spec, options)
-    shapes = [t.shape for t in spec.all_inputs]
+    shapes = [t.shape for t in spec.inputs]
     # The whole model on the delegate first: its availability (exit 5, never a fallback: a fallback's
     # numbers would be the CPU's), its software-renderer policy, and its own compile checks.
     e2e_started = time.perf_counter()

@@ -12,7 +12,7 @@ from pathlib import Path
 from app.backends import ModelRunner
 from app.backends.base import child_cpu_reader
 from app.errors import ModelError
-from app.model.decode import OutputStats, TaskDecoder, TaskResult
+from app.model.decode import DETECTION_THRESHOLD, OutputStats, TaskDecoder, TaskResult
 from app.model.feed import InputFeeder
 from app.model.image_files import read_image
 from app.model.postprocess import Postprocessor, Prediction
@@ -26,7 +26,7 @@ from app.tasks.classify import ImageFailure, run_images
 def refuse_without_image(spec: ModelSpec) -> None:
     """predict reads images: a model with no image input is exit 3, saying what runs it instead."""
     if spec.image_input is None:
-        shapes = ", ".join(f"'{t.name}' {list(t.shape)} {t.dtype}" for t in spec.all_inputs)
+        shapes = ", ".join(f"'{t.name}' {list(t.shape)} {t.dtype}" for t in spec.inputs)
         raise ModelError(
             f"{spec.path.name}: predict takes image models, and no input of this one is an image ({shapes}); "
             "`bench` and `profile` run it on generated inputs or on yours with --inputs FILE.npz"
@@ -78,10 +78,11 @@ def predict_images(
     top_k: int,
     runtime_threads: set[int] | None = None,
     feeder: InputFeeder | None = None,
+    score_threshold: float = DETECTION_THRESHOLD,
 ) -> Iterator[PredictResult | ImageFailure]:
     """`feeder`: the other inputs' values (made here when not given); `runtime_threads` as classify's."""
     refuse_without_image(spec)
-    preprocess, decoder = Preprocessor(spec), TaskDecoder(spec)
+    preprocess, decoder = Preprocessor(spec), TaskDecoder(spec, score_threshold)
     postprocess = Postprocessor(spec) if spec.kind == Task.CLASSIFICATION else None
     feeder = feeder or InputFeeder(spec)
     runs = run_images(images, lambda frame: feeder.inputs(preprocess(frame)), session.run_all, runtime_threads,
@@ -99,7 +100,7 @@ def predict_images(
                 layout = spec.task.layout if spec.task else None
                 classifier = layout.output if isinstance(layout, ClassificationLayout) else 0
                 top = postprocess.top_k(postprocess.scores(outputs[classifier]), top_k)
-                stats = tuple(OutputStats.of(i, a) for i, a in zip(spec.all_outputs, outputs, strict=False))
+                stats = tuple(OutputStats.of(i, a) for i, a in zip(spec.outputs, outputs, strict=False))
                 result = TaskResult(Task.CLASSIFICATION, stats, crop=crop)
             else:
                 top = []

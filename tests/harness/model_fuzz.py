@@ -111,7 +111,6 @@ def _run_case(case: Case, image: Path, tmp: Path) -> dict:
     from app.model.postprocess import Postprocessor
     from app.model.preprocess import CropBox, Preprocessor
     from app.model.spec import load_model_spec
-    from app.model.task import Task
 
     data = mutate(Path(case.seed_path).read_bytes(), case.mutation, random.Random(case.rng_seed))
     path = tmp / f"case{case.index}.tflite"
@@ -123,7 +122,7 @@ def _run_case(case: Case, image: Path, tmp: Path) -> dict:
         try:
             frame = read_image(image)
             pre = Preprocessor(spec) if spec.image_input is not None else None
-            if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+            if spec.is_image_classifier:
                 assert pre is not None
                 scores = Postprocessor(spec).scores(session.run(pre(frame)))
             else:  # any other model: every input (frame + feeder), every output, its task's decoder
