@@ -61,7 +61,7 @@ def test_an_unavailable_side_falls_back_visibly():
     report = cp.workers["b"].delegation_report()
     assert report is not None and report.requested == "coreml" and report.used == "cpu"
     assert "macOS" in (report.fallback_reason or "")
-    assert any(e.kind == "fallback" for e in cp.workers["b"].events())
+    assert any(e.kind == "fallback" for e in cp.workers["b"].log.events())
     assert cp.comparator.summary().top1_agreement == 1.0  # both really ran the same model on CPU
 
 

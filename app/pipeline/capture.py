@@ -213,7 +213,8 @@ class Capture:
 
     def _prepare(self, frame: Frame) -> None:
         """Preprocess for the first worker's model, overlapping its running inference."""
-        pre = self._workers[0].capture_preprocessor()
+        opened = self._workers[0].opened()  # its capture-side preprocessor: buffers of the capture thread's own
+        pre = opened.capture_pre if opened else None
         if pre is None:
             return
         try:

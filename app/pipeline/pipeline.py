@@ -203,4 +203,5 @@ class Pipeline(Feed):
         return self.worker.cpu_split()
 
     def feed_facts(self) -> FeedFacts | None:
-        return self.worker.feed_facts()
+        opened = self.worker.opened()
+        return opened.feed if opened else None
