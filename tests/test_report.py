@@ -121,12 +121,10 @@ def test_comparison_ratios_match_the_medians(sessions, tmp_path):
     assert "efficientnet_lite0_int8 on cpu: inference" in page  # the headline sentence
     # Core ML off macOS: the fallback is flagged with its reason.
     assert "coreml→cpu FALLBACK" in page and "Core ML needs macOS" in page
-    # Label agreement on frames both runs inferred (the demo clip: frame id = the same pixels).
-    labels = {
-        name: {r["frame_id"]: r["top1_label"] for r in csv.DictReader(sessions[name].open(encoding="utf-8"))
-               if not r["event"]}
-        for name in ("fp32", "int8")
-    }  # fmt: skip
+    # Label agreement on frames both runs inferred in their measured spans (the demo clip: frame id = the
+    # same pixels), as the figures count inferences: warm-up left out.
+    labels = {name: {r["frame_id"]: r["top1_label"] for r in measured_rows(sessions[name])}
+              for name in ("fp32", "int8")}  # fmt: skip
     common = labels["fp32"].keys() & labels["int8"].keys()
     assert common, "two runs of the paced demo clip share frame ids"
     agree = sum(labels["fp32"][k] == labels["int8"][k] for k in common)

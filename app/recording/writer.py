@@ -377,13 +377,16 @@ class Recording:
     rows: list[dict]
     metadata: dict
     skipped_lines: int  # incomplete or malformed lines ignored (at most the last one after a crash)
+    first_skipped: tuple[int, str] | None = None  # the first of them: its line number (1: the header) and why
+    torn: bool = False  # the last line has no line end: the writer was cut off mid-line
 
 
 def read_recording(path: Path) -> Recording:
-    """Read a recording; a torn last line (killed writer) is skipped, not an error."""
+    """Read a recording; a torn last line (killed writer), a line of the wrong cell count or a row with no
+    time is skipped and counted, not an error."""
     text = Path(path).read_bytes().decode("utf-8", errors="replace")
     complete_text = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
-    skipped = 0 if text.endswith("\n") else 1
+    torn = not text.endswith("\n")
     reader = csv.reader(io.StringIO(complete_text))
     header = next(reader, None)
     missing: dict[str, str] = {}
@@ -398,9 +401,24 @@ def read_recording(path: Path) -> Recording:
     else:
         raise ValueError(f"{path}: not a Delegate Scope recording (unexpected header)")
     rows = []
-    for cells in reader:
-        if len(cells) != len(columns):
-            skipped += 1
+    skipped: list[tuple[int, str]] = []
+    while True:
+        line = reader.line_num + 1  # where the next record starts
+        try:
+            cells = next(reader, None)
+        except csv.Error as exc:  # e.g. an unclosed quote running past the field size limit
+            skipped.append((line, f"not CSV ({exc})"))
             continue
-        rows.append({**dict(zip(columns, cells, strict=True)), **missing})
-    return Recording(rows, _read_sidecar(Path(path)), skipped)
+        if cells is None:
+            break
+        if len(cells) != len(columns):
+            skipped.append((line, f"{len(cells)} cells where the header has {len(columns)}"))
+            continue
+        row = {**dict(zip(columns, cells, strict=True)), **missing}
+        if math.isnan(cell_number(row["t_s"])):  # every row the writer writes has its time
+            skipped.append((line, f"no time in its t_s cell ({row['t_s'][:20]!r})"))
+            continue
+        rows.append(row)
+    if torn:
+        skipped.append((complete_text.count("\n") + 1, "cut off mid-line, no line end"))
+    return Recording(rows, _read_sidecar(Path(path)), len(skipped), skipped[0] if skipped else None, torn)

@@ -50,6 +50,7 @@ class ReportWritten:
     sessions: int  # columns: a recording cut at its switches gives one per part
     recordings: int
     bytes: int
+    warnings: tuple[str, ...] = ()  # one line per recording with lines that could not be read (for stderr)
 
 
 def build_report(paths: list[Path], out: Path) -> ReportWritten:
@@ -76,4 +77,5 @@ def build_report(paths: list[Path], out: Path) -> ReportWritten:
         sections = report_numerics.html_sections(sessions)
         data = render_html(sessions, comparisons, figures, sections).encode("utf-8")
     write_atomic(Path(out), data)
-    return ReportWritten(Path(out), len(sessions), len(paths), len(data))
+    unreadable = dict.fromkeys(s.unreadable for s in sessions if s.unreadable)  # once per file, not per part
+    return ReportWritten(Path(out), len(sessions), len(paths), len(data), tuple(unreadable))

@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.recording.ab import comparison_between, read_compared
 from app.recording.task_figures import parse_cells
 from app.recording.writer import cell_number, original_text
 from app.report.data import RecordingData, session_label
@@ -81,11 +82,14 @@ def _dict_values(value: object) -> list[object]:
 
 
 def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
-    """Top-1 agreement on the frames both sessions inferred (same replayable source, same frame id)."""
+    """Top-1 agreement on the frames both sessions inferred in their measured spans (same replayable source,
+    same frame id). The two sides of one A/B run are counted from its per-frame comparison instead: the
+    frames bench compared and counted in its measured span (app/recording/ab.py `measured_comparisons`)."""
+    compared = None if a.segmented or b.segmented else read_compared(comparison_between(a.path, b.path))
 
     def by_frame(s: RecordingData) -> Mapping[tuple[str, int], str | frozenset[str]]:
         out: dict[tuple[str, int], str | frozenset[str]] = {}
-        for r in s.inferences:
+        for r in s.measured:
             frame, source = cell_number(r.get("frame_id")), original_text(r.get("source", ""))
             if not math.isnan(frame) and _replayable(source):
                 found = parse_cells(r)
@@ -112,6 +116,11 @@ def label_agreement(a: RecordingData, b: RecordingData) -> LabelAgreement:
     na, nb = sum(la.values()), sum(lb.values())
     overlap = sum(min(la[k] / na, lb[k] / nb) for k in la.keys() & lb.keys()) if na and nb else math.nan
     task = a.summary.task or b.summary.task  # models that are not classifiers: the labels they found
+    if compared is not None and compared.frames:
+        share = f"{compared.agree / compared.frames:.1%} of {compared.frames} common frames"
+        what = "the frame agrees on " if compared.task else ""
+        text = f"{what}{share} (compared by the A/B run: {compared.path.name})"
+        return LabelAgreement(compared.frames, compared.agree, text, overlap)
     if common and task is not None:
         text = f"the same labels found on {agree / len(common):.1%} of {len(common)} common frames"
     elif task is not None and task.task not in _LABELLED:

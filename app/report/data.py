@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from app.backends.describe import software_renderer
 from app.errors import UsageError
 from app.metrics.window import PERCENTILE_METHOD
 from app.recording.ab import comparison_sides
+from app.recording.integrity import stop_problem, unreadable_text
 from app.recording.segments import Segment, change_text, split_segments
 from app.recording.task_figures import TaskFigures, parse_cells
 from app.recording.writer import Recording, cell_number, original_text, read_recording
@@ -94,6 +96,7 @@ class SessionSummary:
     fallback: bool = False
     fallback_reasons: list[str] = field(default_factory=list)
     software_gpu: bool = False
+    software_adapter: str | None = None  # the software renderer's adapter, as the session's facts name it
     labels: Counter[str] = field(default_factory=Counter)  # top-1 label counts, warm-up included
     task: TaskFigures | None = None  # a model that is not a classifier: what it found (measured rows)
     lost_rows: int | None = None
@@ -120,6 +123,8 @@ class RecordingData:
     summary: SessionSummary = field(default_factory=SessionSummary)  # summarise(), once read
     segment: Segment | None = None  # a part of a recording cut at its switches (app/recording/segments.py)
     segments_in_recording: int = 1
+    unreadable: str | None = None  # "X.csv: 7 lines could not be read (first at line N: why)" (recording/integrity.py)
+    stop_problem: str | None = None  # why the recording did not stop cleanly, None when it did
 
     @property
     def facts(self) -> Mapping[str, Any] | None:
@@ -229,6 +234,7 @@ def _build(path: Path, index: int, session: Recording, rows: list[dict]) -> Reco
         measured_to,
     )
     data.t = data.column("t_s")
+    data.unreadable, data.stop_problem = unreadable_text(path.name, session), stop_problem(session)
     data.summary = summarise(data)
     return data
 
@@ -304,7 +310,8 @@ def summarise(s: RecordingData) -> SessionSummary:
         if isinstance(facts, dict) and facts.get("fallback_reason"):
             fallback_reasons.append(str(facts["fallback_reason"]))
     fallback_reasons += [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
-    software = any(isinstance(f, dict) and f.get("software") for f in all_facts)
+    software_facts = [f for f in all_facts if isinstance(f, dict) and f.get("software")]
+    software = bool(software_facts)
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
@@ -348,6 +355,7 @@ def summarise(s: RecordingData) -> SessionSummary:
         fallback=any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
         fallback_reasons=list(dict.fromkeys(fallback_reasons)),
         software_gpu=software,
+        software_adapter=str(software_facts[0].get("adapter") or "") or None if software_facts else None,
         labels=labels,
         task=task,
         lost_rows=lost if isinstance(lost, int) else None,
@@ -364,7 +372,10 @@ def backend_text(summary: SessionSummary) -> str:
             parts.append(f"{requested}→{used}")
         else:
             parts.append(used or requested or "?")
-    return " / ".join(parts) + (" (software GPU)" if summary.software_gpu else "")
+    # A software "GPU" is said as every view says it (app/backends/describe.py: backend_words).
+    return " / ".join(parts) + (
+        f" (GPU software: {software_renderer(summary.software_adapter)})" if summary.software_gpu else ""
+    )
 
 
 def session_label(summary: SessionSummary) -> str:

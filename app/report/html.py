@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from app.backends.describe import nodes_delegated_text
+from app.backends.describe import backend_words, nodes_delegated_text
 from app.coverage import read_coverage
 from app.coverage.text import left_on_cpu_lines
 from app.recording.writer import sidecar_path
@@ -88,7 +88,10 @@ def _facts_html(s: RecordingData, events: list) -> str:
         for sid, f in sessions.items():
             if not isinstance(f, dict):
                 continue
-            parts = [f"{f.get('requested', '?')} → {f.get('used', '?')}", str(f.get("accelerator", ""))]
+            used = str(f.get("used", "?"))
+            if f.get("software"):  # a software "GPU", said as every view says it
+                used = backend_words(used, True, str(f.get("adapter") or ""))
+            parts = [f"{f.get('requested', '?')} → {used}", str(f.get("accelerator", ""))]
             if f.get("adapter"):
                 parts.append(f"adapter {f['adapter']}" + (" [SOFTWARE RENDERER]" if f.get("software") else ""))
             if f.get("nodes_total") is not None:
@@ -154,6 +157,10 @@ def render_html(
         if s.summary.fallback:
             reasons = "; ".join(s.summary.fallback_reasons) or "requested backend differs from the one used"
             parts.append(f"<p class='fallback'>{_e(s.label)}: fell back ({_e(reasons)})</p>")
+    for s in {str(s.path): s for s in sessions}.values():  # once per file, not per part
+        for problem in (s.unreadable, s.stop_problem and f"{s.name}: {s.stop_problem}"):
+            if problem:
+                parts.append(f"<p class='fallback'>{_e(problem)}</p>")
     parts.append("<h2>Summary</h2>")
     parts.append(_table(head, summary_rows(sessions, comparisons), swatches))
     parts.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import textwrap
 import warnings
 from collections import Counter
 from contextlib import contextmanager
@@ -24,8 +25,10 @@ from matplotlib.typing import RcKeyType
 from app.recording.writer import original_text
 from app.report.compare import Comparison
 from app.report.data import STAGE_NAMES, RecordingData
+from app.report.tables import NOT_RECORDED
 
-_ROUTINE = {"open", "measure", "stop", "start"}  # drawn as faint lines, labelled only on per-session panels
+# Drawn as faint lines, labelled only on per-session panels.
+_ROUTINE = {"open", "measure", "measure_end", "stop", "start"}
 _STACKED = ("queue", "preprocess", "inference", "postprocess")
 _STAGE_COLOURS = {"queue": "#c7c7c7", "preprocess": "#9ecae1", "inference": "#3182bd", "postprocess": "#fdae6b"}
 _STYLE: dict[RcKeyType, Any] = {
@@ -68,6 +71,25 @@ def _png(fig: Figure, dpi: int = 110) -> bytes:
 
 def _short(text: str, n: int = 34) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _not_recorded(ax: Axes, sessions: list[RecordingData], missing: list[RecordingData], what: str) -> None:
+    """Say on the plot which sessions recorded nothing of it: an empty axis must not read as zero."""
+    if not missing:
+        return
+    if len(missing) == len(sessions):
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.text(0.5, 0.5, f"not recorded\n({what}: every cell empty)", transform=ax.transAxes, ha="center",
+                va="center", fontsize=10, color="#b00020")  # fmt: skip
+        return
+    names = ", ".join(f"#{s.index + 1}" for s in missing)
+    ax.text(0.01, 0.02, f"{names}: {what} not recorded", transform=ax.transAxes, ha="left", va="bottom",
+            fontsize=8.5, color="#b00020", bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none"})
+
+
+def _recorded(s: RecordingData, column: str) -> bool:
+    return bool(np.isfinite(s.column(column)).any())
 
 
 # ---- series --------------------------------------------------------------------------------
@@ -178,19 +200,24 @@ def latency_over_time(
                        clip_on=False)  # fmt: skip
         ax.plot(t, _rolling_median(y), color=s.colour, lw=2.2, label=s.label, zorder=3)
         _events(ax, s, labelled=alone, span=span)
+    _not_recorded(ax, sessions, [s for s, (_, y) in zip(sessions, series, strict=True) if not y.size],
+                  "inference latency")  # fmt: skip
     _ms_axis(ax, log)
     ax.set_ylim(bottom=None if log else 0, top=top)
     ax.set_xlabel("time since recording started (s)")
     ax.set_ylabel("inference latency (ms)")
     note = "; ▲ = above the scale" if clipped_any else ""
     ax.set_title(title or f"Inference latency over time (dots: each inference; line: rolling median{note})")
-    ax.legend(loc="upper right", frameon=True, framealpha=0.92, edgecolor="#ddd")
+    if not alone:  # one session is named by the page and the box above; a legend would hide its event labels
+        ax.legend(loc="upper right", frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
 def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> None:
     values = [_latency(s)[1] for s in sessions]
     every = np.concatenate(values)
     every = every[every > 0]
+    ax.set_title("Latency distribution")
+    _not_recorded(ax, sessions, [s for s, y in zip(sessions, values, strict=True) if not y.size], "inference latency")
     if every.size == 0:
         return
     lo, hi = float(np.percentile(every, 0.5)), float(np.percentile(every, 99)) * 1.1
@@ -213,7 +240,7 @@ def latency_histogram(ax: Axes, sessions: list[RecordingData], *, log: bool) -> 
         ax.axvline(p95, color=s.colour, lw=1.2, ls="--")
     _ms_axis(ax, log, axis="x")
     beyond = f"; last bin: ≥ {bins[-2]:.3g} ms" if every.max() > bins[-1] else ""
-    ax.set_xlabel(f"inference latency (ms)   solid: median, dashed: p95{beyond}")
+    ax.set_xlabel(f"inference latency (ms)\nsolid: median, dashed: p95{beyond}")
     ax.set_ylabel("share of inferences (%)")
     ax.set_title("Latency distribution")
     ax.legend(loc="upper right", frameon=True, framealpha=0.92, edgecolor="#ddd")
@@ -244,8 +271,11 @@ def stage_breakdown(ax: Axes, sessions: list[RecordingData]) -> None:
         tick.set_fontweight("bold")
     ax.set_ylim(-0.6, len(sessions) - 0.2)
     ax.set_xlim(0, widest * 1.5)
+    for y, s in zip(ys, sessions, strict=True):
+        if all(math.isnan(s.summary.stages[st].median) for st in (*_STACKED, "end_to_end")):
+            ax.text(widest * 0.02, y, "not recorded (every stage cell empty)", va="center", color="#b00020")
     ax.grid(axis="y", visible=False)
-    ax.set_xlabel("median ms per frame (| and figure: median end to end, capture to result)")
+    ax.set_xlabel("median ms per frame\n(| and figure: median end to end, capture to result)")
     ax.set_title("Where the time goes (median per stage)")
     ax.legend(loc="center right", fontsize=8.5, title="stage", title_fontsize=8.5)
 
@@ -271,6 +301,7 @@ def fps_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
             ax.plot(s.t[keep], cap[keep], color=s.colour, lw=1.2, ls="--", alpha=0.8)
     ax.plot([], [], color="#555", lw=2, label="inferences/s (from the rows)")
     ax.plot([], [], color="#555", ls="--", lw=1.2, label="capture fps (as recorded)")
+    _not_recorded(ax, sessions, [s for s in sessions if not _recorded(s, "capture_fps")], "capture fps")
     ax.set_ylim(0, highest * 1.25 if highest > 0 else None)  # a recorded spike may run off the top
     ax.set_xlabel("time since recording started (s)")
     window_text = ", ".join(f"{x:.2g}" for x in sorted(windows))
@@ -291,10 +322,16 @@ def cpu_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
             ax.step(s.t[keep], sys_cpu[keep], where="post", color=s.colour, lw=1, ls=":", alpha=0.8)
     ax.plot([], [], color="#555", lw=2, label="this process")
     ax.plot([], [], color="#555", ls=":", lw=1, label="whole machine")
-    ax.set_ylim(0, 105)
     ax.set_xlabel("time since recording started (s)")
     ax.set_ylabel("CPU (% of all cores)")
     ax.set_title("CPU load")
+    ax.set_ylim(0, 105)
+    if sessions and all(len(s.t) for s in sessions):
+        ax.set_xlim(min(float(np.nanmin(s.t)) for s in sessions), max(float(np.nanmax(s.t)) for s in sessions))
+    missing = [s for s in sessions if not (_recorded(s, "process_cpu_pct") or _recorded(s, "system_cpu_pct"))]
+    _not_recorded(ax, sessions, missing, "CPU %")
+    if len(missing) == len(sessions):
+        return  # no legend for lines that are not there
     ax.legend(loc="center right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
@@ -306,21 +343,26 @@ def offload(ax: Axes, sessions: list[RecordingData]) -> None:
     colours = [s.colour for s in sessions]
     ax.bar(x - 0.2, np.nan_to_num(wall), width=0.38, color=colours, alpha=0.45, label="wall time")
     ax.bar(x + 0.2, np.nan_to_num(cpu), width=0.38, color=colours, hatch="//", edgecolor="white", label="CPU time")
-    top = float(np.nanmax(np.concatenate([wall, cpu]))) if len(sessions) else 1.0
+    both = np.concatenate([wall, cpu])
+    top = float(np.nanmax(both)) if np.isfinite(both).any() else 1.0
     for i, s in enumerate(sessions):
         ratio = s.summary.offload_ratio
         if not math.isnan(ratio):
             ax.text(i, max(np.nan_to_num([wall[i], cpu[i]])) + top * 0.03, f"CPU/wall\n{ratio:.2f}", ha="center",
                     fontsize=8.5)  # fmt: skip
+    for i in range(len(sessions)):
+        if math.isnan(cpu[i]):
+            ax.text(i + 0.2, top * 0.03, "CPU time\nnot recorded", ha="center", va="bottom", fontsize=8,
+                    color="#b00020")  # fmt: skip
     ax.set_xticks(x, [f"#{s.index + 1}" for s in sessions])
     for tick, s in zip(ax.get_xticklabels(), sessions, strict=True):
         tick.set_color(s.colour)
         tick.set_fontweight("bold")
-    ax.set_ylim(0, top * 1.3 if top > 0 else 1)
+    ax.set_ylim(0, top * 1.5 if top > 0 else 1)  # the top fifth holds the legend, clear of the bars' figures
     ax.grid(axis="x", visible=False)
     ax.set_ylabel("ms per inference (median)")
     ax.set_title("Wall vs CPU time per inference")
-    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), fontsize=8, ncols=2, borderaxespad=1.6)
+    ax.legend(loc="upper center", fontsize=8, ncols=2)
 
 
 def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> None:
@@ -351,7 +393,9 @@ def label_distribution(ax: Axes, sessions: list[RecordingData], n: int = 8) -> N
     else:
         ax.set_xlabel("share of inferences with this top-1 label (%)")
         ax.set_title(f"What the model saw (top-1 labels, {len(top)} most common)")
-    if len(sessions) > 1:
+    if not top:
+        _not_recorded(ax, sessions, sessions, "labels")
+    if len(sessions) > 1 and top:
         ax.legend(loc="lower right")
 
 
@@ -428,7 +472,10 @@ def overview_png(
     n = len(sessions)
     log = _log_scale(sessions)
     in_header = {name for lines in header for name, _ in lines}
-    table_rows = [r for r in rows if r[0] not in in_header | {"recording", "lost rows / skipped lines"}]
+    integrity = {"rows lost while recording", "lines that could not be read", "stopped cleanly"}  # in the header
+    # The why of "not recorded" is the HTML page's and docs/report.md's: a compact table cell says it alone.
+    table_rows = [(name, [v.replace(NOT_RECORDED, "not recorded") for v in values]) for name, values in rows
+                  if name not in in_header | {"recording"} | integrity]  # fmt: skip
     if comparisons:
         table_rows += [
             ("compared with", ["–"] + [f"#{c.baseline.index + 1}" for c in comparisons]),
@@ -484,10 +531,23 @@ def _header_titles(sessions: list[RecordingData]) -> list[list[str]]:
     return out
 
 
+def _body_chars(n: int) -> int:
+    return int(max(14, 4.2 * n) / n * 11.5)  # what fits a box at 8.5 pt
+
+
+def _body_lines(lines: list[tuple[str, str]], chars: int) -> list[str]:
+    """A box's lines, each wrapped (not cut) to the box's width, continuation lines indented."""
+    out = []
+    for name, value in lines:
+        out += textwrap.wrap(f"{name}: {value.replace(' nodes delegated', '')}", chars, subsequent_indent="   ",
+                             break_on_hyphens=False) or [""]  # fmt: skip
+    return out
+
+
 def header_height(sessions: list[RecordingData], header: list[list[tuple[str, str]]]) -> float:
     """Inches: the tallest box's title and lines, and a margin."""
     title = max(len(t) for t in _header_titles(sessions)) * _TITLE_PT * 1.25
-    body = max(len(lines) for lines in header) * _BODY_PT * 1.4
+    body = max(len(_body_lines(lines, _body_chars(len(sessions)))) for lines in header) * _BODY_PT * 1.5
     return (title + body + 22) / 72
 
 
@@ -499,7 +559,7 @@ def _header(ax: Axes, sessions: list[RecordingData], header: list[list[tuple[str
     ax.set_ylim(0, 1)
     n = len(sessions)
     width = 1 / n
-    body_chars = int(max(14, 4.2 * n) / n * 11.5)  # what fits a box at 8.5 pt
+    body_chars = _body_chars(n)
     for i, (s, lines, title) in enumerate(zip(sessions, header, _header_titles(sessions), strict=True)):
         x = i * width + 0.004
         ax.add_patch(
@@ -508,22 +568,24 @@ def _header(ax: Axes, sessions: list[RecordingData], header: list[list[tuple[str
         )  # fmt: skip
         ax.annotate("\n".join(title), (x, 0.99), xytext=(5, -5), textcoords="offset points", xycoords=ax.transAxes,
                     color=s.colour, fontsize=_TITLE_PT, fontweight="bold", va="top", linespacing=1.2)  # fmt: skip
-        shown = [f"{name}: {value.replace(' nodes delegated', '')}" for name, value in lines]
-        red = any("FALLBACK" in v for _, v in lines)
+        shown = _body_lines(lines, body_chars)
+        red = any("FALLBACK" in v or name.startswith("NOT ") for name, v in lines)
         below_title = 8 + len(title) * _TITLE_PT * 1.25
-        ax.annotate("\n".join(_short(line, body_chars) for line in shown), (x, 0.99), xytext=(5, -below_title),
+        ax.annotate("\n".join(shown), (x, 0.99), xytext=(5, -below_title),
                     textcoords="offset points", xycoords=ax.transAxes, fontsize=_BODY_PT, va="top",
                     color="#b00020" if red else "#222", linespacing=1.35)  # fmt: skip
 
 
 def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[str]]]) -> None:
     ax.axis("off")
-    chars = min(46, int(0.84 * max(14, 4.2 * len(sessions)) / len(sessions) * 12))  # a column's width at 9 pt
-    cell_text = [[_short(original_text(v), chars) for v in values] for _, values in rows]
+    # A column's width in characters at 9 pt (0.085 in each, with the cell's padding); a longer cell is drawn
+    # smaller to fit it (below), and cut only past what fits at 6 pt.
+    chars = int(0.84 * max(14, 4.2 * len(sessions)) / len(sessions) / 0.085) - 2
+    cell_text = [[_short(original_text(v), int(chars * 1.5)) for v in values] for _, values in rows]
     table = ax.table(
         cellText=cell_text,
         rowLabels=[name for name, _ in rows],
-        colLabels=[_short(s.label, int(chars * 0.9)) for s in sessions],
+        colLabels=[_short(s.label, int(chars * 1.35)) for s in sessions],
         loc="upper center",
         cellLoc="left",
         bbox=Bbox.from_bounds(0.16, 0, 0.84, 1),  # what the list [x, y, width, height] means here
@@ -532,6 +594,10 @@ def _table(ax: Axes, sessions: list[RecordingData], rows: list[tuple[str, list[s
     table.set_fontsize(9)
     for (r, c), cell in table.get_celld().items():
         cell.set_edgecolor("#dddddd")
+        length = len(cell.get_text().get_text())
+        limit = chars * (0.9 if r == 0 else 1.0)  # the header row is bold
+        if c >= 0 and length > limit:
+            cell.get_text().set_fontsize(9 * limit / length)
         if r == 0 and c >= 0:
             cell.set_text_props(color="white", fontweight="bold")
             cell.set_facecolor(sessions[c].colour)
@@ -553,7 +619,9 @@ def _latency_side_by_side(axes, sessions, log: bool) -> None:
     for ax, s in zip(axes, sessions, strict=True):
         latency_over_time(ax, [s], log=log, title=_short(s.label, chars), top=top)
         ax.title.set_color(s.colour)
-        ax.get_legend().remove()
         ax.set_xlabel("time (s)")
         if ax is not axes[0]:
             ax.set_ylabel("")
+    lows = [float(y[y > 0].min()) for _, y in map(_latency, sessions) if (y > 0).any()]
+    if log and lows:  # shared log axes keep the first panel's bottom: the others' fastest points fell below it
+        axes[0].set_ylim(bottom=min(lows) * 0.8)

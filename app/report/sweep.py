@@ -155,13 +155,18 @@ def not_measured_line(row: SweepRow) -> str:
 
 def header_lines(result: SweepResult) -> list[str]:
     w, h = result.frame_size
-    return [
+    lines = [
         f"{result.frames} frames of {result.source} ({w}x{h}), captured once and replayed unpaced to each "
         f"configuration; {result.warmup} warm-up inferences each left out",
+    ]
+    if result.frame_selection is not None:  # agreement is over these frames: which scenes they cover
+        lines.append(f"frames used: {result.frame_selection.describe()}")
+    lines.append(
         f"machine: {result.machine}, threads {'pinned as bench does' if result.pinned else 'not pinned'}; "
         f"{result.wall_s:.1f} s; top-1 agreement against {result.baseline or '—'}"
-        + ("; CANCELLED" if result.cancelled else ""),
-    ]
+        + ("; CANCELLED" if result.cancelled else "")
+    )
+    return lines
 
 
 def text_table(result: SweepResult) -> str:

@@ -34,7 +34,7 @@ def header_lines(s: RecordingData, files: int = 1) -> list[tuple[str, str]]:
     lines.append(("model", " / ".join(x.models) or "–"))
     lines.append(("backend", backend_text(x) + (" FALLBACK" if x.fallback else "")))
     lines += [(FACT_NAMES.get(name, name), facts[name]) for name in FACT_ROWS if name in facts]
-    return lines
+    return lines + integrity_lines(s)
 
 
 def where_text(s: RecordingData) -> str:
@@ -100,11 +100,36 @@ def summary_rows(sessions: list[RecordingData], comparisons: list[Comparison]) -
         add("results", [x.task.describe() if x.task else "–" for x in ss])
     if len(sessions) > 1:
         add("top-1 agreement with its baseline", ["baseline"] + [agreement[s.index] for s in sessions[1:]])
-    add(
-        "lost rows / skipped lines",
-        [f"{'?' if x.lost_rows is None else x.lost_rows} / {x.skipped_lines}" for x in ss],
-    )
+    add("rows lost while recording", [_lost(x) for x in ss])
+    add("lines that could not be read", [_unreadable(s) for s in sessions])
+    add("stopped cleanly", [_stopped(s) for s in sessions])
     return rows
+
+
+def _lost(x: SessionSummary) -> str:
+    """Rows the recorder dropped when the disk stalled: its sidecar counts them."""
+    return "not recorded (no sidecar)" if x.lost_rows is None else str(x.lost_rows)
+
+
+def _unreadable(s: RecordingData) -> str:
+    """'7 lines (first at line 75: 2 cells where the header has 38)', or '0'."""
+    if not s.unreadable:
+        return "0"
+    return s.unreadable.removeprefix(f"{s.name}: ").replace(" could not be read", "")
+
+
+def _stopped(s: RecordingData) -> str:
+    return "yes" if s.stop_problem is None else "NO: " + s.stop_problem.removeprefix("not stopped cleanly: ")
+
+
+def integrity_lines(s: RecordingData) -> list[tuple[str, str]]:
+    """What a PNG's header box says of a recording that was not read whole or not stopped cleanly."""
+    out = []
+    if s.unreadable:
+        out.append(("NOT READ", _unreadable(s)))
+    if s.stop_problem:
+        out.append(("NOT STOPPED CLEANLY", s.stop_problem.removeprefix("not stopped cleanly: ")))
+    return out
 
 
 def comparison_rows(comparisons: list[Comparison]) -> list[tuple[str, list[str]]]:

@@ -19,6 +19,46 @@ from app.sources.base import SourceInfo, _Source
 from app.sources.spec import open_source
 
 MAX_CAPTURED_BYTES = 4 * 1024**3  # what a sweep may keep in memory at most; checked before reading
+# A file's frames are spread over it by keeping every k-th; at most this many are read (decoded) for it, so
+# a long file is not decoded whole (then the kept frames span its first MAX_READ frames, and say so).
+MAX_READ = 3000
+
+
+@dataclass(frozen=True)
+class FrameSelection:
+    """Which of the source's frames a capture kept: their numbers in the source (from 0, as it reads
+    them), out of the `length` frames it has (None: a live or endless source, read as it comes)."""
+
+    indices: tuple[int, ...]
+    length: int | None
+
+    @property
+    def span(self) -> int:
+        """The source frames the kept ones are spread over: from the first to just before the next pick."""
+        step = (self.indices[-1] - self.indices[0]) / (len(self.indices) - 1) if len(self.indices) > 1 else 1
+        return round(self.indices[-1] + step)
+
+    def describe(self) -> str:
+        """'every 6th frame of the 600 (frames 0–594), spread over the whole source'."""
+        n, first, last = len(self.indices), self.indices[0], self.indices[-1]
+        span = f"frames {first}–{last}" if n > 1 else f"frame {first}"
+        if self.length is None:
+            return f"{span}, as the source gave them (a live or endless source)"
+        if all(b - a == 1 for a, b in zip(self.indices, self.indices[1:], strict=False)):
+            return f"{span} of {self.length}, in order" + (", looping" if last >= self.length else "")
+        steps = {b - a for a, b in zip(self.indices, self.indices[1:], strict=False)}
+        every = f"every {_ordinal(steps.pop())} frame" if len(steps) == 1 else f"one frame in {self.span / n:.3g}"
+        covered = "spread over the whole source" if self.span >= self.length else (
+            f"spread over its first {self.span} frames (at most {MAX_READ} are read)")
+        return f"{every} of the {self.length} ({span}), {covered}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"length": self.length, "indices": list(self.indices), "text": self.describe()}
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 @dataclass(frozen=True)
@@ -28,6 +68,7 @@ class CapturedFrames:
     spec: str  # the source they came from
     images: tuple[np.ndarray, ...]
     info: SourceInfo
+    selection: FrameSelection | None = None  # which of the source's frames they are (capture_frames)
 
     def __str__(self) -> str:  # where a source spec is shown (status messages)
         return f"{len(self.images)} frames of {self.spec}"
@@ -44,9 +85,12 @@ class CapturedFrames:
 
 def capture_frames(spec: str, count: int, *, decode_threads: int | None = None) -> CapturedFrames:
     """Read `count` frames from the source `spec` (unpaced: a file is read as fast as it decodes;
-    a camera or stream delivers at its own rate). SourceError when it cannot be opened or ends
-    before giving one frame; UsageError when the frames would not fit (`capture_limit_bytes`); a
-    file shorter than `count` loops."""
+    a camera or stream delivers at its own rate). A source of known length longer than `count` (a
+    video file, the demo clip, an image slideshow) gives frames evenly spread over it (every k-th), so
+    every scene is in them, not only its opening seconds (over its first MAX_READ frames at most); a
+    live or endless one gives frames as they come. SourceError when it cannot be opened or ends before giving one frame;
+    UsageError when the frames would not fit (`capture_limit_bytes`); a file shorter than `count` loops.
+    `selection` says which frames were kept."""
     source = open_source(spec, pace=False, loop=True, decode_threads=decode_threads)
     try:
         frame_bytes = source.info.width * source.info.height * 3
@@ -58,17 +102,27 @@ def capture_frames(spec: str, count: int, *, decode_threads: int | None = None) 
                 f"{MAX_CAPTURED_BYTES / 1024**3:.0f} GiB, and no more than half the memory available); "
                 "ask for fewer frames"
             )
+        length = source.info.frame_count if source.info.frame_count and source.info.frame_count > 0 else None
+        # Evenly spread picks (frame i * span // count) over the source, or its first MAX_READ frames.
+        span = max(count, min(length, MAX_READ)) if length is not None else count
+        picks = {i * span // count for i in range(count)}
+        last_pick = max(picks)
         images: list[np.ndarray] = []
+        kept: list[int] = []
         while len(images) < count:
             frame = source.read()
-            if frame is None:
+            if frame is None or frame.index > last_pick:  # ended, or shorter than it said
                 break
+            if frame.index not in picks:
+                continue
             image = frame.image
             image.setflags(write=False)
             images.append(image)
+            kept.append(frame.index)
         if not images:
             raise SourceError(f"{spec} gave no frame to capture")
-        return CapturedFrames(spec, tuple(images), source.info)
+        selection = FrameSelection(tuple(kept), length)
+        return CapturedFrames(spec, tuple(images), source.info, selection)
     finally:
         source.close()
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from app.cli.command import Command
+from app.cli.output import warn
 
 
 def add_arguments(r: argparse.ArgumentParser) -> None:
@@ -22,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     n, parts = written.recordings, written.sessions
     what = f"{n} recording{'s' if n != 1 else ''}" + (f" in {parts} parts, cut at their switches" if parts > n else "")
     print(f"report    {written.out} ({what}, {written.bytes / 1024:.0f} KiB)")
+    for line in written.warnings:  # the page says it too
+        warn(line)
     return 0
 
 
