@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.backends import BACKENDS
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision, default_threads
+from app.model.decode import DETECTION_THRESHOLD
 from app.model.spec import DEFAULT_MODEL, ModelOptions, parse_input_shape
 from app.model.task import Task
 
@@ -52,6 +53,27 @@ def non_negative_float(text: str) -> float:
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
+
+
+def a_fraction(text: str) -> float:
+    """A number from 0 to 1, or argparse's one-line error."""
+    value = a_number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 1, got {text}")
+    return value
+
+
+def add_score_threshold(p: argparse.ArgumentParser, default: float | None = DETECTION_THRESHOLD) -> None:
+    """--score-threshold: the score a detection needs to be kept (those below are counted, not listed).
+    `default=None`: a command where something else decides when it is not given (the window's setting)."""
+    shown = f"default {default:g}" if default is not None else "default: the window's saved setting"
+    p.add_argument(
+        "--score-threshold",
+        type=a_fraction,
+        default=default,
+        metavar="0..1",
+        help=f"detection: the score a detection needs to be kept ({shown}); those below are counted, not listed",
+    )
 
 
 def non_negative_int(text: str) -> int:

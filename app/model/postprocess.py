@@ -8,6 +8,7 @@ import numpy as np
 
 from app.errors import ModelError
 from app.model.spec import ModelSpec
+from app.model.task import ClassificationLayout
 
 
 @dataclass(frozen=True)
@@ -15,9 +16,19 @@ class Prediction:
     index: int  # the model's own output index (1001-class models: 0 = background)
     label: str
     score: float
+    # False: the score is the model's value, not a probability (a feature vector read as scores, values
+    # outside [0, 1] or summing past 1): shown as a number, never as a percentage.
+    probability: bool = True
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "label": self.label, "score": round(self.score, 6)}
+        out: dict[str, object] = {"index": self.index, "label": self.label, "score": round(self.score, 6)}
+        if not self.probability:  # said only when false: a classifier's JSON stays as it was
+            out["probability"] = False
+        return out
+
+    def shown(self) -> str:
+        """'72.4%' for a probability, '4.588' for a value."""
+        return f"{self.score:.1%}" if self.probability else f"{self.score:.4g}"
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
@@ -33,6 +44,16 @@ class Postprocessor:
         self._quantized = out.dtype in ("uint8", "int8")
         self._scale = float(out.scale) if self._quantized and out.scale else 1.0
         self._zero_point = float(out.zero_point or 0) if self._quantized else 0.0
+        layout = spec.task.layout if spec.task else None
+        classifier = layout if isinstance(layout, ClassificationLayout) else None
+        # A feature vector read as scores on request (--task classification): its values, never softmaxed
+        # into a distribution they are not.
+        self._features = classifier is not None and classifier.features
+        self._made_probabilities = spec.output_kind == "probabilities" or (
+            classifier is not None and classifier.probabilities
+        )
+        # Quantization can push a sum of probabilities past 1 by half a step per class.
+        self._sum_slack = 0.01 + (0.5 * self._scale * _out_size(spec) if self._quantized else 0.0)
 
     def scores(self, raw: np.ndarray) -> np.ndarray:
         """Dequantized class scores. Logits become probabilities so scores read the same for every model."""
@@ -45,6 +66,8 @@ class Postprocessor:
         if not np.isfinite(values).all():  # never show NaN as a score: it is a broken model, say so
             bad = int((~np.isfinite(values)).sum())
             raise ModelError(f"the model produced {bad} non-finite scores (NaN or infinity) of {values.size}")
+        if self._features:
+            return values
         if self.spec.output_kind == "logits" or (
             self.spec.output_kind == "unknown"
             and not dequantize
@@ -53,11 +76,23 @@ class Postprocessor:
             values = softmax(values)
         return values
 
+    def are_probabilities(self, scores: np.ndarray) -> bool:
+        """Whether `scores` (from `scores`) read as probabilities: each in [0, 1], and summing to at most
+        about 1 unless the graph's softmax or sigmoid made them (a sigmoid per class sums past 1)."""
+        if self._features or scores.size == 0:
+            return False
+        if float(scores.min()) < -1e-3 or float(scores.max()) > 1.0 + 1e-3:
+            return False
+        return self._made_probabilities or float(scores.sum(dtype=np.float64)) <= 1.0 + self._sum_slack
+
     def top_k(self, scores: np.ndarray, k: int) -> list[Prediction]:
         """The k best, without padding: a score of exactly 0 (a quantized output's floor) says nothing,
         so it is not listed after the first ("background 0.0000" filled a 1001-class model's top-3)."""
         k = max(1, min(k, scores.size))
-        top = [Prediction(i, self.spec.label(i), float(scores[i])) for i in top_indices(scores, k)]
+        probability = self.are_probabilities(scores)
+        top = [Prediction(i, self.spec.label(i), float(scores[i]), probability) for i in top_indices(scores, k)]
+        if not probability:  # a value of 0 is a value like any other
+            return top
         return [p for n, p in enumerate(top) if n == 0 or p.score > 0]
 
     @staticmethod
@@ -70,6 +105,10 @@ class Postprocessor:
             f"the scores are flat (top-1 {float(scores.max()):.4f}, about 1/{scores.size} classes): check the "
             "input normalisation (--mean/--std) and channel order, or whether the model is trained"
         )
+
+
+def _out_size(spec: ModelSpec) -> int:
+    return max(1, int(np.prod(spec.output.shape or (1,))))
 
 
 _ARGMAX_UP_TO = 16  # k at most this: k argmax passes; beyond, one stable sort

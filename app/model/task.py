@@ -6,14 +6,21 @@ comes from, in order: the user's `--task`, the model's TFLite Support metadata (
 its metadata writers give: `location`/`category`/`score`/`number of detections` for an object
 detector, `segmentation_masks` for a segmenter), then the graph's structure. Whatever is not
 recognised is `raw`: every output is summarised and nothing is decoded by guess.
+
+One vector out is not always class scores: a backbone cut at its pooling (MobileNet's AvgPool, an
+embedder's L2-normalised output) gives features, values that are no distribution. Such a vector is
+read as `raw` when nothing says it is scores: no SOFTMAX/LOGISTIC feeds it, no labels come with it,
+and a pooling op (or its name: pool, embedding, feature) made it.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from app.errors import ModelError
 from app.tflite.file import TensorInfo, TfliteInfo
@@ -40,12 +47,24 @@ _CLASS_MAP_DTYPES = ("int64", "int32", "uint8", "int8", "int16")
 # Point counts of the usual landmark models: MediaPipe's hand (21), pose (33) and face mesh (468,
 # 478 with irises). They only break a tie when a regressor's length divides by both 2 and 3.
 _KNOWN_POINTS = (21, 33, 468, 478)
+# What feeds a vector out (TfliteInfo.output_ops, seen through reshapes): an activation that makes
+# probabilities, or a pooling/normalisation that makes features (global average pool, MEAN, L2 norm).
+PROBABILITY_OPS = ("SOFTMAX", "LOGISTIC")
+_FEATURE_OPS = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D", "MEAN", "REDUCE_MAX", "SUM", "L2_NORMALIZATION")
+_FEATURE_NAME = re.compile(r"pool|embed|feature", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
 class ClassificationLayout:
     output: int  # index among the model's outputs
     classes: int
+    fed_by: str = ""  # the op that computes the output ("SOFTMAX", "FULLY_CONNECTED"...); "" unknown
+    features: bool = False  # read as class scores on request only: the vector is features (see _features)
+
+    @property
+    def probabilities(self) -> bool:
+        """The graph itself makes the scores probabilities (softmax or a sigmoid per class)."""
+        return self.fed_by in PROBABILITY_OPS
 
 
 @dataclass(frozen=True)
@@ -110,12 +129,39 @@ def _squeezed(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(d for d in shape if d != 1)
 
 
-def _classification(outputs: Sequence[TensorInfo]) -> ClassificationLayout | None:
+def _classification(outputs: Sequence[TensorInfo], info: TfliteInfo | None) -> ClassificationLayout | None:
     """Today's classifier: one output, one axis of at least two class scores (float or quantized)."""
     if len(outputs) != 1 or outputs[0].dtype not in ("float32", "float16", "uint8", "int8"):
         return None
     dims = _squeezed(outputs[0].shape)
-    return ClassificationLayout(0, dims[0]) if len(dims) == 1 and dims[0] >= 2 else None
+    fed_by = info.output_ops[0] if info is not None and info.output_ops else ""
+    return ClassificationLayout(0, dims[0], fed_by) if len(dims) == 1 and dims[0] >= 2 else None
+
+
+def _features(out: TensorInfo, layout: ClassificationLayout, names: Sequence[str], labelled: bool) -> str | None:
+    """Why a vector that could be class scores is a feature vector (an embedding), or None when it may be
+    scores. Labels or a softmax/sigmoid keep it a classifier: a SqueezeNet ends in an average pool of
+    its 1000 logits, and its labels say so."""
+    if labelled or layout.probabilities:
+        return None
+    metadata_name = names[0] if len(names) == 1 else ""
+    named = next((n for n in (out.name, metadata_name) if _FEATURE_NAME.search(n)), None)
+    if layout.fed_by not in _FEATURE_OPS and named is None:
+        return None
+    made = f"comes from {layout.fed_by}" if layout.fed_by in _FEATURE_OPS else f"is named '{named}'"
+    return (
+        f"structure: output '{out.name}' {list(out.shape)} {out.dtype} {made}, with no SOFTMAX or LOGISTIC "
+        "before it and no labels: a feature vector (an embedding), not class scores; every value is summarised "
+        "(--task classification reads them as values, --labels makes it a classifier)"
+    )
+
+
+def labels_beside(path: Path, labels_file: Path | None, embedded: Sequence[str]) -> bool:
+    """Whether labels come with the model: --labels, a labels file beside it (app/model/spec.py `_labels`
+    looks for the same names) or labels its metadata embeds."""
+    if labels_file is not None or embedded:
+        return True
+    return any(p.is_file() for p in (path.with_suffix(".txt"), path.parent / "labels.txt"))
 
 
 def _detection(info: TfliteInfo | None) -> tuple[DetectionLayout, str] | None:
@@ -204,12 +250,14 @@ def infer_task(
     info: TfliteInfo | None,
     metadata_output_names: Sequence[str] = (),
     requested: Task | None = None,
+    labelled: bool = False,
 ) -> TaskChoice:
-    """The model's task and the layout of its outputs; `requested` (--task) must fit the model."""
+    """The model's task and the layout of its outputs; `requested` (--task) must fit the model.
+    `labelled`: labels come with the model (`labels_beside`), so a lone vector out is class scores."""
     image = image_input_index(inputs)
     choices: list[TaskChoice] = []
     if image is not None:
-        choices.extend(_image_choices(inputs[image], outputs, info, metadata_output_names, image))
+        choices.extend(_image_choices(inputs[image], outputs, info, metadata_output_names, image, labelled))
     choices.append(TaskChoice(Task.RAW, RawLayout(), _raw_evidence(image, inputs), image))
     if requested is None:
         return choices[0]
@@ -227,7 +275,12 @@ def infer_task(
 
 
 def _image_choices(
-    image: TensorInfo, outputs: Sequence[TensorInfo], info: TfliteInfo | None, names: Sequence[str], index: int
+    image: TensorInfo,
+    outputs: Sequence[TensorInfo],
+    info: TfliteInfo | None,
+    names: Sequence[str],
+    index: int,
+    labelled: bool = False,
 ) -> list[TaskChoice]:
     """Every task the model's structure supports, most specific evidence first."""
     found: list[TaskChoice] = []
@@ -243,10 +296,18 @@ def _image_choices(
         if layout is not None:
             found.append(TaskChoice(Task.SEGMENTATION, layout, "metadata: output named segmentation_masks "
                                     "(TFLite Support's image segmenter)", index))  # fmt: skip
-    classification = _classification(outputs)
+    classification = _classification(outputs, info)
     if classification is not None:
+        features = _features(outputs[0], classification, names, labelled)
+        if features is not None:  # raw first; --task classification still reads the vector, as values
+            found.append(TaskChoice(Task.RAW, RawLayout(), features, index))
+            classification = ClassificationLayout(classification.output, classification.classes,
+                                                  classification.fed_by, features=True)  # fmt: skip
+            what = f"{classification.classes} values of a feature vector, not probabilities"
+        else:
+            what = f"{classification.classes} class scores"
         found.append(TaskChoice(Task.CLASSIFICATION, classification, "structure: one image input and one output of "
-                                f"{classification.classes} class scores", index))  # fmt: skip
+                                f"{what}", index))  # fmt: skip
     if len(outputs) == 1:
         layout = _segmentation(image, outputs, 0)
         if layout is not None:

@@ -11,7 +11,7 @@ import numpy as np
 from app.backends import BackendOptions, DelegationReport
 from app.errors import DelegateScopeError, InternalError, error_for
 from app.metrics.window import InferenceTiming
-from app.model.decode import TaskResult
+from app.model.decode import DETECTION_THRESHOLD, TaskResult
 from app.model.postprocess import Prediction
 from app.model.preprocess import CropBox
 from app.model.spec import DEFAULT_MODEL, ModelFacts, ModelOptions
@@ -56,6 +56,7 @@ class InferenceConfig:
     throttle_ms: float = 0.0  # the iOS sample's delayBetweenInferencesMs
     top_k: int = 5
     model_options: ModelOptions = field(default_factory=ModelOptions)  # --task, --input-shape, --inputs
+    score_threshold: float = DETECTION_THRESHOLD  # a detection below it is counted, not kept (live, as top-k)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", BackendOptions.of(self.options))
@@ -88,10 +89,12 @@ class InferenceConfig:
         options = d.pop("model_options")
         if not self.model_options.is_default():  # said only when set: a classifier's JSON stays as it was
             d["model_options"] = {**options, **self.model_options.to_dict()}
+        if self.score_threshold == DETECTION_THRESHOLD:  # likewise: said when the user set another
+            d.pop("score_threshold")
         return d
 
     def same_session(self, other: InferenceConfig) -> bool:
-        """True when only throttle or top-k differ: no need to reopen the backend."""
+        """True when only throttle, top-k or the score threshold differ: no need to reopen the backend."""
         return (self.model, self.labels, self.delegate, self.options, self.fallback, self.model_options) == (
             other.model,
             other.labels,

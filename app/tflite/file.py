@@ -45,6 +45,7 @@ class TfliteInfo:
     description: str
     output_tensors: tuple[int, ...] = ()  # the main subgraph's output tensor indices, in output order
     custom_node_outputs: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # custom op node -> its outputs
+    output_ops: tuple[str, ...] = ()  # per output, the op that computes it (seen through reshapes); "" for none
 
 
 def check_len(n: int, limit: int, what: str) -> int:
@@ -144,6 +145,7 @@ def read_tflite(data: bytes) -> TfliteInfo:
         custom = {i: tuple(int(t) for t in sg.Operators(i).OutputsAsNumpy()) for i, op in enumerate(op_types)
                   if op.startswith("CUSTOM") and sg.Operators(i).OutputsLength()}  # fmt: skip
         output_tensors = tuple(int(sg.Outputs(i)) for i in range(n_out))
+        output_ops = _output_ops(sg, op_types, output_tensors)
         op_versions = [int(model.OperatorCodes(sg.Operators(i).OpcodeIndex()).Version()) for i in range(n_ops)]
         metadata = _metadata(model, data, limit)
         description = (model.Description() or b"").decode("utf-8", errors="replace")
@@ -154,4 +156,29 @@ def read_tflite(data: bytes) -> TfliteInfo:
             f"model file is truncated or corrupt ({type(exc).__name__} while reading its flatbuffer)"
         ) from None
     return TfliteInfo(n_subgraphs, inputs, outputs, op_types, op_versions, metadata, description, output_tensors,
-                      custom)  # fmt: skip
+                      custom, output_ops)  # fmt: skip
+
+
+# Ops that move or retype values without computing them: what feeds an output is found behind them.
+_PASS_THROUGH = ("RESHAPE", "SQUEEZE", "QUANTIZE", "DEQUANTIZE", "CAST")
+
+
+def _output_ops(sg: fb.SubGraph, op_types: list[str], outputs: tuple[int, ...]) -> tuple[str, ...]:
+    """Each output's producing op, behind reshapes and (de)quantization: SOFTMAX says class
+    probabilities, AVERAGE_POOL_2D or MEAN a pooled feature vector (app/model/task.py reads them)."""
+    producer: dict[int, int] = {}
+    for i in range(len(op_types)):
+        op = sg.Operators(i)
+        for j in range(op.OutputsLength()):
+            producer[int(op.Outputs(j))] = i
+    found = []
+    for tensor in outputs:
+        name, seen = "", 0
+        while tensor in producer and seen < 8:
+            node = producer[tensor]
+            name, seen = op_types[node], seen + 1
+            if name not in _PASS_THROUGH or sg.Operators(node).InputsLength() == 0:
+                break
+            tensor = int(sg.Operators(node).Inputs(0))
+        found.append(name)
+    return tuple(found)

@@ -22,6 +22,16 @@ class GuiOptions:
     delegate: str | None = None
     threads: int | None = None
     throttle_ms: float | None = None
+    score_threshold: float | None = None  # None: the saved setting
+    # --gpu-precision, --allow-software-gpu, --coreml-units: None keeps the saved settings' choice.
+    gpu_precision: str | None = None
+    allow_software_gpu: bool | None = None
+    coreml_units: str | None = None
+    # --compare-with/--compare-model/--compare-labels: the window starts with A/B on (B: A's model and delegate
+    # where not given).
+    compare_with: str | None = None
+    compare_model: str | None = None
+    compare_labels: Path | None = None
     settings_file: Path | None = None
     record: Path | None = None
     exit_after: float | None = None
@@ -31,6 +41,10 @@ class GuiOptions:
     dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
     # --task, --input-shape, --inputs (app/cli/options.py): how to read the model the window starts with.
     model_options: ModelOptions = field(default_factory=ModelOptions)
+
+    @property
+    def compare(self) -> bool:
+        return bool(self.compare_with or self.compare_model or self.compare_labels)
 
     @property
     def scripted(self) -> bool:
@@ -55,6 +69,7 @@ class StartConfig:
 
 def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
     s, o = saved, options
+    threshold = o.score_threshold if o.score_threshold is not None else s.threshold
     source = o.source or s.source
     probed_below, cameras = 0, tuple[CameraInfo, ...]()
     if source is None:  # a first start: camera 0 if it opens, else the demo clip
@@ -62,9 +77,9 @@ def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
         source = "camera:0" if cameras else "demo"
     inference_options = BackendOptions(
         threads=o.threads or s.threads or default_threads(),
-        precision=s.precision,
-        allow_software=s.allow_software,
-        compute_units=s.units,
+        precision=o.gpu_precision or s.precision,
+        allow_software=o.allow_software_gpu if o.allow_software_gpu is not None else s.allow_software,
+        compute_units=o.coreml_units or s.units,
     )
     config = InferenceConfig(
         model=o.model or s.model or InferenceConfig.model,
@@ -73,8 +88,9 @@ def start_config(options: GuiOptions, saved: SavedSettings) -> StartConfig:
         throttle_ms=o.throttle_ms if o.throttle_ms is not None else s.throttle_ms,
         top_k=s.top_k,
         model_options=o.model_options,
+        score_threshold=threshold,  # the window's control: the decoder keeps what the overlay shows
     )
-    return StartConfig(config, source, s.threshold, probed_below, cameras)
+    return StartConfig(config, source, threshold, probed_below, cameras)
 
 
 def remember(saved: SavedSettings, config: InferenceConfig, source: str, threshold: float) -> None:

@@ -26,14 +26,14 @@ def _photo(coral: Path) -> Path:
     return coral / "grace_hopper.bmp"
 
 
-def _scripted(vision: Path, coral: Path, model: str, tmp_path: Path) -> tuple[dict, object]:
+def _scripted(vision: Path, coral: Path, model: str, tmp_path: Path, *more: str) -> tuple[dict, object]:
     """One scripted window run of `model` on the photo: its --stats and its screenshot (a QImage)."""
     from PySide6.QtGui import QImage
 
     shot, stats = tmp_path / "window.png", tmp_path / "stats.json"
     run = run_cli(
         "gui", "--source", f"images:{_photo(coral)}", "--model", vision / model, "--threads", "1",
-        "--settings", tmp_path / "s.ini", "--exit-after", "6", "--screenshot", shot, "--stats", stats,
+        "--settings", tmp_path / "s.ini", "--exit-after", "6", "--screenshot", shot, "--stats", stats, *more,
         env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
@@ -70,12 +70,16 @@ def _rgb(colour) -> tuple[int, int, int]:
 def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
     from app.ui.views.overlay import box_colour
 
-    figures, image = _scripted(vision, coral, SSD, tmp_path)
+    figures, image = _scripted(vision, coral, SSD, tmp_path, "--score-threshold", "0.5")
     assert figures["task"] == "detection"
     results = figures["results"]
-    found = {d["label"]: d for d in results["last"]["detections"]}
+    detections = results["last"]["detections"]
+    found = {d["label"]: d for d in detections}
     # LiteRT's own answer on this photo (the fixtures' README): person 0.72 and tie 0.66, labels from metadata.
-    assert {"person", "tie"} <= set(found) and results["last_count"] == len(found) >= 2
+    assert {"person", "tie"} <= set(found) and results["last_count"] == len(detections) >= 2
+    # The SSD always gives 10 (its count output): those under 0.5 are counted, not dropped unsaid.
+    below = results["last"]["below_threshold"]
+    assert results["last"]["score_threshold"] == 0.5 and len(detections) + below == 10
     assert "person" in results["last_summary"] and "tie" in results["last_summary"]
     frame = _Frame(figures, image)
     for label in ("person", "tie"):
@@ -87,7 +91,38 @@ def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
         assert colour in frame.near((xmin + xmax) / 2, ymax), label
     # The legend lists them with their scores.
     panel = figures["overlay"]["panels"][0]
-    assert panel[0].startswith(f"{len(found)} detections") and any(row.startswith("tie ") for row in panel)
+    assert panel[0] == f"{len(detections)} detections ({below} below 50%)"
+    assert any(row.startswith("tie ") for row in panel)
+
+
+@pytest.mark.timeout(180)
+def test_the_score_threshold_control_reaches_the_decoder(qtbot, make_window, vision, coral):
+    """The window's "Score threshold" is the decoder's: lowered to 10% the detections under 0.5 that the
+    SSD gives on the photo are kept, at 0% all 10 of its count output, and the panel says what it hid."""
+    window = make_window(source=f"images:{_photo(coral)}", model=str(vision / SSD), score_threshold=0.5)
+    assert window.live.config().score_threshold == 0.5 and window.controls.threshold.value() == 50
+
+    def decoded_at(threshold: float):
+        qtbot.waitUntil(lambda: (r := window.live.latest_result()) is not None and r.task is not None
+                        and r.task.threshold == threshold, timeout=60_000)  # fmt: skip
+        return window.live.latest_result().task
+
+    at_half = decoded_at(0.5)
+    session = window.live.latest_result().session_id
+    assert all(d.score >= 0.5 for d in at_half.detections) and len(at_half.detections) + at_half.below_threshold == 10
+    assert at_half.below_threshold > 0  # this photo: scores from 0.18 to 0.72
+    window.controls.threshold.setValue(10)  # percent, as the spin box shows it
+    assert window.live.config().score_threshold == pytest.approx(0.1)
+    at_tenth = decoded_at(pytest.approx(0.1))
+    kept_low = [d for d in at_tenth.detections if d.score < 0.5]
+    assert kept_low and len(at_tenth.detections) + at_tenth.below_threshold == 10
+    assert all(d.score >= 0.1 for d in at_tenth.detections)
+    window.controls.threshold.setValue(0)
+    at_zero = decoded_at(0.0)
+    assert len(at_zero.detections) == 10 and at_zero.below_threshold == 0
+    assert window.live.latest_result().session_id == session  # applied live: the session was not reopened
+    qtbot.waitUntil(lambda: bool(window.video.panel_texts) and window.video.panel_texts[0][0] == "10 detections",
+                    timeout=10_000)  # fmt: skip
 
 
 @pytest.mark.timeout(180)
@@ -328,3 +363,28 @@ def test_the_view_draws_the_masks_built_off_the_gui_thread_as_it_drew_its_own(qt
     assert fed.masks[0].built == 0 and fed.masks[0].taken == 4 and fed.masks[0].resized == 1
     assert own.masks[0].built == 4 and own.masks[0].resized == 4
     assert own.grab().toImage() == fed.grab().toImage()
+
+
+@pytest.mark.timeout(180)
+def test_a_feature_vector_forced_to_classification_shows_values_not_percentages(qtbot, make_window, tmp_path):
+    """EfficientNet-Lite0 cut at its global average pool (1280 features, values past 1), read as a
+    classifier on request: the panel lists the values as numbers, with no percentage and no bar."""
+    from app.model.spec import ModelOptions
+    from app.model.task import Task
+    from app.numerics.cuts import CutModel
+    from tests.helpers.paths import PHOTOS, ROOT
+
+    model = CutModel((ROOT / "models" / "efficientnet_lite0.tflite").read_bytes())
+    cut = tmp_path / "features.tflite"
+    cut.write_bytes(model.prefix(next(c for c in model.cuts if c.op == "MEAN")))
+    window = make_window(source=f"images:{PHOTOS / 'grace_hopper.jpg'}", model=str(cut),
+                         model_options=ModelOptions(task=Task.CLASSIFICATION))  # fmt: skip
+    qtbot.waitUntil(lambda: (r := window.live.latest_result()) is not None and bool(r.top), timeout=60_000)
+    top = window.live.latest_result().top
+    assert all(not p.probability for p in top) and top[0].score > 1
+    qtbot.waitUntil(lambda: bool(window.video.panel_texts) and window.video.panel_texts[0][0].startswith("class "),
+                    timeout=10_000)  # fmt: skip
+    rows = window.video.panel_texts[0][: len(top)]
+    # The same photo every frame: the rows painted are this result's, each "class N <value>".
+    assert rows == [f"{p.label} {p.score:.4g}" for p in top], rows
+    assert not any("%" in row for row in rows), rows

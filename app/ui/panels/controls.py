@@ -189,7 +189,10 @@ class ControlPanel(QWidget):
         self.threshold.setRange(0.0, 100.0)
         self.threshold.setDecimals(0)
         self.threshold.setSuffix(" %")
-        self.threshold.setToolTip("Hide labels below this score in the overlay")
+        self.threshold.setToolTip(
+            "Detections below this score are counted, not kept (the decoder's threshold); class labels below it "
+            "are hidden"
+        )
         form.addRow("Score threshold", self.threshold)
         self.forms.append(form)
         layout.addWidget(box)

@@ -226,6 +226,7 @@ class Line:
     text: str
     score: float | None = None
     colour: QColor | None = None
+    percent: bool = True  # False: the score is a value, not a probability: a number, no bar
 
 
 def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None = None) -> list[Line]:
@@ -233,9 +234,11 @@ def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None 
     draws that row with (the class's, or the side's while A and B are compared)."""
     if result.task == Task.DETECTION:
         shown = [d for d in result.detections if d.score >= threshold]
+        # The decoder kept those at its threshold (the control's, once a change reached it) and counted the rest.
+        hidden = result.below_threshold + len(result.detections) - len(shown)
         header = f"{len(shown)} detection{'' if len(shown) == 1 else 's'}"
-        if len(shown) != len(result.detections):
-            header += f" ({len(result.detections) - len(shown)} under {threshold:.0%} hidden)"
+        if hidden:
+            header += f" ({hidden} below {max(threshold, result.threshold):.0%})"
         return [Line(header), *(Line(d.label, d.score, side_colour or box_colour(d.index)) for d in shown)]
     if result.task == Task.SEGMENTATION:
         rows = [Line(f"{len(result.class_fractions)} classes, share of pixels")]
