@@ -304,10 +304,20 @@ class Comparator:
         medians = np.median([(c.a_inference_ms, c.b_inference_ms, c.a_cpu_ms, c.b_cpu_ms) for c in rows], axis=0)
         return SpeedWindow(len(rows), rows[0].at - rows[-1].at, *(float(m) for m in medians))
 
-    def summary(self, since: float | None = None) -> AgreementSummary:
+    def measured(self, until: float) -> list[FrameComparison]:
+        """The comparisons made up to `until` (monotonic): a run's measured span, once reset at its start."""
         with self._lock:
-            rows = [c for c in self.comparisons if since is None or c.at > since]
-            disagreements = [c for c in self._disagreements if since is None or c.at > since]
+            return [c for c in self.comparisons if c.at <= until]
+
+    def summary(self, since: float | None = None, until: float | None = None) -> AgreementSummary:
+        """Over the comparisons made after `since` and up to `until` (None: no bound)."""
+
+        def within(c: FrameComparison) -> bool:
+            return (since is None or c.at > since) and (until is None or c.at <= until)
+
+        with self._lock:
+            rows = [c for c in self.comparisons if within(c)]
+            disagreements = [c for c in self._disagreements if within(c)]
         if not rows:
             return AgreementSummary(0, None, None, None, None, False, [])
         tasks = [c.task for c in rows if c.task is not None]

@@ -217,6 +217,8 @@ def _run(plan: RunPlan, sampler: ResourceSampler) -> CompareSummary:
         replace(plan.feed, loop=True),  # one preprocessing serves both sides, as the plan places it
         a,
         b,
+        # The run's sampler: each side's rows carry the process and system CPU, as a single run's do.
+        metrics={side: Metrics(window_s=3600.0, sampler=sampler) for side in ("a", "b")},
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
     )
@@ -249,8 +251,10 @@ def _run(plan: RunPlan, sampler: ResourceSampler) -> CompareSummary:
         snaps = cp.snapshots(ended)
         for sink in sinks.values():
             sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
-        agreement = cp.comparator.summary()
-        comparisons = list(cp.comparator.comparisons)
+        # One set of frames for the summary and the comparison CSV: those compared within the measured span
+        # (report reads the same count back from the CSV: app/recording/ab.py).
+        agreement = cp.comparator.summary(until=ended)
+        comparisons = cp.comparator.measured(ended)
         status = cp.status()
     finally:
         cp.stop()
