@@ -51,91 +51,115 @@ if TYPE_CHECKING:
 def add_arguments(b: argparse.ArgumentParser) -> None:
     add_model_options(b)
     add_backend_options(b)
-    b.add_argument("--source", default="demo", help="camera:N, video:PATH, images:PATH, demo (default), synthetic")
-    limit = b.add_mutually_exclusive_group()
-    limit.add_argument("--frames", type=positive_int, help="inferences to measure (default 300)")
+    add_score_threshold(b)
+    _add_source_options(b.add_argument_group("the source and what is measured"))
+    _add_thread_options(b.add_argument_group("threads and CPUs"))
+    _add_gpu_options(b.add_argument_group("GPU"))
+    _add_output_options(b.add_argument_group("output and gates"))
+    _add_compare_options(b.add_argument_group("A/B: the same frames through a second session"))
+
+
+def _add_source_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--source", default="demo", help="camera:N, video:PATH, images:PATH, demo (default), synthetic")
+    limit = g.add_mutually_exclusive_group()
+    limit.add_argument("--frames", type=positive_int, help=f"inferences to measure (default {DEFAULT_FRAMES})")
     limit.add_argument("--seconds", type=positive_float, help="measure for this long instead")
-    b.add_argument("--throttle-ms", type=non_negative_float, default=0.0, help="delay between inference starts")
-    b.add_argument("--warmup", type=non_negative_int, default=10, help="inferences left out of the figures")
-    b.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
-    b.add_argument(
-        "--no-pin",
-        action="store_true",
-        help="let every thread run on any CPU (default on Linux: the inference thread gets CPUs of its own, "
-        "the capture and other threads the rest, when there are more CPUs than --threads; A/B runs never pin)",
-    )
-    b.add_argument(
-        "--inference-cpus",
-        type=positive_int,
-        help="CPUs pinned for the inference thread (default by backend: --threads on the CPU, 1 for an accelerator)",
-    )
-    b.add_argument(
-        "--decode-threads",
-        type=non_negative_int,
-        default=None,
-        help="FFmpeg threads decoding a video file (default: 1 on machines of up to 4 CPUs, else 2; 0: one per core)",
-    )
-    b.add_argument(
-        "--preprocess-thread",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="preprocess frames on a thread of their own, beside decoding (auto, the default: where the process "
-        "has a CPU for each besides the model's inference; bench's 'preproc' line says which and why; A/B: auto)",
-    )
-    b.add_argument(
-        "--gpu-wait-hint",
-        action="store_true",
-        help="GPU: LiteRT's hint_waiting_for_completion (measured: no sleep instead of the spin; docs/benchmarks.md)",
-    )
-    b.add_argument(
-        "--gpu-process",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="GPU: run the session in a process of its own, two frames queued, so the pipeline's Python never "
-        "stands between two runs (auto, the default: where nothing paces the runs, a file or the synthetic source with "
-        "--no-pace and no throttle, and the model is a classifier of one image; not in A/B; docs/guide.md)",
-    )
-    b.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=DEFAULT_ROUNDS,
-        help=f"cut the measured span into this many rounds of equal time: each figure's median over them and their "
-        f"spread go in --json and gates (default {DEFAULT_ROUNDS})",
-    )
-    b.add_argument(
-        "--idle-seconds",
-        type=non_negative_float,
-        help=f"idle the machine this long before the run, reading its power (what 'above idle' takes off); "
-        f"default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
-    )
-    b.add_argument(
+    g.add_argument("--throttle-ms", type=non_negative_float, default=0.0, help="delay between inference starts")
+    g.add_argument("--warmup", type=non_negative_int, default=10, help="inferences left out of the figures")
+    g.add_argument(
         "--warm-seconds",
         type=non_negative_float,
         default=0.0,
         help="let the warm-up last at least this long before measuring, at the run's pace: with --no-pace the "
         "device is held busy and its clocks up (a GPU's first seconds may run at its idle clock); default 0",
     )
-    add_gate_options(b)
-    add_score_threshold(b)
-    b.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
-    b.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
-    b.add_argument(
+    g.add_argument("--no-pace", action="store_true", help="read video files as fast as possible")
+    g.add_argument(
+        "--rounds",
+        type=positive_int,
+        default=DEFAULT_ROUNDS,
+        help=f"cut the measured span into this many rounds of equal time: each figure's median over them and their "
+        f"spread go in --json and gates (default {DEFAULT_ROUNDS})",
+    )
+    g.add_argument(
+        "--idle-seconds",
+        type=non_negative_float,
+        help=f"idle the machine this long before the run, reading its power (what 'above idle' takes off); "
+        f"default {IDLE_S:g} where an energy counter is readable (NVML, RAPL), else 0",
+    )
+
+
+def _add_thread_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="let every thread run on any CPU (default on Linux: the inference thread gets CPUs of its own, "
+        "the capture and other threads the rest, when there are more CPUs than --threads; A/B runs never pin)",
+    )
+    g.add_argument(
+        "--inference-cpus",
+        type=positive_int,
+        help="CPUs pinned for the inference thread (default by backend: --threads on the CPU, 1 for an "
+        "accelerator; not in A/B, which never pins)",
+    )
+    g.add_argument(
+        "--decode-threads",
+        type=non_negative_int,
+        default=None,
+        help="FFmpeg threads decoding a video file (default: 1 on machines of up to 4 CPUs, else 2; 0: one per core)",
+    )
+    g.add_argument(
+        "--preprocess-thread",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="preprocess frames on a thread of their own, beside decoding (auto, the default: where the process "
+        "has a CPU for each besides the model's inference, both sides' in A/B; bench's 'preproc' line says which "
+        "and why)",
+    )
+
+
+def _add_gpu_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--gpu-wait-hint",
+        action="store_true",
+        help="LiteRT's hint_waiting_for_completion: the GPU session sleeps while it waits for the device instead "
+        "of spinning (docs/guide.md)",
+    )
+    g.add_argument(
+        "--gpu-process",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="run the session in a process of its own, two frames queued, so the pipeline's Python never "
+        "stands between two runs (auto, the default: where nothing paces the runs, a file or the synthetic source with "
+        "--no-pace and no throttle, and the model is a classifier of one image; not in A/B; docs/guide.md)",
+    )
+
+
+def _add_output_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
+    g.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
+    add_gate_options(g)
+
+
+def _add_compare_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
         "--compare-with",
         choices=list(BACKENDS),
-        help="A/B: run the same frames through a second session on this delegate (B)",
+        help="run the same frames through a second session on this delegate (B)",
     )
-    b.add_argument("--compare-model", help="A/B: B's model (default: A's); fp32 vs int8, for instance")
+    g.add_argument("--compare-model", help="B's model (default: A's); fp32 vs int8, for instance")
     # --compare-labels: B's labels (agreement compares class indices, never label text: app/model/agreement.py).
-    b.add_argument(
+    g.add_argument(
         "--compare-labels",
         type=Path,
-        help="A/B: B's labels file, one label per line (default: A's --labels, else B's model's own)",
+        help="B's labels file, one label per line (default: A's --labels, else B's model's own)",
     )
-    b.add_argument(
+    g.add_argument(
         "--compare-alone-seconds",
         type=non_negative_float,
         default=DEFAULT_ALONE_S,
-        help="A/B: first run each side alone this long, to show what sharing the machine costs (default 5)",
+        help=f"first run each side alone this long, to show what sharing the machine costs "
+        f"(default {DEFAULT_ALONE_S:g})",
     )
 
 
