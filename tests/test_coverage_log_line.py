@@ -144,5 +144,9 @@ def test_inspect_text_puts_the_line_under_the_summary_and_says_it_is_computed():
     assert lines[1] == (
         "                           log (computed; this LiteRT build does not print it): "
         "Replacing 6 out of 8 node(s) with delegate (TfLiteXNNPackDelegate) node, yielding 5 partitions "
-        "for subgraph 0 (main)."
+        "for subgraph 0 (main). [5 partitions: TFLite counts every node subset, the 3 XNNPACK took and the 2 runs "
+        "of nodes left on the CPU]"
     )
+    # A model XNNPACK takes whole: one subset, the count is the delegated partitions', nothing to explain.
+    whole, _ = cpu(named(chain("AM"), "main"))
+    assert render({"cpu": whole})[1].endswith("yielding 1 partitions for subgraph 0 (main).")

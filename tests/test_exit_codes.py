@@ -152,13 +152,19 @@ def custom_op_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("command", ["classify", "predict", "inspect", "profile", "bench"])
-def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(custom_op_model: Path, command: str):
+@pytest.mark.parametrize("command", ["classify", "predict", "profile", "bench", "numerics"])
+@pytest.mark.parametrize("delegate", ["cpu", "gpu"])
+def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(
+    custom_op_model: Path, command: str, delegate: str
+):
+    """On any delegate, available or not, and without a fallback: the model is the problem, so its refusal
+    (exit 3) wins over the GPU's absence (exit 5). (`inspect` shows what the file says: test_inspect_custom_op.py.)"""
     # bench: its capture thread said RUNNING after the inference thread's ERROR, and bench waited forever
     # (2 runs of 4); an ERROR is now final (app/pipeline/run_log.py).
     images = [str(PHOTOS / "coffee.jpg")] if command in ("classify", "predict") else []
-    images += ["--frames", "5"] if command == "bench" else []
-    run = run_cli(command, "--model", custom_op_model, *images, env=NO_VULKAN)
+    images += ["--frames", "5", "--no-fallback"] if command == "bench" else []
+    against = ["--against", "reference"] if command == "numerics" and delegate == "cpu" else []
+    run = run_cli(command, "--model", custom_op_model, "--delegate", delegate, *against, *images, env=NO_VULKAN)
     assert_one_line_error(run, 3, "the custom op 'PosenetDecoderOp' (node 1)")
 
 

@@ -258,3 +258,51 @@ def test_stored_summaries_of_every_kind_read_back():
         data = json.loads(path.read_text())
         for group in summary_of(data, path.name).groups:
             assert group.figures or not group.measured
+
+
+def _judged(run: dict, base: dict | None, *budgets: str, kind: SummaryKind = SummaryKind.BENCH) -> list[tuple]:
+    """(group, figure, verdict, note) of each row that carries a budget."""
+    report = evaluate(summary_of(run, "run"), summary_of(base, "base") if base else None,
+                      [parse_budget(t, kind) for t in budgets])  # fmt: skip
+    return [(r.group, r.figure, r.verdict, r.note) for r in report.rows if r.budget is not None]
+
+
+def test_a_budget_on_a_figure_either_side_did_not_measure_fails_saying_so():
+    base, run = _bench([10.0] * 5), _bench([10.0] * 5)
+    run["metrics"]["cpu_ms_per_inference"] = 4.0  # the run has it, the baseline does not
+    assert _judged(run, base, "cpu_per_inference<=5") == [
+        ("", "cpu_per_inference", Verdict.FAIL, "not measured in the baseline")
+    ]
+    assert _judged(base, run, "cpu_per_inference<=5") == [
+        ("", "cpu_per_inference", Verdict.FAIL, "not measured in this run")
+    ]
+    assert _judged(run, None, "cpu_per_inference<=5")[0][2] == Verdict.PASS  # no baseline given: the run alone
+    # A baseline that measured nothing: the budget is judged on no figure, and the line says which side.
+    base["status"] = {"state": "error", "message": "the gpu delegate is not available"}
+    assert _judged(run, base, "inference.p50<=40ms") == [
+        ("", "inference.p50", Verdict.FAIL, "not measured: in the baseline, the gpu delegate is not available")
+    ]
+    # A run that measured nothing, against a baseline that did not either: the budget is judged on no figure.
+    for side in (base, run):
+        side["status"] = {"state": "error", "message": "the gpu delegate is not available"}
+    assert _judged(run, base, "inference.p50<=40ms") == [
+        ("", "inference.p50", Verdict.FAIL, "not measured: the gpu delegate is not available")
+    ]
+
+
+def test_an_inspect_budget_on_a_delegate_not_measured_or_taking_nothing_fails():
+    """Both summaries have no GPU and Core ML takes no node of the int8 model: `gpu.partitions<=1` and
+    `coreml.partitions<=1` would otherwise pass on nothing."""
+    data = json.loads((GATES / "inspect_efficientnet_lite0_int8.json").read_text())
+    rows = _judged(data, data, "gpu.partitions<=1", "coreml.partitions<=1", "coreml.nodes<=0", "cpu.nodes>=50",
+                   "npu.nodes>=1", kind=SummaryKind.INSPECT)  # fmt: skip
+    verdicts = {(g.split(" ")[0], f): (v, n) for g, f, v, n in rows}
+    assert verdicts[("gpu", "partitions")] == (Verdict.FAIL, "not measured: no GPU here: no GPU adapter found: "
+                                               "WebGPU rejected every Vulkan device (llvmpipe (LLVM 15.0.6, 256 bits) "
+                                               "(CPU, Vulkan 1.3.230))")  # fmt: skip
+    assert verdicts[("coreml", "partitions")] == (
+        Verdict.FAIL, "coreml takes no node of this model: partitions<=1 holds only vacuously"
+    )
+    assert verdicts[("coreml", "nodes")] == (Verdict.PASS, "")  # asks for none: met by none
+    assert verdicts[("cpu", "nodes")] == (Verdict.PASS, "")
+    assert verdicts[("npu", "nodes")] == (Verdict.FAIL, "not measured: no npu in either summary")

@@ -142,3 +142,33 @@ def test_nodes_whose_delegation_is_not_reported_fail_unchecked():
         assert "which nodes it delegates is not reported" in verdict.line()
     # A rule on an op the open nodes are not: it reads only known nodes.
     assert evaluate(parse_requirement("gpu:no-op=SUB"), coverage).passed
+
+
+def test_a_counted_rule_on_a_delegate_that_takes_no_node_fails_as_vacuous():
+    """Core ML refuses every node of an integer model: `partitions<=1` holds of its 0 partitions only
+    vacuously and fails, saying so; a rule that asks for none (`nodes==0`, `partitions<=0`) is met."""
+    ops = ("CONV_2D", "SOFTMAX")
+    nodes = tuple(NodeCoverage(i, op, 1, False, None, "its input is uint8") for i, op in enumerate(ops))
+    coverage = Coverage("coreml", "predicted", None, 2, 0, 0, 0, None, nodes)
+    for rule in ("coreml:partitions<=1", "coreml:nodes<=5", "coreml:nodes>=0", "coreml:partitions>=0"):
+        verdict = evaluate(parse_requirement(rule), coverage)
+        body = rule.partition(":")[2]
+        assert (verdict.passed, verdict.checked) == (False, True), rule
+        why = f"coreml takes no node of this model: {body} holds only vacuously"
+        assert verdict.line() == f"required {rule} failed: {why}"
+    for rule in ("coreml:nodes==0", "coreml:partitions<=0", "coreml:partitions==0", "coreml:nodes<=0"):
+        assert evaluate(parse_requirement(rule), coverage).passed, rule
+    # Rules that fail on their own say their own reason.
+    assert evaluate(parse_requirement("coreml:nodes>=1"), coverage).detail == "0 of 2 nodes delegated"
+    assert not evaluate(parse_requirement("coreml:no-op=SOFTMAX"), coverage).passed
+
+
+def test_coreml_partitions_on_an_integer_model_fails_the_gate(coral: Path):
+    """Core ML takes none of the 31 nodes of a uint8 MobileNet: the rule that read "ok: 0 partitions
+    delegated" fails with exit 7."""
+    run = run_cli("inspect", "--model", coral / "mobilenet_v1_0.25_128_quant.tflite", "--require",
+                  "coreml:partitions<=1", env=NO_VULKAN)  # fmt: skip
+    assert_one_line_error(run, 7, "1 of 1 required checks failed: coreml:partitions<=1")
+    assert _rule_lines(run) == [
+        "required coreml:partitions<=1 failed: coreml takes no node of this model: partitions<=1 holds only vacuously"
+    ]

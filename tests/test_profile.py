@@ -90,6 +90,12 @@ def test_text_tables_and_model_explorer_export(tmp_path: Path):
                     "Partition boundaries"):  # fmt: skip
         assert heading in run.stdout
     assert "SOFTMAX" in run.stdout.split("Off the accelerator")[1]
+    # Where each op ran, by name: XNNPACK's partitions on the CPU backend, "CPU" for the built-in kernels.
+    order = run.stdout.split("Run order")[1].split("Top 10")[0].splitlines()[2:-1]
+    built_in = [row for row in order if "SOFTMAX" in row]
+    assert len(built_in) == 1 and " CPU " in built_in[0], order
+    assert all(" XNNPACK " in row for row in order if row not in built_in), order
+    assert " accel " not in run.stdout
     data = json.loads(out.read_text())
     # Model Explorer's GraphNodeData: node ids are the TFLite operator indices as strings.
     assert set(data) == {"name", "results", "gradient"}

@@ -95,8 +95,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         if args.debug:
-            print(f"{PROG}: native runtime log ({native.path}):", file=sys.stderr)
-            for line in native.read().splitlines():
-                print(f"[native] {line}", file=sys.stderr)
+            lines = native.read().splitlines()
+            if lines:  # a heading over nothing reads as a log lost: an empty one is said in words
+                print(f"{PROG}: native runtime log ({native.path}):", file=sys.stderr)
+                for line in lines:
+                    print(f"[native] {line}", file=sys.stderr)
+            else:
+                print(f"{PROG}: the native runtime wrote nothing to its log ({native.path})", file=sys.stderr)
         else:
             native.remove()

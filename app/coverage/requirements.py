@@ -7,7 +7,9 @@ coverage `inspect` computed.
     DELEGATE:no-op=OPNAME      no node of op OPNAME left on the CPU by the delegate (a model without one passes)
 
 A coverage that says nothing (a delegate unavailable here, delegation not reported) fails the rule
-as "could not be checked": a gate never passes on what it could not see (docs/coverage.md).
+as "could not be checked": a gate never passes on what it could not see (docs/coverage.md). Nor on
+what is not there: a counted rule that would hold of a delegate that takes no node of the model
+(0 partitions is "at most 1") fails as holding only vacuously, unless it asks for none (`nodes==0`).
 """
 
 from __future__ import annotations
@@ -200,7 +202,19 @@ def evaluate(requirement: Requirement, coverage: Coverage) -> Verdict:
         detail = f"{value} of {coverage.nodes_total} nodes delegated"
         breaks = list(left) if value < bound else []  # too few taken: the nodes left are why
     passed = comparison.holds(value, bound)
-    return Verdict(requirement, passed, True, detail, () if passed else _broken(breaks))
+    return _vacuous(Verdict(requirement, passed, True, detail, () if passed else _broken(breaks)), coverage)
+
+
+def _vacuous(verdict: Verdict, coverage: Coverage) -> Verdict:
+    """A counted rule that holds of a delegate that takes no node holds of nothing: it fails, saying so.
+    A rule that asks for none (`nodes==0`, `partitions<=0`) is met by none, and passes."""
+    req = verdict.requirement
+    asks_none = req.bound == 0 and req.comparison in (Comparison.AT_MOST, Comparison.EXACTLY)
+    if not verdict.passed or coverage.nodes_delegated != 0 or asks_none:
+        return verdict
+    rule = str(req).partition(":")[2]
+    detail = f"{req.delegate} takes no node of this model: {rule} holds only vacuously"
+    return Verdict(req, False, True, detail)  # the coverage above gives each node's reason
 
 
 def evaluate_all(requirements: Sequence[Requirement], coverages: Mapping[str, Coverage]) -> list[Verdict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 
@@ -22,13 +23,35 @@ def summary_line(c: Coverage) -> str:
     return head + (c.log if c.log and c.log_source is None else c.summary())
 
 
+_YIELDING = re.compile(r"yielding (\d+) partitions")
+_DELEGATED_AS = {"cpu": "XNNPACK", "gpu": "GPU"}
+
+
+def partitions_note(c: Coverage) -> str | None:
+    """Why the log line's partition count differs from the delegated partitions, where it does: TFLite's
+    "yielding P partitions" counts every node subset its partitioning made, the delegate's and the runs
+    of nodes left between them (Subgraph::ReplaceNodeSubsetsWithDelegateKernels, tensorflow/lite/core/
+    subgraph.cc: `node_subsets.size()`, kTfPartition and kTfNonPartition alike), not what the delegate
+    took; the delegate (xnnpack_delegate.cc) asks only for its nodes and counts nothing itself."""
+    match = _YIELDING.search(c.log or "")
+    if match is None or c.delegated_partitions is None or int(match[1]) == c.delegated_partitions:
+        return None
+    total, taken = int(match[1]), c.delegated_partitions
+    left = total - taken
+    name = _DELEGATED_AS.get(c.delegate, c.delegate)
+    runs = f"{left} run{'' if left == 1 else 's'} of nodes left on the CPU"
+    return f"{total} partitions: TFLite counts every node subset, the {taken} {name} took and the {runs}"
+
+
 def log_line(c: Coverage) -> str | None:
     """A measured coverage's log line, word for word, under its summary, saying whether the runtime
-    printed it here or it is computed (the runtime's format, from the measured nodes)."""
+    printed it here or it is computed (the runtime's format, from the measured nodes); where its
+    partition count is not the delegated partitions', why, on the line itself (`partitions_note`)."""
     if not c.log or c.log_source is None or c.source == "unavailable":
         return None
     said = "printed" if c.log_source == "printed" else "computed; this LiteRT build does not print it"
-    return f"{'':<{_HEAD}}log ({said}): {c.log}"
+    note = partitions_note(c)
+    return f"{'':<{_HEAD}}log ({said}): {c.log}" + (f" [{note}]" if note else "")
 
 
 def cell(n: NodeCoverage | None) -> str:

@@ -13,7 +13,7 @@ contention" and passes: the machine was busier, not the model slower. Figures ar
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.gates.budget import Budget, Op
@@ -124,6 +124,7 @@ def evaluate(run: StoredSummary, base: StoredSummary | None, budgets: Sequence[B
         # changes how the thread waits too (measured: 1 pinned thread waited 2.0 ms per ms of its CPU where
         # 2 threads waited 1.5, on the same loaded machine), and that is part of what the setting costs.
         rows += _group_rows(run.kind, b, r, budgets, allow_contention=not differ)
+    rows += _unjudged(run, base, budgets, rows)
     return GateReport(
         kind=run.kind,
         baseline=base.path if base else None,
@@ -134,6 +135,41 @@ def evaluate(run: StoredSummary, base: StoredSummary | None, budgets: Sequence[B
         budgets=tuple(b.text for b in budgets),
         rounds=(base.rounds if base else 0, run.rounds),
     )
+
+
+def _unjudged(
+    run: StoredSummary, base: StoredSummary | None, budgets: Sequence[Budget], rows: Sequence[GateRow]
+) -> list[GateRow]:
+    """A FAIL row for each budget judged on no group: a gate never passes on figures nobody measured
+    (its groups not measured on either side, or no group of its name). A group that fell off its delegate
+    has failed already."""
+    if any(r.verdict == Verdict.FAIL and not r.figure for r in rows):
+        return []
+    judged = {id(r.budget) for r in rows if r.budget is not None and r.verdict is not None}
+    out = []
+    for budget in budgets:
+        if id(budget) in judged:
+            continue
+        groups = [g for g in run.groups if _names(budget, g)]
+        base_groups = [g for g in base.groups if _names(budget, g)] if base is not None else []
+        said = [g.reason for g in groups if not g.measured and g.reason]
+        said += [
+            f"in the baseline, {g.reason}" for g in base_groups if not g.measured and g.reason not in (*said, None)
+        ]
+        reasons = list(dict.fromkeys(said))
+        groups += base_groups
+        if not groups:
+            note = f"not measured: no {budget.group} in {'either summary' if base is not None else 'this run'}"
+        else:
+            note = "not measured" + (f": {'; '.join(reasons)}" if reasons else "")
+        unit = budget.figure.unit
+        out.append(GateRow(budget.group or "", budget.figure.name, unit, None, None, budget, None, Verdict.FAIL, note))
+    return out
+
+
+def _names(budget: Budget, group: Group) -> bool:
+    """Whether a budget is about this group: every group, or the one its name gives (`gpu.nodes`, `B.rate`)."""
+    return budget.group is None or bool(group.key and group.key[0] == budget.group)
 
 
 def _pair(run: StoredSummary, base: StoredSummary | None) -> tuple[list[tuple[Group | None, Group]], list[str]]:
@@ -186,8 +222,24 @@ def _group_rows(
         if not on_it and (base_m or run_m):  # a figure neither side read (an older summary's wait) is left out
             rows.append(GateRow(r.label, name, figure.unit, base_m, run_m, None, None, None))
         for budget in on_it:
-            rows.append(_judge(r.label, budget, base_m, run_m, _contention(b, r) if allow_contention else None))
+            row = _judge(r.label, budget, base_m, run_m, _contention(b, r) if allow_contention else None, b is not None)
+            rows.append(_vacuous(kind, row, r))
     return rows
+
+
+def _vacuous(kind: SummaryKind, row: GateRow, run: Group) -> GateRow:
+    """An inspect budget that holds of a delegate that takes no node holds of nothing (0 partitions is
+    "at most 1"): it fails, saying so, unless it asks for none (`nodes<=0`), as `inspect --require` does."""
+    taken = run.figures.get("nodes")
+    if kind != SummaryKind.INSPECT or row.verdict != Verdict.PASS or taken is None or taken.value != 0:
+        return row
+    asks_none = row.limit == 0 and row.budget is not None and row.budget.op == Op.AT_MOST
+    if row.budget is None or (asks_none and row.figure in ("nodes", "partitions")):
+        return row
+    delegate = run.key[0] if run.key else run.label
+    rule = f"{row.figure}{row.budget.shown()}"
+    note = f"{delegate} takes no node of this model: {rule} holds only vacuously"
+    return replace(row, verdict=Verdict.FAIL, note=note)
 
 
 # Figures whose time holds the inference thread's wait for a core: latencies that contain the inference,
@@ -241,13 +293,19 @@ def _allowance(name: str, base: float, contention: Contention | None) -> float:
 
 
 def _judge(
-    group: str, budget: Budget, base: Measure | None, run: Measure | None, contention: Contention | None = None
+    group: str,
+    budget: Budget,
+    base: Measure | None,
+    run: Measure | None,
+    contention: Contention | None = None,
+    has_baseline: bool = False,
 ) -> GateRow:
     name, unit = budget.figure.name, budget.figure.unit
     if run is None:
-        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "no such figure in this run")
-    if budget.relative and base is None:
-        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "no such figure in the baseline")
+        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "not measured in this run")
+    if base is None and (budget.relative or has_baseline):
+        # A baseline given but without the figure: nothing to compare, even for an absolute budget.
+        return GateRow(group, name, unit, base, run, budget, None, Verdict.FAIL, "not measured in the baseline")
     limit = budget.limit(base.value if base else None)
     if budget.holds(run.value, limit):
         return GateRow(group, name, unit, base, run, budget, limit, Verdict.PASS)

@@ -3,8 +3,10 @@ error crosses the threshold, then every node in a window around it and a few cut
 outputs (`SEARCH`), the trade-off measured in docs/numerics.md.
 
 The bisection assumes what LiteRT's culprit finder assumes: once a node's error crosses the threshold,
-the nodes after it stay across (an fp16 overflow propagates). It is checked, not trusted: a measured
-row before the node it finds that crosses too is said in a note, and `ALL` finds the first exactly."""
+the nodes after it stay across (an fp16 overflow propagates). It is checked, not trusted: the first
+breaking node is, under every mode, the first measured row that crosses the threshold (the rule that
+marks the rows), so a measured row before the node the bisection finds, or one that crosses though the
+outputs do not, is the first (said in a note, its window measured too); `ALL` measures every node."""
 
 from __future__ import annotations
 
@@ -164,28 +166,43 @@ def scan(
     if mode == Mode.ALL:
         for position in range(len(cuts)):
             measure(position)
-        first = next((p for p in range(len(cuts)) if measured[p].breaks), None)
+        first = _first_breaking(measured)
         shown = None
     else:
-        first = _bisect(measure, last)
-        if first is None:
-            picked = _spread(0, last, growth + 1)
-        else:
-            picked = sorted(
-                set(range(max(0, first - window), min(last, first + window) + 1)) | set(_spread(first, last, growth))
-            )
-        for position in picked:
-            measure(position)
+        # The bisection proposes; the measured rows decide. A row before the proposal that crosses (the error
+        # is not monotone) is the first breaking node, by the one rule the rows are marked by, and its window
+        # is measured in turn, until no measured row before the first crosses.
+        found = _bisect(measure, last)
+        first = found
+        while True:
+            if first is None:
+                picked = _spread(0, last, growth + 1)
+            else:
+                picked = sorted(
+                    set(range(max(0, first - window), min(last, first + window) + 1))
+                    | set(_spread(first, last, growth))
+                )
+            for position in picked:
+                measure(position)
+            earliest = _first_breaking(measured)
+            if earliest is None or earliest == first:
+                break
+            first = earliest
         shown = None
         if first is not None:
-            earlier = [p for p in sorted(measured) if p < first and measured[p].breaks]
-            if earlier:
+            if found is None:
                 notes.append(
-                    f"node {cuts[earlier[0]].node} crosses the threshold before node {cuts[first].node}, the one "
-                    "the bisection found: the error is not monotone here; --all measures every node"
+                    f"node {cuts[first].node} crosses the threshold though the outputs do not: the error is not "
+                    "monotone here, so the bisection had nothing to search; --all measures every node"
+                )
+            elif first != found:
+                notes.append(
+                    f"node {cuts[first].node} crosses the threshold before node {cuts[found].node}, the one the "
+                    "bisection found: the error is not monotone here; --all measures every node"
                 )
             shown = (cuts[max(0, first - window)].node, cuts[min(last, first + window)].node)
     output = measure(last)
+    first = _first_breaking(measured)  # the outputs' row counts too (measured first by the search)
     if output.not_run is not None:
         notes.append(f"the outputs' node {output.node} could not be run on the delegate: {output.not_run}")
     elif not output.breaks and first is None:
@@ -208,6 +225,12 @@ def scan(
         nodes=len(model.graph.nodes),
         uncut=model.uncut,
     )
+
+
+def _first_breaking(measured: dict[int, NodeError]) -> int | None:
+    """The first cut position, in execution order, whose measured row crosses the threshold: the one
+    definition of "the first breaking node", under every mode (a row's `breaks` is Threshold.breaks)."""
+    return next((p for p in sorted(measured) if measured[p].breaks), None)
 
 
 def _bisect(measure: Callable[[int], NodeError], last: int) -> int | None:

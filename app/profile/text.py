@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from app.profile.types import OpTime, Placement, Profile, TimeSource
 
-WHERE = {Placement.ACCELERATOR: "accel", Placement.CPU: "CPU"}
+# The accelerator named by the delegate that ran (an op in one of its partitions): on the CPU backend that
+# is XNNPACK, whose partitions run on the CPU too, so "CPU" alone means LiteRT's built-in CPU kernels.
+_ACCELERATOR = {"cpu": "XNNPACK", "gpu": "GPU", "coreml": "Core ML"}
+WHERE_WIDTH = 7
+
+
+def where(profile: Profile, placement: Placement) -> str:
+    """The "where" cell: the accelerator's name ("XNNPACK", "GPU", "Core ML") or "CPU" (built-in kernels)."""
+    if placement is Placement.CPU:
+        return "CPU"
+    return _ACCELERATOR.get(profile.used, profile.used)
 
 
 def _node(op: OpTime) -> str:
@@ -23,8 +33,9 @@ def _row(profile: Profile, op: OpTime) -> str:
     least, mean = profile.least_and_mean(op)
     share = f"{100 * profile.share(op):>6.1f}%" if timed else f"{'-':>7}"
     times = f"{_ms(least)} {_ms(op.median_ms)} {_ms(mean)}" if timed else f"{'-':>9} {'-':>9} {'-':>9}"
+    place = where(profile, op.placement)
     return (
-        f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {WHERE[op.placement]:<5} "
+        f"  {op.order:>4} {_node(op):>7}  {op.op[:26]:<26} {op.kernel[:38]:<38} {place:<{WHERE_WIDTH}} "
         f"{part:>4} {times} {share}"
     )
 
@@ -35,7 +46,7 @@ def _timed(profile: Profile) -> bool:
 
 
 def _header() -> str:
-    columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<5} {'part':>4}"
+    columns = f"{'op':<26} {'kernel (runtime name)':<38} {'where':<{WHERE_WIDTH}} {'part':>4}"
     return f"  {'#':>4} {'node':>7}  {columns} {'least ms':>9} {'median ms':>9} {'mean ms':>9} {'share':>7}"
 
 

@@ -4,11 +4,16 @@ CPU coverage is measured by opening the model in LiteRT (XNNPACK applied); GPU
 coverage is measured in a child process where a GPU adapter exists (software
 renderers included, flagged) and otherwise says why it is unavailable; Core ML
 coverage is predicted from the TFLite Core ML delegate's rules on every OS.
+
+A model this runtime cannot load because it needs a custom op the runtime has no kernel for (PoseNet's
+`PosenetDecoderOp`) is still inspected: what the file says (its nodes, the Core ML prediction, which
+reads only the graph) stands, and the measured sections say they are not measurable here and why.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -27,6 +32,38 @@ from app.tflite.graph import read_graph
 GPU_CHILD_TIMEOUT_S = 120
 
 
+# The refusal app/backends/base.py `refusal` words for a custom op the runtime's resolver lacks.
+_NEEDS_CUSTOM_OP = re.compile(
+    r"^the model needs the custom op '(?P<op>[^']+)' \((?P<where>[^)]*)\), which this LiteRT runtime does not have"
+)
+
+
+@dataclass(frozen=True)
+class MissingCustomOp:
+    """A custom op the model needs and this LiteRT runtime has no kernel for: no backend here runs the model."""
+
+    op: str  # its custom code, as the file names it ("PosenetDecoderOp")
+    nodes: tuple[int, ...]  # the nodes of that op, in execution order
+    sentence: str  # "the model needs the custom op 'X' (node N), which this LiteRT runtime does not have"
+
+    def not_measurable(self) -> str:
+        """The reason a measured coverage gives in place of its figures."""
+        return f"not measurable here: {self.sentence}"
+
+    def to_dict(self) -> dict:
+        return {"op": self.op, "nodes": list(self.nodes), "reason": self.sentence}
+
+
+def missing_custom_op(refusal: str, spec: ModelSpec) -> MissingCustomOp | None:
+    """The custom op a runtime's refusal (`ModelError`'s text) names as missing; None for any other refusal."""
+    match = _NEEDS_CUSTOM_OP.match(refusal)
+    if match is None:
+        return None
+    op = match["op"]
+    nodes = tuple(i for i, name in enumerate(spec.op_types) if name == f"CUSTOM:{op}")
+    return MissingCustomOp(op, nodes, match[0])
+
+
 @dataclass(frozen=True)
 class ModelCoverage:
     cpu: Coverage
@@ -34,6 +71,7 @@ class ModelCoverage:
     coreml: Coverage
     gpu_adapter: str | None = None
     gpu_software: bool = False
+    missing_op: MissingCustomOp | None = None  # set: the runtime cannot load the model; cpu and gpu say so
 
     def by_delegate(self) -> Mapping[str, Coverage]:
         return {"cpu": self.cpu, "gpu": self.gpu, "coreml": self.coreml}
@@ -109,7 +147,17 @@ def coreml_coverage_of(spec: ModelSpec, options: CoreMLOptions) -> Coverage:
 
 def inspect_model(spec: ModelSpec, options: CoreMLOptions, gpu: bool = True) -> ModelCoverage:
     coreml = coreml_coverage_of(spec, options)
-    cpu = cpu_coverage_of(spec)
+    try:
+        cpu = cpu_coverage_of(spec)
+    except ModelError as exc:
+        missing = missing_custom_op(str(exc), spec)
+        if missing is None:  # a damaged file, an op version the runtime lacks: inspect has nothing to show
+            raise
+        # Every backend here opens the model through the same LiteRT op resolver: the GPU accelerator
+        # would leave the custom node to a CPU kernel that does not exist, so it is not measured either.
+        reason, total = missing.not_measurable(), len(spec.op_types)
+        return ModelCoverage(unavailable("cpu", reason, total), unavailable("gpu", reason, total), coreml,
+                             missing_op=missing)  # fmt: skip
     if gpu:
         gpu_cov, adapter, software = gpu_coverage_of(spec)
     else:

@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             else None,
             "coreml_pieces": pieces_to_dict(plan.pieces) if plan.runs_core_ml else None,
         }
+        if result.missing_op is not None:  # only for a model the runtime cannot load: others keep their keys
+            out["missing_custom_op"] = result.missing_op.to_dict()
         if args.require:  # only when asked: the JSON without rules keeps its keys
             out["requirements"] = [v.to_dict() for v in verdicts]
         json.dump(versioned(out), sys.stdout, indent=2)
@@ -78,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, {len(spec.op_types)} nodes")
     for line in _task_lines(spec):
         print(line)
+    if (missing := result.missing_op) is not None:
+        nodes = ", ".join(map(str, missing.nodes)) or "?"
+        print(f"          node{'s' if len(missing.nodes) > 1 else ''} {nodes} CUSTOM:{missing.op}: needs a custom op "
+              "this LiteRT runtime does not have; no backend here runs the model")  # fmt: skip
     if result.gpu_adapter:
         print(f"          GPU adapter {result.gpu_adapter}" + (" [SOFTWARE RENDERER]" if result.gpu_software else ""))
     print()
@@ -108,7 +114,7 @@ def _task_lines(spec: ModelSpec) -> list[str]:
         return []
     task = spec.task
     lines = [f"          task {spec.kind.value}" + (f": {task.evidence}" if task else "")]
-    for what, tensors in (("input", spec.all_inputs), ("output", spec.all_outputs)):
+    for what, tensors in (("input", spec.inputs), ("output", spec.outputs)):
         for i, t in enumerate(tensors):
             quant = f", scale {t.scale:g} zero point {t.zero_point}" if t.scale is not None else ""
             image = " (the image)" if what == "input" and i == spec.image_input else ""
