@@ -33,9 +33,10 @@ from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
 from app.system.power_counters import PowerReading
 from app.tasks.bench import not_a_classifier, read_idle, warm_up_done, warmed_up
-from app.tasks.plan import RunPlan
+from app.tasks.plan import RunPlan, RunState
 
 _POLL_S = 0.05
+_PROGRESS_EVERY_S = 0.5  # as a single run's progress line
 
 
 def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed) -> None:
@@ -147,6 +148,7 @@ class CompareSummary:
     clock_sentence: str | None = None
     placement: PreprocessPlacement | None = None  # the shared preprocessing's thread, and why
     plan: RunPlan | None = None  # every setting, as the run ran
+    cancelled: bool = False  # the caller cancelled it (RunState.cancel) before its end
 
     @property
     def a_over_b(self) -> float | None:
@@ -192,26 +194,37 @@ def _alone_figures(alone: MetricsSnapshot | None) -> AloneFigures | None:
     return AloneFigures(alone.inference_fps, inference.p50 if inference.count else None, alone.cpu_ms_per_inference)
 
 
-def run_compare_bench(plan: RunPlan) -> CompareSummary:
+def run_compare_bench(plan: RunPlan, state: RunState | None = None) -> CompareSummary:
     """A/B as `plan` says (`plan.compare` is side B): each side alone for `plan.alone_s`, then both on the
-    same frames over the measured span."""
+    same frames over the measured span. `state`: progress and cancel, as a single run's."""
     assert plan.compare is not None
+    state = state or RunState()
     sampler = ResourceSampler()  # the power state: idle first, then over the measured span
     sampler.start()
     try:
-        summary = _run(plan, sampler)
+        idle = list(plan.idle_readings) if plan.idle_readings is not None else read_idle(sampler, plan.idle_s)
+        alone = {}
+        if plan.alone_s > 0:
+            alone = {"a": _alone(plan, plan.config, plan.alone_s), "b": _alone(plan, plan.compare, plan.alone_s)}
+        cp, sinks = _compare_pipeline(plan, sampler)
+        started = time.monotonic()
+        cp.start()
+        try:
+            span = _measure(cp, sinks, plan, sampler, state)
+        finally:
+            cp.stop()
+            for sink in sinks.values():
+                sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
+                sink.recorder.stop()
     finally:
         sampler.stop()
-    return summary
+    return _compare_summary(plan, cp, span, alone, idle, sampler, time.monotonic() - started)
 
 
-def _run(plan: RunPlan, sampler: ResourceSampler) -> CompareSummary:
+def _compare_pipeline(plan: RunPlan, sampler: ResourceSampler) -> tuple[ComparePipeline, dict[str, RowSink]]:
+    """Both sides on one feed, each side's recording beside it when asked (so `report A B` renders the pair)."""
     a, b = plan.config, plan.compare
     assert b is not None
-    idle = list(plan.idle_readings) if plan.idle_readings is not None else read_idle(sampler, plan.idle_s)
-    alone = {}
-    if plan.alone_s > 0:
-        alone = {"a": _alone(plan, a, plan.alone_s), "b": _alone(plan, b, plan.alone_s)}
     sinks: dict[str, RowSink] = {}  # filled below; the callbacks only fire once cp has started
     cp = ComparePipeline(
         replace(plan.feed, loop=True),  # one preprocessing serves both sides, as the plan places it
@@ -222,81 +235,115 @@ def _run(plan: RunPlan, sampler: ResourceSampler) -> CompareSummary:
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
     )
-    if plan.csv:  # each side also records a full session, so `report A B` can render the pair
-        for side in ("a", "b"):
-            config = a if side == "a" else b
+    if plan.csv:
+        for side, config in (("a", a), ("b", b)):
             settings = {"compare_side": side, "bench": plan.to_dict()}
             recorder = RecordingWriter(side_recording(plan.csv, side), {"settings": settings},
                                        tasks=not_a_classifier(config))  # fmt: skip
             sinks[side] = RowSink(recorder, partial(_worker, cp, side), lambda: plan.feed.spec, cp.metrics[side])
-    cp.start()
-    started = time.monotonic()
-    try:
-        _warm_up(cp, list(cp.metrics.values()), plan)
-        cp.reset()
-        # Each side's recording marks its span where its metrics opened and closed it, so the inference
-        # rows between `measure` and `measure_end` are exactly those its summary counts (`report` reads them).
-        for side, sink in sinks.items():
-            sink.recorder.add_row({"event": "measure", "message": warm_up_done(plan)},
-                                  monotonic=cp.metrics[side].started_at)  # fmt: skip
-        measured_from = time.monotonic()
-        power_from = sampler.read_power_now()
+    return cp, sinks
+
+
+@dataclass(frozen=True)
+class _Span:
+    """What the measured span of an A/B run saw, read at its end, before the pipeline stops."""
+
+    measured_from: float
+    ended: float
+    power: tuple[PowerReading, ...]  # the span's readings, its ends included
+    snaps: Mapping[str, MetricsSnapshot]
+    agreement: AgreementSummary
+    comparisons: tuple[FrameComparison, ...]  # the same frames as the agreement's
+    status: Status
+    cancelled: bool
+
+
+def _measure(
+    cp: ComparePipeline, sinks: Mapping[str, RowSink], plan: RunPlan, sampler: ResourceSampler, state: RunState
+) -> _Span:
+    """Warm both sides up by a single run's rule, then measure `frames` compared frames or `seconds`."""
+    _warm_up(cp, list(cp.metrics.values()), plan)
+    cp.reset()
+    # Each side's recording marks its span where its metrics opened and closed it, so the inference
+    # rows between `measure` and `measure_end` are exactly those its summary counts (`report` reads them).
+    for side, sink in sinks.items():
+        sink.recorder.add_row({"event": "measure", "message": warm_up_done(plan)},
+                              monotonic=cp.metrics[side].started_at)  # fmt: skip
+    measured_from = time.monotonic()
+    power_from = sampler.read_power_now()
+
+    shown = [-float("inf")]
+
+    def done() -> bool:
+        if state.progress and time.monotonic() - shown[0] >= _PROGRESS_EVERY_S:  # a snapshot is O(rows)
+            shown[0] = time.monotonic()
+            state.progress(len(cp.comparator.comparisons), plan.frames, cp.metrics["a"].snapshot())
+        if state.cancelled:
+            return True
         if plan.frames is not None:
-            frames = plan.frames
-            _wait(lambda: len(cp.comparator.comparisons) >= frames, 3600, cp)
-        else:
-            _wait(lambda: time.monotonic() - measured_from >= (plan.seconds or 0), (plan.seconds or 0) + 1, cp)
-        ended = time.monotonic()
-        power_to = sampler.read_power_now()
-        snaps = cp.snapshots(ended)
-        for sink in sinks.values():
-            sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
-        # One set of frames for the summary and the comparison CSV: those compared within the measured span
-        # (report reads the same count back from the CSV: app/recording/ab.py).
-        agreement = cp.comparator.summary(until=ended)
-        comparisons = cp.comparator.measured(ended)
-        status = cp.status()
-    finally:
-        cp.stop()
-        for sink in sinks.values():
-            sink.recorder.add_row({"event": "stop", "message": "compare bench done"})
-            sink.recorder.stop()
+            return len(cp.comparator.comparisons) >= plan.frames
+        return time.monotonic() - measured_from >= (plan.seconds or 0)
+
+    _wait(done, 3600 if plan.frames is not None else (plan.seconds or 0) + 1, cp)
+    ended = time.monotonic()
+    power_to = sampler.read_power_now()
+    snaps = cp.snapshots(ended)
+    for sink in sinks.values():
+        sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
+    readings = (power_from, *sampler.power_between(measured_from, ended), power_to)
+    # One set of frames for the summary and the comparison CSV: those compared within the measured span
+    # (report reads the same count back from the CSV: app/recording/ab.py).
+    return _Span(measured_from, ended, tuple(sorted((r for r in readings if r is not None), key=lambda r: r.t)),
+                 snaps, cp.comparator.summary(until=ended), tuple(cp.comparator.measured(ended)), cp.status(),
+                 state.cancelled)  # fmt: skip
+
+
+def _compare_summary(
+    plan: RunPlan,
+    cp: ComparePipeline,
+    span: _Span,
+    alone: Mapping[str, MetricsSnapshot],
+    idle: list[PowerReading],
+    sampler: ResourceSampler,
+    wall_s: float,
+) -> CompareSummary:
+    assert plan.compare is not None
     sides = {
         side: SideSummary(
             config,
             cp.workers[side].delegation_report(),
-            snaps[side],
+            span.snaps[side],
             _alone_figures(alone.get(side)),
-            measure_rounds(cp.metrics[side], cp.metrics[side].started_at, ended, plan.rounds),
+            measure_rounds(cp.metrics[side], cp.metrics[side].started_at, span.ended, plan.rounds),
             _sha256(cp.workers[side]),
         )
-        for side, config in (("a", a), ("b", b))
+        for side, config in (("a", plan.config), ("b", plan.compare))
     }
     recording = None
     if plan.csv:
-        write_comparisons(plan.csv, comparisons)
-        recording = CompareRecording(
-            plan.csv, len(comparisons), {side: side_recording(plan.csv, side) for side in ("a", "b")}
-        )
+        write_comparisons(plan.csv, list(span.comparisons))
+        sessions = {side: side_recording(plan.csv, side) for side in ("a", "b")}
+        recording = CompareRecording(plan.csv, len(span.comparisons), sessions)
     a_ms, b_ms = sides["a"].inference_ms_median, sides["b"].inference_ms_median
-    during = [r for r in (power_from, *sampler.power_between(measured_from, ended), power_to) if r is not None]
-    power, clock = _power(idle, sorted(during, key=lambda r: r.t), sides, snaps, plan.feed.pace)
+    power, clock = _power(idle, list(span.power), sides, span.snaps, plan.feed.pace)
+    snaps = span.snaps
     return CompareSummary(
         source=plan.feed.source,
         paced=plan.feed.pace,
         a=sides["a"],
         b=sides["b"],
-        agreement=agreement,
+        agreement=span.agreement,
         speed_sentence=speed_sentence(a_ms, b_ms, snaps["a"].cpu_ms_per_inference, snaps["b"].cpu_ms_per_inference),
         shared_computed=cp.rgb_cache.computed,
         shared_reused=cp.rgb_cache.reused,
-        status=status,
-        wall_s=time.monotonic() - started,
+        status=span.status,
+        wall_s=wall_s,
         csv=recording,
         power=power,
         clock_sentence=clock,
         placement=cp.preprocessing,
         plan=plan,
+        cancelled=span.cancelled,
     )
 
 
