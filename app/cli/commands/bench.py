@@ -300,7 +300,14 @@ def _progress(done: int, total: int | None, snap: MetricsSnapshot) -> None:
 
 
 def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
-    m, d, src = summary.metrics, summary.delegate, summary.source
+    _print_what_ran(summary)
+    _print_rates(summary)
+    _print_costs(summary, paced)
+
+
+def _print_what_ran(summary: BenchSummary) -> None:
+    """The model, source, delegate and task lines."""
+    d, src = summary.delegate, summary.source
     opened = [e.model for e in summary.events if e.model is not None]
     if opened:  # the model that ran last (a switch can change it)
         print(f"model     {opened[-1].name}  ({opened[-1].path})")
@@ -314,6 +321,11 @@ def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
         print("inputs    " + (feed.describe() if feed.source != "none" else "the frame only (no other input)"))
     if summary.task is not None:
         print(f"task      {summary.task.task}: {summary.task.describe()}")
+
+
+def _print_rates(summary: BenchSummary) -> None:
+    """What was measured, the rate and what bounds it, where preprocessing ran, the CPUs and each stage."""
+    m = summary.metrics
     print(
         f"measured  {m.inferences_total} inferences in {m.window_s:.1f} s; "
         f"{m.frames_total} frames captured, {m.dropped_total} not inferred (overwritten in the slot)"
@@ -334,6 +346,11 @@ def _print_bench(summary: BenchSummary, paced: bool = False) -> None:
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
     for stage, st in m.latency.items():
         print(f"{stage:<12}{st.mean:>9.2f}{st.p50:>9.2f}{st.p95:>9.2f}{st.max:>9.2f}")
+
+
+def _print_costs(summary: BenchSummary, paced: bool) -> None:
+    """CPU, memory, GPU and power per inference, start-up, and the recording."""
+    m = summary.metrics
     cpu, cores = m.process_cpu_pct_machine, m.process_cpu_pct_cores
     print(
         f"cpu       {m.cpu_ms_per_inference:.2f} ms CPU per inference ({m.cpu_per_wall:.2f}x its wall time); "
