@@ -142,13 +142,13 @@ def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
     import threading
 
     from app.backends.options import BackendOptions
-    from app.tasks.sweep import Outcome, SweepEntry, SweepProgress, run_sweep
+    from app.tasks.sweep import Outcome, SweepEntry, SweepPlan, SweepProgress, run_sweep
 
     captured = capture_frames("demo", 3)
     cpu = SweepEntry("efficientnet_lite0", "cpu", BackendOptions(threads=1), "1 thread")
     # Tried although the plan would have said why not: the open is refused, fallback is off.
     coreml = SweepEntry("efficientnet_lite0", "coreml", BackendOptions(), "all")
-    result = run_sweep(captured, [cpu, coreml], warmup=1)
+    result = run_sweep(SweepPlan(captured, (cpu, coreml), warmup=1))
     measured, refused = result.rows
     assert measured.outcome == Outcome.MEASURED and measured.top1_agreement == 1.0
     if os.uname().sysname != "Darwin":
@@ -161,7 +161,7 @@ def test_a_backend_that_refuses_is_a_row_and_cancelling_skips_the_rest():
         if p.phase == "measuring":
             stop.set()  # cancel while the first configuration runs
 
-    result = run_sweep(captured, [cpu, cpu, cpu], warmup=1, progress=progress, stop=stop)
+    result = run_sweep(SweepPlan(captured, (cpu, cpu, cpu), warmup=1), progress, stop)
     assert result.cancelled and [r.outcome for r in result.rows] == [Outcome.SKIPPED] * 3
     assert "while this configuration ran" in result.rows[0].reason and result.baseline is None
 

@@ -181,7 +181,7 @@ def add_image_arguments(p: argparse.ArgumentParser, top_k_help: str) -> None:
     p.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
 
 
-def add_gate_options(parser: argparse.ArgumentParser, baseline: bool = True) -> None:
+def add_gate_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, baseline: bool = True) -> None:
     """--baseline, --budget and --strict-config (bench, sweep); compare takes --budget only (docs/gates.md)."""
     if baseline:
         parser.add_argument(

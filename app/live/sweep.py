@@ -19,6 +19,7 @@ from app.tasks.delegates import DelegateStatus
 from app.tasks.sweep import (
     DEFAULT_WARMUP,
     SweepEntry,
+    SweepPlan,
     SweepProgress,
     SweepResult,
     default_models,
@@ -104,8 +105,8 @@ class SweepRunner:
 
         def sweep() -> SweepResult:
             entries = self._plan(models, allow_software_gpu=allow_software_gpu, statuses=statuses)
-            return self._run(source, entries, frames=frames, warmup=DEFAULT_WARMUP, progress=self._set_progress,
-                             stop=self._stop)  # fmt: skip
+            plan = SweepPlan(source, tuple(entries), frames=frames, warmup=DEFAULT_WARMUP)
+            return self._run(plan, self._set_progress, self._stop)
 
         future: Future[SweepResult] = Future()
 

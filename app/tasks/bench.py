@@ -295,6 +295,8 @@ class _BenchRun:
                 shown = time.monotonic()
                 # Counters only, but for this: a snapshot is O(rows) and holds the GIL the measured threads need.
                 state.progress(self.metrics.inferences_total, plan.frames, self.metrics.snapshot())
+                if state.cancelled:  # asked for from the progress callback itself
+                    return True
             if span.closed.is_set():  # `frames` results measured
                 return False
             if plan.seconds is not None and time.monotonic() - measured_from >= plan.seconds:

@@ -46,6 +46,7 @@ from app.pipeline import InferenceConfig, Result, State
 from app.pipeline.plan import FeedPlan
 from app.sources import CapturedFrames, capture_frames
 from app.sources.replay import FrameSelection
+from app.system.power_counters import PowerReading
 from app.system.redact import redact_credentials
 from app.tasks.bench import measure_idle, run_bench
 from app.tasks.plan import RunPlan, RunState
@@ -225,40 +226,52 @@ def _gpu_reason(status: DelegateStatus | None, allow_software: bool) -> str | No
     return reason
 
 
+@dataclass(frozen=True)
+class SweepPlan:
+    """Every setting of a sweep, built once by its caller (the command's options, the window's dialog)."""
+
+    source: str | CapturedFrames  # a spec (captured here), or frames captured already
+    entries: tuple[SweepEntry, ...]
+    frames: int = DEFAULT_FRAMES  # captured once and replayed to each configuration
+    warmup: int = DEFAULT_WARMUP
+    pin_cpus: bool = False
+    model_options: ModelOptions = field(default_factory=ModelOptions)  # --task, --input-shape, --inputs: every model
+    # The idle machine read this long before the first configuration (None: bench's default, 2 s where an
+    # energy counter is readable); each configuration's warm-up lasts at least `warm_s`.
+    idle_s: float | None = None
+    warm_s: float = 0.0
+
+    def run_plan(self, entry: SweepEntry, captured: CapturedFrames, idle: tuple[PowerReading, ...]) -> RunPlan:
+        """One configuration's run: the same replayed frames, unpaced; only the model and backend change. Never
+        a fallback: a configuration that cannot run here says why."""
+        config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
+                                 model_options=self.model_options)  # fmt: skip
+        feed = FeedPlan(captured, pace=False, pin_cpus=self.pin_cpus)
+        return RunPlan(config=config, feed=feed, frames=len(captured.images), warmup=self.warmup, warm_s=self.warm_s,
+                       idle_readings=idle)  # fmt: skip
+
+
 def run_sweep(
-    source: str | CapturedFrames,
-    entries: list[SweepEntry],
-    *,
-    frames: int = DEFAULT_FRAMES,
-    warmup: int = DEFAULT_WARMUP,
+    plan: SweepPlan,
     progress: Callable[[SweepProgress], None] | None = None,
     stop: threading.Event | None = None,
-    pin_cpus: bool = False,
-    model_options: ModelOptions | None = None,
-    idle_s: float | None = None,
-    warm_s: float = 0.0,
 ) -> SweepResult:
-    """Capture `frames` frames from `source` (or take the frames given) and run every entry on
-    them in turn. SourceError when the source gives no frame; a model that cannot be read raises
-    ModelError before anything runs. `stop` ends the sweep early: the rows not run say so.
-    `model_options` (--task, --input-shape, --inputs) apply to every model. `idle_s`: the idle machine
-    read this long before the first configuration (None: bench's default, 2 s where an energy counter
-    is readable); `warm_s`: each configuration's warm-up lasts at least this long."""
+    """Capture the plan's frames (or take the frames given) and run every entry on them in turn. SourceError
+    when the source gives no frame; a model that cannot be read raises ModelError before anything runs.
+    `stop` ends the sweep early: the rows not run say so."""
     started, wall_started = time.monotonic(), datetime.now().astimezone()
-    options = model_options or ModelOptions()
-    specs = {m: load_model_spec(m, options=options) for m in dict.fromkeys(e.model for e in entries)}
+    specs = {m: load_model_spec(m, options=plan.model_options) for m in dict.fromkeys(e.model for e in plan.entries)}
     names = {m: spec.display_name for m, spec in specs.items()}
-    total = len(entries)
+    total = len(plan.entries)
     if progress:
-        progress(SweepProgress(0, total, redact_credentials(str(source)), "capturing"))
-    captured = source if isinstance(source, CapturedFrames) else capture_frames(source, frames)
+        progress(SweepProgress(0, total, redact_credentials(str(plan.source)), "capturing"))
+    source = plan.source
+    captured = source if isinstance(source, CapturedFrames) else capture_frames(source, plan.frames)
     count = len(captured.images)
-    idle = tuple(measure_idle(idle_s))
-    idle_span = idle[-1].t - idle[0].t if len(idle) > 1 else 0.0
+    idle = tuple(measure_idle(plan.idle_s))
     rows: list[SweepRow] = []
     baseline: SweepRow | None = None
-    for index, entry in enumerate(entries):
-        label = entry.label(names[entry.model])
+    for index, entry in enumerate(plan.entries):
         if stop is not None and stop.is_set():
             rows.append(_row(entry, names, Outcome.SKIPPED, "the sweep was cancelled"))
             continue
@@ -266,11 +279,8 @@ def run_sweep(
             rows.append(_row(entry, names, Outcome.UNAVAILABLE, entry.unavailable))
             continue
         if progress:
-            progress(SweepProgress(index, total, label, "opening", 0, count))
-        # Every configuration on the same replayed frames, unpaced; only the model and backend change.
-        plan = RunPlan(config=_config(entry, options), feed=FeedPlan(captured, pace=False, pin_cpus=pin_cpus),
-                       frames=count, warmup=warmup, warm_s=warm_s, idle_readings=idle)  # fmt: skip
-        row = _measure(entry, names, plan, count, index, total, progress, stop)
+            progress(SweepProgress(index, total, entry.label(names[entry.model]), "opening", 0, count))
+        row = _measure(entry, names, plan.run_plan(entry, captured, idle), index, total, progress, stop)
         if row.measured and baseline is None:
             baseline = row
         row = _agree(row, baseline, specs)
@@ -278,22 +288,36 @@ def run_sweep(
         rows.append(row if row is baseline else replace(row, answers={}))
     if progress:
         progress(SweepProgress(total, total, "", "done", count, count))
+    rows = [replace(row, model_sha256=specs[row.model_ref].sha256) for row in rows]
+    return _result(plan, captured, rows, baseline, idle, wall_started, time.monotonic() - started, stop)
+
+
+def _result(
+    plan: SweepPlan,
+    captured: CapturedFrames,
+    rows: list[SweepRow],
+    baseline: SweepRow | None,
+    idle: tuple[PowerReading, ...],
+    wall_started: datetime,
+    wall_s: float,
+    stop: threading.Event | None,
+) -> SweepResult:
     return SweepResult(
         source=redact_credentials(captured.spec),  # what the result says is shown and saved: no stream password
         source_description=redact_credentials(captured.info.description),
         frame_size=(captured.images[0].shape[1], captured.images[0].shape[0]),
-        frames=count,
-        warmup=warmup,
+        frames=len(captured.images),
+        warmup=plan.warmup,
         machine=f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs",
         cpu_count=os.cpu_count() or 1,
         started=wall_started.isoformat(timespec="seconds"),
-        wall_s=time.monotonic() - started,
+        wall_s=wall_s,
         baseline=baseline.label if baseline else None,
-        rows=tuple(replace(row, model_sha256=specs[row.model_ref].sha256) for row in rows),
+        rows=tuple(rows),
         cancelled=stop is not None and stop.is_set(),
-        pinned=pin_cpus,
-        idle_s=idle_span,
-        warm_s=warm_s,
+        pinned=plan.pin_cpus,
+        idle_s=idle[-1].t - idle[0].t if len(idle) > 1 else 0.0,
+        warm_s=plan.warm_s,
         frame_selection=captured.selection,
     )
 
@@ -302,13 +326,13 @@ def _measure(
     entry: SweepEntry,
     names: dict[str, str],
     plan: RunPlan,
-    count: int,
     index: int,
     total: int,
     progress: Callable[[SweepProgress], None] | None,
     stop: threading.Event | None,
 ) -> SweepRow:
     label = entry.label(names[entry.model])
+    count = plan.frames or 1  # the captured frames: each configuration measures one lap of them
     # Unpaced replay (`bench`): each captured frame is taken once per lap; warm-up plus `count` measured
     # inferences cover every captured frame at least once.
     top1: dict[int, int] = {}
@@ -362,12 +386,6 @@ def _measure(
         rounds=summary.rounds.to_dict() if summary.rounds else None,
         power=summary.power,
     )
-
-
-def _config(entry: SweepEntry, model_options: ModelOptions) -> InferenceConfig:
-    """What a configuration runs: never a fallback (a configuration that cannot run here says why)."""
-    return InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
-                           model_options=model_options)  # fmt: skip
 
 
 def _row(entry: SweepEntry, names: dict[str, str], outcome: Outcome, reason: str | None) -> SweepRow:

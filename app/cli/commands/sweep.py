@@ -29,7 +29,15 @@ from app.schemas import versioned
 from app.sources import capture_frames
 from app.system.redact import redact_credentials
 from app.tasks.bench import IDLE_S
-from app.tasks.sweep import DEFAULT_FRAMES, DEFAULT_WARMUP, SweepProgress, default_models, plan_sweep, run_sweep
+from app.tasks.sweep import (
+    DEFAULT_FRAMES,
+    DEFAULT_WARMUP,
+    SweepPlan,
+    SweepProgress,
+    default_models,
+    plan_sweep,
+    run_sweep,
+)
 
 
 def add_arguments(s: argparse.ArgumentParser) -> None:
@@ -104,16 +112,9 @@ def run(args: argparse.Namespace) -> int:
     captured = capture_frames(args.source, args.frames)  # a source that fails is exit 6 before the GPU probe
     entries = plan_sweep(models, allow_software_gpu=args.allow_software_gpu)
     progress = _progress if tty else None
-    result = run_sweep(
-        captured,
-        entries,
-        warmup=args.warmup,
-        progress=progress,
-        pin_cpus=args.pin,
-        model_options=model_options(args),
-        idle_s=args.idle_seconds,
-        warm_s=args.warm_seconds,
-    )
+    plan = SweepPlan(captured, tuple(entries), warmup=args.warmup, pin_cpus=args.pin,
+                     model_options=model_options(args), idle_s=args.idle_seconds, warm_s=args.warm_seconds)  # fmt: skip
+    result = run_sweep(plan, progress)
     if tty:
         print(file=sys.stderr)
     out = result.to_dict()
