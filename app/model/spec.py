@@ -510,17 +510,19 @@ def _as_listed(labels: list[str], classes: int, source: str) -> LabelSet:
     return LabelSet(labels, source, background_class=bool(labels) and labels[0].lower() in ("background", "???"))
 
 
-def load_model_spec(
-    ref: str | Path | None = None,
-    labels_file: Path | None = None,
-    mean: tuple[float, ...] | None = None,
-    std: tuple[float, ...] | None = None,
-    options: ModelOptions | None = None,
-) -> ModelSpec:
-    """Read and check a model file; raise ModelError with one clear line when it cannot be used."""
-    options = options or ModelOptions()
-    path = resolve_model_path(ref)
-    content = _read_model_bytes(path)
+@dataclass(frozen=True)
+class _Structure:
+    """What the file itself says: its graph, inputs fixed, metadata (None: absent or ignored) and task."""
+
+    info: TfliteInfo
+    inputs: tuple[TensorInfo, ...]
+    metadata: ClassifierMetadata | None
+    task: TaskChoice
+    warnings: tuple[str, ...]
+
+
+def _read_structure(path: Path, content: bytes, labels_file: Path | None, options: ModelOptions) -> _Structure:
+    """The file's graph, inputs, metadata and task; ModelError named after the file when it cannot be used."""
     warnings: list[str] = []
     metadata = None
     try:
@@ -534,19 +536,48 @@ def load_model_spec(
         names = metadata.output_names if metadata else ()
         labelled = labels_beside(path, labels_file, metadata.label_files if metadata else ())
         task = infer_task(inputs, info.outputs, info, names, options.task, labelled)
-        image = task.image_input
-        if image is not None:
-            _check_image_input(inputs[image])
+        if task.image_input is not None:
+            _check_image_input(inputs[task.image_input])
     except ModelError as exc:  # the file's name goes first: the user may have opened several
         raise ModelError(f"{path.name}: {exc}") from None
-    inp = inputs[image] if image is not None else inputs[0]  # ModelSpec.input, for the checks below
+    return _Structure(info, inputs, metadata, task, tuple(warnings))
 
-    sha = hashlib.sha256(content).hexdigest()
-    sidecar, sidecar_problems = read_sidecar(path.with_suffix(".json"))
-    warnings.extend(sidecar_problems)
+
+def _trusted_sidecar(path: Path, sha: str, warnings: list[str]) -> dict | None:
+    """The project's sidecar beside the model, when it is of this very file (its sha256); problems as warnings."""
+    sidecar, problems = read_sidecar(path.with_suffix(".json"))
+    warnings.extend(problems)
     if sidecar is not None and sidecar.get("sha256") not in (None, sha):
         warnings.append(f"ignoring sidecar {path.with_suffix('.json').name}: its sha256 does not match the model")
-        sidecar = None
+        return None
+    return sidecar
+
+
+def _info_fields(sidecar: dict | None, metadata: ClassifierMetadata | None) -> dict[str, str]:
+    """Licence, source, description: shown, never interpreted."""
+    fields_ = {k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar}
+    if metadata:
+        fields_.update({k: v for k, v in (("description", metadata.description), ("author", metadata.author)) if v})
+    return fields_
+
+
+def load_model_spec(
+    ref: str | Path | None = None,
+    labels_file: Path | None = None,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    options: ModelOptions | None = None,
+) -> ModelSpec:
+    """Read and check a model file; raise ModelError with one clear line when it cannot be used."""
+    options = options or ModelOptions()
+    path = resolve_model_path(ref)
+    content = _read_model_bytes(path)
+    structure = _read_structure(path, content, labels_file, options)
+    task, metadata, image = structure.task, structure.metadata, structure.task.image_input
+    inp = structure.inputs[image] if image is not None else structure.inputs[0]  # ModelSpec.input, checked below
+    warnings = list(structure.warnings)
+    sha = hashlib.sha256(content).hexdigest()
+    sidecar = _trusted_sidecar(path, sha, warnings)
 
     classes = _class_count(task)
     points = task.layout.points if isinstance(task.layout, KeypointsLayout) else 0
@@ -561,32 +592,25 @@ def load_model_spec(
             f"{path.name}: input '{inp.name}' is {inp.dtype} without a usable quantization scale, so it takes "
             f"pixels as they are: normalisation ({normalization.source}) cannot apply"
         )
-    bundled = sidecar is not None and path.resolve().parent == models_dir().resolve()
     name = str(sidecar.get("name", path.stem)) if sidecar else path.stem
-    info_fields: dict[str, str] = {
-        k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar
-    }
-    if metadata:
-        info_fields.update({k: v for k, v in (("description", metadata.description), ("author", metadata.author)) if v})
     output_kind = sidecar.get("output", "unknown") if sidecar else "unknown"
-
     return ModelSpec(
         name=name,
         display_name=str(sidecar.get("display_name", name)) if sidecar else name,
         path=path,
         sha256=sha,
         size_bytes=len(content),
-        inputs=inputs,
-        outputs=tuple(info.outputs),
+        inputs=structure.inputs,
+        outputs=tuple(structure.info.outputs),
         task=task,
         classes=classes,
         labels=labels,
         normalization=normalization,
         output_kind=output_kind if output_kind in ("probabilities", "logits") else "unknown",
-        op_types=info.op_types,
-        op_versions=info.op_versions,
-        bundled=bundled,
-        info=info_fields,
+        op_types=structure.info.op_types,
+        op_versions=structure.info.op_versions,
+        bundled=sidecar is not None and path.resolve().parent == models_dir().resolve(),
+        info=_info_fields(sidecar, metadata),
         warnings=tuple(warnings),
         content=content,
         options=options,
