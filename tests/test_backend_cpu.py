@@ -19,7 +19,7 @@ def test_delegation_facts_match_the_log_line_people_quote(coral: Path):
     try:
         r = session.report
         assert (r.nodes_total, r.nodes_delegated, r.partitions) == (31, 29, 2)
-        assert r.cpu_ops == ["AVERAGE_POOL_2D", "SOFTMAX"]
+        assert r.cpu_ops == ("AVERAGE_POOL_2D", "SOFTMAX")
         assert r.fully_accelerated is False
         assert r.used == "cpu" and r.options == {"threads": 1}
         assert r.init_ms > 0 and r.first_inference_ms > 0

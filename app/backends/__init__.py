@@ -8,6 +8,7 @@ the reason in words), or, with `fallback=False`, BackendUnavailable is raised.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from app.backends import preflight
 from app.backends.base import Backend, CoreMLMode, DelegationReport, ModelRunner, first_line
@@ -17,13 +18,24 @@ from app.backends.gpu.backend import GpuBackend
 from app.backends.options import BackendOptions, Delegate
 from app.backends.reference import ReferenceBackend
 from app.coverage.coreml_rules import CoreMLOptions, predict
-from app.errors import BackendUnavailable, ModelError
+from app.errors import BackendUnavailable, ModelError, RunFailed
 from app.model.spec import ModelSpec
+from app.system.thread_cpu import started_by
 from app.tflite.graph import read_graph
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (CpuBackend(), GpuBackend(), CoreMLBackend(), ReferenceBackend())}
 
-__all__ = ["BACKENDS", "Backend", "BackendOptions", "DelegationReport", "ModelRunner", "get_backend", "open_session"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendOptions",
+    "DelegationReport",
+    "ModelRunner",
+    "continue_on_cpu",
+    "fell_back",
+    "get_backend",
+    "open_session",
+]
 
 
 def get_backend(name: str) -> Backend:
@@ -33,21 +45,58 @@ def get_backend(name: str) -> Backend:
         raise BackendUnavailable(f"unknown delegate '{name}' (known: {', '.join(BACKENDS)})") from None
 
 
-def _predict_onto(report: DelegationReport, spec: ModelSpec) -> None:
+def fell_back(report: DelegationReport, requested: str, reason: str, *, warn: bool = True) -> DelegationReport:
+    """A CPU session's report once it stands in for `requested`: the one way a report changes after opening
+    (the session then holds the new one). `warn`: the reason is also one of its warnings, as the CLI and JSON
+    print them; the live pipeline says it as a fallback event instead."""
+    warnings = (*report.warnings, f"fell back to CPU: {reason}") if warn else report.warnings
+    return replace(report, requested=requested, fallback_reason=reason, warnings=warnings)
+
+
+def mid_run_reason(used: str, exc: BaseException) -> str:
+    return f"{used} failed mid-run: {exc}"
+
+
+def continue_on_cpu(
+    session: ModelRunner,
+    exc: RunFailed,
+    spec: ModelSpec,
+    requested: str,
+    options: BackendOptions | Mapping[str, object] | None,
+    fallback: bool,
+) -> tuple[ModelRunner, set[int]]:
+    """An accelerator that failed mid-run (a lost GPU device): the rest on the CPU, as the live pipeline goes on
+    (app/pipeline/worker.py). The failed session is closed; the CPU session that replaces it and the native
+    threads its runtime started come back. A failure on the CPU is the model's (raised as it came); with
+    `fallback` off, the accelerator's is BackendUnavailable (exit 5, as when it cannot open)."""
+    used = session.report.used
+    if used == Delegate.CPU:
+        raise exc
+    if not fallback:
+        raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
+    session.close()
+    cpu, runtime_threads = started_by(lambda: open_session(spec, Delegate.CPU, options))
+    cpu.report = fell_back(cpu.report, requested, mid_run_reason(used, exc))
+    return cpu, runtime_threads
+
+
+def _with_prediction(report: DelegationReport, spec: ModelSpec) -> DelegationReport:
     """A Core ML request's report: the delegate's predicted selection and, unless the session ran its own
     pieces (app/backends/coreml/partitioned.py), the pieces a Mac would run it in."""
     from app.coreml_mil.split import CoreMLPieces, coreml_pieces
 
     try:
         graph = read_graph(spec.content)
-        report.predicted = predict(graph, CoreMLOptions())
+        predicted = predict(graph, CoreMLOptions())
     except ModelError:  # the runtime already accepted the file; a graph it runs but we cannot read says nothing
-        return
-    if report.coreml_pieces is None and report.coreml_mode is not CoreMLMode.EXPORTED_PACKAGE:
+        return report
+    pieces = report.coreml_pieces
+    if pieces is None and report.coreml_mode is not CoreMLMode.EXPORTED_PACKAGE:
         try:
-            report.coreml_pieces = coreml_pieces(graph, report.predicted)
+            pieces = coreml_pieces(graph, predicted)
         except (ModelError, ValueError) as exc:
-            report.coreml_pieces = CoreMLPieces(not_split=first_line(exc))
+            pieces = CoreMLPieces(not_split=first_line(exc))
+    return replace(report, predicted=predicted, coreml_pieces=pieces)
 
 
 def open_session(
@@ -68,14 +117,15 @@ def open_session(
         reason = str(exc)
     else:
         if requested == Delegate.COREML:
-            _predict_onto(session.report, spec)
+            session.report = _with_prediction(session.report, spec)
         return session
     if not fallback:
+        # A model the runtime itself refuses (a custom op it lacks) is the problem on any delegate: its
+        # ModelError, raised by this open, wins over the delegate's absence.
+        BACKENDS[Delegate.CPU].open(spec, options).close()
         raise BackendUnavailable(f"the {requested} delegate is not available: {reason}")
     session = BACKENDS[Delegate.CPU].open(spec, options)
-    session.report.requested = requested
-    session.report.fallback_reason = reason
-    session.report.warnings.append(f"fell back to CPU: {reason}")
+    session.report = fell_back(session.report, requested, reason)
     if requested == Delegate.COREML:
-        _predict_onto(session.report, spec)
+        session.report = _with_prediction(session.report, spec)
     return session

@@ -7,10 +7,12 @@ fallback is left for the user to guess.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -19,7 +21,6 @@ from app.backends.options import BackendOptions, Delegate, Name
 from app.coverage import Coverage
 from app.errors import ModelError
 from app.model.spec import ModelSpec
-from app.model.task import Task
 
 if TYPE_CHECKING:  # split.py reads LiteRT's schema: imported only where pieces are made
     from app.coreml_mil.split import CoreMLPieces
@@ -36,9 +37,10 @@ class CoreMLMode(Name):
 _MODE_KEY, _MODE_AT = "mode", 2
 
 
-@dataclass
+@dataclass(frozen=True)
 class DelegationReport:
-    """What a backend really did when it opened a model."""
+    """What a backend really did when it opened a model: built once, never patched. A change (a fallback, a
+    failover) is a new report (`fell_back` in app/backends/__init__.py) that the session holds instead."""
 
     requested: str
     used: str
@@ -48,24 +50,36 @@ class DelegationReport:
     nodes_total: int | None = None
     nodes_delegated: int | None = None
     partitions: int | None = None
-    cpu_ops: list[str] = field(default_factory=list)  # op types left on the runtime's own kernels
+    cpu_ops: tuple[str, ...] = ()  # op types left on the runtime's own kernels
     fully_accelerated: bool | None = None
     adapter: str | None = None
     software: bool = False  # a "GPU" that is really the CPU (llvmpipe, lavapipe, SwiftShader)
     fallback_reason: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)  # what the session was opened with, as JSON facts
-    warnings: list[str] = field(default_factory=list)
-    native_log: list[str] = field(default_factory=list)
+    # What the session was opened with, as JSON facts, in the order JSON writes them.
+    options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    warnings: tuple[str, ...] = ()
+    native_log: tuple[str, ...] = ()
     coverage: Coverage | None = None  # node by node: what the backend took and what it left, and why
     predicted: Coverage | None = None  # Core ML requested: the TFLite Core ML delegate's selection, from its rules
     coreml_pieces: CoreMLPieces | None = None  # Core ML requested: the pieces a Mac runs it in, in order
     coreml_mode: CoreMLMode | None = None  # a Core ML session: how it runs the model (in JSON: options["mode"])
 
+    def __post_init__(self) -> None:
+        # Lists and dicts are taken too (JSON, sidecars, callers): kept as tuples and a read-only copy.
+        for name in _SEQUENCES:
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in _SEQUENCES:
+            d[name] = list(d[name])
+        d["options"] = copy.deepcopy(dict(self.options))
         for key in ("coverage", "predicted"):  # Coverage writes its own JSON (log_source only where set)
-            value = getattr(self, key)
+            value = d[key]
             d[key] = None if value is None else value.to_dict()
+        if self.coreml_pieces is not None:
+            d["coreml_pieces"] = asdict(self.coreml_pieces)
         mode = d.pop("coreml_mode")
         if mode is not None:
             items = list(d["options"].items())
@@ -91,6 +105,9 @@ class DelegationReport:
             "predicted": typed(d.get("predicted")),
             "coreml_pieces": _pieces(pieces) if isinstance(pieces, dict) else None,
         })  # fmt: skip
+
+
+_SEQUENCES = ("cpu_ops", "warnings", "native_log")
 
 
 def _pieces(d: dict[str, Any]) -> CoreMLPieces | None:
@@ -198,18 +215,18 @@ def refusal(exc: BaseException, spec: ModelSpec) -> str:
 
 
 def zero_inputs(spec: ModelSpec) -> list[np.ndarray]:
-    return [np.zeros(t.shape, np.dtype(t.dtype)) for t in spec.all_inputs]
+    return [np.zeros(t.shape, np.dtype(t.dtype)) for t in spec.inputs]
 
 
 def time_first_inference(session: ModelRunner, spec: ModelSpec) -> float:
     """Milliseconds of one run on a zero input: the first run pays one-off costs (weight
     packing, shader or device preparation), so it is measured apart from the steady state."""
-    if spec.kind != Task.CLASSIFICATION or len(spec.all_inputs) != 1:
+    if not spec.is_image_classifier:
         started = time.perf_counter()
         outputs = session.run_all(zero_inputs(spec))
         elapsed = (time.perf_counter() - started) * 1000
-        if len(outputs) != len(spec.all_outputs):
-            raise ModelError(f"the runtime gave {len(outputs)} outputs but the model declares {len(spec.all_outputs)}")
+        if len(outputs) != len(spec.outputs):
+            raise ModelError(f"the runtime gave {len(outputs)} outputs but the model declares {len(spec.outputs)}")
         return elapsed
     started = time.perf_counter()
     out = session.run(np.zeros(spec.input.shape, spec.input_dtype))  # 1, 3 or 4 channels

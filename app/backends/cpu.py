@@ -11,6 +11,7 @@ from ai_edge_litert.interpreter import Interpreter
 from app.backends import preflight
 from app.backends.base import DelegationReport, first_line, refusal, time_first_inference
 from app.backends.options import BackendOptions, Delegate
+from app.coverage import Coverage
 from app.coverage.measured import from_ops_details
 from app.errors import ModelError
 from app.model.spec import ModelSpec
@@ -23,11 +24,20 @@ _STALE_REFERENCE_WAITS_MS = (1, 2, 4, 8, 16, 32)  # 63 ms in all, then the error
 class CpuSession:
     def __init__(self, spec: ModelSpec, threads: int) -> None:
         started = time.perf_counter()
+        native_log = self._open(spec, threads)
+        init_ms = (time.perf_counter() - started) * 1000
+        coverage = self._coverage(spec)
+        # The first invoke pays for XNNPACK's weight packing.
+        first_inference_ms = time_first_inference(self, spec)
+        self.report = _report(threads, coverage, init_ms, first_inference_ms, native_log)
+
+    def _open(self, spec: ModelSpec, threads: int) -> tuple[str, ...]:
+        """The interpreter, allocated for the spec's input shapes; the runtime's log while it opened."""
         try:
             with capture_stderr() as log:
                 self._interpreter = Interpreter(model_content=spec.content, num_threads=threads)
                 details = self._interpreter.get_input_details()
-                for detail, wanted in zip(details, spec.all_inputs, strict=False):
+                for detail, wanted in zip(details, spec.inputs, strict=False):
                     if tuple(detail["shape"]) != wanted.shape:
                         # A dynamic dimension: fixed to one image, or to --input-shape.
                         self._interpreter.resize_tensor_input(detail["index"], list(wanted.shape))
@@ -41,32 +51,16 @@ class CpuSession:
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError) as exc:
             # The wrapper's own Python (tensor names, details) can trip on corrupt bytes too.
             raise ModelError(refusal(exc, spec)) from None
-        init_ms = (time.perf_counter() - started) * 1000
+        return tuple(log.lines())
+
+    def _coverage(self, spec: ModelSpec) -> Coverage:
+        """Node by node, what XNNPACK took: the interpreter's own list of its nodes."""
         try:
-            coverage = from_ops_details(self._interpreter._get_ops_details(), spec.op_versions, spec.content)
+            return from_ops_details(self._interpreter._get_ops_details(), spec.op_versions, spec.content)
         except (ValueError, RuntimeError, UnicodeError, TypeError, IndexError, KeyError) as exc:
             raise ModelError(
                 f"the LiteRT runtime refused the model: cannot list its nodes ({first_line(exc)})"
             ) from None
-        partitions = coverage.partitions
-        self.report = DelegationReport(
-            requested="cpu",
-            used="cpu",
-            accelerator=f"XNNPACK (CPU, {threads} thread{'s' if threads != 1 else ''})"
-            if partitions
-            else f"LiteRT built-in kernels (CPU, {threads} thread{'s' if threads != 1 else ''})",
-            init_ms=init_ms,
-            nodes_total=coverage.nodes_total,
-            nodes_delegated=coverage.nodes_delegated,
-            partitions=partitions,
-            cpu_ops=sorted({n.op for n in coverage.left_on_cpu}),
-            fully_accelerated=coverage.nodes_delegated == coverage.nodes_total,
-            coverage=coverage,
-            options={"threads": threads},
-            native_log=log.lines(),
-        )
-        # The first invoke pays for XNNPACK's weight packing.
-        self.report.first_inference_ms = time_first_inference(self, spec)
 
     def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Every input set (model order), one run, every output (copies, model order)."""
@@ -109,6 +103,30 @@ class CpuSession:
 
     def close(self) -> None:
         self._interpreter = None
+
+
+def _report(
+    threads: int, coverage: Coverage, init_ms: float, first_inference_ms: float, native_log: tuple[str, ...]
+) -> DelegationReport:
+    partitions = coverage.partitions
+    plural = "s" if threads != 1 else ""
+    return DelegationReport(
+        requested="cpu",
+        used="cpu",
+        accelerator=f"XNNPACK (CPU, {threads} thread{plural})"
+        if partitions
+        else f"LiteRT built-in kernels (CPU, {threads} thread{plural})",
+        init_ms=init_ms,
+        first_inference_ms=first_inference_ms,
+        nodes_total=coverage.nodes_total,
+        nodes_delegated=coverage.nodes_delegated,
+        partitions=partitions,
+        cpu_ops=tuple(sorted({n.op for n in coverage.left_on_cpu})),
+        fully_accelerated=coverage.nodes_delegated == coverage.nodes_total,
+        coverage=coverage,
+        options={"threads": threads},
+        native_log=native_log,
+    )
 
 
 class CpuBackend:

@@ -122,6 +122,29 @@ def nodes_delegated_text(delegated: object, total: object, partitions: object) -
     return f"{'?' if delegated is None else delegated} of {total} nodes delegated in {partitions} partition{plural}"
 
 
+BUILT_IN_KERNELS = "the built-in CPU kernels"
+
+
+def cpu_split_sentence(report: DelegationReport) -> str | None:
+    """How a CPU session splits the model between XNNPACK and LiteRT's built-in kernels: 'XNNPACK takes
+    27 of 28; AVERAGE_POOL_2D on the built-in CPU kernels'. None off the CPU, or where the runtime did not
+    count the nodes. Both paths run on the CPU: a node XNNPACK's `Subgraph::VisitNode` does not support is
+    left to the interpreter's own kernel for its op (tensorflow/lite/delegates/xnnpack/xnnpack_delegate.cc),
+    so it is the other CPU path, neither a fallback nor a failed offload ("Fully accelerated: no")."""
+    if report.used != Delegate.CPU or report.nodes_total is None:
+        return None
+    total, taken = report.nodes_total, report.nodes_delegated
+    if taken is None:
+        return f"XNNPACK's share of the {total} nodes {NOT_REPORTED}"
+    if not taken:
+        return f"all {total} nodes on {BUILT_IN_KERNELS} (XNNPACK takes none)"
+    if taken == total:
+        return f"XNNPACK takes all {total} nodes"
+    left = total - taken
+    ops = ", ".join(report.cpu_ops) if report.cpu_ops else f"{left} node{'s' if left != 1 else ''}"
+    return f"XNNPACK takes {taken} of {total}; {ops} on {BUILT_IN_KERNELS}"
+
+
 def delegation_line(report: DelegationReport) -> str:
     """What ran where, in one line (classify's and bench's `delegate` line)."""
     parts = [f"{report.requested} -> {report.used}", report.accelerator]
@@ -133,7 +156,9 @@ def delegation_line(report: DelegationReport) -> str:
         parts.append(nodes_delegated_text(report.nodes_delegated, report.nodes_total, report.partitions))
     elif report.fully_accelerated is not None:
         parts.append("fully accelerated" if report.fully_accelerated else "NOT fully accelerated")
-    if report.cpu_ops:
+    if report.cpu_ops and report.used == Delegate.CPU:  # XNNPACK's leftovers: the other CPU path, not a fallback
+        parts.append(", ".join(report.cpu_ops) + f" on {BUILT_IN_KERNELS}")
+    elif report.cpu_ops:
         parts.append("left on CPU kernels: " + ", ".join(report.cpu_ops))
     if report.fallback_reason:
         parts.append(f"FALLBACK: {report.fallback_reason}")
@@ -148,16 +173,44 @@ def backend_name(name: str) -> str:
     return _BACKEND_NAMES.get(name, name.upper())
 
 
+# Software renderers by the words their adapter names carry (app/backends/gpu/vulkan_devices.py's SOFTWARE_NAMES),
+# said as their makers spell them.
+_RENDERER_NAMES = (("swiftshader", "SwiftShader"), ("llvmpipe", "llvmpipe"), ("lavapipe", "lavapipe"),
+                   ("softpipe", "softpipe"), ("microsoft basic render", "Microsoft Basic Render"))  # fmt: skip
+
+
+def software_renderer(adapter: str | None) -> str:
+    """A software adapter's short name: 'SwiftShader Device (Subzero) (Vulkan, CPU / Software)' is
+    'SwiftShader'; one not known by name is its name up to the first bracket, or 'a CPU renderer'."""
+    lower = (adapter or "").lower()
+    for key, name in _RENDERER_NAMES:
+        if key in lower:
+            return name
+    head = (adapter or "").split("(")[0].split(",")[0].strip()
+    return head or "a CPU renderer"
+
+
+def backend_words(used: str, software: bool = False, adapter: str | None = None) -> str:
+    """A backend as every view names it: 'GPU', or 'GPU (software: SwiftShader)' when the 'GPU' is a
+    software renderer on the CPU, so no badge, legend, recording or report says GPU for CPU work."""
+    name = backend_name(used)
+    return f"{name} (software: {software_renderer(adapter)})" if software else name
+
+
+def report_backend_words(report: DelegationReport) -> str:
+    """`backend_words` of what a session really ran on."""
+    return backend_words(report.used, report.software, report.adapter)
+
+
 def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
     """The delegation panel's rows: requested vs used, fallback, adapter, nodes, partitions, timings."""
     fell_back = report.requested != report.used
+    used = report_backend_words(report)
     facts = [
         Fact(
             "Backend",
-            f"{backend_name(report.used)} (requested {backend_name(report.requested)})"
-            if fell_back
-            else backend_name(report.used),
-            "warn" if fell_back else "ok",
+            f"{used} (requested {backend_name(report.requested)})" if fell_back else used,
+            "warn" if fell_back or report.software else "ok",
         ),
         Fact("Accelerator", report.accelerator),
     ]
@@ -166,7 +219,10 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
     if report.adapter:
         adapter = report.adapter + (" — SOFTWARE RENDERER: the 'GPU' work runs on the CPU" if report.software else "")
         facts.append(Fact("Adapter", adapter, "warn" if report.software else "ok"))
-    if report.fully_accelerated is not None:
+    split = cpu_split_sentence(report)
+    if split is not None:  # a CPU run: XNNPACK and the built-in kernels, both on the CPU; said, not flagged
+        facts.append(Fact("XNNPACK", split, "info"))
+    elif report.fully_accelerated is not None:
         facts.append(
             Fact(
                 "Fully accelerated",
@@ -176,13 +232,13 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
         )
     if report.nodes_total is not None:
         delegated = "?" if report.nodes_delegated is None else str(report.nodes_delegated)
-        level = "ok" if report.nodes_delegated == report.nodes_total else "warn"
+        level = "ok" if report.nodes_delegated == report.nodes_total else ("info" if split else "warn")
         facts.append(Fact("Nodes delegated", f"{delegated} of {report.nodes_total}", level))
     facts.append(
         Fact(
             "Partitions",
             NOT_REPORTED if report.partitions is None else str(report.partitions),
-            "info" if report.partitions is None else ("ok" if report.partitions <= 1 else "warn"),
+            "info" if report.partitions is None or split else ("ok" if report.partitions <= 1 else "warn"),
         )
     )
     coverage = report.coverage
@@ -193,7 +249,9 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
             else "computed: this LiteRT build does not print it"
         )
         facts.append(Fact("Log line", f"{coverage.log} ({said})", "info"))
-    if report.cpu_ops:
+    if split is not None:
+        pass  # the XNNPACK row names them
+    elif report.cpu_ops:
         facts.append(Fact("Ops left on CPU", ", ".join(report.cpu_ops), "warn"))
     elif report.fully_accelerated is False:  # some ops stay on the CPU, but the runtime did not say which
         facts.append(Fact("Ops left on CPU", NOT_REPORTED, "info"))

@@ -51,7 +51,7 @@ def check(spec: ModelSpec) -> None:
 
 
 def _run_child(spec: ModelSpec) -> str | None:
-    shapes = ";".join("x".join(map(str, t.shape)) for t in spec.all_inputs)
+    shapes = ";".join("x".join(map(str, t.shape)) for t in spec.inputs)
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "app.backends.preflight_child", shapes],

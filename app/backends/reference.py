@@ -31,7 +31,7 @@ REFERENCE_OF = ("efficientnet_lite0",)  # bundled models whose original Keras mo
 
 class ReferenceSession:
     def __init__(self, spec: ModelSpec) -> None:
-        self._output_shapes = [t.shape for t in spec.all_outputs]
+        self._output_shapes = [t.shape for t in spec.outputs]
         started = time.perf_counter()
         self._proc = subprocess.Popen(
             [sys.executable, str(CHILD)],
@@ -50,15 +50,16 @@ class ReferenceSession:
         if classes != spec.classes:
             self.close()
             raise BackendUnavailable(f"the reference model has {classes} classes, {spec.name} has {spec.classes}")
+        init_ms = (time.perf_counter() - started) * 1000
         self.report = DelegationReport(
             requested="reference",
             used="reference",
             accelerator="TensorFlow (original float32 Keras model, CPU, separate process)",
-            init_ms=(time.perf_counter() - started) * 1000,
+            init_ms=init_ms,
+            first_inference_ms=time_first_inference(self, spec),
             fully_accelerated=None,
             options={},
         )
-        self.report.first_inference_ms = time_first_inference(self, spec)
 
     def _read(self, n: int) -> bytes:
         data = self._out.read(n)

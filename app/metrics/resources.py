@@ -17,6 +17,7 @@ from typing import Any
 
 import psutil
 
+from app.system.background_loop import BackgroundLoop
 from app.system.nvml import NvmlSession
 from app.system.power_counters import PowerCounters, PowerReading
 
@@ -236,16 +237,16 @@ class ResourceSampler:
         self._ncpu = psutil.cpu_count() or 1
         self._lock = threading.Lock()
         self._latest = ResourceReading()
-        self._thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._loop = BackgroundLoop("ResourceSampler")
         self._nvml: _NvmlProbe | None = None
         self._session: NvmlSession | None = None  # one NVML session for utilisation and the power counters
         self._power: PowerCounters | None = None
         self._power_history: deque[PowerReading] = deque(maxlen=self.POWER_HISTORY)
+        self._history: deque[ResourceReading] = deque(maxlen=self.POWER_HISTORY)  # a trace's counters
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._loop.running
 
     def start(self) -> None:
         if self.running:
@@ -259,20 +260,12 @@ class ResourceSampler:
         rss_mb = resident_mb(proc, children)
         power = self._power_reading(mark.wall)
         self._publish(ResourceReading.of(mark.wall, rss_mb, gpu=self._gpu_reading(children), power=power))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(proc, mark), name="ResourceSampler", daemon=True)
-        self._thread.start()
+        self._loop.start(lambda stop: self._run(proc, mark, stop))
 
     def stop(self) -> None:
         """Returns at once unless a sample is being taken (the wait is an Event, not a sleep)."""
-        thread = self._thread
-        if thread is None:
+        if not self._loop.stop(timeout=self.interval_s + 2.0):  # stuck in a driver call: leave NVML to it
             return
-        self._stop.set()
-        thread.join(timeout=self.interval_s + 2.0)
-        if thread.is_alive():  # stuck in a driver call: keep it visible as running, leave NVML to it
-            return
-        self._thread = None
         self._nvml = None
         if self._power is not None:
             self._power.close()
@@ -293,8 +286,8 @@ class ResourceSampler:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _run(self, proc: psutil.Process, previous: CpuMark) -> None:
-        while not self._stop.wait(self.interval_s):
+    def _run(self, proc: psutil.Process, previous: CpuMark, stop: threading.Event) -> None:
+        while not stop.wait(self.interval_s):
             try:
                 children = _children(proc)
                 mark = cpu_mark(proc, children)
@@ -329,6 +322,12 @@ class ResourceSampler:
         kept with the sampler's own."""
         return self._power_reading(time.monotonic())
 
+    def readings_between(self, t0: float, t1: float) -> list[ResourceReading]:
+        """The readings taken from `t0` to `t1` (monotonic), oldest first (a trace's counter tracks)."""
+        with self._lock:
+            return [r for r in self._history if r.sampled_at is not None and t0 <= r.sampled_at <= t1]
+
     def _publish(self, reading: ResourceReading) -> None:
         with self._lock:
             self._latest = reading
+            self._history.append(reading)

@@ -287,10 +287,10 @@ def bundled_models() -> Mapping[str, Path]:
     folder = models_dir()
     for sidecar in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         meta, _ = read_sidecar(sidecar)
-        if meta and "file" in meta:
-            path = folder / meta["file"]
+        if meta is not None and meta.file is not None:
+            path = folder / meta.file
             if path.is_file():
-                found[str(meta.get("name", path.stem))] = path
+                found[meta.name or path.stem] = path
     return found
 
 
@@ -325,7 +325,29 @@ def _numbers(value: object) -> TypeGuard[list[float]]:
     return isinstance(value, list) and len(value) in (1, 3) and all(_finite(v) for v in value)
 
 
-def read_sidecar(path: Path) -> tuple[dict | None, list[str]]:
+@dataclass(frozen=True)
+class Sidecar:
+    """The project's JSON sidecar beside a model (format 1), its fields checked: each a short text, or None
+    where absent or dropped with a warning; the normalisation one or three finite means and stds (std not 0)."""
+
+    name: str | None = None
+    display_name: str | None = None
+    file: str | None = None  # the .tflite beside it (bundled models)
+    sha256: str | None = None  # of the model it describes: a sidecar of another file is ignored
+    labels: str | None = None  # a labels file's name beside the model
+    output: str | None = None  # "probabilities" or "logits"
+    coreml: str | None = None  # the .mlpackage's name beside the model
+    source: str | None = None
+    licence: str | None = None
+    quantization: str | None = None
+    normalization: tuple[tuple[float, ...], tuple[float, ...]] | None = None  # (mean, std)
+
+    def info(self) -> dict[str, str]:
+        """Licence, source, quantization: shown, never interpreted."""
+        return {k: v for k in ("source", "licence", "quantization") if (v := getattr(self, k)) is not None}
+
+
+def read_sidecar(path: Path) -> tuple[Sidecar | None, list[str]]:
     """The project's JSON sidecar beside a model: (its fields that hold what they should, problems).
 
     The sidecar is optional: a damaged one is ignored with a warning (never exit 1 or 3), and a
@@ -344,25 +366,26 @@ def read_sidecar(path: Path) -> tuple[dict | None, list[str]]:
         return None, [f"ignoring sidecar {name}: not valid JSON ({type(exc).__name__})"]
     if not isinstance(meta, dict) or meta.get("format") != SIDECAR_FORMAT:
         return None, []
-    clean: dict = {"format": SIDECAR_FORMAT}
+    texts: dict[str, str] = {}
     problems = []
     for key in _SIDECAR_TEXT_FIELDS:
         if key in meta:
             if isinstance(meta[key], str) and len(meta[key]) <= 4096:
-                clean[key] = meta[key]
+                texts[key] = meta[key]
             else:
                 problems.append(f"ignoring sidecar {name} field '{key}': not a short text")
     norm = meta.get("normalization")
+    normalization = None
     if norm is not None:
         std = norm.get("std") if isinstance(norm, dict) else None
         if isinstance(norm, dict) and _numbers(norm.get("mean")) and _numbers(std) and 0 not in std:
-            clean["normalization"] = {"mean": norm["mean"], "std": norm["std"]}
+            normalization = (tuple(float(v) for v in norm["mean"]), tuple(float(v) for v in std))
         else:
             problems.append(
                 f"ignoring sidecar {name} field 'normalization': mean and std must be one or three finite numbers "
                 "(std not 0)"
             )
-    return clean, problems
+    return Sidecar(**texts, normalization=normalization), problems
 
 
 def _read_model_bytes(path: Path) -> bytes:
@@ -439,7 +462,7 @@ def _normalization(
     spec_input: TensorInfo,
     mean: tuple[float, ...] | None,
     std: tuple[float, ...] | None,
-    sidecar: dict | None,
+    sidecar: Sidecar | None,
     metadata: ClassifierMetadata | None,
 ) -> Normalization:
     def three(values: tuple[float, ...] | list[float], what: str) -> tuple[float, float, float]:
@@ -454,9 +477,8 @@ def _normalization(
         m = three(mean if mean is not None else (127.5,), "--mean")
         s = three(std if std is not None else (127.5,), "--std")
         source = "--mean/--std"
-    elif sidecar and isinstance(sidecar.get("normalization"), dict):
-        norm = sidecar["normalization"]
-        m, s = three(norm.get("mean", ()), "sidecar mean"), three(norm.get("std", ()), "sidecar std")
+    elif sidecar is not None and sidecar.normalization is not None:
+        m, s = three(sidecar.normalization[0], "sidecar mean"), three(sidecar.normalization[1], "sidecar std")
         source = "sidecar"
     elif metadata and metadata.mean and metadata.std:
         m, s = three(metadata.mean, "metadata mean"), three(metadata.std, "metadata std")
@@ -475,7 +497,7 @@ def _labels(
     content: bytes,
     classes: int,
     labels_file: Path | None,
-    sidecar: dict | None,
+    sidecar: Sidecar | None,
     metadata: ClassifierMetadata | None,
     aligned: bool = True,
 ) -> LabelSet:
@@ -484,8 +506,8 @@ def _labels(
     align = align_labels if aligned else _as_listed
     if labels_file is not None:
         return align(read_labels_file(labels_file), classes, chosen_labels_source(labels_file))
-    if sidecar and isinstance(sidecar.get("labels"), str):
-        candidate = path.parent / Path(sidecar["labels"]).name  # a name beside the model, never a path elsewhere
+    if sidecar is not None and sidecar.labels is not None:
+        candidate = path.parent / Path(sidecar.labels).name  # a name beside the model, never a path elsewhere
         if candidate.is_file():
             return align(read_labels_file(candidate), classes, f"sidecar labels {candidate.name}")
     for candidate in (path.with_suffix(".txt"), path.parent / "labels.txt"):
@@ -543,19 +565,19 @@ def _read_structure(path: Path, content: bytes, labels_file: Path | None, option
     return _Structure(info, inputs, metadata, task, tuple(warnings))
 
 
-def _trusted_sidecar(path: Path, sha: str, warnings: list[str]) -> dict | None:
+def _trusted_sidecar(path: Path, sha: str, warnings: list[str]) -> Sidecar | None:
     """The project's sidecar beside the model, when it is of this very file (its sha256); problems as warnings."""
     sidecar, problems = read_sidecar(path.with_suffix(".json"))
     warnings.extend(problems)
-    if sidecar is not None and sidecar.get("sha256") not in (None, sha):
+    if sidecar is not None and sidecar.sha256 not in (None, sha):
         warnings.append(f"ignoring sidecar {path.with_suffix('.json').name}: its sha256 does not match the model")
         return None
     return sidecar
 
 
-def _info_fields(sidecar: dict | None, metadata: ClassifierMetadata | None) -> dict[str, str]:
+def _info_fields(sidecar: Sidecar | None, metadata: ClassifierMetadata | None) -> dict[str, str]:
     """Licence, source, description: shown, never interpreted."""
-    fields_ = {k: sidecar[k] for k in ("source", "licence", "quantization") if sidecar and k in sidecar}
+    fields_ = sidecar.info() if sidecar is not None else {}
     if metadata:
         fields_.update({k: v for k, v in (("description", metadata.description), ("author", metadata.author)) if v})
     return fields_
@@ -592,11 +614,11 @@ def load_model_spec(
             f"{path.name}: input '{inp.name}' is {inp.dtype} without a usable quantization scale, so it takes "
             f"pixels as they are: normalisation ({normalization.source}) cannot apply"
         )
-    name = str(sidecar.get("name", path.stem)) if sidecar else path.stem
-    output_kind = sidecar.get("output", "unknown") if sidecar else "unknown"
+    name = (sidecar.name if sidecar else None) or path.stem
+    output_kind = (sidecar.output if sidecar else None) or "unknown"
     return ModelSpec(
         name=name,
-        display_name=str(sidecar.get("display_name", name)) if sidecar else name,
+        display_name=(sidecar.display_name if sidecar else None) or name,
         path=path,
         sha256=sha,
         size_bytes=len(content),

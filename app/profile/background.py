@@ -30,6 +30,7 @@ from app.profile.gpu import profile_gpu
 from app.profile.placements import profile_placements
 from app.profile.run import profile_model
 from app.profile.types import Profile
+from app.system.background_loop import BackgroundLoop
 from app.system.thread_cpu import started_by
 
 INTERVAL_S = 3.0  # between two profiles of a side
@@ -74,8 +75,7 @@ class LiveProfiler:
         self._lock = threading.Lock()
         self._latest: dict[str, LiveProfile] = {}
         self._seq = 0
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop("delegate-scope-profiler")
         self._specs: dict[tuple[str, str | None], ModelSpec] = {}
         # Per side, compiled or opened once per target and profiled again: a NativeModel (CPU) or a GPU session.
         self._models: dict[str, tuple[Target, NativeModel | ModelRunner]] = {}
@@ -83,20 +83,13 @@ class LiveProfiler:
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._loop.running
 
     def start(self) -> None:
-        if self.running:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, name="delegate-scope-profiler", daemon=True)
-        self._thread.start()
+        self._loop.start(self._run)
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._thread = None
+        self._loop.stop(timeout)
 
     def latest(self) -> Mapping[str, LiveProfile]:
         """side -> its newest profile: a copy, read by the window."""
@@ -112,7 +105,7 @@ class LiveProfiler:
 
     def profile_once(self) -> None:
         for side, target in self._targets().items():
-            if self._stop.is_set():
+            if self._loop.stopping:
                 return
             profile, error = None, None
             try:
@@ -170,12 +163,12 @@ class LiveProfiler:
         if entry is not None:
             entry[1].close()
 
-    def _loop(self) -> None:
+    def _run(self, stop: threading.Event) -> None:
         _lower_priority()
         try:
-            while not self._stop.is_set():
+            while not stop.is_set():
                 self.profile_once()
-                self._stop.wait(self.interval_s)
+                stop.wait(self.interval_s)
         finally:
             for side in list(self._models):  # closed by the thread that made them
                 self._close(side)

@@ -1,12 +1,7 @@
-"""A profile as Google AI Edge Model Explorer node data: per-op latency to overlay on the model's graph.
-
-The format is Model Explorer's `GraphNodeData` (model_explorer/node_data_builder.py in
-google-ai-edge/model-explorer): {"name", "results": {node id: {"value": ms}}, "gradient": [...]}.
-Without a graph id at the top, Model Explorer applies it to the graph on screen
-(node_data_provider_extension_service.ts). Its TFLite adapter names each node by its operator index
-in the subgraph (direct_flatbuffer_to_json_graph_convert.cc: node_ids = StrCat(i)), which is the
-node index here. Rows that stand for no single node (a GPU partition, an operator XNNPACK added)
-have no node to carry them and are left out; `skipped` says how many and how much time.
+"""A profile as Google AI Edge Model Explorer node data: per-op latency to overlay on the model's graph
+(the format and the node ids: app/tflite/model_explorer.py). Rows that stand for no single node (a GPU
+partition, an operator XNNPACK added) have no node to carry them and are left out; `skipped` says how many
+and how much time.
 """
 
 from __future__ import annotations
@@ -14,13 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.profile.types import Profile
+from app.tflite import model_explorer
+from app.tflite.model_explorer import GREEN, ORANGE, RED, YELLOW
 
-_GRADIENT = [
-    {"stop": 0, "bgColor": "#e8f5e9"},
-    {"stop": 0.33, "bgColor": "#fff59d"},
-    {"stop": 0.67, "bgColor": "#ffb74d"},
-    {"stop": 1, "bgColor": "#e53935"},
-]
+_GRADIENT = ((0, GREEN), (0.33, YELLOW), (0.67, ORANGE), (1, RED))  # fast to slow
 
 
 @dataclass(frozen=True)
@@ -31,18 +23,17 @@ class NodeData:
 
 
 def node_data(profile: Profile) -> NodeData:
-    values: dict[str, float] = {}
+    values: dict[int, float] = {}
     skipped_rows, skipped_ms = 0, 0.0
     for op in profile.ops:
         if op.node is None:
             skipped_rows += 1
             skipped_ms += op.ms
             continue
-        key = str(op.node)
-        values[key] = values.get(key, 0.0) + op.ms
-    data = {
-        "name": f"{profile.model} on {profile.used}: ms per op (delegate-scope profile)",
-        "results": {key: {"value": round(ms, 6)} for key, ms in values.items()},
-        "gradient": _GRADIENT,
-    }
+        values[op.node] = values.get(op.node, 0.0) + op.ms
+    data = model_explorer.node_data(
+        f"{profile.model} on {profile.used}: ms per op (delegate-scope profile)",
+        {node: round(ms, 6) for node, ms in values.items()},
+        _GRADIENT,
+    )
     return NodeData(data, skipped_rows, skipped_ms)

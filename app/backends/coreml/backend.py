@@ -23,7 +23,7 @@ import numpy as np
 
 from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
 from app.backends.coreml.package import check_package, has_manifest, package_name
-from app.backends.coreml.plan import compute_plan
+from app.backends.coreml.plan import ComputePlan, compute_plan
 from app.backends.options import BackendOptions, ComputeUnits, Delegate
 from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
@@ -41,31 +41,52 @@ def find_mlpackage(spec: ModelSpec) -> Path | None:
     """The Core ML version of a TFLite model: the sidecar's "coreml" entry, else <stem>.mlpackage beside it."""
     candidates: list[Path] = []
     meta, _ = read_sidecar(spec.path.with_suffix(".json"))  # its problems were warned about when the model loaded
-    if meta is not None and meta.get("sha256") in (None, spec.sha256) and "coreml" in meta:
-        name = package_name(meta["coreml"])  # a name beside the model, never elsewhere
+    if meta is not None and meta.sha256 in (None, spec.sha256) and meta.coreml is not None:
+        name = package_name(meta.coreml)  # a name beside the model, never elsewhere
         if name:
             candidates.append(spec.path.parent / name)
     candidates.append(spec.path.with_suffix(".mlpackage"))
     return next((c for c in candidates if has_manifest(c)), None)
 
 
+def coremltools_or_unavailable() -> Any:
+    """coremltools, or BackendUnavailable saying why it cannot be imported."""
+    try:
+        return import_coremltools()
+    except ImportError as exc:
+        raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
+
+
+def warning_lines(caught: list[warnings.WarningMessage]) -> list[str]:
+    """Python warnings caught while Core ML loaded or converted, one line each."""
+    return [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
+
+
 class CoreMLSession:
     def __init__(self, spec: ModelSpec, package: Path, units: str) -> None:
-        try:
-            ct = import_coremltools()
-        except ImportError as exc:
-            raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
+        ct = coremltools_or_unavailable()
         compute_units = getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
         self._spec = spec
-        self._output_shapes = [t.shape for t in spec.all_outputs]
+        self._output_shapes = [t.shape for t in spec.outputs]
         started = time.perf_counter()
+        native_log, caught = self._load(ct, package, compute_units)
+        init_ms = (time.perf_counter() - started) * 1000
+        quantized = self._bind(spec, package)
+        plan, no_plan = compute_plan(self._model, compute_units)
+        # The first prediction pays for Core ML's device-specific preparation.
+        first_inference_ms = time_first_inference(self, spec)
+        self.report = _package_report(
+            package, units, plan, no_plan, quantized, caught, native_log, init_ms, first_inference_ms
+        )
+
+    def _load(self, ct: Any, package: Path, compute_units: Any) -> tuple[list[str], list[warnings.WarningMessage]]:
+        """The package loaded by Core ML; its native log and the Python warnings while it loaded."""
         try:
             with capture_stderr() as log, warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 self._model = ct.models.MLModel(str(package), compute_units=compute_units)
         except Exception as exc:  # coremltools raises plain Exception for unreadable packages
             raise BackendUnavailable(f"Core ML cannot load {package.name}: {first_line(exc)}") from None
-        init_ms = (time.perf_counter() - started) * 1000
         if self._model.__proxy__ is None:
             error = getattr(self._model, "_framework_error", None)
             raise BackendUnavailable(
@@ -75,6 +96,11 @@ class CoreMLSession:
                 f"{self._model.get_spec().specificationVersion} needs macOS 13 or later, or coremltools "
                 "lacks its native module)"
             )
+        return log.lines(), caught
+
+    def _bind(self, spec: ModelSpec, package: Path) -> bool:
+        """The package's input and output by name, its input shape checked against the .tflite's; how an
+        integer model's input is dequantized for it. Whether the model is integer-quantized."""
         description = self._model.get_spec().description
         self._input_name = _pick(description.input, INPUT_NAME, package, "input")
         self._output_name = _pick(description.output, OUTPUT_NAME, package, "output")
@@ -86,43 +112,7 @@ class CoreMLSession:
         quantized = spec.input.dtype in ("int8", "uint8")
         self._scale = float(spec.input.scale or 1.0) if quantized else None
         self._zero_point = float(spec.input.zero_point or 0) if quantized else 0.0
-
-        plan, no_plan = compute_plan(self._model, compute_units)
-        report_warnings = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
-        options: dict[str, object] = {"compute_units": units, "mlpackage": package.name}
-        total = delegated = None
-        cpu_ops: list[str] = []
-        if plan is not None:
-            devices = plan.devices
-            total = sum(devices.values())
-            delegated = devices.get("gpu", 0) + devices.get("neural_engine", 0)
-            cpu_ops = plan.cpu_ops
-            options["compute_plan"] = devices
-            if plan.cost:
-                options["compute_plan_cost"] = plan.cost  # Core ML's estimated share of the work
-        else:
-            report_warnings.append(no_plan or "no per-op device plan")
-        if quantized:
-            report_warnings.append(
-                f"Core ML runs {package.name}: int8 weights with fp16 activations; the .tflite model "
-                "quantizes activations too, so scores differ slightly"
-            )
-        self.report = DelegationReport(
-            requested="coreml",
-            used="coreml",
-            accelerator=f"Core ML (compute units: {units})",
-            init_ms=init_ms,
-            nodes_total=total,
-            nodes_delegated=delegated,
-            cpu_ops=cpu_ops,
-            fully_accelerated=None if total is None else delegated == total,
-            options=options,
-            coreml_mode=CoreMLMode.EXPORTED_PACKAGE,
-            warnings=report_warnings,
-            native_log=log.lines(),
-        )
-        # The first prediction pays for Core ML's device-specific preparation.
-        self.report.first_inference_ms = time_first_inference(self, spec)
+        return quantized
 
     def run_all(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """An exported Core ML package is a classifier's: one image in, class scores out."""
@@ -143,6 +133,54 @@ class CoreMLSession:
 
     def close(self) -> None:
         self._model = None
+
+
+def _package_report(
+    package: Path,
+    units: str,
+    plan: ComputePlan | None,
+    no_plan: str | None,
+    quantized: bool,
+    caught: list[warnings.WarningMessage],
+    native_log: list[str],
+    init_ms: float,
+    first_inference_ms: float,
+) -> DelegationReport:
+    """An exported package's report: MLComputePlan's counts where macOS has it, and what Core ML warned."""
+    report_warnings = warning_lines(caught)
+    options: dict[str, object] = {"compute_units": units, "mlpackage": package.name}
+    total = delegated = None
+    cpu_ops: list[str] = []
+    if plan is not None:
+        devices = plan.devices
+        total = sum(devices.values())
+        delegated = devices.get("gpu", 0) + devices.get("neural_engine", 0)
+        cpu_ops = plan.cpu_ops
+        options["compute_plan"] = devices
+        if plan.cost:
+            options["compute_plan_cost"] = plan.cost  # Core ML's estimated share of the work
+    else:
+        report_warnings.append(no_plan or "no per-op device plan")
+    if quantized:
+        report_warnings.append(
+            f"Core ML runs {package.name}: int8 weights with fp16 activations; the .tflite model "
+            "quantizes activations too, so scores differ slightly"
+        )
+    return DelegationReport(
+        requested="coreml",
+        used="coreml",
+        accelerator=f"Core ML (compute units: {units})",
+        init_ms=init_ms,
+        first_inference_ms=first_inference_ms,
+        nodes_total=total,
+        nodes_delegated=delegated,
+        cpu_ops=tuple(cpu_ops),
+        fully_accelerated=None if total is None else delegated == total,
+        options=options,
+        coreml_mode=CoreMLMode.EXPORTED_PACKAGE,
+        warnings=tuple(report_warnings),
+        native_log=tuple(native_log),
+    )
 
 
 def _pick(features: Any, preferred: str, package: Path, what: str) -> str:

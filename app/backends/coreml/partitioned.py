@@ -16,11 +16,13 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
+from app.backends.coreml.backend import coremltools_or_unavailable, warning_lines
 from app.backends.options import ComputeUnits, GpuPrecision
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
@@ -52,6 +54,16 @@ class CoreMLPiece:
         return [np.asarray(out[io.name], np.float32).reshape(io.shape) for io in self.piece.outputs]
 
 
+@dataclass(frozen=True)
+class _Opened:
+    """What converting and loading the pieces gave, with what the runtimes said meanwhile."""
+
+    prepared: Prepared
+    prepare_ms: float  # converting or finding the cached programs
+    native_log: list[str]
+    caught: list[warnings.WarningMessage]
+
+
 class PartitionedCoreMLSession:
     def __init__(
         self,
@@ -61,20 +73,40 @@ class PartitionedCoreMLSession:
         threads: int,
         cache: ProgramCache | None = None,
     ) -> None:
-        from app.backends.coreml.plan import compute_plan
-        from app.coreml_mil.coremltools_import import import_coremltools
-
-        self._spec_outputs = spec.all_outputs
+        self._spec_outputs = spec.outputs
         if spec.input.dtype != "float32":
             raise BackendUnavailable(
                 "the TFLite Core ML delegate takes no integer-quantized model, and this one has no exported "
                 ".mlpackage beside it"
             )
-        try:
-            ct = import_coremltools()
-        except ImportError as exc:
-            raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
+        ct = coremltools_or_unavailable()
         compute_units = getattr(ct.ComputeUnit, ComputeUnits(units).coremltools_name)
+        started = time.perf_counter()
+        opened, core_ml = self._open(ct, spec, precision, compute_units, threads, cache)
+        init_ms = (time.perf_counter() - started) * 1000
+        if not core_ml:
+            # The delegate would not be applied at all: TFLite runs the whole model on the CPU.
+            raise BackendUnavailable(
+                "the TFLite Core ML delegate would take none of this model's nodes "
+                f"({opened.prepared.split.coverage.log})"
+            )
+        devices, plan_warnings = _plan(core_ml, compute_units)
+        self.last_timings: list[PieceTiming] = []
+        first_inference_ms = time_first_inference(self, spec)
+        self.report = _partitioned_report(
+            opened, units, precision, threads, devices, plan_warnings, init_ms, first_inference_ms, self.last_timings
+        )
+
+    def _open(
+        self,
+        ct: Any,
+        spec: ModelSpec,
+        precision: GpuPrecision | str,
+        compute_units: Any,
+        threads: int,
+        cache: ProgramCache | None,
+    ) -> tuple[_Opened, list[CoreMLPiece]]:
+        """The model split where the delegate would split it, its delegated pieces as loaded ML programs."""
         started = time.perf_counter()
         try:
             with capture_stderr() as log, warnings.catch_warnings(record=True) as caught:
@@ -82,73 +114,14 @@ class PartitionedCoreMLSession:
                 prepared = load_or_convert(spec.content, precision, cache=cache)
                 prepare_ms = (time.perf_counter() - started) * 1000
                 self._prepared = prepared
-                runners, core_ml = self._runners(ct, prepared, compute_units, threads)
+                self._runners_list, core_ml = self._runners(ct, prepared, compute_units, threads)
         except Untranslatable as exc:  # the delegate would take it, the translator cannot: say so, run on the CPU
             raise BackendUnavailable(f"a delegated node has no Core ML translation here: {exc}") from None
         except (BackendUnavailable, ModelError):
             raise
         except Exception as exc:  # coremltools' converter and loader raise many kinds
             raise BackendUnavailable(f"the model could not be made into Core ML programs: {first_line(exc)}") from None
-        init_ms = (time.perf_counter() - started) * 1000
-        if not core_ml:
-            # The delegate would not be applied at all: TFLite runs the whole model on the CPU.
-            raise BackendUnavailable(
-                f"the TFLite Core ML delegate would take none of this model's nodes ({prepared.split.coverage.log})"
-            )
-        self._runners_list = runners
-        self.last_timings: list[PieceTiming] = []
-        split = prepared.split
-        coverage = split.coverage
-        devices: Counter[str] = Counter()
-        plan_warnings = []
-        for piece in core_ml:
-            plan, no_plan = compute_plan(piece.model, compute_units)
-            if plan is None:
-                plan_warnings.append(no_plan or "no per-op device plan")
-                break
-            devices.update(plan.devices)
-        options: dict[str, object] = {
-            "compute_units": units,
-            "precision": precision,
-            "threads": threads,  # the LiteRT pieces
-            "pieces": [{"piece": p.index, "where": p.where, "nodes": len(p.nodes)} for p in split.pieces],
-            "programs": "cache hit" if prepared.entry.hit else "converted now",
-            "prepare_ms": round(prepare_ms, 1),
-        }
-        if devices:
-            options["compute_plan"] = dict(sorted(devices.items()))  # MIL ops per preferred device, all pieces
-        report_warnings = [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
-        report_warnings += plan_warnings
-        if prepared.entry.rebuilt_because:
-            report_warnings.append(f"cached Core ML programs rebuilt: {prepared.entry.rebuilt_because}")
-        report_warnings.append(
-            "runs ML programs translated from the delegate's partitions; the TFLite Core ML delegate itself "
-            "builds neural-network models, whose numerics and device choices can differ"
-        )
-        left = [n for n in coverage.nodes if not n.delegated]
-        self.report = DelegationReport(
-            requested="coreml",
-            used="coreml",
-            accelerator=f"Core ML (compute units: {units})",
-            init_ms=init_ms,
-            nodes_total=coverage.nodes_total,
-            nodes_delegated=coverage.nodes_delegated,
-            partitions=coverage.delegated_partitions,
-            cpu_ops=sorted({n.op for n in left}),
-            fully_accelerated=not left,
-            options=options,
-            coreml_mode=CoreMLMode.PARTITIONED,
-            warnings=report_warnings,
-            native_log=log.lines(),
-            coverage=coverage,
-        )
-        self.report.first_inference_ms = time_first_inference(self, spec)
-        self.report.options["first_inference_pieces_ms"] = [round(t.ms, 3) for t in self.last_timings]
-        # What the window shows: the pieces this session runs, with the first inference's time of each.
-        self.report.coreml_pieces = CoreMLPieces(
-            summarize_pieces(split.graph, split.pieces),
-            first_inference_ms=tuple(t.ms for t in self.last_timings) if self.last_timings else None,
-        )
+        return _Opened(prepared, prepare_ms, log.lines(), caught), core_ml
 
     @staticmethod
     def _runners(
@@ -188,3 +161,73 @@ class PartitionedCoreMLSession:
 
     def close(self) -> None:
         self._runners_list = []
+
+
+def _plan(core_ml: list[CoreMLPiece], compute_units: Any) -> tuple[Counter[str], list[str]]:
+    """MLComputePlan's MIL ops per preferred device over every piece; why there is none, where macOS has none."""
+    from app.backends.coreml.plan import compute_plan
+
+    devices: Counter[str] = Counter()
+    for piece in core_ml:
+        plan, no_plan = compute_plan(piece.model, compute_units)
+        if plan is None:
+            return devices, [no_plan or "no per-op device plan"]
+        devices.update(plan.devices)
+    return devices, []
+
+
+def _partitioned_report(
+    opened: _Opened,
+    units: ComputeUnits | str,
+    precision: GpuPrecision | str,
+    threads: int,
+    devices: Counter[str],
+    plan_warnings: list[str],
+    init_ms: float,
+    first_inference_ms: float,
+    first_timings: list[PieceTiming],
+) -> DelegationReport:
+    prepared = opened.prepared
+    split = prepared.split
+    coverage = split.coverage
+    options: dict[str, object] = {
+        "compute_units": units,
+        "precision": precision,
+        "threads": threads,  # the LiteRT pieces
+        "pieces": [{"piece": p.index, "where": p.where, "nodes": len(p.nodes)} for p in split.pieces],
+        "programs": "cache hit" if prepared.entry.hit else "converted now",
+        "prepare_ms": round(opened.prepare_ms, 1),
+    }
+    if devices:
+        options["compute_plan"] = dict(sorted(devices.items()))  # MIL ops per preferred device, all pieces
+    options["first_inference_pieces_ms"] = [round(t.ms, 3) for t in first_timings]
+    report_warnings = warning_lines(opened.caught) + plan_warnings
+    if prepared.entry.rebuilt_because:
+        report_warnings.append(f"cached Core ML programs rebuilt: {prepared.entry.rebuilt_because}")
+    report_warnings.append(
+        "runs ML programs translated from the delegate's partitions; the TFLite Core ML delegate itself "
+        "builds neural-network models, whose numerics and device choices can differ"
+    )
+    left = [n for n in coverage.nodes if not n.delegated]
+    return DelegationReport(
+        requested="coreml",
+        used="coreml",
+        accelerator=f"Core ML (compute units: {units})",
+        init_ms=init_ms,
+        first_inference_ms=first_inference_ms,
+        nodes_total=coverage.nodes_total,
+        nodes_delegated=coverage.nodes_delegated,
+        partitions=coverage.delegated_partitions,
+        cpu_ops=tuple(sorted({n.op for n in left})),
+        fully_accelerated=not left,
+        options=options,
+        coreml_mode=CoreMLMode.PARTITIONED,
+        warnings=tuple(report_warnings),
+        native_log=tuple(opened.native_log),
+        coverage=coverage,
+        # What the window shows: the pieces this session runs, with the first inference's time of each.
+        coreml_pieces=CoreMLPieces(
+            summarize_pieces(split.graph, split.pieces),
+            first_inference_ms=tuple(t.ms for t in first_timings) if first_timings else None,
+        ),
+    )

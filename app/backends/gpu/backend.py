@@ -3,8 +3,8 @@ Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
 
 It is built and run through LiteRT's C API (`app/backends/litert_c.py`), not the Python wrapper's
 `CompiledModel`: the wrapper holds the GIL through a GPU run, which stalled every other thread of
-the pipeline behind each inference (docs/benchmarks.md, "fourth session: the GPU run without the
-GIL"). The C options also name the precision: the wrapper could only ask for fp32 or leave the
+the pipeline behind each inference (docs/benchmarks.md, "GPU: the pipeline against the model
+alone"). The C options also name the precision: the wrapper could only ask for fp32 or leave the
 runtime's default, which gave fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
 
 What the runtime does not say, this module finds out: which adapter it ran on
@@ -37,6 +37,7 @@ from app.backends.gpu.process_session import GpuProcessSession
 from app.backends.gpu.vulkan_devices import SOFTWARE_NAMES, VulkanDevice, list_devices, preferred
 from app.backends.litert_c import HW_CPU, HW_GPU, NativeModel
 from app.backends.options import BackendOptions, Delegate, GpuPrecision
+from app.coverage import Coverage
 from app.coverage.gpu_nodes import GpuNodes, GpuSplit, parse_split, resolve
 from app.coverage.measured import gpu_coverage, gpu_replacing_line
 from app.coverage.replacing import WEBGPU_KERNEL, XNNPACK_KERNEL
@@ -151,6 +152,70 @@ class GpuRunFailed(RunFailed):
     be used here, so opening falls back too."""
 
 
+@dataclass(frozen=True)
+class _NodeCounts:
+    """The GPU's share of the graph in the runtime's own counts (None where it did not say)."""
+
+    total: int
+    delegated: int | None
+    partitions: int | None
+
+
+def _count_nodes(
+    spec: ModelSpec, facts: LogFacts, split: GpuSplit | None, taken: GpuNodes | str | None, fully: bool
+) -> _NodeCounts:
+    total = facts.nodes_total or len(spec.op_types)
+    # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
+    delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (total if fully else None)
+    if delegated is None and split is not None and split.gpu_nodes is not None:
+        delegated = split.gpu_nodes  # "N operations will run on the GPU": the runtime's own count
+    # TFLite's "yielding P partitions" counts every node subset, the ones left on the CPU too
+    # (subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels: node_subsets.size()), so it is not the
+    # number of GPU partitions. A fully accelerated graph is one subset: the partitioner's first
+    # epoch takes every node when all are of one kind.
+    partitions = 1 if fully else (taken.partitions_delegated if isinstance(taken, GpuNodes) else None)
+    return _NodeCounts(total, delegated, partitions)
+
+
+def _coverage(
+    spec: ModelSpec,
+    facts: LogFacts,
+    split: GpuSplit | None,
+    taken: GpuNodes | str | None,
+    fully: bool,
+    counts: _NodeCounts,
+) -> Coverage:
+    return gpu_coverage(
+        spec.op_types,
+        spec.op_versions,
+        fully,
+        counts.delegated,
+        counts.partitions,
+        facts.line,
+        facts.subsets,
+        taken,
+        summary=split.line if split else None,
+        computed=None if facts.line else gpu_replacing_line(spec.content, fully, taken, _KERNEL),
+    )
+
+
+def _left_on_cpu(coverage: Coverage, fully: bool) -> tuple[str, ...]:
+    return () if fully else tuple(sorted({n.op for n in coverage.left_on_cpu}))
+
+
+def _warnings(adapter: str | None, software: bool, fully: bool, left: tuple[str, ...]) -> tuple[str, ...]:
+    said = []
+    if software:
+        said.append(f"the GPU adapter is a software renderer ({adapter}): 'GPU' inference runs on the CPU")
+    if not fully:
+        said.append(
+            f"not fully accelerated: {', '.join(left)} run on LiteRT's CPU kernels"
+            if left
+            else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
+        )
+    return tuple(said)
+
+
 class GpuSession:
     def __init__(
         self,
@@ -163,6 +228,49 @@ class GpuSession:
         devices, vulkan_problem = list_devices()
         started = time.perf_counter()
         self._model: NativeModel | None = None
+        native_log = self._open(spec, precision, threads, wait_hint, devices, vulkan_problem)
+        facts = parse_log(native_log)
+        adapter, software = _adapter(facts, devices)
+        if software and not allow_software:
+            self.close()
+            raise BackendUnavailable(f"GPU adapter is a software renderer: {adapter}")
+        fully = self._fully_accelerated()
+        split = parse_split(native_log)
+        taken = _nodes_taken(spec, split, fully, self._opened())
+        self._one_run_inputs(spec)
+        init_ms = (time.perf_counter() - started) * 1000
+        counts = _count_nodes(spec, facts, split, taken, fully)
+        coverage = _coverage(spec, facts, split, taken, fully, counts)
+        left = _left_on_cpu(coverage, fully)
+        self.report = DelegationReport(
+            requested="gpu",
+            used="gpu",
+            accelerator=f"LiteRT GPU ({_BACKEND_NAME}, {precision})",
+            init_ms=init_ms,
+            first_inference_ms=self._first_inference(spec),
+            nodes_total=counts.total,
+            nodes_delegated=counts.delegated,
+            partitions=counts.partitions,
+            cpu_ops=left,
+            fully_accelerated=fully,
+            coverage=coverage,
+            adapter=adapter,
+            software=software,
+            options={"precision": precision, "threads": threads},
+            warnings=_warnings(adapter, software, fully, left),
+            native_log=tuple(native_log),
+        )
+
+    def _open(
+        self,
+        spec: ModelSpec,
+        precision: GpuPrecision | str,
+        threads: int,
+        wait_hint: bool,
+        devices: list[VulkanDevice],
+        vulkan_problem: str | None,
+    ) -> list[str]:
+        """The compiled model on the GPU accelerator; the runtime's log while it compiled, or why it could not."""
         unread: str | None = None
         with capture_stderr() as log:
             try:
@@ -174,7 +282,7 @@ class GpuSession:
                     threads,
                     profiling=False,
                     gpu_precision=precision,
-                    input_shapes=[t.shape for t in spec.all_inputs],
+                    input_shapes=[t.shape for t in spec.inputs],
                     wait_hint=wait_hint,
                     capture_log=False,
                 )
@@ -184,71 +292,23 @@ class GpuSession:
                 unread = str(exc)
         if self._model is None:
             raise BackendUnavailable(failure_reason(log.lines(), devices, vulkan_problem, unread))
-        facts = parse_log(log.lines())
-        adapter, software = _adapter(facts, devices)
-        if software and not allow_software:
-            self.close()
-            raise BackendUnavailable(f"GPU adapter is a software renderer: {adapter}")
+        return log.lines()
+
+    def _opened(self) -> NativeModel:
+        assert self._model is not None, "the GPU session is closed"
+        return self._model
+
+    def _fully_accelerated(self) -> bool:
+        """The runtime's own answer: whether the GPU took every node."""
         try:
-            fully = self._model.is_fully_accelerated()
+            return self._opened().is_fully_accelerated()
         except ModelError as exc:
             self.close()
             raise BackendUnavailable(f"the GPU accelerator could not say what it took ({exc})") from None
-        split = parse_split(log.lines())
-        taken = _nodes_taken(spec, split, fully, self._model)
-        self._one_run_inputs(spec)
-        init_ms = (time.perf_counter() - started) * 1000
-        nodes_total = facts.nodes_total or len(spec.op_types)
-        # Fully accelerated means every node runs on the GPU: that count is a fact, not a guess.
-        delegated = facts.nodes_delegated if facts.nodes_delegated is not None else (nodes_total if fully else None)
-        if delegated is None and split is not None and split.gpu_nodes is not None:
-            delegated = split.gpu_nodes  # "N operations will run on the GPU": the runtime's own count
-        # TFLite's "yielding P partitions" counts every node subset, the ones left on the CPU too
-        # (subgraph.cc, ReplaceNodeSubsetsWithDelegateKernels: node_subsets.size()), so it is not the
-        # number of GPU partitions. A fully accelerated graph is one subset: the partitioner's first
-        # epoch takes every node when all are of one kind.
-        partitions = 1 if fully else (taken.partitions_delegated if isinstance(taken, GpuNodes) else None)
-        coverage = gpu_coverage(
-            spec.op_types,
-            spec.op_versions,
-            fully,
-            delegated,
-            partitions,
-            facts.line,
-            facts.subsets,
-            taken,
-            summary=split.line if split else None,
-            computed=None if facts.line else gpu_replacing_line(spec.content, fully, taken, _KERNEL),
-        )
-        self.report = DelegationReport(
-            requested="gpu",
-            used="gpu",
-            accelerator=f"LiteRT GPU ({_BACKEND_NAME}, {precision})",
-            init_ms=init_ms,
-            nodes_total=nodes_total,
-            nodes_delegated=delegated,
-            partitions=partitions,
-            fully_accelerated=fully,
-            coverage=coverage,
-            adapter=adapter,
-            software=software,
-            options={"precision": precision, "threads": threads},
-            native_log=log.lines(),
-        )
-        if software:
-            self.report.warnings.append(
-                f"the GPU adapter is a software renderer ({adapter}): 'GPU' inference runs on the CPU"
-            )
-        if not fully:
-            left = sorted({n.op for n in coverage.left_on_cpu})
-            self.report.cpu_ops = left
-            self.report.warnings.append(
-                f"not fully accelerated: {', '.join(left)} run on LiteRT's CPU kernels"
-                if left
-                else "not fully accelerated: some ops run on LiteRT's CPU kernels (this runtime does not say which)"
-            )
+
+    def _first_inference(self, spec: ModelSpec) -> float:
         try:
-            self.report.first_inference_ms = time_first_inference(self, spec)
+            return time_first_inference(self, spec)
         except GpuRunFailed as exc:  # e.g. the device lost at once: as unusable as no adapter
             self.close()
             raise BackendUnavailable(f"the GPU failed its first inference ({exc})") from None
@@ -335,7 +395,7 @@ def compile_crash(spec: ModelSpec, precision: GpuPrecision | str) -> str | None:
     YAMNet's int8 SPLIT, "object_reader.cc:373] Check failed: CanReadValue(node_input_index)", then
     SIGABRT, on any device), and in this process that would end the app. Why the GPU cannot be used when
     the child died or hung; None when it exited (the session, opened here, says any other failure)."""
-    shapes = json.dumps([list(t.shape) for t in spec.all_inputs])
+    shapes = json.dumps([list(t.shape) for t in spec.inputs])
     key = (hashlib.sha256(spec.content).hexdigest(), str(precision), shapes)
     if key not in _COMPILED:
         try:

@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 
@@ -83,14 +83,17 @@ class GpuProcessSession:
             os.close(request_read)
             os.close(reply_write)
         try:
-            self._open(spec, options)
+            made = self._open(spec, options)  # the child's report, as JSON
+            # Opening took this long from here (the child's start included), in a process of its own.
+            init_ms = (time.perf_counter() - started) * 1e3
+            self.report = DelegationReport.from_dict(
+                {**made, "init_ms": init_ms, "options": {**made["options"], "process": "own"}}
+            )
         except BaseException:
             self.close()
             raise
-        self.report.init_ms = (time.perf_counter() - started) * 1e3
-        self.report.options = {**self.report.options, "process": "own"}
 
-    def _open(self, spec: ModelSpec, options: BackendOptions) -> None:
+    def _open(self, spec: ModelSpec, options: BackendOptions) -> dict[str, Any]:
         # The model's bytes through the shared file (the child checks their digest): the file on disk
         # may have moved since this process read it.
         self._file.write(spec.content)
@@ -119,11 +122,12 @@ class GpuProcessSession:
             raise (ModelError if answer["kind"] == "model" else BackendUnavailable)(answer["message"])
         if op != wire.REPLY_READY:
             raise BackendUnavailable(f"the GPU process answered {op:#x} to opening the model")
-        self.report = DelegationReport.from_dict(answer["report"])
         self.layout = wire.SlotLayout.from_dict(answer["layout"]) if answer["layout"] else None
         if self.layout is not None:
             self._shared = mmap.mmap(self._file.fileno(), self.layout.size)
             self._slots = self.layout.views(self._shared)
+        report: dict[str, Any] = answer["report"]
+        return report
 
     @property
     def depth(self) -> int:

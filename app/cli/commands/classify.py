@@ -7,12 +7,12 @@ import json
 import sys
 from typing import Any
 
-from app.backends import DelegationReport, open_session
+from app.backends import DelegationReport, continue_on_cpu, open_session
 from app.backends.describe import delegation_line
 from app.cli.command import Command
 from app.cli.options import add_image_arguments, backend_options, model_options
 from app.cli.output import PROG, print_prediction, warn
-from app.errors import BackendUnavailable, ModelError, RunFailed
+from app.errors import ModelError, RunFailed
 from app.model.spec import ModelSpec, load_model_spec
 from app.model.task import Task
 from app.schemas import versioned
@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     session, runtime_threads = started_by(
         lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
     )
-    for warning in spec.warnings + session.report.warnings:  # after open: a refused model gets one line
+    for warning in (*spec.warnings, *session.report.warnings):  # after open: a refused model gets one line
         warn(warning)
     try:
         if args.debug:
@@ -49,20 +49,11 @@ def run(args: argparse.Namespace) -> int:
                         print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
                     else:
                         results.append(outcome)
-            except RunFailed as exc:
-                used = session.report.used
-                if used == "cpu":
-                    raise
-                if args.no_fallback:  # the accelerator stopped working: exit 5, as when it cannot open
-                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
-                # An accelerator that fails mid-run (a lost GPU device): the rest on the CPU, as the
-                # live pipeline does (app/pipeline/worker.py), the image that failed included.
-                session.close()
-                reason = f"{used} failed mid-run: {exc}"
-                session, runtime_threads = started_by(lambda: open_session(spec, "cpu", backend_options(args)))
-                session.report.requested, session.report.fallback_reason = args.delegate, reason
-                session.report.warnings.append(f"fell back to CPU: {reason}")
-                warn(f"fell back to CPU: {reason}")
+            except RunFailed as exc:  # the rest on the CPU, the image that failed included
+                session, runtime_threads = continue_on_cpu(
+                    session, exc, spec, args.delegate, backend_options(args), fallback=not args.no_fallback
+                )
+                warn(f"fell back to CPU: {session.report.fallback_reason}")
     finally:
         session.close()
     if args.json:
@@ -71,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             "delegate": delegate_json(session.report, [r.cpu_per_wall for r in results]),
             "results": [r.to_dict() for r in results],
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
-            "warnings": spec.warnings + session.report.warnings,
+            "warnings": [*spec.warnings, *session.report.warnings],
         }
         json.dump(versioned(out), sys.stdout, indent=2)
         print()
@@ -80,14 +71,17 @@ def run(args: argparse.Namespace) -> int:
     return failures[0].error.exit_code if failures else 0
 
 
+VALUES_NOTE = "the scores are the model's values, not probabilities (outside [0, 1] or summing past 1)"
+
+
 def refuse_non_classifier(spec: ModelSpec) -> None:
     """classify reads class scores only; any other model is exit 3 naming its task and `predict`."""
-    if spec.kind == Task.CLASSIFICATION and len(spec.all_inputs) == 1:
+    if spec.is_image_classifier:
         return
     task = spec.task
     evidence = f" ({task.evidence})" if task else ""
     if spec.kind == Task.CLASSIFICATION:  # class scores, but more than the image to feed
-        evidence += f", with {len(spec.all_inputs)} inputs"
+        evidence += f", with {len(spec.inputs)} inputs"
     raise ModelError(
         f"{spec.path.name}: classify reads image classifiers; this model reads as {spec.kind.value}{evidence}: "
         f"use `predict` for any image model (or `bench`/`profile` for one that takes no image)"
@@ -117,6 +111,8 @@ def _print_table(spec: ModelSpec, report: DelegationReport, results: list[ImageR
         )
         for rank, p in enumerate(result.top, 1):
             print(f"  {rank:>2}. {p.index:>5}  {p.label[:48]:<48} {p.score:.4f}")
+        if result.top and not result.top[0].probability:
+            print(f"  note: {VALUES_NOTE}")
         if result.hint:
             print(f"  note: {result.hint}")
 

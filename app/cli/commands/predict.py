@@ -7,13 +7,13 @@ import argparse
 import json
 import sys
 
-from app.backends import DelegationReport, open_session
+from app.backends import DelegationReport, continue_on_cpu, open_session
 from app.backends.describe import delegation_line
 from app.cli.command import Command
 from app.cli.commands.classify import delegate_json
-from app.cli.options import add_image_arguments, backend_options, model_options
+from app.cli.options import add_image_arguments, add_score_threshold, backend_options, model_options
 from app.cli.output import PROG, print_prediction, warn
-from app.errors import BackendUnavailable, RunFailed
+from app.errors import RunFailed
 from app.model.feed import InputFeeder
 from app.model.spec import ModelSpec, load_model_spec
 from app.schemas import versioned
@@ -23,6 +23,7 @@ from app.tasks.predict import ImageFailure, PredictResult, predict_images, refus
 
 def add_arguments(c: argparse.ArgumentParser) -> None:
     add_image_arguments(c, "classification: predictions per image (default 5)")
+    add_score_threshold(c)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     session, runtime_threads = started_by(
         lambda: open_session(spec, args.delegate, backend_options(args), fallback=not args.no_fallback)
     )
-    for warning in spec.warnings + session.report.warnings:
+    for warning in (*spec.warnings, *session.report.warnings):
         warn(warning)
     results: list[PredictResult] = []
     failures: list[ImageFailure] = []
@@ -44,26 +45,20 @@ def run(args: argparse.Namespace) -> int:
         pending = list(args.images)
         while pending:
             try:
-                for outcome in predict_images(spec, session, list(pending), args.top_k, runtime_threads, feeder):
+                images = predict_images(spec, session, list(pending), args.top_k, runtime_threads, feeder,
+                                        args.score_threshold)  # fmt: skip
+                for outcome in images:
                     pending.pop(0)
                     if isinstance(outcome, ImageFailure):
                         failures.append(outcome)
                         print(f"{PROG}: error: {outcome.error}", file=sys.stderr)
                     else:
                         results.append(outcome)
-            except RunFailed as exc:
-                used = session.report.used
-                if used == "cpu":
-                    raise
-                if args.no_fallback:
-                    raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
-                # As classify: the rest on the CPU, the image that failed included.
-                session.close()
-                reason = f"{used} failed mid-run: {exc}"
-                session, runtime_threads = started_by(lambda: open_session(spec, "cpu", backend_options(args)))
-                session.report.requested, session.report.fallback_reason = args.delegate, reason
-                session.report.warnings.append(f"fell back to CPU: {reason}")
-                warn(f"fell back to CPU: {reason}")
+            except RunFailed as exc:  # the rest on the CPU, the image that failed included
+                session, runtime_threads = continue_on_cpu(
+                    session, exc, spec, args.delegate, backend_options(args), fallback=not args.no_fallback
+                )
+                warn(f"fell back to CPU: {session.report.fallback_reason}")
     finally:
         session.close()
     if args.json:
@@ -73,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             "inputs": feeder.facts.to_dict() if feeder.needed else None,
             "results": [r.to_dict() for r in results],
             "errors": [{"image": str(f.image), "error": str(f.error)} for f in failures],
-            "warnings": spec.warnings + session.report.warnings,
+            "warnings": [*spec.warnings, *session.report.warnings],
         }
         json.dump(versioned(out), sys.stdout, indent=2)
         print()
@@ -98,8 +93,10 @@ def _print_lines(spec: ModelSpec, report: DelegationReport, results: list[Predic
     print(f"          init {report.init_ms:.1f} ms, first inference {report.first_inference_ms:.1f} ms")
     print_prediction(report)
     for result in results:
+        values = " (values, not probabilities)" if result.top and not result.top[0].probability else ""
         print(
-            f"{result.image}   {result.task.value}: {result.summary()}   (preprocess {result.preprocess_ms:.2f} ms, "
+            f"{result.image}   {result.task.value}: {result.summary()}{values}   "
+            f"(preprocess {result.preprocess_ms:.2f} ms, "
             f"inference {result.inference_ms:.2f} ms, CPU {result.cpu.inference_ms:.2f} ms, "
             f"{result.cpu_per_wall:.2f}x wall)"
         )
