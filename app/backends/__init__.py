@@ -18,7 +18,7 @@ from app.backends.gpu.backend import GpuBackend
 from app.backends.options import BackendOptions, Delegate
 from app.backends.reference import ReferenceBackend
 from app.coverage.coreml_rules import CoreMLOptions, predict
-from app.errors import BackendUnavailable, ModelError, RunFailed
+from app.errors import BackendUnavailable, DelegateScopeError, ModelError, RunFailed
 from app.model.spec import ModelSpec
 from app.system.thread_cpu import started_by
 from app.tflite.graph import read_graph
@@ -34,7 +34,9 @@ __all__ = [
     "continue_on_cpu",
     "fell_back",
     "get_backend",
+    "mid_run_reason",
     "open_session",
+    "run_ends",
 ]
 
 
@@ -57,6 +59,18 @@ def mid_run_reason(used: str, exc: BaseException) -> str:
     return f"{used} failed mid-run: {exc}"
 
 
+def run_ends(used: str, exc: DelegateScopeError, fallback: bool) -> DelegateScopeError | None:
+    """The mid-run policy, one home for the commands and the live pipeline: a session on `used` failed with
+    `exc`. None: the run goes on on the CPU. Else the error that ends it: on the CPU the failure is the
+    model's (as it came); with fallback off an accelerator's is BackendUnavailable (exit 5, as when it
+    cannot open)."""
+    if used == Delegate.CPU:
+        return exc
+    if not fallback:
+        return BackendUnavailable(f"the {used} delegate failed mid-run: {exc}")
+    return None
+
+
 def continue_on_cpu(
     session: ModelRunner,
     exc: RunFailed,
@@ -70,10 +84,9 @@ def continue_on_cpu(
     threads its runtime started come back. A failure on the CPU is the model's (raised as it came); with
     `fallback` off, the accelerator's is BackendUnavailable (exit 5, as when it cannot open)."""
     used = session.report.used
-    if used == Delegate.CPU:
-        raise exc
-    if not fallback:
-        raise BackendUnavailable(f"the {used} delegate failed mid-run: {exc}") from None
+    stop = run_ends(used, exc, fallback)
+    if stop is not None:
+        raise stop from None
     session.close()
     cpu, runtime_threads = started_by(lambda: open_session(spec, Delegate.CPU, options))
     cpu.report = fell_back(cpu.report, requested, mid_run_reason(used, exc))

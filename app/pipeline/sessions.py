@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from app.backends import DelegationReport, fell_back, mid_run_reason, open_session
-from app.errors import BackendUnavailable, DelegateScopeError, ModelError
+from app.backends import DelegationReport, fell_back, mid_run_reason, open_session, run_ends
+from app.errors import DelegateScopeError, ModelError
 from app.model.feed import FeedFacts
 from app.model.preprocess import Preprocessor
 from app.model.spec import ModelFacts, ModelSpec, load_model_spec
@@ -84,11 +84,9 @@ class SessionKeeper:
         off, the run ends (the returned session is the closed one)."""
         used = active.session.report.used
         active.close()
-        if used == "cpu" or not active.config.fallback:
-            # Recorded too: the recording must say why it ends here. An accelerator that stopped working
-            # with fallback off is the --no-fallback case (exit 5), not a problem of the model.
-            code = exc.exit_code if used == "cpu" else BackendUnavailable.exit_code
-            self._log.fail(f"inference failed on {used}: {exc}", code, self._source_info())
+        stop = run_ends(used, exc, active.config.fallback)
+        if stop is not None:  # recorded too: the recording must say why it ends here
+            self._log.fail(f"inference failed on {used}: {exc}", stop.exit_code, self._source_info())
             self._stop.set()
             return active
         new = self._open(replace(active.config, delegate="cpu"), active.spec)  # the same model, in memory
