@@ -368,6 +368,42 @@ def _fp16_dequantize(graph: Graph, node: GraphNode) -> bool:
 def predict(graph: Graph, options: CoreMLOptions | None = None) -> Coverage:
     """What the TFLite Core ML delegate would delegate, as DelegatePrepare in coreml_delegate.mm does it."""
     options = options or CoreMLOptions()
+    refusals, state = _refusals(graph, options)
+    supported = [r is None for r in refusals]
+    found = partition(graph, supported)
+    kept = _kept_partitions(graph, found, supported, state, options)
+    # Number the delegated partitions in execution order (by first node), as a reader scans the graph.
+    order = sorted(range(len(kept)), key=lambda k: min(kept[k]))
+    number = {k: n for n, k in enumerate(order)}
+    partition_of = {i: number[k] for k, nodes in enumerate(kept) for i in nodes}
+    too_small = {i for nodes in found for i in nodes if i not in partition_of}
+    nodes = []
+    for node, refusal in zip(graph.nodes, refusals, strict=True):
+        delegated = node.index in partition_of
+        reason = None
+        if not delegated:
+            reason = _left_out(node.index, found, options) if node.index in too_small else refusal
+        nodes.append(NodeCoverage(node.index, node.op, node.version, delegated, partition_of.get(node.index), reason))
+    delegated_count = len(partition_of)
+    log = (
+        f"CoreML delegate: {delegated_count} nodes delegated out of {len(graph.nodes)} nodes, "
+        f"with {len(found)} partitions."
+    )
+    return Coverage(
+        delegate="coreml",
+        source="predicted",
+        reason=_basis(graph, options),
+        nodes_total=len(graph.nodes),
+        nodes_delegated=delegated_count,
+        partitions=len(found),
+        delegated_partitions=len(kept),
+        log=log,
+        nodes=tuple(nodes),
+    )
+
+
+def _refusals(graph: Graph, options: CoreMLOptions) -> tuple[list[str | None], _Fp16State]:
+    """Each node's refusal (None: supported), and the fp16 DEQUANTIZEs met on the way."""
     state = _Fp16State()
     refusals: list[str | None] = []
     # FP16GraphPartitionHelper::IsNodeSupported, node by node in execution order.
@@ -379,60 +415,43 @@ def predict(graph: Graph, options: CoreMLOptions | None = None) -> Coverage:
             continue
         remapped = any(t in state.dequant_source for t in node.inputs)
         refusals.append(node_refusal(graph, node, options, state.dequant_source if remapped else None))
-    supported = [r is None for r in refusals]
-    found = partition(graph, supported)
+    return refusals, state
+
+
+def _kept_partitions(
+    graph: Graph, found: list[list[int]], supported: list[bool], state: _Fp16State, options: CoreMLOptions
+) -> list[list[int]]:
+    """The partitions the delegate takes, of those `found` among the supported nodes."""
     # FP16GraphPartitionHelper::GetNodesOfFirstNLargestPartitionsImpl (delegates/utils.cc):
     if sum(supported) + len(state.dequant_node) == len(graph.nodes):
         # "Scenario 1: Full Delegation": every node, fp16 DEQUANTIZEs included, whatever the size limits;
         # the runtime then replaces them all with one delegate node.
-        kept = [[n.index for n in graph.nodes]] if graph.nodes else []
-    else:
-        # "Scenario 2: Partial Delegation": the largest partitions; fp16 DEQUANTIZEs stay on the CPU.
-        kept = largest(found, options.max_delegated_partitions, options.min_nodes_per_partition)
-    # Number the delegated partitions in execution order (by first node), as a reader scans the graph.
-    order = sorted(range(len(kept)), key=lambda k: min(kept[k]))
-    number = {k: n for n, k in enumerate(order)}
-    partition_of = {i: number[k] for k, nodes in enumerate(kept) for i in nodes}
-    too_small = {i for nodes in found for i in nodes if i not in partition_of}
-    nodes = []
-    for node, refusal in zip(graph.nodes, refusals, strict=True):
-        delegated = node.index in partition_of
-        reason = None
-        if not delegated:
-            if node.index in too_small:
-                size = next(len(p) for p in found if node.index in p)
-                reason = (
-                    f"supported, but its partition has {size} node{'s' if size != 1 else ''}; the delegate keeps "
-                    f"partitions of at least {options.min_nodes_per_partition}"
-                    if size < options.min_nodes_per_partition
-                    else f"supported, but only the {options.max_delegated_partitions} largest partitions are delegated"
-                )
-            else:
-                reason = refusal
-        nodes.append(NodeCoverage(node.index, node.op, node.version, delegated, partition_of.get(node.index), reason))
-    delegated_count = len(partition_of)
-    log = (
-        f"CoreML delegate: {delegated_count} nodes delegated out of {len(graph.nodes)} nodes, "
-        f"with {len(found)} partitions."
+        return [[n.index for n in graph.nodes]] if graph.nodes else []
+    # "Scenario 2: Partial Delegation": the largest partitions; fp16 DEQUANTIZEs stay on the CPU.
+    return largest(found, options.max_delegated_partitions, options.min_nodes_per_partition)
+
+
+def _left_out(index: int, found: list[list[int]], options: CoreMLOptions) -> str:
+    """Why a supported node's partition was not kept: too small, or beyond the partition limit."""
+    size = next(len(p) for p in found if index in p)
+    return (
+        f"supported, but its partition has {size} node{'s' if size != 1 else ''}; the delegate keeps "
+        f"partitions of at least {options.min_nodes_per_partition}"
+        if size < options.min_nodes_per_partition
+        else f"supported, but only the {options.max_delegated_partitions} largest partitions are delegated"
     )
-    return Coverage(
-        delegate="coreml",
-        source="predicted",
-        reason=(
-            f"predicted from the TFLite Core ML delegate's rules (coreml_version {options.coreml_version}, "
-            f"min_nodes_per_partition {options.min_nodes_per_partition}, max_delegated_partitions "
-            f"{options.max_delegated_partitions or 'unlimited'}); with the default enabled_devices the delegate is "
-            "created only on devices with a Neural Engine (A12 or later iPhone/iPad)"
-            + (
-                "; this graph has ops with side effects, whose ordering constraints are modelled approximately"
-                if has_side_effects(graph)
-                else ""
-            )
-        ),
-        nodes_total=len(graph.nodes),
-        nodes_delegated=delegated_count,
-        partitions=len(found),
-        delegated_partitions=len(kept),
-        log=log,
-        nodes=tuple(nodes),
+
+
+def _basis(graph: Graph, options: CoreMLOptions) -> str:
+    """What the prediction rests on: the options it assumed and where the delegate is created at all."""
+    return (
+        f"predicted from the TFLite Core ML delegate's rules (coreml_version {options.coreml_version}, "
+        f"min_nodes_per_partition {options.min_nodes_per_partition}, max_delegated_partitions "
+        f"{options.max_delegated_partitions or 'unlimited'}); with the default enabled_devices the delegate is "
+        "created only on devices with a Neural Engine (A12 or later iPhone/iPad)"
+        + (
+            "; this graph has ops with side effects, whose ordering constraints are modelled approximately"
+            if has_side_effects(graph)
+            else ""
+        )
     )

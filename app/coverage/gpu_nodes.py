@@ -177,13 +177,41 @@ def resolve(
     """Node-level GPU coverage, or a sentence saying why it cannot be given (the runtime's answer and
     this reasoning disagree, or the log lacks the count)."""
     started = time.perf_counter()
-    n = len(graph.nodes)
+    disagreement = _count_disagreement(split, len(graph.nodes), fully_accelerated)
+    if disagreement is not None:
+        return disagreement
+    support = _compile_refused(graph, content, split, compile_one, started)
+    if isinstance(support, str):
+        return support
+    return _largest_partitions(graph, split, support, started)
+
+
+def _count_disagreement(split: GpuSplit, n: int, fully_accelerated: bool) -> str | None:
+    """Why the log's node count cannot be used (absent, or at odds with the model or the runtime), else None."""
     if split.gpu_nodes is None:
         return "LiteRT's GPU log lists refused ops but not how many nodes run on the GPU"
     if split.cpu_nodes is not None and split.gpu_nodes + split.cpu_nodes != n:
         return f"the GPU log counts {split.gpu_nodes} + {split.cpu_nodes} nodes, the model has {n}"
     if fully_accelerated != (split.gpu_nodes == n):
         return f"the GPU log's count ({split.gpu_nodes} of {n}) disagrees with is_fully_accelerated"
+    return None
+
+
+@dataclass(frozen=True)
+class _Support:
+    """Which nodes the GPU accelerator supports (step 2: the refused kinds' nodes compiled alone), and why not."""
+
+    supported: tuple[bool, ...]
+    reasons: tuple[str | None, ...]
+    alone: tuple[int, ...]  # the nodes compiled alone
+
+
+def _compile_refused(
+    graph: Graph, content: bytes, split: GpuSplit, compile_one: Compile, started: float
+) -> _Support | str:
+    """Each node of a kind the log refuses compiled alone; a sentence when that overruns the time budget or
+    contradicts the log."""
+    n = len(graph.nodes)
     refused_kinds = {op for op, _ in split.refused}
     listed = [node for node in graph.nodes if _kinds(node) & refused_kinds]
     model = fb.ModelT.InitFromPackedBuf(content, 0) if listed else None
@@ -205,7 +233,14 @@ def resolve(
         of_kind = [node.index for node in listed if kind in _kinds(node)]
         if of_kind and all(supported[i] for i in of_kind):
             return f"the GPU log refuses {kind}, but each {kind} node compiled alone was taken"
-    found = partition(graph, supported)
+    return _Support(tuple(supported), tuple(reasons), tuple(alone))
+
+
+def _largest_partitions(graph: Graph, split: GpuSplit, support: _Support, started: float) -> GpuNodes | str:
+    """Step 3: the supported nodes' largest partitions that hold the log's count, or why none do."""
+    n = len(graph.nodes)
+    reasons = list(support.reasons)
+    found = partition(graph, support.supported)
     ordered = sorted(found, key=len, reverse=True)  # stable: ties keep TFLite's order
     sizes = [len(p) for p in ordered]
     k = next((k for k in range(len(ordered) + 1) if sum(sizes[:k]) == split.gpu_nodes), None)
@@ -249,6 +284,6 @@ def resolve(
         tuple(reasons),
         len(found),
         k,
-        tuple(alone),
+        support.alone,
         time.perf_counter() - started,
     )

@@ -128,32 +128,9 @@ def gpu_coverage(
     `log` is TFLite's "Replacing N out of M node(s)…" line: the one the runtime `printed`, else the one
     `computed` from the nodes (`gpu_replacing_line`), else the GPU delegate's own `summary` line as
     printed ("3 operations will run on the GPU, …"), which the reason then quotes when it is not the log."""
-
-    def node(i: int, op: str) -> NodeCoverage:
-        version = versions[i] if i < len(versions) else 0
-        if fully_accelerated:
-            return NodeCoverage(i, op, version, True, 0, None)
-        if isinstance(taken, GpuNodes) and i < len(taken.delegated):
-            return NodeCoverage(i, op, version, taken.delegated[i], taken.partition[i], taken.reasons[i])
-        return NodeCoverage(i, op, version, None, None, NOT_REPORTED)
-
-    nodes = tuple(node(i, op) for i, op in enumerate(ops))
-    found = partitions
-    if fully_accelerated:
-        basis = "LiteRT's GPU accelerator reports the whole model accelerated"
-    elif isinstance(taken, GpuNodes):
-        basis = (
-            "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes it took: the op kinds its "
-            f"log refuses, {len(taken.compiled_alone)} node(s) of those kinds each compiled alone "
-            f"({taken.seconds:.1f} s), and TFLite's partitioning of the supported nodes, whose largest partitions "
-            "add up to the count the runtime logs"
-        )
-        found = taken.partitions_found
-    else:
-        basis = "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes stay on the CPU is "
-        basis += NOT_REPORTED
-        if isinstance(taken, str):
-            basis += f" ({taken})"
+    nodes = tuple(_gpu_node(i, op, versions, fully_accelerated, taken) for i, op in enumerate(ops))
+    found = taken.partitions_found if not fully_accelerated and isinstance(taken, GpuNodes) else partitions
+    basis = _gpu_basis(fully_accelerated, taken)
     if subsets is not None:
         basis += f"; its log splits the graph into {subsets} node subsets, delegated and not"
     source: LogSource = "computed" if computed and not printed else "printed"
@@ -172,3 +149,33 @@ def gpu_coverage(
         nodes=nodes,
         log_source=source if log else None,
     )
+
+
+def _gpu_node(
+    i: int, op: str, versions: list[int], fully_accelerated: bool, taken: GpuNodes | str | None
+) -> NodeCoverage:
+    """Node `i` as far as the runtime's answer tells: all on the GPU, as `taken` worked it out, or not reported."""
+    version = versions[i] if i < len(versions) else 0
+    if fully_accelerated:
+        return NodeCoverage(i, op, version, True, 0, None)
+    if isinstance(taken, GpuNodes) and i < len(taken.delegated):
+        return NodeCoverage(i, op, version, taken.delegated[i], taken.partition[i], taken.reasons[i])
+    return NodeCoverage(i, op, version, None, None, NOT_REPORTED)
+
+
+def _gpu_basis(fully_accelerated: bool, taken: GpuNodes | str | None) -> str:
+    """What the GPU coverage rests on: the runtime's word, the reasoning of `gpu_nodes.resolve`, or why neither."""
+    if fully_accelerated:
+        return "LiteRT's GPU accelerator reports the whole model accelerated"
+    if isinstance(taken, GpuNodes):
+        return (
+            "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes it took: the op kinds its "
+            f"log refuses, {len(taken.compiled_alone)} node(s) of those kinds each compiled alone "
+            f"({taken.seconds:.1f} s), and TFLite's partitioning of the supported nodes, whose largest partitions "
+            "add up to the count the runtime logs"
+        )
+    basis = "LiteRT's GPU accelerator reports the model NOT fully accelerated; which nodes stay on the CPU is "
+    basis += NOT_REPORTED
+    if isinstance(taken, str):
+        basis += f" ({taken})"
+    return basis

@@ -121,6 +121,26 @@ class Scan:
         return next((r for r in self.rows if r.node == node), None)
 
 
+class _Measured:
+    """The rows measured so far, by cut position: each cut runs on the delegate once, however often the
+    phases of a scan ask for it, and is reported (`on_row`) as it is measured."""
+
+    def __init__(self, run: Callable[[int], NodeError], on_row: Callable[[NodeError], None] | None) -> None:
+        self._run = run
+        self._on_row = on_row
+        self.rows: dict[int, NodeError] = {}
+        self.refused = 0
+
+    def __call__(self, position: int) -> NodeError:
+        if position not in self.rows:
+            row = self._run(position)
+            self.refused += row.not_run is not None
+            self.rows[position] = row
+            if self._on_row is not None:
+                self._on_row(row)
+        return self.rows[position]
+
+
 def scan(
     model: CutModel,
     runner: DelegateCuts,
@@ -136,20 +156,7 @@ def scan(
     """Rows for the cuts `mode` picks; `sets` are the model's input sets (model order), `shapes` its inputs'."""
     started = time.perf_counter()
     cuts = model.cuts
-    measured: dict[int, NodeError] = {}  # by cut position
-    refused = 0
-
-    def measure(position: int) -> NodeError:
-        nonlocal refused
-        if position not in measured:
-            row = _measure(model, cuts[position], runner, reference, sets, shapes, threshold)
-            refused += row.not_run is not None
-            measured[position] = row
-            if on_row is not None:
-                on_row(row)
-        return measured[position]
-
-    notes: list[str] = []
+    measure = _Measured(lambda p: _measure(model, cuts[p], runner, reference, sets, shapes, threshold), on_row)
     if not cuts:
         return Scan(
             mode,
@@ -163,46 +170,15 @@ def scan(
             model.uncut,
         )
     last = len(cuts) - 1
+    notes: list[str] = []
+    shown = None
     if mode == Mode.ALL:
         for position in range(len(cuts)):
             measure(position)
-        first = _first_breaking(measured)
-        shown = None
     else:
-        # The bisection proposes; the measured rows decide. A row before the proposal that crosses (the error
-        # is not monotone) is the first breaking node, by the one rule the rows are marked by, and its window
-        # is measured in turn, until no measured row before the first crosses.
-        found = _bisect(measure, last)
-        first = found
-        while True:
-            if first is None:
-                picked = _spread(0, last, growth + 1)
-            else:
-                picked = sorted(
-                    set(range(max(0, first - window), min(last, first + window) + 1))
-                    | set(_spread(first, last, growth))
-                )
-            for position in picked:
-                measure(position)
-            earliest = _first_breaking(measured)
-            if earliest is None or earliest == first:
-                break
-            first = earliest
-        shown = None
-        if first is not None:
-            if found is None:
-                notes.append(
-                    f"node {cuts[first].node} crosses the threshold though the outputs do not: the error is not "
-                    "monotone here, so the bisection had nothing to search; --all measures every node"
-                )
-            elif first != found:
-                notes.append(
-                    f"node {cuts[first].node} crosses the threshold before node {cuts[found].node}, the one the "
-                    "bisection found: the error is not monotone here; --all measures every node"
-                )
-            shown = (cuts[max(0, first - window)].node, cuts[min(last, first + window)].node)
+        shown, notes = _search(measure, cuts, window, growth)
     output = measure(last)
-    first = _first_breaking(measured)  # the outputs' row counts too (measured first by the search)
+    first = _first_breaking(measure.rows)  # the outputs' row counts too (measured first by the search)
     if output.not_run is not None:
         notes.append(f"the outputs' node {output.node} could not be run on the delegate: {output.not_run}")
     elif not output.breaks and first is None:
@@ -210,10 +186,10 @@ def scan(
             f"no node crosses the threshold at the outputs ({threshold.describe()})"
             + ("; the bisection looks no further: --all measures every node" if mode == Mode.SEARCH else "")
         )
-    rows = [measured[p] for p in sorted(measured)]
+    rows = [measure.rows[p] for p in sorted(measure.rows)]
     compile_s = sum(r.compile_s for r in rows)
     run_s = sum(r.run_s for r in rows)
-    cost = ScanCost(len(rows), refused, compile_s, run_s, time.perf_counter() - started)
+    cost = ScanCost(len(rows), measure.refused, compile_s, run_s, time.perf_counter() - started)
     return Scan(
         mode=mode,
         rows=_with_uncut(model, rows, shown if mode == Mode.SEARCH else (0, len(model.graph.nodes) - 1)),
@@ -225,6 +201,46 @@ def scan(
         nodes=len(model.graph.nodes),
         uncut=model.uncut,
     )
+
+
+def _search(
+    measure: _Measured, cuts: Sequence[Cut], window: int, growth: int
+) -> tuple[tuple[int, int] | None, list[str]]:
+    """`SEARCH`'s cuts measured: the node span its rows show (None when nothing crosses the threshold) and
+    the notes that say where the error is not monotone, so the bisection's answer was overruled."""
+    last = len(cuts) - 1
+    # The bisection proposes; the measured rows decide. A row before the proposal that crosses (the error
+    # is not monotone) is the first breaking node, by the one rule the rows are marked by, and its window
+    # is measured in turn, until no measured row before the first crosses.
+    found = _bisect(measure, last)
+    first = found
+    while True:
+        if first is None:
+            picked = _spread(0, last, growth + 1)
+        else:
+            picked = sorted(
+                set(range(max(0, first - window), min(last, first + window) + 1)) | set(_spread(first, last, growth))
+            )
+        for position in picked:
+            measure(position)
+        earliest = _first_breaking(measure.rows)
+        if earliest is None or earliest == first:
+            break
+        first = earliest
+    if first is None:
+        return None, []
+    notes = []
+    if found is None:
+        notes.append(
+            f"node {cuts[first].node} crosses the threshold though the outputs do not: the error is not "
+            "monotone here, so the bisection had nothing to search; --all measures every node"
+        )
+    elif first != found:
+        notes.append(
+            f"node {cuts[first].node} crosses the threshold before node {cuts[found].node}, the one the "
+            "bisection found: the error is not monotone here; --all measures every node"
+        )
+    return (cuts[max(0, first - window)].node, cuts[min(last, first + window)].node), notes
 
 
 def _first_breaking(measured: dict[int, NodeError]) -> int | None:

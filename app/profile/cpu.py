@@ -207,6 +207,17 @@ def profile_cpu(
         meter.close()
         if own:
             pm.close()
+    # The CPU the runs had (this thread and the runtime's, per thread from schedstat) over the wall time
+    # of `threads` cores: near 1 when nothing else wanted them, far below when the runs waited.
+    share = _share(cpu, sum(walls), threads) if runtime_threads is not None else None
+    return _from_events(spec, threads, events, walls, share)
+
+
+def _from_events(
+    spec: ModelSpec, threads: int, events: list[RawEvent], walls: list[float], share: float | None
+) -> Profile:
+    """The profile the runs' events and wall times make: the runs with the first run's layout of ops, each
+    op's statistics over them, and the nodes no event names (fused away)."""
     per_run = split_runs(events)
     if not per_run or not per_run[0]:
         raise RuntimeError("LiteRT's profiler recorded no operator events")
@@ -236,7 +247,5 @@ def profile_cpu(
         per_run_ms=tuple(tuple(float(t) for t in row) for row in times),
         per_run_invoke_ms=tuple(invokes[i] / 1000 for i in kept) if len(invokes) == len(per_run) else (),
         least_disturbed=True,
-        # The CPU the runs had (this thread and the runtime's, per thread from schedstat) over the wall time
-        # of `threads` cores: near 1 when nothing else wanted them, far below when the runs waited.
-        cpu_share=_share(cpu, sum(walls), threads) if runtime_threads is not None else None,
+        cpu_share=share,
     )

@@ -9,12 +9,14 @@ the same model (same kernels, same threads); the GPU partitions get the rest, by
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 
 from app.backends.base import ModelRunner
+from app.coverage import NodeCoverage
 from app.model.spec import ModelSpec
 from app.profile.cpu import profile_cpu, sample_input, sample_inputs
 from app.profile.timed_runs import WARMUP_RUNS, timed_runs
@@ -68,35 +70,59 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
             not_reported=(NO_GPU_OP_PROFILE, "which nodes the GPU took: not reported by the runtime for this model"),
         )
     left = [n for n in coverage.nodes if not n.delegated]
-    cpu_ms: dict[int, float] = {}
-    cpu_kernel: dict[int, str] = {}
-    cpu_median: dict[int, float] = {}
+    cpu = _CpuTimes({}, {}, {})
     notes = []
     if left:
-        cpu = profile_cpu(spec, threads, runs)
-        for op in cpu.ops:
-            if op.node is not None:
-                # Means: the GPU's share is the whole run's mean minus these (least-disturbed ones would
-                # move time from the CPU rows into the GPU's)
-                cpu_ms[op.node] = cpu_ms.get(op.node, 0.0) + (op.mean_ms if op.mean_ms is not None else op.ms)
-                cpu_median[op.node] = cpu_median.get(op.node, 0.0) + (op.median_ms or 0.0)
-                cpu_kernel.setdefault(op.node, op.kernel)
+        cpu = _cpu_times(spec, threads, runs)
         notes.append(
             f"the {len(left)} node(s) left on the CPU are timed by the runtime's CPU profile of the same model "
             f"({threads} thread(s)); the GPU partitions get the whole run minus those"
         )
-    off_ms = sum(cpu_ms.get(n.index, 0.0) for n in left)
+    off_ms = sum(cpu.ms.get(n.index, 0.0) for n in left)
     gpu_ms = max(wall_ms - off_ms, 0.0)
     if off_ms > wall_ms:
         notes.append("the CPU ops' profile exceeds the whole GPU run: the GPU partitions' share is shown as 0")
-    gpu_nodes = tuple(n.index for n in coverage.nodes if n.delegated)
     partitions = sorted({n.partition for n in coverage.nodes if n.delegated and n.partition is not None})
+    not_reported = [NO_GPU_OP_PROFILE]
+    if len(partitions) > 1:
+        not_reported.append(f"how the GPU's time divides between its {len(partitions)} partitions: not reported")
+    rows = _rows(coverage.nodes, partitions, gpu_ms, cpu)
+    return profile(ops=tuple(rows), not_reported=tuple(not_reported), notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class _CpuTimes:
+    """The runtime's CPU profile of the model, by node: the times of the nodes the GPU leaves on the CPU."""
+
+    ms: dict[int, float]
+    median: dict[int, float]
+    kernel: dict[int, str]
+
+
+def _cpu_times(spec: ModelSpec, threads: int, runs: int) -> _CpuTimes:
+    """The CPU profile's op times summed per node (XNNPACK may run one node as several ops)."""
+    ms: dict[int, float] = {}
+    median: dict[int, float] = {}
+    kernel: dict[int, str] = {}
+    for op in profile_cpu(spec, threads, runs).ops:
+        if op.node is not None:
+            # Means: the GPU's share is the whole run's mean minus these (least-disturbed ones would
+            # move time from the CPU rows into the GPU's)
+            ms[op.node] = ms.get(op.node, 0.0) + (op.mean_ms if op.mean_ms is not None else op.ms)
+            median[op.node] = median.get(op.node, 0.0) + (op.median_ms or 0.0)
+            kernel.setdefault(op.node, op.kernel)
+    return _CpuTimes(ms, median, kernel)
+
+
+def _rows(nodes: Sequence[NodeCoverage], partitions: list[int], gpu_ms: float, cpu: _CpuTimes) -> list[OpTime]:
+    """The profile's rows in execution order: the GPU's share as one row, each node left on the CPU with its time."""
+    gpu_nodes = tuple(n.index for n in nodes if n.delegated)
     label = (
         f"GPU partition {partitions[0]}" if len(partitions) == 1 else f"GPU partitions {partitions[0]}-{partitions[-1]}"
     )
     rows: list[OpTime] = []
     gpu_row_done = False
-    for n in coverage.nodes:
+    for n in nodes:
         if n.delegated:
             if not gpu_row_done:  # one row for the GPU's share, where its first partition starts
                 kernel = "GPU accelerator (LiteRT WebGPU)"
@@ -120,15 +146,12 @@ def profile_gpu(spec: ModelSpec, session: ModelRunner, threads: int, runs: int) 
                 len(rows),
                 n.index,
                 n.op,
-                cpu_kernel.get(n.index, "CPU kernel"),
+                cpu.kernel.get(n.index, "CPU kernel"),
                 Placement.CPU,
                 None,
-                cpu_ms.get(n.index, 0.0),
+                cpu.ms.get(n.index, 0.0),
                 TimeSource.CPU_PROFILE,
-                median_ms=cpu_median.get(n.index),
+                median_ms=cpu.median.get(n.index),
             )
         )
-    not_reported = [NO_GPU_OP_PROFILE]
-    if len(partitions) > 1:
-        not_reported.append(f"how the GPU's time divides between its {len(partitions)} partitions: not reported")
-    return profile(ops=tuple(rows), not_reported=tuple(not_reported), notes=tuple(notes))
+    return rows

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,8 +201,8 @@ def _read(path: Path) -> Recording:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if not any(not r.get("event") and not math.isnan(cell_number(r.get("t_s"))) for r in session.rows):
         rows = [r for r in session.rows if not math.isnan(cell_number(r.get("t_s")))]
-        what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and" if rows else ""
-        raise UsageError(f"{path}: empty recording ({what} no inference rows): nothing to report")
+        what = f"{len(rows)} event row{'s' if len(rows) != 1 else ''} and " if rows else ""
+        raise UsageError(f"{path}: empty recording ({what}no inference rows): nothing to report")
     return session
 
 
@@ -288,6 +288,7 @@ def _dict(value: object) -> Mapping[str, Any]:
 
 
 def summarise(s: RecordingData) -> SessionSummary:
+    """The session's figures over its measured rows (labels, backends and models over every row)."""
     rows = s.measured
     t = s.column("t_s", rows)
     span = float(t[-1] - t[0]) if len(t) > 1 else math.nan
@@ -298,33 +299,15 @@ def summarise(s: RecordingData) -> SessionSummary:
     cpu_ms = _median(s.column("inference_cpu_ms", rows))
     inf_ms = stages["inference"].median
     dropped = dropped_frames(rows)
-    pairs = []
-    for r in s.inferences:
-        pair = (original_text(r.get("backend_requested", "")), original_text(r.get("backend_used", "")))
-        if pair not in pairs:
-            pairs.append(pair)
-    fallback_reasons = []
+    pairs = _backend_pairs(s.inferences)
     # A segment ran one session: its own facts, not every session of the recording.
     all_facts = [s.segment.facts] if s.segment is not None else list(_dict(s.meta.get("sessions")).values())
-    for facts in all_facts:
-        if isinstance(facts, dict) and facts.get("fallback_reason"):
-            fallback_reasons.append(str(facts["fallback_reason"]))
-    fallback_reasons += [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
+    fallback_reasons = _fallback_reasons(s, all_facts)
     software_facts = [f for f in all_facts if isinstance(f, dict) and f.get("software")]
-    software = bool(software_facts)
     labels = Counter(original_text(r.get("top1_label", "")) for r in s.inferences)
     labels.pop("", None)
     lost = s.meta.get("lost_rows")
-    watts = s.column("gpu_power_w", rows)
-    gpu_w = float(np.nanmean(watts)) if np.isfinite(watts).any() else math.nan
-    rate = (len(rows) - 1) / span if span and span > 0 else math.nan
-    on_gpu = bool(rows) and all(original_text(r.get("backend_used", "")) == "gpu" for r in rows)
-    task = None
-    for r in rows:  # the task columns (docs/csv-format.md): empty or absent in a classifier's rows
-        cells = parse_cells(r)
-        if cells is not None:
-            task = task or TaskFigures()
-            task.add(*cells)
+    gpu_w, gpu_mj = _gpu_energy(s, rows, span)
     return SessionSummary(
         inferences=len(rows),
         inferences_total=len(s.inferences),
@@ -344,7 +327,7 @@ def summarise(s: RecordingData) -> SessionSummary:
         gpu_sm_clock_mhz=_median(s.column("gpu_sm_clock_mhz", rows)),
         gpu_power_w=gpu_w,
         cpu_mhz=_median(s.column("cpu_mhz", rows)),
-        gpu_mj_per_inference=gpu_w / rate * 1000.0 if on_gpu and rate > 0 else math.nan,
+        gpu_mj_per_inference=gpu_mj,
         dropped=dropped,
         dropped_share=dropped / (dropped + len(rows)) if rows else math.nan,
         models=_distinct(s.inferences, "model"),
@@ -354,15 +337,52 @@ def summarise(s: RecordingData) -> SessionSummary:
         backends=pairs,
         fallback=any(req and used and req != used for req, used in pairs) or bool(fallback_reasons),
         fallback_reasons=list(dict.fromkeys(fallback_reasons)),
-        software_gpu=software,
+        software_gpu=bool(software_facts),
         software_adapter=str(software_facts[0].get("adapter") or "") or None if software_facts else None,
         labels=labels,
-        task=task,
+        task=_task_figures(rows),
         lost_rows=lost if isinstance(lost, int) else None,
         skipped_lines=s.skipped_lines,
         complete=s.meta.get("complete") if isinstance(s.meta.get("complete"), bool) else None,
         error=str(s.meta["error"]) if s.meta.get("error") else None,
     )
+
+
+def _backend_pairs(rows: list[dict]) -> list[tuple[str, str]]:
+    """The (requested, used) backends of the rows, each once, in order of appearance."""
+    pairs = []
+    for r in rows:
+        pair = (original_text(r.get("backend_requested", "")), original_text(r.get("backend_used", "")))
+        if pair not in pairs:
+            pairs.append(pair)
+    return pairs
+
+
+def _fallback_reasons(s: RecordingData, all_facts: Sequence[object]) -> list[str]:
+    """Why the session fell back: its facts' reasons, then its fallback events' (repeats kept)."""
+    reasons = [str(f["fallback_reason"]) for f in all_facts if isinstance(f, dict) and f.get("fallback_reason")]
+    return reasons + [e.text.split(": ", 1)[-1] for e in s.events if e.kind == "fallback"]
+
+
+def _gpu_energy(s: RecordingData, rows: list[dict], span: float) -> tuple[float, float]:
+    """The GPU's mean recorded power (W) and its energy per inference (mJ): NaN unless recorded, the energy
+    also unless every measured row ran on the GPU."""
+    watts = s.column("gpu_power_w", rows)
+    gpu_w = float(np.nanmean(watts)) if np.isfinite(watts).any() else math.nan
+    rate = (len(rows) - 1) / span if span and span > 0 else math.nan
+    on_gpu = bool(rows) and all(original_text(r.get("backend_used", "")) == "gpu" for r in rows)
+    return gpu_w, gpu_w / rate * 1000.0 if on_gpu and rate > 0 else math.nan
+
+
+def _task_figures(rows: list[dict]) -> TaskFigures | None:
+    """What a model that is not a classifier found over the rows; None when no row has task columns."""
+    task = None
+    for r in rows:  # the task columns (docs/csv-format.md): empty or absent in a classifier's rows
+        cells = parse_cells(r)
+        if cells is not None:
+            task = task or TaskFigures()
+            task.add(*cells)
+    return task
 
 
 def backend_text(summary: SessionSummary) -> str:
