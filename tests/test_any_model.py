@@ -1,4 +1,4 @@
-"""Every command for any model (issue 32): `inspect --json` and `profile` on every fixture model with a verdict
+"""Every command for any model: `inspect --json` and `profile` on every fixture model with a verdict
 for every node; --task overriding and refusing; --input-shape fixing a dynamic input; --inputs good and bad;
 and models of the same kinds that are not in the fixtures (tests/builders/any_models.py), read and predicted."""
 
@@ -30,7 +30,7 @@ TASKS = {
     "coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite": "detection",
     "deeplabv3.tflite": "segmentation",
     "movenet_single_pose_lightning_ptq.tflite": "keypoints",
-    "face_detection_front.tflite": "raw",
+    "face_detection_front.tflite": "detection",
     "hand_landmark.tflite": "keypoints",
     "yamnet_audio_classifier_with_metadata.tflite": "raw",
     "keras_lstm_mnist_ptq.tflite": "raw",
@@ -40,6 +40,7 @@ DYNAMIC = TEST_MODELS / "dynamic_size.tflite"
 TEXT = TEST_MODELS / "text_input.tflite"  # one input [1,16] int32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VISION_MODELS)
 def test_inspect_and_profile_place_every_node(vision: Path, name: str):
     model = vision / name
@@ -86,6 +87,7 @@ def test_inspect_text_shows_the_task_and_every_tensor(vision: Path):
     assert run.stdout.count("          output ") == 3 and "input 0 " in run.stdout and "(the image)" in run.stdout
 
 
+@pytest.mark.slow
 def test_task_overrides_and_refusals(vision: Path, coral: Path):
     hand = vision / "hand_landmark.tflite"
     run = run_cli("predict", "--model", hand, "--task", "raw", "--json", coral / "grace_hopper.bmp", env=NO_VULKAN)
@@ -98,6 +100,7 @@ def test_task_overrides_and_refusals(vision: Path, coral: Path):
     assert run_cli("inspect", "--task", "pose").returncode == 2  # not a task: argparse's usage error
 
 
+@pytest.mark.slow
 def test_input_shape_fixes_a_dynamic_input_and_refuses_a_wrong_one():
     refused = run_cli("inspect", "--model", DYNAMIC, env=NO_VULKAN)
     assert_one_line_error(refused, 3, "dynamic dimensions", "--input-shape")
@@ -189,6 +192,7 @@ def test_a_class_map_segmenter(built: dict[str, Path], name: str):
     assert out["results"][0]["outputs"][0]["dtype"] == name.split()[-1]
 
 
+@pytest.mark.slow
 def test_a_landmark_regressor_beside_a_score(built: dict[str, Path]):
     run = run_cli("predict", "--model", built["landmarks"], "--json", COFFEE)
     assert run.returncode == 0, run.stderr
@@ -201,6 +205,7 @@ def test_a_landmark_regressor_beside_a_score(built: dict[str, Path]):
     assert all(p["score"] is None for p in points)
 
 
+@pytest.mark.slow
 def test_an_image_model_with_a_second_input(built: dict[str, Path], tmp_path: Path):
     model = built["two inputs"]
     generated = run_cli("predict", "--model", model, "--json", COFFEE)

@@ -50,6 +50,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "task", "feed", "figure", "label"), CASES, ids=[c[0].split("_")[0] for c in CASES])
 def test_bench_any_model_says_task_and_feeder_records_and_reports(
     vision: Path, coral: Path, tmp_path: Path, name: str, task: str, feed: str, figure: str, label: str | None
@@ -75,6 +76,7 @@ def test_bench_any_model_says_task_and_feeder_records_and_reports(
         assert label in html
 
 
+@pytest.mark.slow
 def test_bench_figures_match_litert_on_the_photo(vision: Path, coral: Path, tmp_path: Path) -> None:
     """The figures bench sums up are what the README's LiteRT run gives on grace_hopper.bmp."""
     photo = f"images:{coral / 'grace_hopper.bmp'}"
@@ -89,6 +91,7 @@ def test_bench_figures_match_litert_on_the_photo(vision: Path, coral: Path, tmp_
     assert movenet["task"]["mean_keypoint_score"] == pytest.approx(0.28, abs=0.05)
 
 
+@pytest.mark.slow
 def test_bench_inputs_file_feeds_a_model_with_no_image(vision: Path, tmp_path: Path) -> None:
     from app.model.spec import load_model_spec
 
@@ -107,6 +110,7 @@ def test_bench_inputs_file_feeds_a_model_with_no_image(vision: Path, tmp_path: P
     assert len(fixed) == 1 and fixed != {r["result_scores"] for r in inference_rows(generated)}
 
 
+@pytest.mark.slow
 def test_a_classifier_recording_keeps_its_columns(tmp_path: Path) -> None:
     summary, recording, _ = short_bench(Path("efficientnet_lite0"), "synthetic", tmp_path)
     with open(recording, encoding="utf-8") as f:
@@ -115,6 +119,7 @@ def test_a_classifier_recording_keeps_its_columns(tmp_path: Path) -> None:
     assert all(r["top1_label"] for r in inference_rows(recording))
 
 
+@pytest.mark.slow
 def test_sweep_of_a_segmenter(vision: Path, coral: Path, tmp_path: Path) -> None:
     out = tmp_path / "sweep.json"
     run = run_cli("sweep", "--model", vision / DEEPLAB, "--source", f"images:{coral / 'cat.bmp'}", "--frames", "3",
@@ -129,6 +134,7 @@ def test_sweep_of_a_segmenter(vision: Path, coral: Path, tmp_path: Path) -> None
     assert "segmentation" in run.stdout
 
 
+@pytest.mark.slow
 def test_sweep_of_a_model_with_no_image_compares_like_inputs(vision: Path, tmp_path: Path) -> None:
     """Each configuration is compared with the first on frames fed the same generated inputs: the same
     model on another thread count gives the same outputs (a frame's place in the replay lap is not
@@ -153,6 +159,7 @@ def ab(a: Path, source: str, tmp_path: Path, *extra: str | Path) -> tuple[dict, 
     return json.loads(out.read_text()), csv_path, run.stdout
 
 
+@pytest.mark.slow
 def test_ab_detector_against_itself_agrees_fully(vision: Path, coral: Path, tmp_path: Path) -> None:
     summary, csv_path, stdout = ab(vision / SSD, f"images:{coral / 'grace_hopper.bmp'}", tmp_path,
                                    "--compare-with", "cpu")  # fmt: skip
@@ -171,6 +178,7 @@ def test_ab_detector_against_itself_agrees_fully(vision: Path, coral: Path, tmp_
     assert "the same labels found on 100.0% of" in out.read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_ab_of_a_model_with_no_image_feeds_both_sides_alike(vision: Path, tmp_path: Path) -> None:
     """Each side's feeder picks its generated sample by frame: A and B get the same waveform on a frame,
     whichever frames each skipped, so a model against itself agrees exactly."""
@@ -218,6 +226,7 @@ def perturbed(model: Path, out: Path, factor: float) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_ab_two_segmenters_agree_less_than_fully(vision: Path, coral: Path, tmp_path: Path) -> None:
     other = perturbed(vision / DEEPLAB, tmp_path / "deeplab_scaled.tflite", 0.6)
     summary, _, stdout = ab(vision / DEEPLAB, f"images:{coral / 'grace_hopper.bmp'}", tmp_path,

@@ -92,6 +92,7 @@ def test_off_macos_the_backend_says_why_and_refuses_to_open():
         backend.open(load_model_spec(FLOAT_TFLITE), BackendOptions())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "darwin", reason="checks the failure off macOS")
 def test_a_package_core_ml_cannot_load_is_backend_unavailable_in_one_line():
     """Off macOS coremltools reads the package but has no Core ML to load it into.
@@ -114,6 +115,7 @@ def test_a_package_core_ml_cannot_load_is_backend_unavailable_in_one_line():
     assert out.stdout.startswith("Core ML cannot load efficientnet_lite0.mlpackage") and out.stdout.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_the_backend_imports_coremltools_without_tensorflow():
     """coremltools imports TensorFlow when it is installed; the app's runtime path must not."""
     need_convert_extra("coremltools")
@@ -159,6 +161,7 @@ def test_mlpackage_lookup_uses_the_sidecar_then_the_stem(tmp_path: Path):
     assert find_mlpackage(load_model_spec(model)) == tmp_path / "other.mlpackage"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VARIANTS)
 def test_bundled_mlpackage_io_and_metadata(name: str):
     facts = _read(name)
@@ -178,6 +181,7 @@ def test_bundled_mlpackage_io_and_metadata(name: str):
         assert storage == {"float16"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", VARIANTS)
 def test_weights_match_the_float_tflite_model(name: str):
     """All 50 conv/depthwise/fc weights (batch norm folded in both), in op order.

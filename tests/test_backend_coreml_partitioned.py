@@ -40,6 +40,7 @@ except BackendUnavailable as exc:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "darwin", reason="checks the failure off macOS")
 @pytest.mark.skipif(not HAS_COREMLTOOLS, reason="needs coremltools (the convert extra)")
 def test_off_macos_the_programs_are_built_and_cached_then_core_ml_is_missing(tmp_path: Path):
@@ -75,6 +76,7 @@ except BackendUnavailable as exc:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_COREMLTOOLS, reason="needs coremltools (the convert extra)")
 def test_a_delegated_node_without_a_translation_is_backend_unavailable_naming_it(tmp_path: Path):
     env = {**os.environ, "DELEGATE_SCOPE_CACHE": str(tmp_path / "cache")}

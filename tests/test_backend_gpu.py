@@ -47,6 +47,7 @@ def test_failure_reasons_are_words_a_user_can_act_on():
     assert "WebGPU rejected every Vulkan device (llvmpipe" in failure_reason(no_adapter, [llvmpipe], None)
 
 
+@pytest.mark.slow
 def test_without_a_vulkan_device_gpu_falls_back_to_cpu_visibly():
     run = run_cli("classify", "--delegate", "gpu", "--json", "--top-k", "1", PHOTO, env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
@@ -57,11 +58,13 @@ def test_without_a_vulkan_device_gpu_falls_back_to_cpu_visibly():
     assert run.json()["results"][0]["top"][0]["label"] == "espresso"
 
 
+@pytest.mark.slow
 def test_no_fallback_exits_5_with_the_reason():
     run = run_cli("classify", "--delegate", "gpu", "--no-fallback", PHOTO, env=NO_VULKAN)
     assert_one_line_error(run, 5, "the gpu delegate is not available: no GPU adapter found")
 
 
+@pytest.mark.slow
 def test_delegates_json_tells_the_truth_without_a_gpu():
     run = run_cli("delegates", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
@@ -72,6 +75,7 @@ def test_delegates_json_tells_the_truth_without_a_gpu():
     assert by_name["gpu"]["devices"] == []
 
 
+@pytest.mark.slow
 def test_delegates_lists_the_real_vulkan_devices_of_this_machine():
     """Whatever this machine has (llvmpipe, SwiftShader, a real GPU), `delegates` reports what Vulkan reports."""
     code = (
@@ -88,6 +92,7 @@ def test_delegates_lists_the_real_vulkan_devices_of_this_machine():
         assert gpu["reason"]
 
 
+@pytest.mark.slow
 def test_a_software_adapter_is_flagged_and_refused_by_default(swiftshader: dict):
     run = run_cli("delegates", "--json", env=swiftshader)
     gpu = next(d for d in run.json()["delegates"] if d["name"] == "gpu")
@@ -102,6 +107,7 @@ def test_a_software_adapter_is_flagged_and_refused_by_default(swiftshader: dict)
     assert "software renderer" in delegate["fallback_reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["efficientnet_lite0", "efficientnet_lite0_int8"])
 def test_a_software_adapter_runs_when_asked_and_the_evidence_shows_the_cpu_did_the_work(swiftshader: dict, model: str):
     photos = [PHOTOS / "coffee.jpg", PHOTOS / "rocket.jpg"]
@@ -163,6 +169,7 @@ print(json.dumps({"runs": runs, "during": during, "alone": alone}))
 """
 
 
+@pytest.mark.slow
 def test_a_gpu_run_lets_other_python_threads_run(swiftshader: dict):
     """LiteRT's Python wrapper held the GIL through a GPU run, so a pipeline's capture and results threads
     queued behind every inference; the session runs through the C API (ctypes: no GIL) so they overlap it.
@@ -202,6 +209,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_the_runtimes_buffers_and_host_memory_give_the_same_outputs(swiftshader: dict):
     """The GPU session writes and reads the runtime's own buffers under their locks (the default), or
     buffers over numpy arrays of ours (HOST_BUFFERS, compared in benchmarks/investigations/gpu_pipeline.py): the same

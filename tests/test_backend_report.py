@@ -106,6 +106,7 @@ cpu.close()
 """
 
 
+@pytest.mark.slow
 def test_an_accelerator_failing_mid_run_goes_on_on_the_cpu_and_its_report_says_so(swiftshader: dict):
     run = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip

@@ -69,6 +69,7 @@ def test_float32_on_one_thread_from_the_synthetic_source_is_inference_bound():
     assert b["evidence"]["sentence"].startswith("inference-bound at ")
 
 
+@pytest.mark.slow
 def test_a_throttle_slower_than_the_model_is_named(tiny_model):
     b = bench("synthetic:320x240@1000", str(tiny_model), throttle_ms=20.0)
     assert b["stage"] == "throttle", b
@@ -100,7 +101,7 @@ def _one_second(read_ms: float, prepare_ms: float, inference_ms: float, rate: in
 
 
 def test_the_bound_line_on_the_gpu_hosts_recorded_shares():
-    """The shares of issue 36's H200 runs (EfficientNet-Lite0 on the GPU, the unpaced demo): decoding and
+    """The shares of an H200 host's runs (EfficientNet-Lite0 on the GPU, the unpaced demo): decoding and
     preprocessing in series on the capture thread; then each on its own thread, either one the busier."""
     serial = find_bottleneck(_one_second(0.9, 0.85, 1.3, 550, own_thread=False).snapshot(11.0))
     assert serial.stage == "source" and serial.saturated

@@ -1,4 +1,4 @@
-"""Gates on the command line (issue 35): bench and sweep with --baseline/--budget, compare on stored
+"""Gates on the command line: bench and sweep with --baseline/--budget, compare on stored
 summaries, the exit code 7 and the one-line errors; real runs, real files (tests/data/gates: summaries
 written by this version's bench, sweep and inspect --json on this machine)."""
 
@@ -35,6 +35,7 @@ def _scaled_baseline(tmp_path: Path, factor: float) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_run_at_one_thread_against_a_faster_two_thread_baseline_fails_naming_inference_p50(tmp_path: Path):
     base = _scaled_baseline(tmp_path, 0.25)
     run = run_cli("bench", *QUICK, "--threads", "1", "--baseline", base, "--json", tmp_path / "run.json")
@@ -89,6 +90,7 @@ def test_bad_gates_are_usage_errors_before_anything_runs(argv: list[str], words:
     assert_one_line_error(run_cli("bench", "--frames", "5", *argv, timeout=30), 2, words)
 
 
+@pytest.mark.slow
 def test_an_ab_run_takes_absolute_budgets_on_agreement(tmp_path: Path):
     ab = ("bench", "--source", "synthetic", "--compare-model", "efficientnet_lite0_int8", "--frames", "20",
           "--compare-alone-seconds", "0")  # fmt: skip
@@ -98,6 +100,7 @@ def test_an_ab_run_takes_absolute_budgets_on_agreement(tmp_path: Path):
     assert run_cli(*ab, "--budget", "agreement.top1>=0").returncode == 0
 
 
+@pytest.mark.slow
 def test_an_ab_run_is_gated_side_by_side_against_an_ab_baseline(tmp_path: Path):
     ab = ("bench", "--source", "synthetic", "--no-pace", "--compare-model", "efficientnet_lite0_int8",
           "--frames", "20", "--compare-alone-seconds", "0")  # fmt: skip
@@ -119,6 +122,7 @@ def test_an_ab_run_is_gated_side_by_side_against_an_ab_baseline(tmp_path: Path):
     assert_one_line_error(other, 2, f"--baseline {base}: B model sha256 {int8_sha} there")
 
 
+@pytest.mark.slow
 def test_sweep_rows_are_matched_and_one_missing_on_either_side_is_said(tmp_path: Path):
     base = json.loads((GATES / "sweep.json").read_text())
     two_threads = base["rows"].pop(1)  # only in this run
@@ -140,6 +144,7 @@ def test_sweep_rows_are_matched_and_one_missing_on_either_side_is_said(tmp_path:
     assert verdicts[("GPU fp16 / fp32", "")] is None  # not measured on either side: said, not failed
 
 
+@pytest.mark.slow
 def test_compare_shows_two_stored_summaries_and_gates_them():
     pair = (GATES / "bench_2threads.json", GATES / "bench_1thread.json")
     shown = run_cli("compare", *pair)
@@ -184,6 +189,7 @@ def _damaged(tmp_path: Path) -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
     from app.errors import UsageError
     from app.gates.stored import read_summary
@@ -197,9 +203,10 @@ def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
         assert_one_line_error(run_cli("compare", good, path), 2, str(path))
 
 
+@pytest.mark.slow
 def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Path):
-    """A paced bench beside an unpaced one (power sections from counter values recorded on an H200,
-    issue 36): compare says the GPU was at its idle clock in one, with the figures."""
+    """A paced bench beside an unpaced one (power sections from counter values recorded on an H200):
+    compare says the GPU was at its idle clock in one, with the figures."""
     import json
 
     from app.metrics.energy import power_figures
@@ -223,7 +230,7 @@ def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Pat
 
 
 def _paced_ab_and_unpaced_sweep(tmp_path: Path) -> tuple[Path, Path]:
-    """Issue 36's H200 case as stored files: a paced A/B (A: 16 CPU threads, B: the GPU, left at its idle
+    """An H200 host's case as stored files: a paced A/B (A: 16 CPU threads, B: the GPU, left at its idle
     clock) and an unpaced sweep of the same model (the GPU at 1980 MHz), from recorded counter values."""
     from app.metrics.energy import power_figures
     from tests.helpers.power_readings import IDLE, PACED, UNPACED
@@ -247,8 +254,9 @@ def _paced_ab_and_unpaced_sweep(tmp_path: Path) -> tuple[Path, Path]:
     return paths
 
 
+@pytest.mark.slow
 def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_path: Path):
-    """Issue 36: the paced A/B says the GPU is slower, the sweep that it is faster; compare shows both
+    """The paced A/B says the GPU is slower, the sweep that it is faster; compare shows both
     speeds of each side beside the sweep row of the same accelerator, and why they differ (the clocks)."""
     from tests.helpers.schemas import OutputKind, validate
 
@@ -277,6 +285,7 @@ def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_pat
     assert b["bench_over_sweep"] == pytest.approx(3.33 / 1.29)
 
 
+@pytest.mark.slow
 def test_compare_matches_a_bench_to_a_sweep_row_only_on_the_same_model_and_never_judges(tmp_path: Path):
     ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
     other = json.loads(ab.read_text())

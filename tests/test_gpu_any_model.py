@@ -1,4 +1,4 @@
-"""The GPU backend on models that are not classifiers (issue 32), on the real runtime under SwiftShader:
+"""The GPU backend on models that are not classifiers, on the real runtime under SwiftShader:
 several outputs, outputs the file leaves without a shape, a custom op left on the CPU, uint8 pixels
 without quantization, a model LiteRT's compiled-model API cannot read. Each model is opened once, in a
 child process (the Vulkan driver is chosen by the environment), beside the CPU session on the same inputs.
@@ -119,6 +119,7 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
     return float(inter / union)
 
 
+@pytest.mark.slow
 def test_the_ssd_runs_on_the_gpu_with_its_post_processing_left_on_the_cpu(ssd: dict):
     """The file gives the four TFLite_Detection_PostProcess outputs no shape; the op sets it when the
     runtime allocates, and the GPU session reads that (buffers made from the file's type were too small:
@@ -163,6 +164,7 @@ def test_the_gpu_profile_of_the_ssd_times_its_cpu_node_apart(ssd: dict):
     assert custom["ms"] > 0 and gpu_row["ms"] + custom["ms"] == pytest.approx(ssd["wall_ms"])
 
 
+@pytest.mark.slow
 def test_three_outputs_of_a_fully_accelerated_landmark_model_agree_with_the_cpu(hand: dict):
     assert (hand["fully"], hand["delegated"], hand["total"], hand["partitions"]) == (True, 64, 64, 1)
     assert hand["first_ms"] > 0
@@ -179,6 +181,7 @@ def test_three_outputs_of_a_fully_accelerated_landmark_model_agree_with_the_cpu(
         assert np.abs(handedness - cpu_handedness).max() < 0.05
 
 
+@pytest.mark.slow
 def test_movenet_uint8_pixels_run_partly_on_the_gpu(movenet: dict):
     """uint8 input without quantization; GATHER_ND and the decoding after it left on the CPU."""
     assert (movenet["fully"], movenet["delegated"], movenet["total"]) == (False, 112, 157)

@@ -97,7 +97,7 @@ def test_c1_controls_are_removed_like_c0_controls():
 
 
 def test_one_label_short_of_a_1000_output_model_is_not_shifted():
-    # 999 labels for 1000 outputs used to take the 1001/1000 background convention, shifting every label
+    # 999 labels for 1000 outputs must not take the 1001/1000 background convention, which shifts every label
     # onto its neighbour ("mortar and pestle" for "military uniform"): only a 1001-output model has that row.
     labels = align_labels([f"l{i}" for i in range(999)], 1000, "labels.txt")
     assert not labels.background_class

@@ -2,6 +2,8 @@
 
 import threading
 
+import pytest
+
 from app.backends.describe import delegation_panel_facts, offload_sentence
 from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
@@ -9,6 +11,7 @@ from app.recording.writer import read_recording
 from tests.helpers.wait import wait_until
 
 
+@pytest.mark.slow
 def test_record_switch_source_and_stop(tmp_path):
     session = LiveController("synthetic:320x240@30", InferenceConfig(options={"threads": 1}))
     session.start()
@@ -83,7 +86,8 @@ def test_delegation_panel_facts_flag_fallback_and_software():
     facts = {f.label: f for f in delegation_panel_facts(report)}
     assert facts["Backend"].level == "warn" and "requested GPU" in facts["Backend"].value
     assert facts["Fallback"].value == "no GPU adapter"
-    assert facts["Nodes delegated"].value == "61 of 64" and facts["Nodes delegated"].level == "warn"
+    # What runs is the CPU: XNNPACK's 61 of 64 is said, not flagged (the fallback is, in Backend and Fallback).
+    assert facts["Nodes delegated"].value == "61 of 64" and facts["Nodes delegated"].level == "info"
     assert facts["Partitions"].value == "2" and "Warning" not in facts  # the fallback is not repeated
     soft = DelegationReport("gpu", "gpu", "LiteRT GPU", adapter="SwiftShader Device", software=True)
     assert "SOFTWARE RENDERER" in {f.label: f for f in delegation_panel_facts(soft)}["Adapter"].value

@@ -85,6 +85,7 @@ def test_a_stream_nobody_sends_is_a_quick_source_error() -> None:
     assert time.monotonic() - started < 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_a_stream_that_goes_silent_is_lost_after_the_read_timeout_not_hung(senders: list) -> None:
     cam = sender(senders, (160, 120), stall_after=40)
@@ -109,6 +110,7 @@ def test_a_stream_that_goes_silent_is_lost_after_the_read_timeout_not_hung(sende
 # --- in the pipeline, with a recording --------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 def test_a_camera_that_vanishes_and_returns_is_reconnected_and_the_recording_marks_the_gap(
     senders: list, tmp_path: Path
@@ -186,7 +188,7 @@ def test_frames_of_other_sizes_and_types_mid_stream_are_all_inferred(tmp_path: P
     try:
         # 0.5 fps x 2 s per image: each image is one frame; unpaced, each frame is inferred.
         source = f"images:{folder}"
-        p = start(pipelines, source, pace=False, loop=False, on_result=results.append, source_options={"fps": 0.5})
+        p = start(pipelines, source, pace=False, loop=False, on_result=results.append, fps=0.5)
         assert wait_until(p.finished, 40)
         state = p.status().state
     finally:
@@ -227,6 +229,7 @@ def test_a_video_damaged_in_the_middle_ends_with_a_clear_status_and_a_complete_r
     assert 0 < sum(1 for r in rows if not r["event"]) < 120
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_stream_credentials_stay_out_of_recordings_json_and_output(senders: list, tmp_path: Path) -> None:
     import subprocess

@@ -1,4 +1,4 @@
-"""`numerics` (issue 34): each node's error on a delegate against a reference, found by cutting the model after
+"""`numerics`: each node's error on a delegate against a reference, found by cutting the model after
 the node, and the first node that breaks the output. The figures against their definitions; the CPU against
 LiteRT's reference kernels on every node (float and int8); the GPU at fp16 (SwiftShader) against the CPU at
 fp32: the bundled float model and third-party models of other tasks, a model built to overflow fp16 at one
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.xdist_group("numerics")
 
 VISION = ROOT.parent / "shared" / "fixtures" / "vision"
 BUNDLED = ROOT / "models" / "efficientnet_lite0.tflite"
-E2E_TOLERANCE = 1e-5  # the issue's: the last row equals the end-to-end difference within this
+E2E_TOLERANCE = 1e-5  # the last row equals the end-to-end difference within this (docs/numerics.md)
 
 
 def _same_error(row: dict, e2e: dict) -> None:
@@ -73,6 +73,7 @@ def test_the_threshold_is_settable():
     assert Threshold(min_cosine=0.99999).breaks(s) and "cosine" in (Threshold(min_cosine=0.99999).why(s) or "")
 
 
+@pytest.mark.slow
 def test_the_cpu_against_the_reference_kernels_has_a_row_for_every_node_and_the_last_is_end_to_end():
     run = run_cli("numerics", "--delegate", "cpu", "--against", "reference", "--all", "--json", timeout=300)
     assert run.returncode == 0, run.stderr
@@ -141,6 +142,7 @@ def fp16_overflow(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [[], ["--all"]], ids=["search", "all"])
 def test_the_gpu_at_fp16_breaks_exactly_at_the_node_that_overflows(swiftshader, fp16_overflow: Path, mode, tmp_path):
     graph = read_graph(fp16_overflow.read_bytes())
@@ -165,6 +167,7 @@ def test_the_gpu_at_fp16_breaks_exactly_at_the_node_that_overflows(swiftshader, 
         assert f"first breaking node {exp} (EXP" in text.stdout, text.stdout
 
 
+@pytest.mark.slow
 def test_the_same_model_at_fp32_on_the_gpu_does_not_break(swiftshader: dict, fp16_overflow: Path):
     run = run_cli("numerics", "--model", fp16_overflow, "--allow-software-gpu", "--gpu-precision", "fp32", "--json",
                   env=swiftshader, timeout=300)  # fmt: skip
@@ -173,6 +176,7 @@ def test_the_same_model_at_fp32_on_the_gpu_does_not_break(swiftshader: dict, fp1
     assert out["precision"] == "fp32" and out["first_breaking"] is None and not out["output_breaks"]
 
 
+@pytest.mark.slow
 def test_the_bundled_float_model_on_the_gpu_at_fp16_last_row_is_end_to_end(swiftshader: dict, tmp_path: Path):
     run = run_cli("numerics", "--allow-software-gpu", "--json", env=swiftshader, timeout=300)
     assert run.returncode == 0, run.stderr
@@ -199,6 +203,7 @@ def test_every_node_of_the_bundled_float_model_has_its_row_on_the_gpu(swiftshade
     assert out["first_breaking"] is None  # fp16 stays above 30 dB at every node here (measured: 39.8-70 dB)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["deeplabv3.tflite", "face_detection_front.tflite", "hand_landmark.tflite"])
 def test_fixture_models_of_other_tasks_on_the_gpu_last_row_is_end_to_end(swiftshader: dict, name: str):
     if not (VISION / "README.md").is_file():
@@ -222,6 +227,7 @@ def test_fixture_models_of_other_tasks_on_the_gpu_last_row_is_end_to_end(swiftsh
     assert out["cost"]["cuts_refused"] == 0
 
 
+@pytest.mark.slow
 def test_a_model_the_gpu_takes_in_part_says_which_cuts_ran_partly_on_its_cpu_kernels(swiftshader: dict, tmp_path):
     path = tmp_path / "mixed.tflite"
     path.write_bytes(chain(MIXED))  # 0 ADD, 1 SOFTMAX, 2 MUL, 3 SOFTMAX beta 2 and 5 LOG_SOFTMAX refused
@@ -233,6 +239,7 @@ def test_a_model_the_gpu_takes_in_part_says_which_cuts_ran_partly_on_its_cpu_ker
     _same_error(rows[max(rows)]["error"], run.json()["end_to_end"])
 
 
+@pytest.mark.slow
 def test_a_recording_that_carries_a_table_has_it_in_its_report(tmp_path: Path):
     recording = tmp_path / "rec.csv"
     run = run_cli("bench", "--source", "demo", "--frames", "20", "--warmup", "2", "--csv", recording)

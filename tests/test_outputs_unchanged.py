@@ -1,7 +1,8 @@
-"""The documented JSON and CSV outputs are what they were before the typed seams (issue 31).
+"""The documented JSON and CSV outputs hold to golden files: a format changes only on purpose, with its
+golden rewritten.
 
 Each case runs the real command on fixed inputs and compares its output with a golden file under
-tests/data/golden/, produced from the tree before the refactor (da75411) by this same module:
+tests/data/golden/, written by this same module from a checkout whose outputs are the reference:
 
     python tests/test_outputs_unchanged.py --write-goldens /path/to/old/checkout
 
@@ -9,6 +10,10 @@ What is compared, and how it is normalised (everything else is compared byte for
 - every command: the tree's own path reads `<ROOT>`, a test's temporary folder `<TMP>`, why no GPU
   adapter was found `<: the machine's reason>` (a Vulkan loader or a software driver installed or not),
   and `delegates`' list of Vulkan devices `<list of str>`;
+- what the optional `convert` extra (TensorFlow, coremltools) installs: `delegates`' TensorFlow reference
+  entry's `available` and `reason` read `<the convert extra's>` (checked first: available with no reason,
+  or not with the documented one), and the sidecar lists coremltools' version exactly when it is installed,
+  `<version, when installed>`: the golden holds with or without the extra;
 - `delegates`, `inspect`, `classify` (deterministic on one machine: XNNPACK on fixed files): the JSON text
   exactly, but for timings (`*_ms` numbers and the numbers inside a `*_ms` object, `cpu_per_wall`),
   which read `<float>`: their key, place and type stay checked;
@@ -17,7 +22,7 @@ What is compared, and how it is normalised (everything else is compared byte for
   exactly, the sequence of event rows, each kind of row's shape (per column, the shapes of its non-empty
   cells: a number as `%.6g` writes it, text, or the timestamp and t_s patterns) and which columns hold
   6 significant digits somewhere; the sidecar's skeleton likewise;
-- `report` on two fixed recordings (tests/data/golden/input/, made by bench at da75411): the HTML page
+- `report` on two fixed recordings (tests/data/golden/input/, recorded by bench): the HTML page
   byte for byte but for its `generated` time, each embedded PNG as its size and sha256 (the goldens
   hold digests, not 400 kB of images; they follow the pinned matplotlib, as classify's scores follow
   the pinned LiteRT).
@@ -30,6 +35,7 @@ import base64
 import csv
 import difflib
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -42,6 +48,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent.parent
 GOLDEN = HERE / "tests" / "data" / "golden"
@@ -180,7 +188,24 @@ def case_delegates(tree: Path, tmp: Path) -> dict[str, str]:
     for status in json.loads(out)["delegates"]:  # a list of strings, whose entries are the machine's Vulkan devices
         assert all(isinstance(d, str) for d in status.get("devices", []))
     out = re.sub(r'"devices": \[[^\]]*\]', '"devices": <list of str>', out)  # the text kept as printed
-    return {"delegates.json": f"rc={rc}\n{err}{out}"}
+    return {"delegates.json": f"rc={rc}\n{err}{_extra_out(out)}"}
+
+
+# The TensorFlow reference's entry as `delegates --json` prints it; whether it is available is the extra's.
+_REFERENCE = re.compile(
+    r'("name": "reference",\n\s*"label": "[^"]*",\n\s*)"available": (true|false),(\n\s*)"reason": (null|"[^"]*")'
+)
+
+
+def _extra_out(out: str) -> str:
+    """The reference entry's availability as `<the convert extra's>`, after checking it says what
+    app/backends/reference.py does: available, or not with the install command of the extra."""
+    match = _REFERENCE.search(out)
+    assert match, out
+    available, reason = match.group(2) == "true", json.loads(match.group(4))
+    assert (reason is None) if available else reason.endswith("not installed: pip install -e '.[convert]'"), reason
+    extra = json.dumps("<the convert extra's>")
+    return _REFERENCE.sub(rf'\1"available": {extra},\3"reason": {extra}', out, count=1)
 
 
 def case_inspect(tree: Path, tmp: Path) -> dict[str, str]:
@@ -210,7 +235,13 @@ def case_bench(tree: Path, tmp: Path) -> dict[str, str]:
     sidecar = json.loads(_paths((tmp / "bench.csv.meta.json").read_text(), tree, tmp))
     # The machine's own facts and package versions are the machine's, not the format's.
     sidecar["machine"] = {k: "<machine>" for k in sidecar["machine"]}
-    sidecar["packages"] = {k: "<version>" for k in sidecar["packages"]}
+    packages = sidecar["packages"]
+    # coremltools (the convert extra) is listed exactly when installed; its place stays checked when it is.
+    assert ("coremltools" in packages) == (importlib.util.find_spec("coremltools") is not None), packages
+    sidecar["packages"] = {k: "<version>" for k in packages if k != "coremltools"}
+    sidecar["packages"]["coremltools"] = "<version, when installed>"
+    if "coremltools" in packages:
+        assert list(packages)[-1] == "coremltools", packages
     return {
         "bench_summary.json": _json_text(_skeleton(summary)),
         "bench_recording.json": _json_text(_recording_shape(csv_path.read_text())),
@@ -282,11 +313,11 @@ def test_output_matches_the_golden_from_before(case: str, tmp_path: Path) -> Non
     for name, text in produced.items():
         golden = (GOLDEN / name).read_text(encoding="utf-8")
         diff = "".join(difflib.unified_diff(golden.splitlines(True), text.splitlines(True), "golden", "now", n=2))
-        assert text == golden, f"{name} differs from the golden (the output before the refactor):\n{diff[:4000]}"
+        assert text == golden, f"{name} differs from the golden (the documented output):\n{diff[:4000]}"
 
 
 if __name__ == "__main__":
-    # Produce the goldens from another checkout (the tree before the change): the same commands,
+    # Produce the goldens from a checkout whose outputs are the reference: the same commands,
     # the same normalisation, the inputs of this tree.
     if len(sys.argv) != 3 or sys.argv[1] != "--write-goldens":
         sys.exit("usage: python tests/test_outputs_unchanged.py --write-goldens OLD_TREE")

@@ -130,6 +130,7 @@ def test_a_paced_run_at_the_idle_clock_is_named_beside_an_unpaced_one():
     assert clock_state_sentence("a", power_figures([], [], 0), "b", unpaced) is None  # not known: silent
 
 
+@pytest.mark.slow
 def test_bench_reports_each_power_figure_or_why_it_is_missing(tmp_path: Path):
     """bench's JSON carries the power section; here (no NVML, cpufreq or RAPL in this VM) every figure is
     null beside its reason, and the text says the same. On a machine with the counters: numbers."""
@@ -173,7 +174,7 @@ def test_the_sampler_opens_nvml_once_for_utilisation_and_the_power_counters(monk
 
 
 def test_a_paced_gpu_left_at_its_idle_clock_is_said_with_its_figures():
-    """The paced A/B of issue 36 (CPU vs GPU at 30 fps on an H200): the GPU at 345 MHz, its idle clock."""
+    """A paced A/B (CPU vs GPU at 30 fps on an H200): the GPU at 345 MHz, its idle clock."""
     from app.metrics.energy import paced_clock_sentence
 
     paced = power_figures(IDLE, PACED, 14 * 30, ran_on="gpu")
@@ -184,6 +185,7 @@ def test_a_paced_gpu_left_at_its_idle_clock_is_said_with_its_figures():
     assert paced_clock_sentence("GPU at 30 fps", power_figures([], PACED, 420)) is None  # idle clock unknown
 
 
+@pytest.mark.slow
 def test_an_ab_bench_reads_the_power_state_over_its_span(tmp_path: Path):
     """bench --compare-with: the power section over the span both sides ran, each figure a value or null
     beside its reason; here (no NVML) no clock sentence, since no GPU clock is known."""
@@ -205,6 +207,7 @@ def test_an_ab_bench_reads_the_power_state_over_its_span(tmp_path: Path):
         assert d["speed"]["clock_sentence"] is None
 
 
+@pytest.mark.slow
 def test_bench_warm_seconds_holds_the_warm_up_that_long(tmp_path: Path):
     """--warm-seconds: the measured span opens no sooner than that long after the first result, however
     few warm-up inferences were asked for (the recording's `measure` row says when)."""

@@ -102,18 +102,29 @@ def test_movenet_left_shoulder_matches_litert_s(vision: Path, coral: Path):
     assert abs(mean - 0.28) <= 0.05
 
 
-def test_blazeface_is_raw_with_every_output_summarised(vision: Path, coral: Path):
-    """No post-processing op, so no boxes are guessed: both outputs summarised; the best anchor's face
-    logit is LiteRT's (sigmoid 0.915) within the resize's difference."""
+def test_blazeface_is_decoded_as_mediapipe_decodes_it(vision: Path, coral: Path):
+    """No post-processing op: the anchors of MediaPipe's short-range face graph decode one face on the
+    portrait, its score the best anchor's (LiteRT's sigmoid 0.915 within the resize's difference), its
+    six keypoints inside its box and laid out as a face: eyes above the nose above the mouth, the
+    subject's right eye on the image's left."""
     run = run_cli("predict", "--model", vision / "face_detection_front.tflite", "--json", coral / "grace_hopper.bmp",
                   env=NO_VULKAN)  # fmt: skip
     assert run.returncode == 0, run.stderr
     result = run.json()["results"][0]
-    assert result["task"] == "raw" and "detections" not in result and "keypoints" not in result
-    shapes = {o["name"]: o["shape"] for o in result["outputs"]}
-    assert sorted(shapes.values()) == [[1, 896, 1], [1, 896, 16]]
+    assert result["task"] == "detection" and sorted(o["shape"] for o in result["outputs"]) == [[1, 896, 1], [1, 896, 16]]
     logit = next(o["max"] for o in result["outputs"] if o["shape"] == [1, 896, 1])
     assert abs(1 / (1 + math.exp(-logit)) - 0.915) <= 0.03
+    [face] = result["detections"]
+    assert face["label"] == "face" and face["score"] == pytest.approx(1 / (1 + math.exp(-logit)), abs=1e-5)
+    points = {k["name"]: (k["x"], k["y"]) for k in face["keypoints"]}
+    assert list(points) == ["right eye", "left eye", "nose tip", "mouth", "right ear tragion", "left ear tragion"]
+    ymin, xmin, ymax, xmax = face["box"]
+    assert all(xmin <= x <= xmax and ymin <= y <= ymax for x, y in points.values())
+    eyes = (points["right eye"][1] + points["left eye"][1]) / 2
+    assert eyes < points["nose tip"][1] < points["mouth"][1]
+    assert points["right eye"][0] < points["nose tip"][0] < points["left eye"][0]
+    # The face on the 512x600 portrait, read off the photo: about x 0.36-0.68, y 0.25-0.56 (hairline to chin).
+    assert 0.3 < xmin < 0.4 and 0.65 < xmax < 0.75 and 0.18 < ymin < 0.3 and 0.5 < ymax < 0.65
 
 
 def test_predict_text_is_one_line_per_image(vision: Path, coral: Path):

@@ -27,6 +27,7 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("reader", [r for r in reader_fuzz.READERS if r not in ("recording", "mlpackage_coremltools")])
 def test_model_side_readers(reader: str, tmp_path: Path):
     tally = getattr(reader_fuzz, f"fuzz_{reader}")(tmp_path, seed=11, cases=CASES)
@@ -35,6 +36,7 @@ def test_model_side_readers(reader: str, tmp_path: Path):
     assert tally.outcomes["warned"] + tally.outcomes["refused"] > 0  # the mutations reach the reader
 
 
+@pytest.mark.slow
 @pytest.mark.damages_outputs  # mutated sidecars, on purpose
 def test_recordings_fed_to_report_and_review(recording: Path, tmp_path: Path):
     tally = reader_fuzz.fuzz_recording(tmp_path, seed=11, cases=CASES, base=recording)
@@ -68,8 +70,8 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
         assert any("field 'normalization'" in w for w in spec.warnings)
     sidecar.write_text(json.dumps({"format": 1, "labels": 7, "name": ["x"]}))
     assert sum("not a short text" in w for w in load_model_spec(model).warnings) == 2
-    # A recording with an unreadable time and one claiming a span of 10^19 s: the review's resampling
-    # divided by NaN ("arange: cannot compute length") or would ask for ~10^20 samples.
+    # A recording with an unreadable time and one claiming a span of 10^19 s: the Review's resampling must
+    # neither divide by NaN ("arange: cannot compute length") nor ask for ~10^20 samples.
     seed = tmp_path / "seed.csv"
     assert run_cli("bench", "--source", "synthetic", "--frames", "12", "--warmup", "0", "--csv", seed).returncode == 0
     rows = list(csv.reader(seed.open(encoding="utf-8")))
@@ -87,6 +89,7 @@ def test_regressions_found_by_the_reader_fuzzing(tmp_path: Path):
     assert read_recording(seed).metadata == {}
 
 
+@pytest.mark.slow
 def test_damaged_core_ml_packages_through_coremltools(tmp_path: Path):
     """The backend's whole open path as far as Linux goes: the app's package check, then coremltools'
     own Manifest.json reader (native) and protobuf parse. In a child process: coremltools imports

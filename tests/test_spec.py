@@ -18,7 +18,7 @@ VISION = {
     "deeplabv3.tflite": (Task.SEGMENTATION, 21, 0, 21),
     "movenet_single_pose_lightning_ptq.tflite": (Task.KEYPOINTS, 0, 17, 17),
     "hand_landmark.tflite": (Task.KEYPOINTS, 0, 21, 21),
-    "face_detection_front.tflite": (Task.RAW, 0, 0, 0),
+    "face_detection_front.tflite": (Task.DETECTION, 0, 0, 0),
     "yamnet_audio_classifier_with_metadata.tflite": (Task.RAW, 0, 0, 0),
 }
 

@@ -19,6 +19,7 @@ from tests.helpers.vulkan import NO_VULKAN
 FLOAT, INT8 = "EfficientNet-Lite0 (float32)", "EfficientNet-Lite0 (int8)"
 
 
+@pytest.mark.slow
 def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     out, page = tmp_path / "sweep.json", tmp_path / "sweep.html"
     run = run_cli("sweep", "--frames", "12", "--warmup", "2", "--json", out, "--html", page, "--idle-seconds", "0.3",
@@ -56,7 +57,7 @@ def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     assert f"{cpu[0]}  " in run.stdout and "not measured:" in run.stdout
     html = page.read_text()
     assert "<table>" in html and "data:image/png;base64," in html and "Core ML needs macOS" in html
-    # The power state (issue 36): idle read before the first configuration, each configuration warmed, and
+    # The power state: idle read before the first configuration, each configuration warmed, and
     # every figure a value or null beside its reason (this VM: no NVML, no cpufreq, no RAPL).
     assert d["idle_s"] >= 0.25 and d["warm_s"] == 0.2
     for label in cpu:
@@ -70,6 +71,7 @@ def test_sweep_cli_on_the_demo_clip_with_the_bundled_models(tmp_path: Path):
     assert "Power state" in html and "mJ/inf" in run.stdout and "GPU MHz" in html
 
 
+@pytest.mark.slow
 def test_a_software_gpu_is_swept_only_when_asked_and_flagged(swiftshader: dict, three_ops: Path, tmp_path: Path):
     """On a three-op classifier: what is checked is which rows the sweep makes and how it flags them, the
     same for any model, and the int8 model's inferences on SwiftShader made it 12 s of CPU against 5 s."""
@@ -200,7 +202,7 @@ def test_live_pipeline_pauses_for_a_sweep_and_resumes_with_what_was_asked_meanwh
 
 
 def test_the_sweep_table_gives_each_configurations_clock_and_energy_on_recorded_counters():
-    """Counter values recorded on an H200 (issue 36): the GPU row's SM clock and mJ per inference, total
+    """Counter values recorded on an H200: the GPU row's SM clock and mJ per inference, total
     and above idle, from NVML's counter; the CPU row's energy not readable there (no RAPL)."""
     from app.metrics.energy import power_figures
     from app.report.sweep import energy_per_inference, power_lines, text_table

@@ -94,8 +94,8 @@ def _mutations(data: bytes, seed: int, cases: int, start: int = 0, end: int | No
 
 
 def test_damaged_tflite_support_metadata_is_refused_as_a_model_error():
-    """Offsets pointing past the buffer used to escape as struct.error (exit 1 from classify):
-    24 of 3,000 such mutations of the bundled model's metadata before the fix."""
+    """Offsets pointing past the buffer are a ModelError, never a struct.error (exit 1 from classify): 24 of
+    3,000 mutations of the bundled model's metadata point past it."""
     from app.model.spec import bundled_models
 
     meta = read_tflite(bundled_models()["efficientnet_lite0"].read_bytes()).metadata["TFLITE_METADATA"]
@@ -159,6 +159,7 @@ def _structure_positions(data: bytes) -> list[int]:
     return np.flatnonzero(~weights).tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["efficientnet_lite0", "detector_like"])
 def test_seeded_mutations_of_the_graph_tables_never_break_the_graph_reader(model: str):
     """read_graph (coverage, inspect) walks every node, tensor and option of untrusted files: mutate

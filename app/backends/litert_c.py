@@ -12,7 +12,8 @@ Two things the Python wrapper of ai-edge-litert 2.3.0 cannot do, this can:
   GIL through most of a GPU run, so no other Python thread of the process runs meanwhile: a
   pipeline's capture and results threads then queue behind every inference (docs/benchmarks.md,
   "GPU: the pipeline against the model alone"). A ctypes call of a `CDLL` releases the GIL for the
-  call's duration, so the GPU backend runs through this (`app/backends/gpu/backend.py`) and the other threads overlap the run.
+  call's duration, so the GPU backend runs through this (`app/backends/gpu/backend.py`) and the other
+  threads overlap the run.
 
 Layouts and names follow LiteRT's headers for this release, named per item below; they are
 checked at run time where they can be (the event count against the buffer, the tags as strings).

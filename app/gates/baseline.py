@@ -27,7 +27,8 @@ def load_baseline(
     (`--baseline b.json: delegate gpu there, cpu here`)."""
     base = read_summary(path, "--baseline")
     if base.kind != kind:
-        raise UsageError(f"--baseline {path}: it holds a {base.kind} summary, and this is {kind}")
+        article = "an" if base.kind[0] in "aeiou" else "a"
+        raise UsageError(f"--baseline {path}: it holds {article} {base.kind} summary, and this is {kind}")
     checked = {**identity, **settings} if strict else identity
     there = {**base.identity, **base.settings}
     differ = [

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.backends import DelegationReport
-from app.backends.describe import backend_name
+from app.backends.describe import backend_name, report_backend_words
 from app.live.controller import LiveController
 from app.model.labels import CHOSEN_LABELS_FLAG
 from app.pipeline import Event, EventKind
@@ -33,7 +33,7 @@ def marker_text(event: Event) -> str:
     back reads 'Core ML→CPU fallback · model a→b', not as if only the fallback happened (what runs comes
     first, as in 'CPU · model a→b': a label too long for its room is cut at its end)."""
     if event.kind in (EventKind.OPEN, EventKind.SWITCH, EventKind.FALLBACK) and event.report is not None:
-        used = backend_name(event.report.used)
+        used = report_backend_words(event.report)  # a software GPU is said: 'GPU (software: SwiftShader)'
         model = event.model.name if event.model else ""
         if event.kind == EventKind.FALLBACK or event.report.requested != event.report.used:
             fallback = f"{backend_name(event.report.requested)}→{used} fallback"

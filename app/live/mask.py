@@ -1,9 +1,11 @@
-"""A segmentation result's overlay pixels, built off the GUI thread (issue 32): the class map becomes
+"""A segmentation result's overlay pixels, built off the GUI thread: the class map becomes
 premultiplied ARGB pixels through a colour per class, with the box around its coloured part, resized
 (nearest) to the size the window last drew the mask at. `MaskPreparer` does it on each side's results
 thread as the result is published (LiveController's result callback), so the GUI thread only wraps
 ready pixels in an image and blits them (app/ui/views/overlay.py); it does nothing until a window
-enables it, so `bench`, `sweep` and any controller without a window never pay for it.
+enables it, so `bench`, `sweep` and any controller without a window never pay for it. Built in the
+paint, a new mask each paint cost the GUI thread 1.18 ms of CPU (p50) against 0.83 ms ready-built
+(docs/benchmarks.md, "The window's paint with each task's overlay").
 
 The palette lives here, Qt-free, for the mask and the legend alike (overlay.py turns it into QColors).
 """

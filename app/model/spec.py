@@ -37,6 +37,7 @@ from app.model.task import (
     TaskChoice,
     infer_task,
     labels_beside,
+    mediapipe_unit_input,
 )
 from app.system.paths import models_dir
 from app.tflite.file import TensorInfo, TfliteInfo, read_tflite
@@ -609,6 +610,8 @@ def load_model_spec(
         classes = len(labels.labels)
     warnings.extend(labels.warnings)
     normalization = _normalization(inp, mean, std, sidecar, metadata)
+    if normalization.source == "default for float input" and (graph := mediapipe_unit_input(task.layout)):
+        normalization = Normalization(mean=(0.0,) * 3, std=(255.0,) * 3, source=f"[0, 1] as {graph} feeds it")
     if image is not None and not normalization.raw and inp.dtype != "float32" and not _usable_scale(inp):
         raise ModelError(
             f"{path.name}: input '{inp.name}' is {inp.dtype} without a usable quantization scale, so it takes "

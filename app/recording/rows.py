@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.backends.describe import report_backend_words
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, InferenceWorker, Result
 from app.recording.task_figures import task_cells
@@ -129,7 +130,13 @@ class RowSink:
     def describe_session(self, event: Event, t_s: float) -> None:
         """Put the session an open/switch event started into the sidecar (`models`, `sessions`, `opened`)."""
         assert event.model is not None
-        facts = event.report.to_dict() if event.report else None
+        facts = None
+        if event.report is not None:  # `shown_as` after `used`: the backend as the window's badge says it
+            facts = {}
+            for key, value in event.report.to_dict().items():
+                facts[key] = value
+                if key == "used":
+                    facts["shown_as"] = report_backend_words(event.report)
         self.models[event.model.id] = event.model.to_dict()
         self.sessions[str(event.session_id)] = facts
         entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model.id}

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.backends.describe import nodes_delegated_text
+from app.backends.describe import backend_words, nodes_delegated_text
 from app.recording.writer import cell_number, original_text
 
 # Events after which something else runs. `open` starts a new pipeline's session (after a source
@@ -126,7 +126,9 @@ def delegate_facts(facts: Mapping[str, Any] | None, rows: list[dict]) -> list[tu
         out.append(("nodes delegated", "not recorded (no sidecar facts for this part)"))
         return out
     requested, used = str(facts.get("requested", "?")), str(facts.get("used", "?"))
-    out.append(("backend", used if requested == used else f"{requested}→{used} (FALLBACK)"))
+    # A software "GPU" said as every view says it: "GPU (software: SwiftShader)".
+    said = backend_words(used, True, str(facts.get("adapter") or "")) if facts.get("software") else used
+    out.append(("backend", said if requested == used else f"{requested}→{said} (FALLBACK)"))
     out.append(("runs on", str(facts.get("accelerator") or "not reported")))
     if facts.get("fallback_reason"):
         out.append(("fallback", str(facts["fallback_reason"])))

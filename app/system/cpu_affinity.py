@@ -117,9 +117,9 @@ def step_aside(owner: object, inference_tid: int) -> CpuSplit | None:
     """The session just opened runs its model in a child process (the GPU session in a process of its own,
     the TensorFlow reference), started from the inference thread and so on the inference CPUs: the thread,
     which now only hands frames over, joins the others, so that its Python never takes the child's CPU
-    between two runs. With both on one CPU, an H100 host ran the unpaced synthetic source at 0.80 of the
-    model alone, against 0.92 with the session in this process; since this change, 1.00 (docs/benchmarks.md,
-    ninth and tenth sessions). The split as it now stands, None if `owner` holds none."""
+    between two runs. Stepped aside, the unpaced synthetic source runs at 1.00 of the model alone on an H100
+    host, against 0.92 with the session in this process (docs/benchmarks.md, "GPU: the pipeline against the
+    model alone"). The split as it now stands, None if `owner` holds none."""
     with _lock:
         if _owner is not owner or _split is None:
             return None

@@ -15,9 +15,10 @@ def compare_summaries(a: StoredFile, b: StoredFile, budgets: list[str] | None) -
     summary (app/gates/stored.py). Their settings and even their models may differ: shown, not refused."""
     base, run = a.summary, b.summary
     if base.kind != run.kind:
+        article = "an" if base.kind[0] in "aeiou" else "a"
         raise UsageError(
-            f"{a.path} holds a {base.kind} summary and {b.path} one of {run.kind}: compare needs two of one kind, "
-            "or a bench and a sweep"
+            f"{a.path} holds {article} {base.kind} summary and {b.path} one of {run.kind}: compare needs two of one "
+            "kind, or a bench and a sweep"
         )
     # No --budget: the figures side by side, no verdict (compare shows; bench and sweep gate by default).
     return evaluate(run, base, parse_budgets(budgets, run.kind, baseline=True) if budgets else [])

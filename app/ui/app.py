@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from app.errors import UsageError
 from app.model.spec import load_model_spec
+from app.pipeline import InferenceConfig
 from app.sources import parse_source_spec
 from app.system.heap import limit_arenas
 
@@ -26,7 +27,7 @@ ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
 # 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
 GUI_SWITCH_INTERVAL_S = 0.0005
 # Every switch in the window replaces worker threads; capped, they share arenas instead of each
-# keeping its own free memory (app.system.heap.limit_arenas; the 30-minute soak in docs/reliability.md).
+# keeping its own free memory (app.system.heap.limit_arenas; docs/reliability.md, "The window for an hour").
 GUI_MALLOC_ARENAS = 2
 
 
@@ -52,6 +53,10 @@ def run_gui(options: object) -> int:
         parse_source_spec(options.source)  # SourceError (exit 6) before any window appears
     if options.model:
         load_model_spec(options.model)  # ModelError (exit 3)
+    if options.compare_labels is not None and not options.compare_labels.is_file():
+        raise UsageError(f"--compare-labels: no such file: {options.compare_labels}")
+    if options.compare_model or options.compare_labels:  # B's model and labels: exit 3 before any window
+        load_model_spec(options.compare_model or options.model or InferenceConfig.model, options.compare_labels)
     for path in (options.screenshot, options.stats_file):
         if path is not None and not path.parent.is_dir():
             raise UsageError(f"folder does not exist: {path.parent}")

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.describe import backend_name
+from app.backends.describe import backend_name, report_backend_words
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, Side
@@ -62,6 +62,7 @@ from app.ui.settings import load_settings, save_settings
 from app.ui.views.numerics import NumericsView
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
+from app.ui.views.status_bar import WrappingStatusBar
 from app.ui.views.video import VideoView
 from app.ui.window_config import GuiOptions, remember, start_config
 from app.ui.window_probes import WindowProbes
@@ -148,6 +149,8 @@ class MainWindow(QMainWindow):
         for problem in problems:
             self.statusBar().showMessage(problem, 10_000)
         self.live.start()
+        if options.compare:  # --compare-with/--compare-model/--compare-labels: A/B from the start
+            self._start_compare(options)
 
         self._statuses = self.background.run(delegate_statuses, "delegate-scope-probe")  # a child process
         self._display_timer = QTimer(self, interval=DISPLAY_INTERVAL_MS)
@@ -164,6 +167,7 @@ class MainWindow(QMainWindow):
     # ---- construction ----------------------------------------------------------------------
 
     def _build_widgets(self) -> None:
+        self.setStatusBar(WrappingStatusBar(self))  # a long message wraps instead of going under the labels
         self.video = VideoView()
         self.plots = LivePlots()
         splitter = QSplitter(Qt.Orientation.Vertical)
@@ -217,10 +221,15 @@ class MainWindow(QMainWindow):
         c.options_changed.connect(self._options_changed)
         c.throttle_changed.connect(lambda ms: self.live.reconfigure(throttle_ms=ms))
         c.top_k_changed.connect(lambda k: self.live.reconfigure(top_k=k))
-        c.threshold_changed.connect(lambda value: self.video.set_score_threshold(value))
+        c.threshold_changed.connect(self._threshold_changed)
         c.compare_changed.connect(self.set_compare)
         c.b_file_requested.connect(self.request_b_file)
         c.labels_requested.connect(lambda what: self.request_labels() if what == "open" else self.use_own_labels())
+
+    def _threshold_changed(self, value: float) -> None:
+        """The overlay's threshold is the decoder's too: a detection below it is counted, not kept."""
+        self.video.set_score_threshold(value)
+        self.live.reconfigure(score_threshold=value)
 
     def restore_layout(self, geometry: QByteArray | None, state: QByteArray | None) -> None:
         """The window's saved size and docks (app.py, at start), else the default size."""
@@ -399,7 +408,8 @@ class MainWindow(QMainWindow):
         if spec is None:
             return False
         _, warnings = labels_in_window_words(spec.labels.source, spec.labels.warnings)
-        message = f"Labels: {path.name}, {sum(1 for label in spec.labels.labels if label)} for {spec.classes} outputs"
+        named = sum(1 for label in spec.labels.labels if label)
+        message = f"Labels: {path.name}, {named} for {spec.label_count} outputs"
         self.statusBar().showMessage(message + (f" — {warnings[0]}" if warnings else ""), 15_000)
         if warnings and self.options.dialogs:
             QMessageBox.warning(self, "These labels do not fit the model", warnings[0])
@@ -444,6 +454,16 @@ class MainWindow(QMainWindow):
         self.tallies[1].reset()
         self.delegation.set_report_b(None)
         self.controls.show_compare(b)
+
+    def _start_compare(self, options: GuiOptions) -> None:
+        """Side B as the command line gave it (A's model and delegate where not given), checked in run_gui."""
+        config = self.live.config()
+        model = options.compare_model or str(config.model)
+        if model not in bundled_models():
+            self.controls.add_b_model(model, Path(model).name)
+        b = BSide(model, options.compare_with or config.delegate, options.compare_labels)
+        self.controls.set_b_labels(b.labels)
+        self.set_compare(b)
 
     def request_b_file(self, kind: str) -> None:
         """Open .tflite… or a labels file for side B: checked here first, as side A's are."""
@@ -649,7 +669,7 @@ class MainWindow(QMainWindow):
             self._update_compare(snap, snap_b)
         self.probes.plots_refreshed(snap.inferences_total)
         backend = report.used if report else live.config().delegate
-        self.video.backend_label = backend_name(backend) + (
+        self.video.backend_label = (report_backend_words(report) if report else backend_name(backend)) + (
             " (fallback)" if report and report.requested != report.used else ""
         )
         self.video.backend_label += self.unpaced.badge()
@@ -666,12 +686,22 @@ class MainWindow(QMainWindow):
             self.switch_source(back.source)
             self.show_error("Cannot open this source", back.message, record="switch_failed")
             return
-        text = status.state if status.state == State.RUNNING else f"{status.state}: {status.message}"
+        # The state alone: the reason of a stop is the video's banner (or its message) and the status bar's
+        # message, whole; beside them here it squeezed the message out ("…LiteRT runtir"). Its tooltip has it.
+        text = str(status.state)
+        self.status_label.setToolTip(status.message if status.state != State.RUNNING else "")
         if bottleneck is not None and status.state == State.RUNNING:
             text += f"  ·  {bottleneck.short}"
         if snap.dropped_total:
             text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} dropped"
         self.status_label.setText(text)
+        bar = self.statusBar()
+        if isinstance(bar, WrappingStatusBar):
+            bar.fit()
+        stopped = status.state == State.ERROR and live.latest_result("a") is None
+        self.video.no_result = f"no result: {status.message}" if stopped else ""
+        if stopped and live.report("a") is None:  # the model never opened: the panel says why, not "no model"
+            self.delegation.set_failure(f"{Path(str(live.config().model)).name} did not open: {status.message}")
         if live.latest_frame() is None and status.state != State.RUNNING:
             self.video.set_message(f"{status.state}: {status.message}")
         title = _STATE_TITLES.get(status.state)  # only the states where the source stopped have one
@@ -735,7 +765,7 @@ class MainWindow(QMainWindow):
         names = []
         for side in ("a", "b"):
             report, config = self.live.report(side), self.live.config(side)
-            used = backend_name(report.used if report else config.delegate)
+            used = report_backend_words(report) if report else backend_name(config.delegate)
             if report and report.requested != report.used:
                 used += f" (fallback from {backend_name(report.requested)})"
             names.append(f"{used} · {Path(str(config.model)).stem}")

@@ -149,13 +149,14 @@ def window_stats(
 
 
 def overlay_facts(video: VideoView) -> dict[str, object]:
-    """--stats' `overlay`: where the frame was drawn in the window (x, y, width, height: a screenshot's
-    pixels can be read against the results' normalised positions), each label panel's rows as last
-    painted, how many class masks were drawn (once per result) and how many of them the GUI thread built or
-    resized itself (the controller builds them on the results threads: app/live/mask.py)."""
+    """--stats' `overlay`: the backend badge's text, where the frame was drawn in the window (x, y, width,
+    height: a screenshot's pixels can be read against the results' normalised positions), each label
+    panel's rows as last painted, how many class masks were drawn (once per result) and how many of them
+    the GUI thread built or resized itself (the controller builds them on the results threads: app/live/mask.py)."""
     rect = video.image_rect()
     origin = video.mapTo(video.window(), rect.topLeft().toPoint())
     return {
+        "badge": video.badge_text,  # what really runs, as the top-right badge said it last
         "image_rect": [origin.x(), origin.y(), round(rect.width()), round(rect.height())],
         "panels": video.panel_texts,
         "masks_built": sum(mask.built + mask.taken for mask in video.masks),

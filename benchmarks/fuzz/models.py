@@ -1,4 +1,4 @@
-"""Fuzz campaign over model loading (issue: hardening). Thousands of seeded mutations of the
+"""Fuzz campaign over model loading. Thousands of seeded mutations of the
 bundled and fixture models through the app's own load path, each in a worker process
 (tests/harness/model_fuzz.py), plus what the pure-Python flatbuffer check costs at load time.
 

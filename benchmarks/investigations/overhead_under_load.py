@@ -1,11 +1,11 @@
 """Is the pipeline's throughput gap its own cost, or the capture work on the other core? One process.
 
-Issue 4 asks for bench's throughput >= 97% of a raw LiteRT loop. The raw loop decodes nothing;
+The target: bench's throughput >= 97% of a raw LiteRT loop. The raw loop decodes nothing;
 the pipeline must decode and preprocess every frame, on its capture thread, while the model
 runs. This separates the two. Per round, same model, 1 CPU thread, `--inferences` each after
 warm-up, in rotating order:
 
-- raw: the CpuSession loop alone (`session.run` on one fixed input): the issue's reference.
+- raw: the CpuSession loop alone (`session.run` on one fixed input): the target's reference.
 - raw + capture work: the same loop, with a thread beside it doing exactly the capture thread's
   work for each inference (read the next frame of the source, preprocess it for the model),
   handed over one frame per run as for an unpaced file: the loop waits for a prepared frame,
@@ -13,7 +13,7 @@ warm-up, in rotating order:
   metrics, results thread, postprocessing, callbacks).
 - pipeline: the app's Pipeline (unpaced, throttle 0), inferences per second start to start.
 
-pipeline / raw is the issue's figure; pipeline / (raw + capture work) is what the pipeline's
+pipeline / raw is the target's figure; pipeline / (raw + capture work) is what the pipeline's
 own machinery costs; (raw + capture work) / raw is what the capture work costs the model.
 Medians over rounds of the per-round ratios.
 

@@ -19,7 +19,7 @@ with the classifier, the SSD and DeepLab in turn (rotated, `--rounds` rounds), e
 their --stats' paint p50 / p95 and GUI-thread CPU per displayed frame, median over the rounds. A
 control leg runs DeepLab read as `raw` (overlay_paint_child.py): the same inference load on the
 machine, a statistics panel instead of the mask. --baseline CHECKOUT adds the classifier's and
-DeepLab's windows of another checkout (labels and the mask before this change). The mask legs also
+DeepLab's windows of another checkout (one that builds each mask in the paint, for instance). The mask legs also
 print how many masks the window drew and how many its GUI thread built itself.
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.overlay_paint [--paints 300] [--rounds 3]

@@ -1,8 +1,8 @@
 """What drawing one 1280x720 frame into a 3400x1912 view costs, three ways (offscreen Qt, one thread):
 
-- Qt scales the BGR888 frame (the window before issue 24, item 5: a format conversion every paint),
+- Qt scales the BGR888 frame (a format conversion every paint),
 - OpenCV converts and resizes to the view's size, Qt copies it unscaled,
-- OpenCV converts to 32-bit BGRA once at the frame's size, Qt scales it on its 32-bit path (the window now).
+- OpenCV converts to 32-bit BGRA once at the frame's size, Qt scales it on its 32-bit path (what the window does).
 
     QT_QPA_PLATFORM=offscreen python -m benchmarks.investigations.video_paint [--paints 30] [--rounds 3]
 """

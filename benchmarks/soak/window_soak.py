@@ -15,7 +15,7 @@ closes the window (no delegate-scope thread may be left) and writes:
     OUT/window_soak.png    the curves
     OUT/window_soak.json   summary (first/last/max of each, switches, rows, lost rows)
 
-    QT_QPA_PLATFORM=offscreen python -m benchmarks.soak.window_soak --minutes 30 --out /tmp/soak
+    QT_QPA_PLATFORM=offscreen python -m benchmarks.soak.window_soak --minutes 60 --out OUT
 """
 
 from __future__ import annotations

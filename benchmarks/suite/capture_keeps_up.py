@@ -1,5 +1,5 @@
 """Does the pipeline keep up with the model on the unpaced demo clip? Interleaved rounds of the model
-alone against `bench --source demo --no-pace`, and the median of the per-round ratios (issue 36: on a
+alone against `bench --source demo --no-pace`, and the median of the per-round ratios (on a
 fast accelerator the capture thread, decoding then preprocessing each frame, held the demo to 0.66-0.78
 of the model alone; the target is 0.90 or more).
 
@@ -9,8 +9,8 @@ Each round runs, each in its own process, in an order rotated from round to roun
   fixed input back to back (benchmarks/suite/capture_keeps_up_child.py); its runs per second.
 - "demo (PLACEMENT)" for each `--placements` value: `python -m app bench --source demo --no-pace
   --throttle-ms 0 --preprocess-thread PLACEMENT`; its inference rate, bound line and where it
-  preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` is the old
-  shape (decoding and preprocessing in series on the capture thread), `on` a thread of its own.
+  preprocessed (the JSON's preprocessing.placement). `auto` is what a user gets; `off` decodes
+  and preprocesses in series on the capture thread, `on` a thread of its own.
 - "synthetic" (with `--synthetic`): bench on the synthetic source, no decoding: the pipeline's own cost.
 - "... GPU in this process" (with `--gpu-process`): the same with bench --gpu-process off. On the GPU,
   unpaced, bench's default (auto) runs the session in a process of its own with two frames queued

@@ -1,4 +1,4 @@
-"""Does the same configuration, run twice, pass bench's default budget? (issue 35)
+"""Does the same configuration, run twice, pass bench's default budget?
 
 Each try records a baseline (`bench --json`), then runs the same command again with `--baseline`
 and no `--budget` (the defaults: inference.p50<=+10%, rate>=-10%, docs/gates.md) and reads its exit

@@ -1,6 +1,6 @@
 """Live pacing over a long run: the demo clip paced at 30 fps, the fp32 model flat out (throttle 0).
 Per minute: capture fps, inference fps, inference and end-to-end latency, RSS; plus the dropped
-count. Targets (issue 4): capture fps >= 29, latency flat, RSS growth <= 10 MB.
+count. Targets: capture fps >= 29, latency flat, RSS growth <= 10 MB.
 
     python -m benchmarks.suite.live_pacing [--seconds 600] [--threads 1] [--json FILE]  # runs bench, analyses
     python -m benchmarks.suite.live_pacing --csv session.csv --summary s.json         # analyses an existing run

@@ -10,7 +10,7 @@ For each model, in rounds (the order rotated from round to round), each run in i
 - "bench": `delegate-scope bench --no-pace --throttle-ms 0` of this checkout (the full pipeline:
   capture thread reading the source flat out, inference thread, results thread).
 - "before" (with `--before CHECKOUT`): the same bench command run in that checkout (a git worktree,
-  e.g. `git worktree add /tmp/before COMMIT`), with `--extra-before` arguments added. For a change
+  e.g. `git worktree add ../before COMMIT`), with `--extra-before` arguments added. For a change
   meant to leave the pipeline's speed alone, or to speed it up.
 
 Per round the ratios bench inference fps / raw throughput (and bench / before), and bench's

@@ -12,9 +12,8 @@ rounds is the result. From each window's `--stats`: displayed fps, GUI-thread wo
 frame (poll + paint + flush, p50 / p95), plot refresh rate, and its inference throughput against
 headless bench's.
 
-Targets: inference and preprocess medians windowed within 5% of headless (issue 24, item 5);
-displayed fps >= 29, GUI work p95 <= 5 ms, plots >= 5 Hz, inference throughput >= 0.90 of headless
-(issue 5).
+Targets: inference and preprocess medians windowed within 5% of headless;
+displayed fps >= 29, GUI work p95 <= 5 ms, plots >= 5 Hz, inference throughput >= 0.90 of headless.
 
     python -m benchmarks.suite.window [--seconds 40] [--repeats 3] [--threads 1] [--sizes 1280x860 3840x2160]
         [--old-window CHECKOUT] [--offscreen-4k] [--offscreen] [--json FILE]

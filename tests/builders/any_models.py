@@ -1,4 +1,4 @@
-"""Small models of the kinds issue 32 reads that the fixtures do not hold, built with the schema's object API
+"""Small models of the task kinds the app reads that the fixtures do not hold, built with the schema's object API
 (tests/builders/tflite_builder.py): each is the structure a task is inferred from, with weights set so that
 its answer is known whatever the picture (a landmark regressor whose points are its bias, a class map that
 is one class), so predict's reading can be checked exactly."""

@@ -1,5 +1,5 @@
 """Model files every command refuses, written into a test's folder: missing, empty, truncated, not TFLite,
-an input of dynamic size nobody fixed. (A detector-like or text-input model loads, as raw: issue 32.)"""
+an input of dynamic size nobody fixed. (A detector-like or text-input model loads, as raw.)"""
 
 from __future__ import annotations
 

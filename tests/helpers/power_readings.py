@@ -1,4 +1,4 @@
-"""Power-counter readings recorded on an H200 host (issue 36's table) and an H100 host, as the counters return them:
+"""Power-counter readings recorded on an H200 host and an H100 host, as the counters return them:
 inputs for the energy figures and the clock-state sentences, not a faked backend."""
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""The Numerics view in the real window (issue 34, item 4): off by default, a run on demand for side A on the
+"""The Numerics view in the real window: off by default, a run on demand for side A on the
 window's frame in a thread of its own while the inference thread goes on, the table filled, the first
 breaking node's row highlighted."""
 
 from __future__ import annotations
 
 import threading
+
+import pytest
 
 from app.backends.options import BackendOptions, Delegate
 from app.live.numerics import NumericsOutcome, disagreement_side, plan
@@ -15,6 +17,7 @@ from app.tasks.numerics import NumericsOptions, run_numerics
 from app.ui.views.numerics import BREAK_COLOUR
 
 
+@pytest.mark.slow
 def test_off_by_default_then_runs_on_demand_beside_the_inference(make_window, qtbot):
     window = make_window()
     view = window.numerics_view
@@ -39,6 +42,7 @@ def test_off_by_default_then_runs_on_demand_beside_the_inference(make_window, qt
     assert view.run_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_the_first_breaking_node_is_highlighted_in_the_table_and_the_node_strip(make_window, qtbot):
     window = make_window()
     qtbot.waitUntil(lambda: window.delegation.strip.rows != [], timeout=30_000)
@@ -68,6 +72,7 @@ def test_a_delegate_without_numerics_is_said():
     assert plan("gpu") == (Delegate.GPU, Against.CPU) and plan("cpu") == (Delegate.CPU, Against.REFERENCE)
 
 
+@pytest.mark.slow
 def test_an_ab_disagreement_links_to_the_numerics_of_its_frame(make_window, qtbot):
     """In A/B a disagreement's thumbnail, double-clicked, checks that frame node by node on the side that runs
     an accelerator (both sides on the CPU here: side B, XNNPACK against LiteRT's reference kernels)."""

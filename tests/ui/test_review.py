@@ -28,6 +28,7 @@ def recorded(path: Path, column: str) -> tuple[np.ndarray, np.ndarray]:
     return np.array([float(r["t_s"]) for r in rows]), np.array(value)
 
 
+@pytest.mark.slow
 def test_review_lists_the_segments_in_recorded_order_with_their_facts(qtbot, make_window, across_switches):
     window = make_window()
     settled(qtbot, window)
@@ -53,6 +54,7 @@ def test_review_lists_the_segments_in_recorded_order_with_their_facts(qtbot, mak
     ]
 
 
+@pytest.mark.slow
 def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_window, across_switches):
     """The recording's own inference fps and each inference's latency, point for point: a 5 s window
     resampled on a grid drew a steady clip climbing at the start and dipping at the end, and a step as
@@ -62,6 +64,7 @@ def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_wi
     review = window.open_review(across_switches)
     assert review is not None
     qtbot.addWidget(review)
+    review.resize(1400, review.height())  # as on a wide screen (it opens within the offscreen 800-px one)
     for key, column in (("inference_fps", "inference_fps"), ("inference_mean", "inference_ms")):
         t, y = recorded(across_switches, column)
         drawn_t, drawn_y = review.plots.curves[key].getData()
@@ -88,3 +91,16 @@ def test_review_draws_the_recorded_figures_not_a_resampled_window(qtbot, make_wi
         if np.isnan(y).all():
             notes = review.plots.note_texts()
             assert "not in this recording" in (notes["power"] if key == "gpu_power" else notes["clock"]), notes
+
+
+def test_review_fits_the_screen_it_opens_on(qtbot):
+    """1400 px wide went past the right edge of a 1400-px screen once framed; the offscreen screen is smaller."""
+    from app.ui.panels.review import ReviewWindow
+    from tests.helpers.paths import ROOT
+
+    review = ReviewWindow(ROOT / "tests" / "data" / "golden" / "input" / "cpu_fp32.csv")
+    qtbot.addWidget(review)
+    review.show()
+    qtbot.waitExposed(review)
+    free = review.screen().availableGeometry()
+    assert free.contains(review.frameGeometry()), (free, review.frameGeometry())

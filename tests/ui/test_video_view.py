@@ -1,4 +1,4 @@
-"""The video view's cost (issue 24, item 5): the frame is converted to the backing store's 32-bit
+"""The video view's cost: the frame is converted to the backing store's 32-bit
 format once, however often it is painted or the window resized, so Qt scales it on its fast path;
 and what it draws is the frame, scaled with its aspect kept."""
 

@@ -97,7 +97,7 @@ def test_a_bad_model_file_is_refused_and_nothing_changes(qtbot, make_window, tmp
     bad.write_bytes(b"TFL3" + bytes(100))
     assert not window.switch_model(str(bad))
     assert window.last_error and "broken.tflite" in window.last_error
-    # Any model loads since issue 32 (a text model too); one with dynamic dimensions and no --input-shape does not.
+    # Any model loads (a text model too); one with dynamic dimensions and no --input-shape does not.
     assert not window.switch_model(str(TEST_MODELS / "dynamic_size.tflite"))
     assert window.last_error and "--input-shape" in window.last_error
     before = window.live.snapshot().inferences_total
@@ -171,6 +171,7 @@ def test_frames_are_shown_without_a_copy(qtbot):
         frame_to_qimage(np.zeros((4, 6), np.uint8))
 
 
+@pytest.mark.slow
 def test_plots_survive_many_updates_without_growing(qtbot):
     from app.ui.views.plots import KEYS, LivePlots
 
@@ -187,6 +188,7 @@ def test_plots_survive_many_updates_without_growing(qtbot):
     assert plots.updates == 3000
 
 
+@pytest.mark.slow
 def test_gui_command_scripted_run_writes_screenshot_and_stats(tmp_path):
     shot, stats = tmp_path / "window.png", tmp_path / "stats.json"
     run = run_cli(
@@ -210,6 +212,7 @@ def test_gui_command_scripted_run_writes_screenshot_and_stats(tmp_path):
     assert not (tmp_path / "s.ini").exists() or "model" not in (tmp_path / "s.ini").read_text()
 
 
+@pytest.mark.slow
 def test_scripted_runs_say_what_ran_and_fail_like_bench(tmp_path):
     stats = tmp_path / "stats.json"
     ini = tmp_path / "s.ini"
@@ -272,6 +275,7 @@ def test_screenshot_needs_exit_after(tmp_path):
     assert_one_line_error(run, 2, "--exit-after")
 
 
+@pytest.mark.slow
 @pytest.mark.damages_outputs  # mutated sidecars, on purpose
 def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_path):
     window = make_window()
@@ -302,7 +306,7 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     qtbot.keyClick(review.plots, Qt.Key.Key_Escape)
     qtbot.waitUntil(lambda: not review.isVisible(), timeout=2_000)
     # Damaged recordings and sidecars (tests/harness/reader_fuzz.py's mutations): a review window or one
-    # message, never an exception out of the window (lost_rows of 1e400 used to raise OverflowError).
+    # message, never an exception out of the window (lost_rows of 1e400 raises no OverflowError).
     import random
 
     from tests.harness.reader_fuzz import mutate_csv, mutate_json
@@ -321,6 +325,7 @@ def test_a_recording_can_be_reviewed_in_the_same_plots(qtbot, make_window, tmp_p
     assert window.open_review(damaged) is not None
 
 
+@pytest.mark.slow
 def test_compare_mode_shows_both_sides_and_their_agreement(qtbot, make_window):
     window = make_window()
     wait_for_results(qtbot, window)

@@ -1,4 +1,4 @@
-"""What the window keeps when a choice goes wrong or is switched away from (issue 24, item 11):
+"""What the window keeps when a choice goes wrong or is switched away from:
 a source that never opens gives way to the one that ran; an opened model stays listed; the
 smaller remembered bits (recordings folder dialog, platform tooltips)."""
 

@@ -1,5 +1,5 @@
-"""Issue 33's window items, each driven through the real window: what a user demoing delegates was
-misled by or left guessing about (failures missing from a recording, markers, labels, layout, waiting)."""
+"""What a user demoing delegates could be misled by or left guessing about, each driven through the real
+window: failures missing from a recording, markers, labels, layout, waiting."""
 
 from __future__ import annotations
 
@@ -140,6 +140,7 @@ def _offload_and_rate_in_view(window) -> bool:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 def test_offload_and_rate_are_in_view_and_the_layout_can_be_reset(qtbot, make_window):
     """Item 12: at 1280×860 Offload and Rate needed scrolling; a sweep's dock took half the window and
@@ -202,20 +203,20 @@ def test_a_session_that_takes_long_to_open_is_said_and_the_old_facts_greyed(qtbo
     the window has been looked at (a gate, not a sleep): any slow open is shown the same way."""
     import threading
 
-    import app.pipeline.worker as worker
+    import app.pipeline.sessions as sessions
 
     window = make_window()
     wait_for_results(qtbot, window)
     qtbot.waitUntil(lambda: "Offload" in window.delegation.text(), timeout=30_000)
     assert not window.delegation.greyed and window.video.banner == ""
-    gate, real_open = threading.Event(), worker.open_session
+    gate, real_open = threading.Event(), sessions.open_session
 
     def held_open(spec, *args, **kwargs):
         if spec.name == "efficientnet_lite0_int8":
             gate.wait(60)
         return real_open(spec, *args, **kwargs)
 
-    monkeypatch.setattr(worker, "open_session", held_open)
+    monkeypatch.setattr(sessions, "open_session", held_open)
     try:
         assert window.switch_model("efficientnet_lite0_int8")
         qtbot.waitUntil(lambda: window.delegation.greyed, timeout=10_000)
@@ -235,6 +236,7 @@ def test_a_session_that_takes_long_to_open_is_said_and_the_old_facts_greyed(qtbo
     assert "Starting" not in window.delegation.text()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_reviewing_an_a_b_recording_shows_side_b_beside_side_a(qtbot, make_window, tmp_path):
     """Item 11: Review of an A/B recording drew side A only (B's rows are in X-b.csv beside it)."""
@@ -268,7 +270,7 @@ def test_reviewing_an_a_b_recording_shows_side_b_beside_side_a(qtbot, make_windo
         assert a_t[0] - 1.0 <= b_t[0] and b_t[-1] <= a_t[-1] + 1.0, (a_t[[0, -1]], b_t[[0, -1]])
         assert "B inference (each)" in review.legend_names()
         review.close()
-    # A recording without B is reviewed as before: no side column, no B curve.
+    # A recording without B is reviewed as one side: no side column, no B curve.
     window.set_compare(None)
     single = tmp_path / "single.csv"
     assert window.start_recording(single)

@@ -1,10 +1,10 @@
-"""The window's layout at the default and at a small size, and its naming (issue 24, item 13)."""
+"""The window's layout at the default and at a small size, and its naming."""
 
 from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import QPoint
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QTextDocument, QTextOption
 from PySide6.QtWidgets import QAbstractSpinBox, QComboBox, QPushButton, QStyle, QStyleOptionComboBox
 
 pytest.importorskip("pytestqt")
@@ -39,6 +39,7 @@ def _lines_of(label, name: str) -> int:
     raise AssertionError(f"{name!r} not in the panel")
 
 
+@pytest.mark.slow
 def test_at_the_default_size_controls_and_facts_fit(qtbot, make_window):
     window = make_window()
     window.resize(1280, 860)
@@ -66,7 +67,8 @@ def test_at_the_default_size_controls_and_facts_fit(qtbot, make_window):
     assert combo.fontMetrics().horizontalAdvance(combo.currentText()) <= _shown_text_width(combo)
     # Fact names are one line each ("Nodes / delegated" read as two rows).
     qtbot.waitUntil(lambda: "efficientnet_lite0_int8" in window.delegation.text(), timeout=30_000)
-    for name in ("Nodes delegated", "Fully accelerated", "Ops left on CPU", "First inference"):
+    # (a CPU run's XNNPACK row stands for "Fully accelerated" and "Ops left on CPU": the CPU either way)
+    for name in ("Nodes delegated", "XNNPACK", "First inference"):
         assert _lines_of(window.delegation.facts, name) == 1, name
 
 
@@ -109,3 +111,63 @@ def test_core_ml_is_named_one_way_and_unknown_cpu_ops_are_not_green(qtbot, make_
     window.delegation.set_report(partly, "m")
     row = next(r for r in window.delegation.facts.text().split("<tr>") if "Ops&nbsp;left" in r or "Ops left" in r)
     assert "#1b5e20" not in row and "none" not in row, row
+
+
+def _scene_right(item) -> float:
+    return item.mapRectToScene(item.boundingRect()).right()
+
+
+def test_with_ab_on_every_plot_legend_and_fact_is_whole_at_1280x860(qtbot, make_window):
+    """A/B's 'B inference mean' widened the latency legend, and hidden clock and power plots kept their
+    width: the CPU % plot ran past the right edge ("not readable he", "syste"). B's facts column was cut
+    at the dock's edge by long words ('(TfLiteXNNPackDelegate)')."""
+    window = make_window(compare_model="efficientnet_lite0_int8")
+    window.resize(1280, 860)
+    qtbot.waitUntil(lambda: window.delegation.report_b is not None, timeout=60_000)
+    qtbot.wait(400)
+    plots = window.plots
+    room = plots.viewport().width()
+    shown = [name for name, plot in plots.plots.items() if plot.isVisible()]
+    assert shown[:3] == ["fps", "latency", "cpu"], shown
+    for name in shown:
+        assert _scene_right(plots.plots[name]) <= room, f"the {name} plot runs past the right edge"
+        assert _scene_right(plots.legends[name]) <= room, f"the {name} legend runs past the right edge"
+    assert plots.plots["cpu"].width() > 200  # not squeezed to nothing either
+    label = window.delegation.facts
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    option = doc.defaultTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WordWrap)  # as a QLabel wraps: at word boundaries only
+    doc.setDefaultTextOption(option)
+    doc.setHtml(label.text())
+    width = label.contentsRect().width()
+    doc.setTextWidth(width)
+    for table in doc.rootFrame().childFrames():  # the facts table, no wider than the dock's label
+        right = doc.documentLayout().frameBoundingRect(table).right()
+        assert right <= width + 1, f"the facts table is {right:.0f} px wide in {width} px"
+
+
+def test_a_model_the_runtime_refuses_says_why_not_waiting(qtbot, make_window, tmp_path):
+    """A model whose custom op this runtime lacks (as PoseNet's decoder): the label panel said "waiting for
+    the first result…" under the Stopped banner, and the panel "No model open yet"."""
+    from app.pipeline import State
+    from tests.builders.tflite_builder import GraphBuilder
+
+    g = GraphBuilder()
+    image = g.input((1, 8, 8, 3))
+    relu = g.tensor((1, 8, 8, 3))
+    g.op("RELU", [image], [relu])
+    scores = g.tensor((1, 10))
+    g.custom("PosenetDecoderOp", [relu], [scores])
+    model = tmp_path / "custom_op.tflite"
+    model.write_bytes(g.build([scores]))
+    window = make_window(model=str(model))
+    qtbot.waitUntil(lambda: window.live.status().state == State.ERROR, timeout=30_000)
+    qtbot.waitUntil(lambda: "PosenetDecoderOp" in window.video.no_result, timeout=10_000)
+    qtbot.waitUntil(lambda: bool(window.video.panel_texts), timeout=10_000)
+    window.video.repaint()
+    shown = " ".join(" ".join(rows) for rows in window.video.panel_texts)
+    assert "PosenetDecoderOp" in shown and "waiting for the first result" not in shown, shown
+    text = window.delegation.text()
+    assert "custom_op.tflite did not open" in text and "PosenetDecoderOp" in text, text
+    assert window.status_label.text().startswith("error") and "PosenetDecoderOp" in window.status_label.toolTip()

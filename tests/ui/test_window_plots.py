@@ -1,5 +1,5 @@
 """The live plots in the real window: switch labels that neither overlap nor run off the plot, and
-legends that stay off the data in readable text (issue 24, item 7)."""
+legends that stay off the data in readable text."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def _fps_labels(window) -> list[tuple[str, object]]:
     return shown
 
 
+@pytest.mark.slow
 def test_switch_labels_neither_overlap_nor_run_off_the_plot(qtbot, make_window):
     window = make_window()
     window.resize(1280, 860)
@@ -69,7 +70,7 @@ def test_legends_sit_off_the_data_in_readable_text(qtbot, make_window):
 
 
 def test_the_clock_and_power_row_says_what_is_not_readable_here(qtbot, make_window):
-    """The power state's plots (issue 36): clock and power right of CPU % in a wide window; on this VM (no
+    """The power state's plots: clock and power right of CPU % in a wide window; on this VM (no
     NVML, no cpufreq) each plot says "not readable here" with the counters' own reason, and no curve."""
     import math
 

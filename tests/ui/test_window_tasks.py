@@ -1,4 +1,4 @@
-"""The window for every model (issue 32, item 5): a scripted run per task on the same photo says the
+"""The window for every model: a scripted run per task on the same photo says the
 task and what it found in --stats, and its screenshot shows the overlay where the results say
 (boxes, a class mask, a skeleton, a raw model's output statistics); side B in A/B has its own
 colour and two masks share the frame; --task reaches the pipeline from the window's options."""
@@ -66,6 +66,7 @@ def _rgb(colour) -> tuple[int, int, int]:
     return colour.red(), colour.green(), colour.blue()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
     from app.ui.views.overlay import box_colour
@@ -125,6 +126,7 @@ def test_the_score_threshold_control_reaches_the_decoder(qtbot, make_window, vis
                     timeout=10_000)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, coral, tmp_path):
     from app.live.mask import MASK_ALPHA
@@ -155,6 +157,7 @@ def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, cora
         assert max(abs(x - y) for x, y in zip(got, want, strict=True)) <= 16, ((nx, ny), got, want, (r, g, b))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, coral, tmp_path):
     from app.ui.views.overlay import _BONE, _POINT, KEYPOINT_MIN_SCORE
@@ -176,6 +179,7 @@ def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, coral, tmp_pat
     assert figures["overlay"]["panels"][0][0] == "17 keypoints"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_a_model_without_an_image_input_shows_its_output_statistics(vision, coral, tmp_path):
     figures, _ = _scripted(vision, coral, LSTM, tmp_path)

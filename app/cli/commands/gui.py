@@ -8,7 +8,15 @@ from pathlib import Path
 
 from app.backends import BACKENDS
 from app.cli.command import Command
-from app.cli.options import add_reading_options, model_options, non_negative_float, positive_float, positive_int
+from app.cli.options import (
+    add_delegate_tuning,
+    add_reading_options,
+    add_score_threshold,
+    model_options,
+    non_negative_float,
+    positive_float,
+    positive_int,
+)
 from app.errors import UsageError
 
 
@@ -20,6 +28,17 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--delegate", choices=list(BACKENDS), help="backend to start on")
     g.add_argument("--threads", type=positive_int, help="CPU threads")
     g.add_argument("--throttle-ms", type=non_negative_float, help="delay between inference starts")
+    add_score_threshold(g, default=None)  # the window's "Score threshold", for detections and class labels
+    add_delegate_tuning(g)  # --gpu-precision, --allow-software-gpu, --coreml-units, as bench's
+    # Not given: the saved settings' choice (the Controls' GPU precision, software GPU, compute units).
+    g.set_defaults(gpu_precision=None, allow_software_gpu=None, coreml_units=None)
+    g.add_argument(
+        "--compare-with", choices=list(BACKENDS), help="A/B: start with side B on this delegate (default: A's)"
+    )
+    g.add_argument("--compare-model", help="A/B: start with side B on this model (default: A's)")
+    g.add_argument(
+        "--compare-labels", type=Path, help="A/B: B's labels file, one label per line (default: its model's own)"
+    )
     g.add_argument("--settings", type=Path, dest="settings_file", help="settings file (INI) instead of the user's")
     g.add_argument("--record", type=Path, help="start recording to this CSV at once")
     g.add_argument("--exit-after", type=positive_float, help="close the window after this many seconds")

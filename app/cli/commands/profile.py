@@ -26,6 +26,13 @@ def add_arguments(pr: argparse.ArgumentParser) -> None:
         metavar="OUT.json",
         help="also write the per-op times as Google AI Edge Model Explorer node data",
     )
+    pr.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE.json",
+        help="also write the profiled runs as Chrome's trace event JSON (ui.perfetto.dev): each run a slice, its "
+        "ops inside it in run order, laid out from their durations (docs/profile.md)",
+    )
     pr.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
@@ -40,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     export = args.model_explorer
     if export is not None:
         check_writable(export, "--model-explorer")
+    if args.trace is not None:
+        check_writable(args.trace, "--trace")
     profile = profile_model(spec, args.delegate, backend_options(args), runs=args.runs, fallback=not args.no_fallback)
     if profile.fallback_reason:
         warn(f"fell back to CPU: {profile.fallback_reason}")
@@ -51,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
                 f"{exported.skipped_rows} row(s) ({exported.skipped_ms:.3f} ms) stand for no single TFLite node "
                 "(a GPU partition, an operator XNNPACK added) and are not in the Model Explorer data"
             )
+    if args.trace is not None:
+        from app.recording.trace import profile_trace
+
+        write_json_file(args.trace, profile_trace(profile), "--trace")
     feeder = InputFeeder(spec)  # what fed the inputs that are not the image (the profile's runs used the same)
     fed = {"inputs": feeder.facts.to_dict()} if feeder.needed else {}  # said only where there are such inputs
     if args.json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
@@ -10,11 +11,18 @@ from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import QGraphicsOpacityEffect, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from app.backends.base import CoreMLMode, DelegationReport
-from app.backends.describe import backend_name, coreml_prediction_sentence, delegation_panel_facts, offload_sentence
+from app.backends.describe import (
+    BUILT_IN_KERNELS,
+    coreml_prediction_sentence,
+    delegation_panel_facts,
+    offload_sentence,
+    report_backend_words,
+)
+from app.coverage import Coverage
 from app.coverage.text import left_on_cpu_lines
 from app.metrics.bottleneck import Bottleneck
 from app.metrics.window import MetricsSnapshot
-from app.ui.views.coverage import CoverageStrip
+from app.ui.views.coverage import BUILT_IN_COLOUR, CoverageStrip
 
 _COLOURS = {"ok": "#1b5e20", "info": "#555555", "warn": "#b71c1c"}
 _PIECES_SHOWN = 5  # pieces named in the panel's line; the tooltip lists them all
@@ -77,6 +85,11 @@ class DelegationPanel(QWidget):
         self._show_facts()
         self._show_coverage(report)
 
+    def set_failure(self, text: str) -> None:
+        """No session opened (the runtime refused the model): why, where the facts would be."""
+        if self.report is None:
+            self.facts.setText(f"<span style='color:{_COLOURS['warn']}'>{html.escape(text)}</span>")
+
     def set_report_b(
         self, report: DelegationReport | None, model_label: str = "", labels: str = "", task: str = ""
     ) -> None:
@@ -109,11 +122,15 @@ class DelegationPanel(QWidget):
             cells = [
                 f"<td valign='top' style='padding-right:6px'><b>{html.escape(name).replace(' ', '&nbsp;')}</b></td>"
             ]
-            for column in columns:
-                value, level = column.get(name, ("", "info"))
+            values = [column.get(name, ("", "info")) for column in columns]
+            if len(values) > 1 and values[0][0] and values[0] == values[1]:
+                values = values[:1]  # the same on both sides: said once, across both columns (more room)
+            span = " colspan='2'" if len(values) < len(columns) else ""
+            both = f"<span style='color:{_COLOURS['info']}'>both: </span>" if span else ""
+            for value, level in values:
                 style = f"color:{_COLOURS[level]}; padding-right:6px"
-                text = _breakable(value) if len(columns) > 1 else html.escape(value)  # two columns are narrow
-                cells.append(f"<td valign='top' style='{style}'>{text}</td>")
+                # Breakable everywhere: a long model or file name cut the value at the dock's edge.
+                cells.append(f"<td valign='top'{span} style='{style}'>{both}{_breakable(value)}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         width = " width='100%'" if len(columns) > 1 else ""  # two sides share the dock's width
         self.facts.setText(f"<table cellspacing='2'{width}>" + "".join(rows) + "</table>")
@@ -123,7 +140,7 @@ class DelegationPanel(QWidget):
         TFLite Core ML delegate would take, with the nodes it would leave on the CPU and why."""
         rows = []
         if report.coverage is not None:
-            rows.append((f"Runs now: {backend_name(report.used)}", report.coverage))
+            rows.append((f"Runs now: {report_backend_words(report)}", report.coverage))
         parts, left_parts = [], []
         sentence = coreml_prediction_sentence(report)
         if sentence and report.predicted is not None:
@@ -142,13 +159,7 @@ class DelegationPanel(QWidget):
         self.left_on_cpu.setText("<br>".join(left_parts))
         self.left_on_cpu.setVisible(bool(left_parts))
         self.strip.set_rows(rows)
-        self.legend.setText(
-            "<small>Nodes in execution order. <span style='color:#2e7d32'>■</span><span style='color:#1565c0'>■</span> "
-            "delegated (a colour change is a partition boundary), <span style='color:#c62828'>■</span> left on the "
-            "CPU, <span style='color:#9e9e9e'>■</span> not reported. Hover a node for its op and reason.</small>"
-            if self.strip.rows
-            else ""
-        )
+        self.legend.setText(_legend(self.strip.rows) if self.strip.rows else "")
 
     def _show_pieces(self, report: DelegationReport) -> None:
         """The pieces Core ML runs the model in, one compact line as `inspect` prints it (at most
@@ -261,6 +272,24 @@ def _facts(
     return rows
 
 
+def _legend(rows: Sequence[tuple[str, Coverage]]) -> str:
+    """The strip's key, naming only the colours drawn: on the CPU's own row a node XNNPACK does not take is
+    on the built-in kernels (amber), not "left on the CPU" (red: a delegate's node that stays on the CPU)."""
+    nodes = [(coverage.delegate, node.delegated) for _, coverage in rows for node in coverage.nodes]
+    all_cpu = all(delegate == "cpu" for delegate, _ in nodes)
+    parts = []
+    if any(delegated for _, delegated in nodes):
+        parts.append("<span style='color:#2e7d32'>■</span><span style='color:#1565c0'>■</span> "
+                     f"{'XNNPACK' if all_cpu else 'delegated'} (a colour change is a partition boundary)")  # fmt: skip
+    if any(delegate == "cpu" and delegated is False for delegate, delegated in nodes):
+        parts.append(f"<span style='color:{BUILT_IN_COLOUR}'>■</span> {BUILT_IN_KERNELS} (the CPU either way)")
+    if any(delegate != "cpu" and delegated is False for delegate, delegated in nodes):
+        parts.append("<span style='color:#c62828'>■</span> left on the CPU")
+    if any(delegated is None for _, delegated in nodes):
+        parts.append("<span style='color:#9e9e9e'>■</span> not reported")
+    return f"<small>Nodes in execution order. {', '.join(parts)}. Hover a node for its op and reason.</small>"
+
+
 _BREAK = "\u200b"  # a zero-width space: where a long name may wrap
 _JOIN = "\u2060"  # a word joiner: where a line must not wrap
 
@@ -271,10 +300,24 @@ def _unbroken(text: str) -> str:
     return html.escape(text).replace("–", "–" + _JOIN).replace(" ms", "&nbsp;ms").replace("Core ML", "Core&nbsp;ML")
 
 
+# A word this long may break inside (only where its column is narrower than it): B's column in A/B was cut
+# by 'CONCATENATION,' and 'TFLite_Detection_'.
+_LONG_WORD = re.compile(f"[^\\s{_BREAK}]{{12,}}")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+
+
+def _split_word(match: re.Match[str]) -> str:
+    """A long word broken where it reads best: between camel-case parts ('TfLite|XNNPack|Delegate'), else
+    every 6 characters (break opportunities only: a line breaks there only when the word does not fit)."""
+    parts = _CAMEL.sub(_BREAK, match.group(0)).split(_BREAK)
+    return _BREAK.join(_BREAK.join(part[i : i + 6] for i in range(0, len(part), 6)) for part in parts)
+
+
 def _breakable(value: str) -> str:
-    """HTML for a value that may wrap after '_', '/' and '.' too: a model name like
-    efficientnet_lite0_int8 fits a narrow column instead of running out of the dock."""
-    text = html.escape(value)
+    """HTML for a value that may wrap after '_', '/' and '.' too, and inside a long word: a model name like
+    efficientnet_lite0_int8 or the log's '(TfLiteXNNPackDelegate)' fits a narrow column instead of
+    widening the table past the dock (B's column was cut at the right)."""
+    text = value
     for mark in ("_", "/", "."):
         text = text.replace(mark, mark + _BREAK)
-    return text
+    return html.escape(_LONG_WORD.sub(_split_word, text))

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QKeySequence, QShortcut
+from PySide6.QtGui import QColor, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHeaderView,
@@ -63,6 +63,19 @@ COLUMNS = (
 
 
 _B_LEGEND = {"b_inference_fps": "B inference fps (as recorded)", "b_inference_mean": "B inference (each)"}
+
+
+_FRAME_ROOM = 24  # pixels: a window manager's frame and a margin, left and right (and top and bottom)
+
+
+def _fitting_size(window: QWidget, width: int, height: int) -> tuple[int, int]:
+    """At most `width` x `height`, and within the screen's free area with room for the window's frame:
+    1400 px wide went past the right edge of a 1400-px screen once framed."""
+    screen = window.screen()
+    if screen is None:
+        return width, height
+    free = screen.availableGeometry()
+    return min(width, free.width() - 2 * _FRAME_ROOM), min(height, free.height() - 2 * _FRAME_ROOM)
 
 
 class ReviewWindow(QMainWindow):
@@ -166,9 +179,21 @@ class ReviewWindow(QMainWindow):
             + 2 * self.table.frameWidth()
         )
         split.setSizes([table_h, 440])
-        self.resize(1400, 540 + table_h)
+        self.resize(*_fitting_size(self, 1400, 540 + table_h))
         for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
             QShortcut(keys, self).activated.connect(self.close)  # Esc and Ctrl+W (Cmd+W) close a review
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Placed whole within the screen's free area (a window manager may put it partly past an edge)."""
+        super().showEvent(event)
+        screen = self.screen()
+        if screen is None:
+            return
+        free, frame = screen.availableGeometry(), self.frameGeometry()
+        x = max(free.left(), min(frame.left(), free.right() + 1 - frame.width()))
+        y = max(free.top(), min(frame.top(), free.bottom() + 1 - frame.height()))
+        if (x, y) != (frame.left(), frame.top()):
+            self.move(x, y)
 
     def segment_rows(self) -> list[dict[str, str]]:
         """The table as text, row by row (tests and screenshots read this)."""

@@ -1,8 +1,9 @@
 """The node strip: every node of the model in execution order, one row per delegate, coloured by where it runs.
 
 A partition boundary shows as a change of colour between neighbouring cells, a node
-left on the CPU as a red cell, a node the runtime says nothing about as grey. Hovering
-a cell names the node and, when it stays on the CPU, why.
+left on the CPU as a red cell, a node the runtime says nothing about as grey. On the CPU's own
+row a node XNNPACK does not take runs on LiteRT's built-in CPU kernels, on the CPU either way:
+amber, not red. Hovering a cell names the node and, when it stays on the CPU, why.
 """
 
 from __future__ import annotations
@@ -11,11 +12,15 @@ from PySide6.QtCore import QPoint, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QToolTip, QWidget
 
+from app.backends.describe import BUILT_IN_KERNELS
+from app.backends.options import Delegate
 from app.coverage import NOT_REPORTED, Coverage, NodeCoverage
 
 # Alternating greens/blues so adjacent partitions can be told apart; the CPU is red.
 _PARTITION_COLOURS = ("#2e7d32", "#1565c0", "#00838f", "#6a1b9a")
 _CPU = QColor("#c62828")
+BUILT_IN_COLOUR = "#f9a825"  # a CPU session's node on the built-in kernels: the other CPU path, not a fallback
+_BUILT_IN = QColor(BUILT_IN_COLOUR)
 _UNKNOWN = QColor("#9e9e9e")
 _MARK = QColor("#000000")  # the frame around the node the Numerics view found breaking the output
 _ROW_H = 16
@@ -23,19 +28,22 @@ _GAP = 6
 _LABEL_PAD = 8
 
 
-def node_colour(node: NodeCoverage) -> QColor:
+def node_colour(node: NodeCoverage, delegate: str = "") -> QColor:
     if node.delegated is None:
         return _UNKNOWN
     if not node.delegated:
-        return _CPU
+        return _BUILT_IN if delegate == Delegate.CPU else _CPU
     return QColor(_PARTITION_COLOURS[(node.partition or 0) % len(_PARTITION_COLOURS)])
 
 
-def node_tooltip(title: str, node: NodeCoverage) -> str:
+def node_tooltip(title: str, node: NodeCoverage, delegate: str = "") -> str:
     head = f"{title}: node {node.index} {node.op} (v{node.version})"
     if node.delegated:
         return f"{head}\ndelegated, partition {node.partition}"
-    return f"{head}\n{'stays on the CPU: ' + (node.reason or '') if node.delegated is False else NOT_REPORTED}"
+    if node.delegated is None:
+        return f"{head}\n{NOT_REPORTED}"
+    where = f"on {BUILT_IN_KERNELS}" if delegate == Delegate.CPU else "stays on the CPU"
+    return f"{head}\n{where}: {node.reason or ''}"
 
 
 class CoverageStrip(QWidget):
@@ -88,7 +96,7 @@ class CoverageStrip(QWidget):
             )
             n = len(coverage.nodes)
             for i, node in enumerate(coverage.nodes):
-                painter.fillRect(self._cell_rect(row, i, n), node_colour(node))
+                painter.fillRect(self._cell_rect(row, i, n), node_colour(node, coverage.delegate))
             if self.marked is not None and 0 <= self.marked < n:
                 cell = self._cell_rect(row, self.marked, n)
                 painter.setPen(_MARK)
@@ -110,7 +118,10 @@ class CoverageStrip(QWidget):
         if hit is None:
             QToolTip.hideText()
         else:
-            text = node_tooltip(*hit)
+            text = node_tooltip(*hit, self._delegate_of(hit[0]))
             if hit[1].index == self.marked:
                 text += "\nthe first node that breaks the output on the delegate (Numerics view)"
             QToolTip.showText(event.globalPosition().toPoint(), text, self)
+
+    def _delegate_of(self, title: str) -> str:
+        return next((coverage.delegate for t, coverage in self.rows if t == title), "")

@@ -5,7 +5,7 @@ normalised to the whole frame, so everything here maps them onto the rectangle t
 
 Cost: a class map becomes premultiplied ARGB pixels (a colour lookup table indexed by the class map),
 with the box of its coloured part, resized (nearest, OpenCV) to the size the view last drew it at, once
-per result on the results thread (app/live/mask.py, 0.2-0.3 ms that the GUI thread no longer spends);
+per result on the results thread (app/live/mask.py, 0.2-0.3 ms the GUI thread does not spend);
 here the ready pixels are wrapped in a QImage and only their coloured part is blended, unscaled: 0.06 ms
 a paint for a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each
 paint (benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
@@ -164,6 +164,12 @@ def draw_detections(
         colour = side_colour or box_colour(d.index)
         p.setPen(QPen(colour, 2))
         p.drawRect(box)
+        dot = max(3.5, min(6.0, target.width() / 120))  # a detector's keypoints (a face's eyes, nose...)
+        p.setPen(QPen(QColor(0, 0, 0), 1))
+        p.setBrush(colour)
+        for k in d.keypoints:
+            p.drawEllipse(QPointF(target.x() + k.x * target.width(), target.y() + k.y * target.height()), dot, dot)
+        p.setBrush(Qt.BrushStyle.NoBrush)
         tag = f"{d.label} {d.score:.0%}"
         w, h = metrics.horizontalAdvance(tag) + 8, metrics.height() + 2
         tag_rect = _tag_place(box, w, h, target, taken)
@@ -199,8 +205,8 @@ def draw_keypoints(p: QPainter, target: QRectF, result: TaskResult, side_colour:
     at = [QPointF(target.x() + k.x * target.width(), target.y() + k.y * target.height()) for k in points]
     sure = [k.score is None or k.score >= KEYPOINT_MIN_SCORE for k in points]
     p.setPen(QPen(side_colour or _BONE, 3))
-    # The decoder drops a point it cannot place (NaN): the others then no longer match the bones' indices.
-    complete = len(points) == 1 + max((max(bone) for bone in result.bones), default=-1)
+    # The decoder drops a point it cannot place (NaN) and then the bones, whose indices no longer match.
+    complete = len(points) > max((max(bone) for bone in result.bones), default=-1)
     for a, b in result.bones if complete else ():
         if sure[a] and sure[b]:
             p.drawLine(at[a], at[b])

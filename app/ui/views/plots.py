@@ -94,6 +94,13 @@ def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapsho
 
 
 _PLOT_OF = {key: plot_name for plot_name, key, *_ in SERIES}
+_SAMPLE_W = 28.0  # a legend entry's line sample, the spacing and the label's margins (pyqtgraph's LegendItem)
+_LAYOUT_MARGIN = 12.0  # the plot layout's margins and spacing around each column
+
+
+def _grid_width(widths: list[float], columns: int) -> float:
+    """A legend's width in `columns`: each grid column as wide as its widest entry (entries fill rows first)."""
+    return sum(max(widths[c::columns], default=0.0) for c in range(min(columns, len(widths))))
 
 
 class LivePlots(pg.GraphicsLayoutWidget):
@@ -150,7 +157,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
             if not b_side:
                 self.legends[plot_name].addItem(self.curves[key], legend)
             self._legend_names[key] = legend
-        self._legend_columns(five=False)
+        self._legend_columns()
         self._cpu_title = _TITLES["cpu"]
         self._fit_legends()
         self._b_shown = False
@@ -168,12 +175,19 @@ class LivePlots(pg.GraphicsLayoutWidget):
                 legend.addItem(self.curves[key], self._legend_names[key])
             else:
                 legend.removeItem(self.curves[key])
+        self._legend_columns()
         self._fit_legends()
 
-    def _legend_columns(self, five: bool) -> None:
-        """Three columns per legend under three plots; narrower ones when five plots share the width."""
-        for name, legend in self.legends.items():
-            legend.setColumnCount((2 if name in ("fps", "latency") else 1) if five else 3)
+    def _legend_columns(self) -> None:
+        """Each legend in as many columns (three at most) as fit its plot's share of the width: a legend
+        wider than its share widened its plot's column and pushed the last plot out of view (A/B's
+        'B inference mean' cut the CPU % plot at 1280×860)."""
+        shown = self._compact[1] if self._compact else 3  # plots shown, as last fitted to the size
+        share = (self.width() - _LAYOUT_MARGIN) / shown - _LAYOUT_MARGIN
+        for legend in self.legends.values():
+            widths = [_SAMPLE_W + label.item.boundingRect().width() for _, label in legend.items]
+            columns = next((n for n in (3, 2) if _grid_width(widths, n) <= share), 1)
+            legend.setColumnCount(columns)
 
     def set_power_notes(self, notes: PowerNotes) -> None:
         """Say in the clock and power plots which figures are not readable here, and why."""
@@ -300,6 +314,8 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._fit_to_height()
+        if self.__dict__.get("legends"):
+            self._fit_legend_columns()
         self._wrap_notes()
         self.place_marker_labels()  # the labels' room changed with the plot's width
 
@@ -314,15 +330,25 @@ class LivePlots(pg.GraphicsLayoutWidget):
         if (compact, shown) == self._compact:
             return
         self._compact = (compact, shown)
-        self._legend_columns(five=shown > 3)
         for col, (name, plot) in enumerate(self.plots.items()):
             visible = col < shown
             plot.getAxis("bottom").showLabel(not compact)
             plot.setVisible(visible)
             self.legends[name].setVisible(visible and not compact)
+            # A hidden plot and legend still ask for their width, and a column's minimum wins over its maximum
+            # of 0: the clock and power plots left a blank band right of the CPU % plot.
+            for item in (plot, self.legends[name]):
+                item.setMaximumWidth(1e6 if visible else 0)
+                item.setMinimumWidth(0)
             self.ci.layout.setColumnMaximumWidth(col, 1e6 if visible else 0)
             self.ci.layout.setColumnMinimumWidth(col, 0)
         self._fit_legends()
+
+    def _fit_legend_columns(self) -> None:
+        before = [legend.columnCount for legend in self.legends.values()]
+        self._legend_columns()
+        if [legend.columnCount for legend in self.legends.values()] != before:
+            self._fit_legends()
 
     def add_marker(self, text: str, at: float | None = None) -> None:
         """A labelled vertical line on every plot at time `at` (plot clock; default now)."""

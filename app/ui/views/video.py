@@ -8,7 +8,7 @@ from collections import deque
 import cv2
 import numpy as np
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QImage, QPainter, QPaintEvent, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPaintEvent, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from app.live.mask import MaskPreparer
@@ -68,6 +68,9 @@ class VideoView(QWidget):
         self._result_b: Result | None = None  # side B of an A/B comparison
         self.titles = ("", "")  # panel titles while comparing ("A · CPU · lite0", "B · ...")
         self.backend_label = ""
+        # Said in the label panel instead of "waiting for the first result…" when none will come (the model did
+        # not open): the reason, wrapped in the panel.
+        self.no_result = ""
         self.inference_fps = 0.0
         self.score_threshold = 0.0
         self.show_crop = True
@@ -90,6 +93,11 @@ class VideoView(QWidget):
         self._font.setPointSizeF(max(9.0, self._font.pointSizeF()))
         self._bold = QFont(self._font)
         self._bold.setBold(True)
+
+    @property
+    def badge_text(self) -> str:
+        """The top-right badge as painted (before any eliding): what really runs and its rate."""
+        return f"{self.backend_label}  {self.inference_fps:.1f} inf/s" if self.backend_label else ""
 
     def sizeHint(self) -> QSize:
         return QSize(800, 450)
@@ -152,7 +160,7 @@ class VideoView(QWidget):
             return
         target = self.image_rect()
         # Only the bars beside or above and below the frame: the frame covers the rest, and filling the
-        # whole view first cost 0.5 ms a paint at 2800x1600 (issue 24, item 5).
+        # whole view first cost 0.5 ms a paint at 2800x1600.
         whole = QRectF(self.rect())
         for bar in (  # each reaches 1 px under the frame, which paints over it: no seam left unpainted
             QRectF(whole.left(), whole.top(), whole.width(), target.top() - whole.top() + 1),
@@ -162,8 +170,8 @@ class VideoView(QWidget):
         ):
             if bar.width() > 1 and bar.height() > 1:
                 painter.fillRect(bar, _BACKGROUND)
-        # Fast (non-smooth) scaling from the backing store's own format (issue 24, item 5: the window's
-        # own cost at large sizes): see _display_image.
+        # Fast (non-smooth) scaling from the backing store's own format (the window's own cost at large
+        # sizes): see _display_image.
         painter.drawImage(target, self._display_image())
         self._draw_overlay(painter, target)
         if self.banner:
@@ -230,8 +238,8 @@ class VideoView(QWidget):
                 p.drawText(crop.bottomLeft() + QPointF(4, -metrics.descent() - 3), "model input")
 
         # Top right: the backend that really runs and its rate. The label panels keep left of it, or go
-        # under it when the view is too narrow for both side by side (they used to paint over it).
-        badge = f"{self.backend_label}  {self.inference_fps:.1f} inf/s" if self.backend_label else ""
+        # under it when the view is too narrow for both side by side, never over it.
+        badge = self.badge_text
         self.badge_rect = QRectF()
         top, panel_w = target.top() + 8, target.width() - 16
         if badge:
@@ -248,14 +256,17 @@ class VideoView(QWidget):
 
         for index, res in enumerate(sides):
             footer = None
-            if res is None:
+            if res is None and self.no_result and index == 0:  # none will come: why, in lines that fit
+                lines = [Line(text) for text in _wrap(self.no_result, metrics, min(panel_w, 460) - 24)]
+            elif res is None:
                 lines = [Line("waiting for the first result…")]
             else:
                 if res.task is not None:  # detection, segmentation, keypoints, raw: app/ui/views/overlay.py
                     lines = task_lines(res.task, self.score_threshold, SIDE_COLOURS[index] if comparing else None)
                 else:  # a classifier: its top-k, as before tasks
-                    shown = [pred for pred in res.top if pred.score >= self.score_threshold]
-                    lines = [Line(pred.label, pred.score) for pred in shown] or [
+                    # Values that are not probabilities have no threshold in percent: all of the top-k.
+                    shown = [pred for pred in res.top if not pred.probability or pred.score >= self.score_threshold]
+                    lines = [Line(pred.label, pred.score, None, pred.probability) for pred in shown] or [
                         Line(f"nothing above {self.score_threshold:.0%}")
                     ]
                 age_ms = (frame.captured_at - res.captured_at) * 1000
@@ -343,19 +354,20 @@ class VideoView(QWidget):
         box = QRectF(target.left() + 8, target.top() + 8 if top is None else top, width, height)
         p.fillRect(box, _PANEL_BG)
         self.panel_rects.append(box)
-        self.panel_texts.append([line.text if line.score is None else f"{line.text} {line.score:.1%}"
+        self.panel_texts.append([line.text if line.score is None else f"{line.text} {_score_text(line)}"
                                  for line in lines])  # fmt: skip
         y = box.top() + 4
         for line in lines:
             x, score = box.left() + 8, line.score
             if score is not None:
                 p.setPen(QColor(255, 255, 255))
-                pct = f"{score:.1%}"
+                pct = _score_text(line)
                 p.drawText(QPointF(x + pct_w - metrics.horizontalAdvance(pct), y + ascent + 2), pct)
                 x += pct_w + 6
-                p.fillRect(QRectF(x, y + 4, bar_w, line_h - 8), QColor(255, 255, 255, 45))
-                # A class's own colour (the boxes', the mask's): the panel is the overlay's legend.
-                p.fillRect(QRectF(x, y + 4, bar_w * max(0.0, min(1.0, score)), line_h - 8), line.colour or _BAR)
+                if line.percent:  # a value has no scale to fill a bar against
+                    p.fillRect(QRectF(x, y + 4, bar_w, line_h - 8), QColor(255, 255, 255, 45))
+                    # A class's own colour (the boxes', the mask's): the panel is the overlay's legend.
+                    p.fillRect(QRectF(x, y + 4, bar_w * max(0.0, min(1.0, score)), line_h - 8), line.colour or _BAR)
                 x += bar_w + 8
             p.setPen(line.colour if score is None and line.colour is not None else QColor(255, 255, 255))
             elided = metrics.elidedText(line.text, Qt.TextElideMode.ElideRight, int(box.right() - x - 8))
@@ -365,3 +377,20 @@ class VideoView(QWidget):
             p.setPen(_STALE)
             p.drawText(QPointF(box.left() + 8, y + ascent + 2), footer)
         return box.bottom()
+
+
+def _score_text(line: Line) -> str:
+    """A probability or share as a percentage; a value (a feature read as a score) as a number."""
+    assert line.score is not None
+    return f"{line.score:.1%}" if line.percent else f"{line.score:.4g}"
+
+
+def _wrap(text: str, metrics: QFontMetrics, width: float) -> list[str]:
+    """`text` in lines no wider than `width` (by words; a word wider than that is elided by the panel)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and metrics.horizontalAdvance(f"{lines[-1]} {word}") <= width:
+            lines[-1] += f" {word}"
+        else:
+            lines.append(word)
+    return lines or [text]
