@@ -114,7 +114,23 @@ class ControlPanel(QWidget):
         # Third-party models opened this session, path -> label: they stay in the Model lists after a switch.
         self._opened: dict[str, str] = {}
         self._b_model = DEFAULT_B_MODEL
+        self.forms: list[QFormLayout] = []
+        for build in (self._input_box, self._delegate_box, self._compare_box, self._pipeline_box):
+            layout.addWidget(build())
+        layout.addStretch(1)
+        self._connect()
+        self._show_relevant_options()
+        for combo in self.findChildren(QComboBox):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+            combo.setMinimumContentsLength(_COMBO_MIN_CHARS)
+        # Scrolling the panel must not change what runs: a wheel over an unfocused spin box or combo
+        # (threads 2 -> 1 rebuilt the model mid-run) scrolls the panel instead.
+        wheeled: list[QWidget] = [*self.findChildren(QAbstractSpinBox), *self.findChildren(QComboBox)]
+        for widget in wheeled:
+            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+            widget.installEventFilter(self)
 
+    def _input_box(self) -> QGroupBox:
         box = QGroupBox("Input and model")
         form = _form(box)
         self.source = QComboBox()
@@ -124,9 +140,10 @@ class ControlPanel(QWidget):
         form.addRow("Model", self.model)
         self.labels = LabelsChoice("A's")
         form.addRow("Labels", self.labels)
-        self.forms = [form]
-        layout.addWidget(box)
+        self.forms.append(form)
+        return box
 
+    def _delegate_box(self) -> QGroupBox:
         box = QGroupBox("Delegate")
         form = _form(box)
         self.delegate = QComboBox()
@@ -151,8 +168,9 @@ class ControlPanel(QWidget):
         form.addRow("Core ML units", self.units)
         self._delegate_form = form
         self.forms.append(form)
-        layout.addWidget(box)
+        return box
 
+    def _compare_box(self) -> QGroupBox:
         box = QGroupBox("Compare A/B")
         form = _form(box)
         self.compare = QCheckBox("Run B on the same frames")
@@ -171,8 +189,9 @@ class ControlPanel(QWidget):
         form.addRow("B runs on", self.b_delegate)
         self._compare_form = form
         self.forms.append(form)
-        layout.addWidget(box)
+        return box
 
+    def _pipeline_box(self) -> QGroupBox:
         box = QGroupBox("Pipeline")
         form = _form(box)
         self.throttle = QSpinBox()
@@ -195,9 +214,10 @@ class ControlPanel(QWidget):
         )
         form.addRow("Score threshold", self.threshold)
         self.forms.append(form)
-        layout.addWidget(box)
-        layout.addStretch(1)
+        return box
 
+    def _connect(self) -> None:
+        """Each control to the signal the window listens to."""
         self.source.activated.connect(self._source_activated)
         self.model.activated.connect(self._model_activated)
         self.delegate.activated.connect(lambda _: self.delegate_requested.emit(self.delegate.currentData()))
@@ -219,17 +239,7 @@ class ControlPanel(QWidget):
         self.labels.button.clicked.connect(lambda: self.labels_requested.emit("open"))
         self.labels.own.clicked.connect(lambda: self.labels_requested.emit("own"))
         self.b_delegate.activated.connect(lambda _: self._compare_changed())
-        self._show_relevant_options()
-        for combo in self.findChildren(QComboBox):
-            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-            combo.setMinimumContentsLength(_COMBO_MIN_CHARS)
         self.model.currentIndexChanged.connect(lambda _: self.model.setToolTip(self.model.currentText()))
-        # Scrolling the panel must not change what runs: a wheel over an unfocused spin box or combo
-        # (threads 2 -> 1 rebuilt the model mid-run) scrolls the panel instead.
-        wheeled: list[QWidget] = [*self.findChildren(QAbstractSpinBox), *self.findChildren(QComboBox)]
-        for widget in wheeled:
-            widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
-            widget.installEventFilter(self)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.Wheel and isinstance(watched, QWidget) and not watched.hasFocus():

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.metrics.energy import PowerNotes
 from app.recording.segments import Segment, delegate_facts
-from app.recording.series import circled, recorded_series
+from app.recording.series import RecordedSeries, circled, recorded_series
 from app.recording.writer import Recording, cell_number, original_text, read_recording
 from app.ui.views.plots import LivePlots
 
@@ -78,24 +78,27 @@ def _fitting_size(window: QWidget, width: int, height: int) -> tuple[int, int]:
     return min(width, free.width() - 2 * _FRAME_ROOM), min(height, free.height() - 2 * _FRAME_ROOM)
 
 
+def _read_pair(path: Path) -> tuple[Path, Recording, Path | None, Recording | None, str | None]:
+    """The recording opened and, for an A/B recording (either side's file), the other side's: side A first,
+    then B's path and recording (None when it is not one), and why B could not be read."""
+    session = read_recording(path)  # OSError/ValueError: the caller shows the message
+    other = _other_side(path, session.metadata)
+    if other is None:
+        return path, session, None, None, None
+    side, other_path = other
+    try:
+        other_session = read_recording(other_path)
+    except (OSError, ValueError, UnicodeError) as exc:
+        return path, session, None, None, f"{other_path.name} could not be read: {exc}"
+    if side == "a":  # the file opened was side B's: side A leads, as everywhere else
+        return other_path, other_session, path, session, None
+    return path, session, other_path, other_session, None
+
+
 class ReviewWindow(QMainWindow):
     def __init__(self, path: Path, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        session = read_recording(path)  # OSError/ValueError: the caller shows the message
-        # An A/B recording (either side's file opened): side B's own recording is shown beside side A's.
-        self.b_path: Path | None = None
-        b_session, b_problem = None, None
-        other = _other_side(path, session.metadata)
-        if other is not None:
-            side, other_path = other
-            try:
-                other_session = read_recording(other_path)
-            except (OSError, ValueError, UnicodeError) as exc:
-                b_problem = f"{other_path.name} could not be read: {exc}"
-            else:
-                if side == "a":  # the file opened was side B's: side A leads, as everywhere else
-                    path, session, other_path, other_session = other_path, other_session, path, session
-                self.b_path, b_session = other_path, other_session
+        path, session, self.b_path, b_session, b_problem = _read_pair(path)
         both = f" + {self.b_path.name} (A/B)" if self.b_path else ""
         self.setWindowTitle(f"Recording: {path.name}{both} — Delegate Scope")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
@@ -117,6 +120,28 @@ class ReviewWindow(QMainWindow):
             b_drawn = (b_t, {"b_inference_fps": b_series.values["inference_fps"],
                              "b_inference_mean": b_series.values["inference_mean"]})  # fmt: skip
             self.markers = sorted([*self.markers, *((at + shift, f"B {text}") for at, text in b_series.markers)])
+        meta = session.metadata
+        self.summary = QLabel(self._summary_text(path, series, session, b_problem))
+        self.summary.setWordWrap(True)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.note = QLabel(NOTE)
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #444")
+        self.columns = ("side", *COLUMNS) if b_session is not None else COLUMNS
+        sides = [("A", g, meta) for g in self.segments]
+        if b_session is not None:
+            sides += [("B", g, b_session.metadata) for g in self.b_segments]
+        self.table = self._segment_table(sides)
+        self.plots = LivePlots()
+        self.plots.set_static(series.t, series.values, self.markers, b=b_drawn)
+        self.plots.set_power_notes(_power_notes(series.values))
+        self._name_recorded_series()
+        self._lay_out()
+        for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
+            QShortcut(keys, self).activated.connect(self.close)  # Esc and Ctrl+W (Cmd+W) close a review
+
+    def _summary_text(self, path: Path, series: RecordedSeries, session: Recording, b_problem: str | None) -> str:
+        """The line above the table: what was recorded, its parts, what was lost, and the other side of an A/B."""
         meta = session.metadata
         duration = float(series.t[-1] - series.t[0]) if len(series.t) > 1 else 0.0
         parts = [f"<b>{html.escape(path.name)}</b>: {self.inferences} inferences over {duration:.1f} s"]
@@ -142,21 +167,10 @@ class ReviewWindow(QMainWindow):
             b, c = html.escape(compare["b"]), html.escape(str(compare.get("comparison", "")))
             missing = html.escape(b_problem) if b_problem else "not found beside it"
             parts.append(f"side A of an A/B recording (side B: {b}, {missing}; per-frame comparison: {c})")
-        self.summary = QLabel(" · ".join(parts))
-        self.summary.setWordWrap(True)
-        self.summary.setTextFormat(Qt.TextFormat.RichText)
-        self.note = QLabel(NOTE)
-        self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #444")
-        self.columns = ("side", *COLUMNS) if b_session is not None else COLUMNS
-        sides = [("A", g, meta) for g in self.segments]
-        if b_session is not None:
-            sides += [("B", g, b_session.metadata) for g in self.b_segments]
-        self.table = self._segment_table(sides)
-        self.plots = LivePlots()
-        self.plots.set_static(series.t, series.values, self.markers, b=b_drawn)
-        self.plots.set_power_notes(_power_notes(series.values))
-        self._name_recorded_series()
+        return " · ".join(parts)
+
+    def _lay_out(self) -> None:
+        """The summary above, the table and (below it) the note and the plots, split; sized to the screen."""
         central = QWidget()
         layout = QVBoxLayout(central)
         layout.addWidget(self.summary)
@@ -180,8 +194,6 @@ class ReviewWindow(QMainWindow):
         )
         split.setSizes([table_h, 440])
         self.resize(*_fitting_size(self, 1400, 540 + table_h))
-        for keys in (QKeySequence(Qt.Key.Key_Escape), QKeySequence(QKeySequence.StandardKey.Close)):
-            QShortcut(keys, self).activated.connect(self.close)  # Esc and Ctrl+W (Cmd+W) close a review
 
     def showEvent(self, event: QShowEvent) -> None:
         """Placed whole within the screen's free area (a window manager may put it partly past an edge)."""
