@@ -67,7 +67,7 @@ def _convert(keras_model: Any) -> Any:
     from coremltools import _deps
 
     if not _deps._HAS_TF_2:
-        # app.backends.coreml.backend imports coremltools with TensorFlow hidden; it decides once per process.
+        # app.coreml_mil.coremltools_import imports coremltools with TensorFlow hidden; it decides once per process.
         raise RuntimeError(
             "coremltools was imported in this process without TensorFlow (the app's Core ML backend "
             "does that to stay light); export Core ML models in a fresh process with TensorFlow installed"
@@ -283,7 +283,7 @@ def read_mlpackage(path: Path | str) -> dict:
     float32 (int8 weights dequantized, fp16 widened). Core ML layouts: conv (out, in/groups,
     kh, kw), linear (out, in).
     """
-    from app.backends.coreml.backend import import_coremltools
+    from app.coreml_mil.coremltools_import import import_coremltools
 
     ct = import_coremltools()  # reading needs no TensorFlow; keep it out of the caller's process
 

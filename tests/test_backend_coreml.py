@@ -121,7 +121,7 @@ def test_the_backend_imports_coremltools_without_tensorflow():
     need_convert_extra("coremltools")
     code = (
         "import sys\n"
-        "from app.backends.coreml.backend import import_coremltools\n"
+        "from app.coreml_mil.coremltools_import import import_coremltools\n"
         "ct = import_coremltools()\n"
         "assert ct.ComputeUnit.CPU_AND_NE and 'tensorflow' not in sys.modules and 'torch' not in sys.modules\n"
         "import json; print(json.dumps('tensorflow' in sys.modules))\n"

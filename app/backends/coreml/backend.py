@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
+from app.backends.coreml.loading import coremltools_or_unavailable, warning_lines
 from app.backends.coreml.package import check_package, has_manifest, package_name
 from app.backends.coreml.plan import ComputePlan, compute_plan
 from app.backends.options import BackendOptions, ComputeUnits, Delegate
-from app.coreml_mil.coremltools_import import import_coremltools
 from app.errors import BackendUnavailable, ModelError
 from app.model.spec import ModelSpec, read_sidecar
 from app.system.native_log import capture_stderr
@@ -47,19 +47,6 @@ def find_mlpackage(spec: ModelSpec) -> Path | None:
             candidates.append(spec.path.parent / name)
     candidates.append(spec.path.with_suffix(".mlpackage"))
     return next((c for c in candidates if has_manifest(c)), None)
-
-
-def coremltools_or_unavailable() -> Any:
-    """coremltools, or BackendUnavailable saying why it cannot be imported."""
-    try:
-        return import_coremltools()
-    except ImportError as exc:
-        raise BackendUnavailable(f"coremltools cannot be imported: {first_line(exc)}") from None
-
-
-def warning_lines(caught: list[warnings.WarningMessage]) -> list[str]:
-    """Python warnings caught while Core ML loaded or converted, one line each."""
-    return [f"{w.category.__name__}: {first_line(str(w.message))}" for w in caught]
 
 
 class CoreMLSession:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from app.backends.base import CoreMLMode, DelegationReport, first_line, time_first_inference
-from app.backends.coreml.backend import coremltools_or_unavailable, warning_lines
+from app.backends.coreml.loading import coremltools_or_unavailable, warning_lines
 from app.backends.options import ComputeUnits, GpuPrecision
 from app.coreml_mil.cache import CachedPiece, ProgramCache
 from app.coreml_mil.execute import LiteRTPiece, PieceRunner, PieceTiming, run_pieces
