@@ -2,7 +2,9 @@
 
 - detection: boxes matched one to one by IoU >= 0.5, best pairs first (greedy): the match rate
   (matched / the larger of the two counts), the matched pairs' mean IoU and mean score difference,
-  and how many matched pairs carry the same class index;
+  and how many matched pairs carry the same class index; where the detector gives keypoints beside its
+  boxes (MediaPipe's face and palm detectors), the matched pairs' points of one name, by distance in A's
+  input pixels as keypoints are;
 - segmentation: the share of pixels given the same class index, and the mean IoU over the classes
   present in either class map (B's map resized to A's, nearest neighbour, when their resolutions differ);
 - keypoints: the mean distance between points of the same name, in A's input pixels;
@@ -82,7 +84,7 @@ class FrameAgreement:
     class_same: int = 0  # matched pairs with the same class index
     pixel_agreement: float | None = None  # segmentation
     miou: float | None = None
-    mean_distance_px: float | None = None  # keypoints, in A's input pixels
+    mean_distance_px: float | None = None  # keypoints (and a detector's, over matched pairs), in A's input pixels
     points: int = 0  # keypoints compared
     max_abs_diff: tuple[float | None, ...] = ()  # raw: per output (None: shapes differ)
     cosine: tuple[float | None, ...] = ()
@@ -125,7 +127,7 @@ def compare_tasks(a: TaskResult, b: TaskResult) -> FrameAgreement:
     if a.task != b.task:
         return _raw(Task.RAW, a, b)
     if a.task == Task.DETECTION:
-        return detection_agreement(a.detections, b.detections)
+        return detection_agreement(a.detections, b.detections, a.input_size)
     if a.task == Task.SEGMENTATION and a.class_map is not None and b.class_map is not None:
         return segmentation_agreement(a.class_map, b.class_map)
     if a.task == Task.KEYPOINTS:
@@ -133,11 +135,24 @@ def compare_tasks(a: TaskResult, b: TaskResult) -> FrameAgreement:
     return _raw(a.task, a, b)
 
 
-def detection_agreement(a: Sequence[Detection], b: Sequence[Detection]) -> FrameAgreement:
-    """The frame agrees when every detection of either side is matched, each pair of one class index."""
+def detection_agreement(
+    a: Sequence[Detection], b: Sequence[Detection], input_size: tuple[int, int] = (0, 0)
+) -> FrameAgreement:
+    """The frame agrees when every detection of either side is matched, each pair of one class index, and
+    where the pairs carry keypoints, those of one name at most KEYPOINT_AGREE of the input's larger side
+    apart on average (distances in `input_size` pixels, A's)."""
     matched = match_detections(a, b)
     class_same = sum(a[i].index == b[j].index for i, j, _ in matched)
     agree = len(matched) == len(a) == len(b) and class_same == len(matched)
+    width, height = input_size
+    distances = []
+    for i, j, _ in matched:
+        theirs = {k.name: k for k in b[j].keypoints}
+        distances += [math.hypot((k.x - theirs[k.name].x) * width, (k.y - theirs[k.name].y) * height)
+                      for k in a[i].keypoints if k.name in theirs]  # fmt: skip
+    mean = float(np.mean(distances)) if distances else None
+    if mean is not None:
+        agree = agree and mean <= KEYPOINT_AGREE * max(width, height)
     return FrameAgreement(
         Task.DETECTION,
         agree,
@@ -147,6 +162,8 @@ def detection_agreement(a: Sequence[Detection], b: Sequence[Detection]) -> Frame
         iou_sum=sum(o for _, _, o in matched),
         score_diff_sum=sum(abs(a[i].score - b[j].score) for i, j, _ in matched),
         class_same=class_same,
+        mean_distance_px=mean,
+        points=len(distances),
     )
 
 
@@ -224,7 +241,7 @@ class TaskAgreement:
     detections_b: int = 0
     pixel_agreement: float | None = None  # segmentation: mean over frames
     miou: float | None = None
-    mean_distance_px: float | None = None  # keypoints: mean over frames
+    mean_distance_px: float | None = None  # keypoints: mean over frames (detection: over every keypoint pair)
     max_distance_px: float | None = None  # ... and the frames' worst mean
     max_abs_diff: tuple[float | None, ...] = ()  # raw: per output, the largest over frames
     cosine_mean: tuple[float | None, ...] = ()  # ... the mean cosine over frames
@@ -240,6 +257,8 @@ class TaskAgreement:
         if task == Task.DETECTION:
             matched = sum(r.matched for r in rows)
             most = sum(max(r.a_count, r.b_count) for r in rows)
+            pointed = [r for r in rows if r.mean_distance_px is not None]
+            points = sum(r.points for r in pointed)
             return cls(
                 task,
                 base.frames,
@@ -250,6 +269,10 @@ class TaskAgreement:
                 class_agreement=sum(r.class_same for r in rows) / matched if matched else None,
                 detections_a=sum(r.a_count for r in rows),
                 detections_b=sum(r.b_count for r in rows),
+                mean_distance_px=sum((r.mean_distance_px or 0.0) * r.points for r in pointed) / points
+                if points
+                else None,
+                max_distance_px=max((r.mean_distance_px or 0.0) for r in pointed) if pointed else None,
             )
         if task == Task.SEGMENTATION:
             return cls(task, base.frames, base.agreeing, pixel_agreement=_mean(r.pixel_agreement for r in rows),
@@ -275,6 +298,9 @@ class TaskAgreement:
             out.update(match_iou=MATCH_IOU, match_rate=self.match_rate, mean_iou=self.mean_iou,
                        mean_score_diff=self.mean_score_diff, class_agreement=self.class_agreement,
                        detections_a=self.detections_a, detections_b=self.detections_b)  # fmt: skip
+            if self.mean_distance_px is not None:  # said only for detectors with keypoints
+                out.update(keypoint_mean_distance_px=self.mean_distance_px,
+                           keypoint_max_distance_px=self.max_distance_px)  # fmt: skip
         elif self.task == Task.SEGMENTATION:
             out.update(pixel_agreement=self.pixel_agreement, miou=self.miou, agree_at_pixel_agreement=PIXEL_AGREE)
         elif self.task == Task.KEYPOINTS:
@@ -287,7 +313,12 @@ class TaskAgreement:
     def agree_rule(self) -> str:
         """When one of its frames agrees (FrameAgreement.agree), in words."""
         if self.task == Task.DETECTION:
-            return "every detection matched, each pair of one class"
+            points = (
+                ""
+                if self.mean_distance_px is None
+                else f", their keypoints at most {KEYPOINT_AGREE:.0%} of the input's larger side apart on average"
+            )
+            return "every detection matched, each pair of one class" + points
         if self.task == Task.SEGMENTATION:
             return f"at least {PIXEL_AGREE:.0%} of its pixels of one class"
         if self.task == Task.KEYPOINTS:
@@ -302,7 +333,9 @@ class TaskAgreement:
             return (f"detections matched (IoU >= {MATCH_IOU:g}) {self.match_rate:.1%} "
                     f"({self.detections_a:,} A, {self.detections_b:,} B), mean IoU {_f(self.mean_iou, '.3f')}, "
                     f"mean score difference {_f(self.mean_score_diff, '.3g')}, same class "
-                    f"{_f(self.class_agreement, '.1%')}")  # fmt: skip
+                    f"{_f(self.class_agreement, '.1%')}" + ("" if self.mean_distance_px is None else
+                    f", keypoints mean distance {self.mean_distance_px:.2f} input px "
+                    f"(worst frame {_f(self.max_distance_px, '.2f')})"))  # fmt: skip
         if self.task == Task.SEGMENTATION:
             return f"pixels agree (same class) {_f(self.pixel_agreement, '.1%')}, mIoU {_f(self.miou, '.3f')}"
         if self.task == Task.KEYPOINTS:

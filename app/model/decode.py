@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.model.mediapipe import POSE_FLAG_THRESHOLD, AnchorDetectionLayout, LandmarkModel, detect, sigmoid
 from app.model.preprocess import CropBox
 from app.model.skeleton import names_and_bones
 from app.model.spec import ModelSpec
@@ -103,10 +104,14 @@ class Detection:
     label: str
     score: float
     box: tuple[float, float, float, float]  # ymin, xmin, ymax, xmax, normalised to the original frame
+    keypoints: tuple[Keypoint, ...] = ()  # an anchor-based detector's (a face's eyes, nose...): no score each
 
     def to_dict(self) -> dict[str, object]:
-        return {"index": self.index, "label": self.label, "score": round(self.score, 6),
-                "box": [round(v, 6) for v in self.box]}  # fmt: skip
+        out: dict[str, object] = {"index": self.index, "label": self.label, "score": round(self.score, 6),
+                                  "box": [round(v, 6) for v in self.box]}  # fmt: skip
+        if self.keypoints:  # said only when the model gives them: other detectors' JSON stays as it was
+            out["keypoints"] = [{"name": k.name, "x": round(k.x, 6), "y": round(k.y, 6)} for k in self.keypoints]
+        return out
 
 
 @dataclass(frozen=True)
@@ -114,11 +119,15 @@ class Keypoint:
     name: str
     x: float  # normalised to the original frame
     y: float
-    score: float | None  # MoveNet gives one per point; landmark regressors do not
+    score: float | None  # MoveNet gives one per point, BlazePose its visibility; other landmark regressors none
+    presence: float | None = None  # BlazePose: how likely the point is in the frame at all
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "x": round(self.x, 6), "y": round(self.y, 6),
-                "score": None if self.score is None else round(self.score, 6)}  # fmt: skip
+        out: dict[str, object] = {"name": self.name, "x": round(self.x, 6), "y": round(self.y, 6),
+                                  "score": None if self.score is None else round(self.score, 6)}  # fmt: skip
+        if self.presence is not None:  # said only where the model gives it
+            out["presence"] = round(self.presence, 6)
+        return out
 
 
 @dataclass(frozen=True)
@@ -131,6 +140,7 @@ class TaskResult:
     class_map: np.ndarray | None = None  # (h, w) class per pixel at the model's resolution, over `crop`
     class_fractions: tuple[tuple[int, str, float], ...] = ()  # (class, label, share of pixels), largest first
     keypoints: tuple[Keypoint, ...] = ()
+    # Pairs of indices into `keypoints`; none when a point could not be placed (the indices would shift).
     bones: tuple[tuple[int, int], ...] = ()
     crop: CropBox | None = None  # where in the frame the model looked (a class map covers it)
     values: tuple[np.ndarray, ...] = ()  # raw: every output, dequantized (what A/B compares)
@@ -139,6 +149,8 @@ class TaskResult:
     # valid detections the model gave below it: what the threshold hid, said beside what it kept.
     threshold: float = DETECTION_THRESHOLD
     below_threshold: int = 0
+    # Keypoints of a model that scores the whole answer (BlazePose's pose flag): that score.
+    confidence: float | None = None
 
     def count(self) -> int:
         """The result count a user reads: detections, classes present, keypoints, or outputs."""
@@ -162,7 +174,10 @@ class TaskResult:
         if self.task == Task.KEYPOINTS:
             scores = [k.score for k in self.keypoints if k.score is not None]
             mean = f", mean score {sum(scores) / len(scores):.2f}" if scores else ""
-            return f"{len(self.keypoints)} keypoints{mean}"
+            flag = "" if self.confidence is None else f", confidence {self.confidence:.2f}"
+            if self.confidence is not None and self.confidence < POSE_FLAG_THRESHOLD:
+                flag += f" (under {POSE_FLAG_THRESHOLD:g}: MediaPipe's graph gives no points)"
+            return f"{len(self.keypoints)} keypoints{mean}{flag}"
         return "; ".join(_stats_line(s) for s in self.outputs[:most])
 
     def to_dict(self) -> dict[str, object]:
@@ -178,6 +193,13 @@ class TaskResult:
                                    "mask_shape": shape}  # fmt: skip
         elif self.task == Task.KEYPOINTS:
             out["keypoints"] = [k.to_dict() for k in self.keypoints]
+            if self.confidence is not None:
+                out["confidence"] = round(self.confidence, 6)
+            if self.class_map is not None:  # BlazePose's segmentation: the person's share of the frame it saw
+                out["mask"] = {
+                    "shape": list(self.class_map.shape),
+                    "foreground": round(float(self.class_map.mean()) if self.class_map.size else 0.0, 6),
+                }
         out["outputs"] = [s.to_dict() for s in self.outputs]
         return out
 
@@ -200,12 +222,14 @@ class TaskDecoder:
         self._size = (spec.input_width, spec.input_height) if spec.image_input is not None else (0, 0)
         if isinstance(layout, KeypointsLayout):
             self._names, self._bones = names_and_bones(layout.points)
+            if layout.model is not None:
+                self._names, self._bones = layout.model.names, layout.model.bones
 
     def decode(self, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]) -> TaskResult:
         """`outputs`: every output in model order; `crop`: what the model saw of a frame of `frame_size`."""
         infos = self.spec.outputs
         layout = self._layout
-        if not isinstance(layout, DetectionLayout | SegmentationLayout | KeypointsLayout):
+        if not isinstance(layout, DetectionLayout | AnchorDetectionLayout | SegmentationLayout | KeypointsLayout):
             # Raw: nothing decoded, so the values themselves are the result (A/B compares them).
             values = tuple(
                 dequantized(info, array) if np.asarray(array).dtype.kind in "biuf" else np.asarray(array)
@@ -214,17 +238,28 @@ class TaskDecoder:
             stats = tuple(OutputStats.of(i, a, v) for i, a, v in zip(infos, outputs, values, strict=False))
             return TaskResult(self._task, stats, crop=crop, values=values, input_size=self._size)
         stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
-        if isinstance(layout, DetectionLayout):
+        if isinstance(layout, DetectionLayout | AnchorDetectionLayout):
             threshold = self.threshold  # once: the window may change it while this runs
-            kept, below = self._detections(layout, outputs, crop, frame_size, threshold)
+            if isinstance(layout, AnchorDetectionLayout):
+                found = self._anchored(layout, outputs, crop, frame_size)
+                kept = tuple(d for d in found if d.score >= threshold)
+                below = len(found) - len(kept)
+            else:
+                kept, below = self._detections(layout, outputs, crop, frame_size, threshold)
             return TaskResult(self._task, stats, detections=kept, crop=crop, input_size=self._size,
                               threshold=threshold, below_threshold=below)  # fmt: skip
         if isinstance(layout, SegmentationLayout):
             class_map = self._class_map(layout, outputs)
             return TaskResult(self._task, stats, class_map=class_map, class_fractions=self._fractions(class_map),
                               crop=crop, input_size=self._size)  # fmt: skip
+        if layout.model is not None:
+            points, confidence, mask = self._landmarks(layout.model, outputs, crop, frame_size)
+            bones = self._bones if len(points) == len(self._names) else ()
+            return TaskResult(self._task, stats, keypoints=points, bones=bones, crop=crop, class_map=mask,
+                              input_size=self._size, confidence=confidence)  # fmt: skip
         points = self._keypoints(layout, outputs, crop, frame_size)
-        return TaskResult(self._task, stats, keypoints=points, bones=self._bones, crop=crop,
+        bones = self._bones if len(points) == layout.points else ()
+        return TaskResult(self._task, stats, keypoints=points, bones=bones, crop=crop,
                           input_size=self._size)  # fmt: skip
 
     def _detections(
@@ -258,6 +293,31 @@ class TaskDecoder:
             index = int(cls)
             found.append(Detection(index, self.spec.label(index), score, (ymin, xmin, ymax, xmax)))
         return tuple(sorted(found, key=lambda d: -d.score)), below
+
+    def _anchored(
+        self,
+        layout: AnchorDetectionLayout,
+        outputs: Sequence[np.ndarray],
+        crop: CropBox,
+        frame_size: tuple[int, int],
+    ) -> tuple[Detection, ...]:
+        """A MediaPipe SSD head's detections (app/model/mediapipe.py) at its graph's min_score_thresh or above,
+        best first: the floor the model was made for, under any --score-threshold (a lower one shows no more:
+        below it every anchor, background included, would take part in the suppression)."""
+        infos = self.spec.outputs
+        regressors = dequantized(infos[layout.regressors], outputs[layout.regressors])
+        logits = dequantized(infos[layout.scores], outputs[layout.scores])
+        label = self.spec.label(0) if self.spec.labels.labels else layout.label
+        found = []
+        for d in detect(layout, regressors, logits, layout.grid.min_score):
+            ymin, xmin = _to_frame(d.box[0], d.box[1], crop, frame_size)
+            ymax, xmax = _to_frame(d.box[2], d.box[3], crop, frame_size)
+            points = []
+            for name, (x, y) in zip(layout.keypoint_names, d.keypoints, strict=False):
+                fy, fx = _to_frame(y, x, crop, frame_size)
+                points.append(Keypoint(name, fx, fy, None))
+            found.append(Detection(0, label, d.score, (ymin, xmin, ymax, xmax), tuple(points)))
+        return tuple(found)
 
     def _class_map(self, layout: SegmentationLayout, outputs: Sequence[np.ndarray]) -> np.ndarray:
         out = np.asarray(outputs[layout.output])
@@ -298,6 +358,37 @@ class TaskDecoder:
             fy, fx = _to_frame(y, x, crop, frame_size)
             points.append(Keypoint(self._names[i], fx, fy, _finite(score) if score is not None else None))
         return tuple(points)
+
+    def _landmarks(
+        self, model: LandmarkModel, outputs: Sequence[np.ndarray], crop: CropBox, frame_size: tuple[int, int]
+    ) -> tuple[tuple[Keypoint, ...], float | None, np.ndarray | None]:
+        """A MediaPipe pose or iris model's points (x, y in input pixels; BlazePose's visibility and presence
+        through a sigmoid, as its graph's TensorsToLandmarksCalculator), its pose flag and its mask (the
+        segmentation's sigmoid over one half, over `crop`). The points are given under a pose flag of 0.5
+        too, where MediaPipe's graph drops them: the flag beside them says so (`TaskResult.summary`)."""
+        infos = self.spec.outputs
+        confidence = None
+        if model.flag is not None:
+            confidence = _finite(float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0]))
+        mask = None
+        if model.mask is not None:
+            logits = dequantized(infos[model.mask], outputs[model.mask])
+            mask = (sigmoid(logits.reshape(logits.shape[1], logits.shape[2])) > _MASK_PROBABILITY).astype(np.int32)
+        height, width = self.spec.input_height, self.spec.input_width
+        points: list[Keypoint] = []
+        names = iter(model.names)
+        for output, count, values in model.parts:
+            rows = dequantized(infos[output], outputs[output]).reshape(-1)[: count * values].reshape(count, values)
+            for row in rows:
+                name = next(names)
+                x, y = float(row[0]) / width, float(row[1]) / height
+                if not (math.isfinite(x) and math.isfinite(y)):
+                    continue
+                visibility = _finite(float(sigmoid(row[3]))) if values >= 5 else None
+                presence = _finite(float(sigmoid(row[4]))) if values >= 5 else None
+                fy, fx = _to_frame(y, x, crop, frame_size)
+                points.append(Keypoint(name, fx, fy, visibility, presence))
+        return tuple(points), confidence, mask
 
 
 def _to_frame(y: float, x: float, crop: CropBox, frame_size: tuple[int, int]) -> tuple[float, float]:

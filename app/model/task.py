@@ -5,7 +5,9 @@ see the whole frame resized, as LiteRT's Task Library feeds them) and how output
 comes from, in order: the user's `--task`, the model's TFLite Support metadata (the tensor names
 its metadata writers give: `location`/`category`/`score`/`number of detections` for an object
 detector, `segmentation_masks` for a segmenter), then the graph's structure. Whatever is not
-recognised is `raw`: every output is summarised and nothing is decoded by guess.
+recognised is `raw`: every output is summarised and nothing is decoded by guess. MediaPipe's own
+models (anchor-based detectors, BlazePose, iris) are recognised by their outputs' shapes and read by
+the rules of its graphs (app/model/mediapipe.py).
 
 One vector out is not always class scores: a backbone cut at its pooling (MobileNet's AvgPool, an
 embedder's L2-normalised output) gives features, values that are no distribution. Such a vector is
@@ -18,11 +20,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
 from app.errors import ModelError
+from app.model.mediapipe import AnchorDetectionLayout, LandmarkModel, anchor_layout, landmark_model
 from app.tflite.file import TensorInfo, TfliteInfo
 
 
@@ -88,6 +91,9 @@ class KeypointsLayout:
     points: int
     values: int  # per point: 3 = (y, x, score) for "movenet", (x, y, z) for "landmarks"; 2 = (x, y)
     style: str  # "movenet": normalised (y, x, score); "landmarks": x, y[, z] in input pixels
+    # A MediaPipe model of several outputs (BlazePose, iris): where its points are, what goes with them;
+    # `output` and `values` are then its first part's.
+    model: LandmarkModel | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,9 @@ class RawLayout:
     pass
 
 
-Layout = ClassificationLayout | DetectionLayout | SegmentationLayout | KeypointsLayout | RawLayout
+Layout = (
+    ClassificationLayout | DetectionLayout | AnchorDetectionLayout | SegmentationLayout | KeypointsLayout | RawLayout
+)
 
 
 @dataclass(frozen=True)
@@ -221,6 +229,13 @@ def _keypoints(outputs: Sequence[TensorInfo]) -> tuple[KeypointsLayout, str] | N
     # handedness), as MediaPipe's hand, pose and face landmark models give them.
     flat = [i for i, o in enumerate(outputs) if o.dtype == "float32" and len(_squeezed(o.shape)) == 1]
     singles = [i for i, o in enumerate(outputs) if math.prod(o.shape or (1,)) == 1]
+    world = ""
+    if len(flat) == 2 and math.prod(outputs[flat[0]].shape) == math.prod(outputs[flat[1]].shape):
+        # MediaPipe's hand landmarks (mediapipe/modules/hand_landmark/hand_landmark_cpu.pbtxt): the image's
+        # landmarks first, its world landmarks (metres from the hand's centre) last, of the same length.
+        world = f"; '{outputs[flat[1]].name}' after it, of the same length, is MediaPipe's world landmarks, not drawn"
+        flat = flat[:1]
+        singles.append(len(outputs))  # counted with the others: every output has its place
     if len(flat) != 1 or len(flat) + len(singles) != len(outputs):
         return None
     out = outputs[flat[0]]
@@ -230,7 +245,8 @@ def _keypoints(outputs: Sequence[TensorInfo]) -> tuple[KeypointsLayout, str] | N
         return None
     evidence = (
         f"structure: output '{out.name}' is {list(out.shape)}: {length // values} points of "
-        f"{'(x, y, z)' if values == 3 else '(x, y)'}, beside {len(singles)} single-value output(s)"
+        f"{'(x, y, z)' if values == 3 else '(x, y)'}, beside {len(singles) - bool(world)} single-value output(s)"
+        f"{world}"
     )
     return KeypointsLayout(flat[0], length // values, values, "landmarks"), evidence
 
@@ -259,6 +275,8 @@ def infer_task(
     if image is not None:
         choices.extend(_image_choices(inputs[image], outputs, info, metadata_output_names, image, labelled))
     choices.append(TaskChoice(Task.RAW, RawLayout(), _raw_evidence(image, inputs), image))
+    if image is not None and inputs[image].shape[3] == 4:
+        choices = [replace(c, evidence=c.evidence + _FOURTH_CHANNEL) for c in choices]
     if requested is None:
         return choices[0]
     for choice in choices:
@@ -267,9 +285,11 @@ def infer_task(
     found = f"it reads as {choices[0].task.value} ({choices[0].evidence})"
     need = {
         Task.CLASSIFICATION: "one image input and one output of class scores",
-        Task.DETECTION: "the 4 outputs of TFLite_Detection_PostProcess (boxes, classes, scores, count)",
+        Task.DETECTION: "the 4 outputs of TFLite_Detection_PostProcess (boxes, classes, scores, count), or a "
+        "MediaPipe SSD head (regressors [1,N,4+2K] and scores [1,N,1], N the anchors of one of its grids)",
         Task.SEGMENTATION: "an output of per-pixel scores [1,H,W,C] or a class map [1,H,W] at 1/4 of the input or more",
-        Task.KEYPOINTS: "an output of points: [1,1,K,3] (y, x, score) or a flat [1,3N]/[1,2N] beside single scores",
+        Task.KEYPOINTS: "an output of points: [1,1,K,3] (y, x, score) or a flat [1,3N]/[1,2N] beside single scores, "
+        "or MediaPipe's pose ([1,195] beside its flag) or iris ([1,213] and [1,15]) landmarks",
     }.get(requested, "")
     raise ModelError(f"--task {requested.value} does not fit this model: it needs {need}; {found}")
 
@@ -291,6 +311,9 @@ def _image_choices(
     detection = _detection(info)
     if detection is not None:
         found.append(TaskChoice(Task.DETECTION, detection[0], detection[1], index))
+    anchored = anchor_layout([(o.name, tuple(o.shape), o.dtype) for o in outputs], image.shape[2], image.shape[1])
+    if anchored is not None:
+        found.append(TaskChoice(Task.DETECTION, anchored[0], anchored[1], index))
     if _SEGMENTATION_METADATA_NAME in [n.strip().lower() for n in names] and len(outputs) == 1:
         layout = _segmentation(image, outputs, 0)
         if layout is not None:
@@ -314,10 +337,36 @@ def _image_choices(
             what = "a class map" if layout.class_map else f"per-pixel scores of {layout.classes} classes"
             evidence = f"structure: output '{outputs[0].name}' is {list(outputs[0].shape)}, {what}"
             found.append(TaskChoice(Task.SEGMENTATION, layout, evidence, index))
+    landmarks = landmark_model([(o.name, tuple(o.shape), o.dtype) for o in outputs])
+    if landmarks is not None:
+        model = landmarks[0]
+        points = KeypointsLayout(model.parts[0][0], len(model.names), model.parts[0][2], "landmarks", model)
+        found.append(TaskChoice(Task.KEYPOINTS, points, landmarks[1], index))
     keypoints = _keypoints(outputs)
     if keypoints is not None:
         found.append(TaskChoice(Task.KEYPOINTS, keypoints[0], keypoints[1], index))
     return found
+
+
+def mediapipe_unit_input(layout: Layout) -> str | None:
+    """The MediaPipe graph that feeds this model pixels in [0, 1] rather than the [-1, 1] a float input gets by
+    default (its ImageToTensorCalculator's output_tensor_float_range; the iris graph's TfLiteConverterCalculator
+    with zero_center false), or None. Its face and pose detectors take [-1, 1], the default."""
+    if isinstance(layout, AnchorDetectionLayout) and layout.label == "palm":
+        return "mediapipe/modules/palm_detection/palm_detection_cpu.pbtxt"
+    if isinstance(layout, KeypointsLayout) and layout.model is not None:
+        return {"pose": "mediapipe/modules/pose_landmark/pose_landmark_by_roi_cpu.pbtxt",
+                "iris": "mediapipe/modules/iris_landmark/iris_landmark_cpu.pbtxt"}.get(layout.model.kind)  # fmt: skip
+    return None
+
+
+# How a 4-channel image input is fed (app/model/preprocess.py), said beside the task: MediaPipe's hair
+# segmentation (mediapipe/graphs/hair_segmentation/hair_segmentation_desktop_live.pbtxt, SetAlphaCalculator)
+# takes the previous frame's mask there, which is not fed back here.
+_FOURTH_CHANNEL = (
+    "; the input's 4th channel is fed an opaque alpha (255, normalised like the others), not a previous "
+    "frame's mask (MediaPipe's hair segmentation feeds its last mask there, empty on the first frame)"
+)
 
 
 def _raw_evidence(image: int | None, inputs: Sequence[TensorInfo]) -> str:
