@@ -29,9 +29,9 @@ class Reference(StrEnum):
 
 
 # How a budget may spell each unit (a bare number is always the figure's own unit).
-_UNITS = {"ms": "ms", "/s": "/s", "fps": "/s", "x": "x"}
+_UNITS = {"ms": "ms", "/s": "/s", "fps": "/s", "x": "x", "MB": "MB"}
 _EXPR = re.compile(
-    r"^\s*(?P<name>[A-Za-z0-9_.]+)\s*(?P<op><=|>=)\s*(?P<sign>[+-])?\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>%|ms|/s|fps|x)?\s*$"
+    r"^\s*(?P<name>[A-Za-z0-9_.]+)\s*(?P<op><=|>=)\s*(?P<sign>[+-])?\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>%|ms|/s|fps|x|MB)?\s*$"
 )
 
 

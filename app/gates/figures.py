@@ -74,6 +74,11 @@ def _table() -> dict[str, Figure]:
         Figure("cpu_per_wall", "x", bench="metrics.cpu_per_wall", sweep="cpu_per_wall"),
         Figure("init", "ms", bench="delegate.init_ms", sweep="init_ms"),
         Figure("first_inference", "ms", bench="delegate.first_inference_ms", sweep="first_inference_ms"),
+        # Memory (app/metrics/memory.py): the model's open, the span's peak and median resident set, GPU memory.
+        Figure("memory.init_mb", "MB", bench="memory.init_mb"),
+        Figure("memory.peak_mb", "MB", bench="memory.peak_mb"),
+        Figure("memory.steady_mb", "MB", bench="memory.steady_mb"),
+        Figure("memory.gpu_mb", "MB", bench="memory.gpu_mb"),
         Figure("agreement.top1", "share", sweep="top1_agreement", ab="agreement.top1_agreement", lower_is_better=False),
         Figure("agreement.top5", "share", ab="agreement.top5_overlap", lower_is_better=False),
         Figure("nodes", "nodes", inspect="coverage.{d}.nodes_delegated", lower_is_better=False),

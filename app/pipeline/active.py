@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.backends import ModelRunner
 from app.backends.base import child_cpu_reader
+from app.metrics.memory import MemoryDelta
 from app.model.decode import TaskDecoder
 from app.model.feed import InputFeeder
 from app.model.postprocess import Postprocessor
@@ -18,9 +19,16 @@ class ActiveSession:
     """What the inference thread holds: the spec, its backend session and processors."""
 
     def __init__(
-        self, config: InferenceConfig, spec: ModelSpec, session: ModelRunner, session_id: int, runtime_threads: set[int]
+        self,
+        config: InferenceConfig,
+        spec: ModelSpec,
+        session: ModelRunner,
+        session_id: int,
+        runtime_threads: set[int],
+        memory: MemoryDelta,
     ) -> None:
         self._config, self.spec, self.session, self.session_id = config, spec, session, session_id
+        self.memory = memory  # what opening the session added to the resident set
         self.post = Postprocessor(spec)
         self.pre = Preprocessor(spec) if spec.image_input is not None else None  # None: no input takes the frame
         # A classifier of one input keeps the path it always had (`run`, top-k); any other model runs

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from app.backends import DelegationReport, fell_back, mid_run_reason, open_session, run_ends
+from app.backends import DelegationReport, ModelRunner, fell_back, mid_run_reason, open_session, run_ends
 from app.errors import DelegateScopeError, ModelError
+from app.metrics.memory import MemoryDelta, measure_open
 from app.model.feed import FeedFacts
 from app.model.preprocess import Preprocessor
 from app.model.spec import ModelFacts, ModelSpec, load_model_spec
@@ -26,6 +27,8 @@ from app.sources import SourceInfo
 from app.system.heap import release_free_memory
 from app.system.thread_cpu import decoder_threads, started_by
 
+_ONE_OPEN_AT_A_TIME = threading.Lock()
+
 
 @dataclass(frozen=True)
 class Opened:
@@ -35,6 +38,7 @@ class Opened:
     spec: ModelSpec  # the model it runs (A/B: its class space)
     capture_pre: Preprocessor | None  # for the capture thread alone (its buffers are not the inference thread's)
     feed: FeedFacts | None  # which feeder gives the inputs that are not the frame (None: the frame only)
+    memory: MemoryDelta  # what opening it added to the resident set
 
 
 class SessionKeeper:
@@ -99,13 +103,18 @@ class SessionKeeper:
         """Open `config`; with `spec`, from the model already in memory (its file may be gone)."""
         spec = spec or load_model_spec(config.model, labels_file=config.labels, options=config.model_options)
         self._pinning.before_open(config)  # before the session exists: its runtime's threads inherit the CPUs
-        session, started = started_by(
-            lambda: open_session(spec, config.delegate, config.options, fallback=config.fallback)
-        )
+        # What the open added to the resident set (a GPU process's child counts whole): the model's init
+        # footprint, app/metrics/memory.py. One open at a time in the process, so that A/B's two sides, which
+        # open together, each count their own (side A's read 42.7 MB and B's 45.7 for 18 and 5 MB of weights).
+        def open_it() -> ModelRunner:
+            return open_session(spec, config.delegate, config.options, fallback=config.fallback)
+
+        with _ONE_OPEN_AT_A_TIME:
+            (session, started), memory = measure_open(lambda: started_by(open_it))
         self._pinning.after_open(session, config)
         self._counter += 1
         runtime = started - decoder_threads(started)  # a video source opened meanwhile: its decoders
-        return ActiveSession(config, spec, session, self._counter, runtime)
+        return ActiveSession(config, spec, session, self._counter, runtime, memory)
 
     def _reopen(self, active: ActiveSession | None, config: InferenceConfig) -> ActiveSession | None:
         close_ms = None
@@ -140,7 +149,8 @@ class SessionKeeper:
         self, active: ActiveSession, kind: EventKind, close_ms: float | None, changes: str | None = None
     ) -> None:
         report = active.session.report
-        opened = Opened(report, active.spec, active.pre, active.feed.facts if active.feed is not None else None)
+        feed = active.feed.facts if active.feed is not None else None
+        opened = Opened(report, active.spec, active.pre, feed, active.memory)
         with self._lock:
             self._opened = opened
         message = f"{active.spec.name} on {report.used}"

@@ -17,16 +17,19 @@ from app.backends import DelegationReport
 from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.energy import PowerFigures, power_figures
+from app.metrics.memory import MemoryFigures, MemoryReading, gpu_mb, memory_figures, peak_reset, read_memory
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.rounds import Rounds, measure_rounds
+from app.metrics.trace import TraceLog
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.feed import FeedFacts
 from app.model.spec import ModelFacts, ModelSpec, load_model_spec
 from app.model.task import Task
-from app.pipeline import Event, InferenceConfig, Pipeline, Result, State, Status
+from app.pipeline import Event, InferenceConfig, InferenceWorker, Pipeline, Result, State, Status
 from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
 from app.recording.task_figures import TaskFigures
+from app.recording.trace import TraceFacts, write_trace
 from app.recording.writer import RecordingWriter
 from app.sources import SourceInfo, kind_of, reads_on_demand
 from app.system.cpu_affinity import CpuSplit
@@ -100,8 +103,10 @@ class BenchSummary:
     rounds: Rounds | None = None  # the measured span in rounds: each figure's median and spread (gates)
     power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
     placement: PreprocessPlacement | None = None  # preprocessing on the capture thread or its own, and why
+    memory: MemoryFigures | None = None  # the model's init footprint, the span's peak and median, GPU memory
     plan: RunPlan | None = None  # every setting, as the run ran
     cancelled: bool = False  # the caller cancelled it (RunState.cancel) before its end
+    trace: TraceFacts | None = None  # the timeline written (bench --trace)
 
     def error(self) -> DelegateScopeError | None:
         """The typed error that ended the run (its exit code), if one did."""
@@ -144,8 +149,12 @@ class BenchSummary:
             summary["rounds"] = self.rounds.to_dict()
         if self.power is not None:
             summary["power"] = self.power.to_dict()
+        if self.memory is not None:
+            summary["memory"] = self.memory.to_dict()
         if self.plan is not None:
             summary["plan"] = self.plan.to_dict()
+        if self.trace is not None:
+            summary["trace"] = self.trace.to_dict()
         return summary
 
 
@@ -179,6 +188,7 @@ class _Span:
         self.power_from: PowerReading | None = None
         self.power_to: PowerReading | None = None
         self._first_at: float | None = None  # the first result's time: `warm_s` counts from it
+        self.memory_at_close: MemoryReading | None = None  # its VmHWM: the span's peak (reset as it opened)
 
     def open_now(self) -> None:
         with self._lock:
@@ -220,6 +230,7 @@ class _Span:
         if self.task is not None:
             self.task = TaskFigures()
         self.measured_from = time.monotonic()
+        peak_reset()  # the kernel's peak resident set from here: the span's own
         self.cpu_from = (cpu_mark(), time.time())
         self.power_from = self.read_power()
         if self._recorder:
@@ -228,6 +239,7 @@ class _Span:
     def _close(self) -> None:
         self.closed_at = time.monotonic()
         self.snapshot = self._metrics.snapshot(self.closed_at)
+        self.memory_at_close = read_memory()
         self.cpu_to = (cpu_mark(), time.time())
         self.power_to = self.read_power()
         self.closed.set()
@@ -262,12 +274,14 @@ class _BenchRun:
         self.span = _Span(plan, self.metrics, self.recorder, TaskFigures() if tasks_too else None)
         self.span.read_power = self.sampler.read_power_now
         self.first: list[float] = []  # monotonic time of the first result, for the start-up figure
+        self.trace = TraceLog() if plan.trace else None  # None: the pipeline's trace hooks do nothing
         self.pipeline = Pipeline(
             replace(plan.feed, loop=plan.loops),
             plan.config,
             metrics=self.metrics,
             on_result=lambda r: _first_result(self.first, r, self.span, on_result),
             on_event=self.span.on_event if self.recorder else None,
+            trace=self.trace,
         )
         if self.recorder:
             pipeline = self.pipeline
@@ -365,6 +379,10 @@ def _summary(run: _BenchRun, status: Status, cancelled: bool) -> BenchSummary:
         )
         done = run.recorder.stop()
         recording = RecordingFacts(done.path, done.rows, done.lost_rows, done.error)
+    trace = None
+    if run.trace is not None and plan.trace is not None:  # the whole run, warm-up included
+        readings = run.sampler.readings_between(-float("inf"), float("inf"))
+        trace = write_trace(plan.trace, run.trace, pipeline, readings, "delegate-scope bench")
     first = run.first
     return BenchSummary(
         source_spec=plan.feed.spec,
@@ -388,7 +406,24 @@ def _summary(run: _BenchRun, status: Status, cancelled: bool) -> BenchSummary:
         placement=pipeline.preprocessing,
         plan=plan,
         cancelled=cancelled,
+        memory=run_memory(pipeline.worker, run.sampler, span.measured_from, span.closed_at, span.memory_at_close),
+        trace=trace,
     )
+
+
+def run_memory(
+    worker: InferenceWorker,
+    sampler: ResourceSampler,
+    since: float | None,
+    until: float | None,
+    peak: MemoryReading | None,
+) -> MemoryFigures:
+    """A side's memory over a measured span: its session's open (init, split into mapped files and the
+    runtime's anonymous memory), the process's peak (VmHWM since the span opened) and median resident set
+    over the span, and the GPU memory NVML gives this process and its children."""
+    opened = worker.opened()
+    readings = sampler.readings_between(since, until) if since is not None and until is not None else []
+    return memory_figures(opened.memory if opened else None, [r.rss_mb for r in readings], peak, gpu_mb())
 
 
 def measure_idle(idle_s: float | None = None) -> list[PowerReading]:

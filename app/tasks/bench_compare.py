@@ -14,8 +14,10 @@ from typing import Any
 from app.backends import DelegationReport
 from app.backends.describe import speed_sentence
 from app.metrics.energy import PowerFigures, paced_clock_sentence, power_figures
+from app.metrics.memory import MemoryFigures, MemoryReading, peak_reset, read_memory
 from app.metrics.resources import ResourceSampler
 from app.metrics.rounds import Rounds, measure_rounds
+from app.metrics.trace import TraceLog
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Feed, InferenceConfig, InferenceWorker, Pipeline, Status
 from app.pipeline.compare import (
@@ -29,10 +31,11 @@ from app.pipeline.compare import (
 )
 from app.pipeline.preprocess_thread import PreprocessPlacement
 from app.recording.rows import RowSink
+from app.recording.trace import TraceFacts, write_trace
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
 from app.system.power_counters import PowerReading
-from app.tasks.bench import not_a_classifier, read_idle, warm_up_done, warmed_up
+from app.tasks.bench import not_a_classifier, read_idle, run_memory, warm_up_done, warmed_up
 from app.tasks.plan import RunPlan, RunState
 
 _POLL_S = 0.05
@@ -99,6 +102,7 @@ class SideSummary:
     alone: AloneFigures | None
     rounds: Rounds | None = None  # the together span in rounds: each figure's median and spread (gates)
     model_sha256: str | None = None  # what a --baseline must share (app/gates/stored.py)
+    memory: MemoryFigures | None = None  # init: this side's open; peak, steady, GPU: the process's (both sides)
 
     @property
     def inference_ms_median(self) -> float | None:
@@ -114,6 +118,7 @@ class SideSummary:
             "alone": self.alone.to_dict() if self.alone else None,
             "rounds": self.rounds.to_dict() if self.rounds else None,
             "model_sha256": self.model_sha256,
+            **({"memory": self.memory.to_dict()} if self.memory is not None else {}),
         }
 
 
@@ -149,6 +154,7 @@ class CompareSummary:
     placement: PreprocessPlacement | None = None  # the shared preprocessing's thread, and why
     plan: RunPlan | None = None  # every setting, as the run ran
     cancelled: bool = False  # the caller cancelled it (RunState.cancel) before its end
+    trace: TraceFacts | None = None  # the timeline written (bench --trace): both sides and the shared capture
 
     @property
     def a_over_b(self) -> float | None:
@@ -184,6 +190,8 @@ class CompareSummary:
             summary["power"] = self.power.to_dict()
         if self.plan is not None:
             summary["plan"] = self.plan.to_dict()
+        if self.trace is not None:
+            summary["trace"] = self.trace.to_dict()
         return summary
 
 
@@ -234,6 +242,7 @@ def _compare_pipeline(plan: RunPlan, sampler: ResourceSampler) -> tuple[CompareP
         metrics={side: Metrics(window_s=3600.0, sampler=sampler) for side in ("a", "b")},
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
+        trace=TraceLog() if plan.trace else None,  # the run together (the alone phases are not in it)
     )
     if plan.csv:
         for side, config in (("a", a), ("b", b)):
@@ -256,6 +265,7 @@ class _Span:
     comparisons: tuple[FrameComparison, ...]  # the same frames as the agreement's
     status: Status
     cancelled: bool
+    memory: MemoryReading | None  # at the span's end: its VmHWM is the span's peak (reset as it opened)
 
 
 def _measure(
@@ -271,6 +281,7 @@ def _measure(
                               monotonic=cp.metrics[side].started_at)  # fmt: skip
     measured_from = time.monotonic()
     power_from = sampler.read_power_now()
+    peak_reset()  # the kernel's peak resident set from here: the span's own
 
     shown = [-float("inf")]
 
@@ -288,6 +299,7 @@ def _measure(
     ended = time.monotonic()
     power_to = sampler.read_power_now()
     snaps = cp.snapshots(ended)
+    memory = read_memory()
     for sink in sinks.values():
         sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
     readings = (power_from, *sampler.power_between(measured_from, ended), power_to)
@@ -295,7 +307,7 @@ def _measure(
     # (report reads the same count back from the CSV: app/recording/ab.py).
     return _Span(measured_from, ended, tuple(sorted((r for r in readings if r is not None), key=lambda r: r.t)),
                  snaps, cp.comparator.summary(until=ended), tuple(cp.comparator.measured(ended)), cp.status(),
-                 state.cancelled)  # fmt: skip
+                 state.cancelled, memory)  # fmt: skip
 
 
 def _compare_summary(
@@ -316,9 +328,15 @@ def _compare_summary(
             _alone_figures(alone.get(side)),
             measure_rounds(cp.metrics[side], cp.metrics[side].started_at, span.ended, plan.rounds),
             _sha256(cp.workers[side]),
+            # Init is the side's own open; peak, steady and GPU are the process's, both sides together.
+            run_memory(cp.workers[side], sampler, span.measured_from, span.ended, span.memory),
         )
         for side, config in (("a", plan.config), ("b", plan.compare))
     }
+    trace = None
+    if cp.trace is not None and plan.trace is not None:
+        readings = sampler.readings_between(-float("inf"), float("inf"))
+        trace = write_trace(plan.trace, cp.trace, cp, readings, "delegate-scope bench A/B")
     recording = None
     if plan.csv:
         write_comparisons(plan.csv, list(span.comparisons))
@@ -343,6 +361,7 @@ def _compare_summary(
         clock_sentence=clock,
         placement=cp.preprocessing,
         plan=plan,
+        trace=trace,
         cancelled=span.cancelled,
     )
 
