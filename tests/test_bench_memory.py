@@ -48,3 +48,15 @@ def test_a_budget_names_a_memory_figure():
     assert budget.figure.unit == "MB" and budget.figure.bench == "memory.peak_mb"
     (absolute,) = parse_budgets(["memory.init_mb<=64MB"], SummaryKind.BENCH, baseline=False)
     assert absolute.amount == 64
+
+
+def test_inspect_says_what_the_file_implies_for_memory():
+    proc = subprocess.run([sys.executable, "-m", "app", "inspect", "--model", "efficientnet_lite0_int8", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    memory = json.loads(proc.stdout)["memory"]
+    assert 4_000_000 < memory["weights_bytes"] < 5_500_000  # int8 EfficientNet-Lite0's constants
+    assert 0 < memory["activations_bytes"] <= memory["activations_sum_bytes"]
+    assert len(memory["largest"]) == 5
+    by = {d["delegate"]: d for d in memory["delegates"]}
+    assert by["cpu"]["status"] == by["gpu"]["status"] == "predicted" and by["coreml"]["status"] == "not reported"

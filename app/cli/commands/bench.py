@@ -25,7 +25,7 @@ from app.cli.options import (
     positive_float,
     positive_int,
 )
-from app.cli.output import finish_gate, print_prediction, warn
+from app.cli.output import check_writable, finish_gate, print_prediction, warn
 from app.errors import UsageError
 from app.gates.baseline import load_baseline
 from app.gates.budget import Budget, parse_budgets
@@ -38,6 +38,7 @@ from app.metrics.window import MetricsSnapshot
 from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
 from app.pipeline.plan import FeedPlan
+from app.recording.trace import TraceFacts
 from app.recording.writer import sidecar_path
 from app.schemas import versioned
 from app.system.redact import redact_credentials
@@ -138,6 +139,13 @@ def _add_gpu_options(g: argparse._ArgumentGroup) -> None:
 def _add_output_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument("--csv", type=Path, help="record one row per inference (docs/csv-format.md)")
     g.add_argument("--json", type=Path, dest="json_file", help="write the summary as JSON to this file")
+    g.add_argument(
+        "--trace",
+        type=Path,
+        metavar="FILE.json",
+        help="write the run's timeline (every frame's stages on every thread, CPU, memory and GPU counters) as "
+        "Chrome's trace event JSON: open it in ui.perfetto.dev or chrome://tracing (docs/guide.md)",
+    )
     add_gate_options(g)
 
 
@@ -220,6 +228,7 @@ def plan_of(args: argparse.Namespace) -> RunPlan:
         idle_s=args.idle_seconds,
         csv=args.csv,
         gpu_process=args.gpu_process,
+        trace=args.trace,
     )
 
 
@@ -228,6 +237,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--json {args.json_file} would overwrite the recording's own sidecar; pick another name")
     if args.csv and args.csv.exists():
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
+    if args.trace:
+        check_writable(args.trace, "--trace")  # said before the run, not after it
     plan = plan_of(args)
     sha256 = load_model_spec(args.model, labels_file=args.labels, options=plan.config.model_options).sha256
     gate = _gate_plan(args, plan, sha256)  # a bad baseline or budget: exit 2 before anything runs
@@ -362,8 +373,12 @@ def _print_costs(summary: BenchSummary, paced: bool) -> None:
             f"          the inference thread waited {m.waited_ms_per_inference:.2f} ms per inference for a core "
             f"and slept {m.slept_ms_per_inference:.2f} ms (on the device, a lock or the other side)"
         )
-    if m.rss_mb is not None:
-        print(f"memory    RSS {m.rss_mb:.0f} MB" + (f", GPU {m.gpu_util_pct:.0f}%" if m.gpu_util_pct else ""))
+    if summary.memory is not None:
+        print(f"memory    {summary.memory.describe()}")
+    elif m.rss_mb is not None:
+        print(f"memory    RSS {m.rss_mb:.0f} MB")
+    if m.gpu_util_pct:
+        print(f"gpu       {m.gpu_util_pct:.0f}% utilised (NVML)")
     if m.gpu_busy_ms_per_inference:  # the GPU's own evidence: its CPU thread spins, so CPU time says nothing
         print(f"gpu       busy {m.gpu_busy_ms_per_inference:.2f} ms per inference (NVML utilisation x interval)")
     if summary.power is not None:
@@ -378,6 +393,14 @@ def _print_costs(summary: BenchSummary, paced: bool) -> None:
     if summary.csv:
         c = summary.csv
         print(f"csv       {c.path}: {c.rows} rows, {c.lost_rows} lost" + (f"; {c.error}" if c.error else ""))
+    if summary.trace:
+        print(f"trace     {_trace_line(summary.trace)}")
+
+
+def _trace_line(t: TraceFacts) -> str:
+    cut = "; the oldest records were pushed out (the log was full)" if t.truncated else ""
+    return (f"{t.path}: {t.frames} inferred frames on {len(t.threads)} threads ({', '.join(t.threads)}), "
+            f"{t.events} events; open it in ui.perfetto.dev{cut}")  # fmt: skip
 
 
 def _side_b(args: argparse.Namespace, a: InferenceConfig) -> InferenceConfig:
@@ -434,6 +457,10 @@ def _print_compare(summary: CompareSummary) -> None:
 
     print(side_line("a"))
     print(side_line("b"))
+    a_mem, b_mem = summary.a.memory, summary.b.memory
+    if a_mem is not None and b_mem is not None:  # init is each side's open; the rest the shared process's
+        print(f"memory     A {a_mem.describe_init()}; B {b_mem.describe_init()}")
+        print(f"           the process, both sides: {a_mem.describe_run()}")
     print(f"agreement  {summary.agreement.describe()}")
     print(f"speed      {summary.speed_sentence}")
     if summary.clock_sentence:  # a paced GPU at its idle clock: the speeds above are not the GPU's flat out
@@ -447,6 +474,8 @@ def _print_compare(summary: CompareSummary) -> None:
         c = summary.csv
         print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "
               f"{c.sessions['a']}, {c.sessions['b']} (delegate-scope report renders the pair)")  # fmt: skip
+    if summary.trace:
+        print(f"trace      {_trace_line(summary.trace)}")
 
 
 COMMAND = Command(

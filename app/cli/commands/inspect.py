@@ -14,6 +14,8 @@ from app.coverage.requirements import RULE_FORMS, Requirement, RuleError, Verdic
 from app.errors import CheckFailed
 from app.model.spec import ModelSpec, load_model_spec
 from app.schemas import versioned
+from app.tasks.inspect import ModelCoverage, inspect_model
+from app.tflite.memory_plan import MemoryPlan, plan_memory
 
 
 def add_arguments(i: argparse.ArgumentParser) -> None:
@@ -48,7 +50,6 @@ def _requirement(text: str) -> Requirement:
 def run(args: argparse.Namespace) -> int:
     from app.coreml_mil.split import coreml_pieces, pieces_to_dict
     from app.coverage.text import render
-    from app.tasks.inspect import inspect_model
     from app.tflite.graph import read_graph
 
     spec = load_model_spec(args.model, labels_file=args.labels, options=model_options(args))
@@ -59,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in spec.warnings:
         warn(warning)
     verdicts = evaluate_all(args.require, result.by_delegate())
+    memory = _memory_plan(spec, result)
     if args.json:
         out = {
             "model": spec.as_json(),
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
             else None,
             "coreml_pieces": pieces_to_dict(plan.pieces) if plan.runs_core_ml else None,
         }
+        out["memory"] = memory.to_dict()
         if result.missing_op is not None:  # only for a model the runtime cannot load: others keep their keys
             out["missing_custom_op"] = result.missing_op.to_dict()
         if args.require:  # only when asked: the JSON without rules keeps its keys
@@ -92,11 +95,26 @@ def run(args: argparse.Namespace) -> int:
     if plan.runs_core_ml or plan.not_split:
         print()
         print(plan.sentence())
+    print()
+    print("memory, what the file implies:")
+    for line in memory.lines():
+        print(f"  {line}")
     if verdicts:
         print()
         for verdict in verdicts:
             print(verdict.line())
     return _gate(verdicts)
+
+
+def _memory_plan(spec: ModelSpec, result: ModelCoverage) -> MemoryPlan:
+    """Weights, TFLite's arena plan, the largest tensors, and what each delegate would hold of the nodes it
+    takes here (measured coverage; a delegate not measured is predicted as taking every node it may)."""
+    delegated = {
+        name: {n.index for n in cov.nodes if n.delegated}
+        for name, cov in (("cpu", result.cpu), ("gpu", result.gpu))
+        if cov.nodes_delegated is not None and cov.nodes
+    }
+    return plan_memory(spec.content, delegated)
 
 
 def _gate(verdicts: list[Verdict]) -> int:
