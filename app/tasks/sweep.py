@@ -121,6 +121,10 @@ class SweepRow:
     model_sha256: str | None = None  # the model file's: a gate matches rows by it (app/gates)
     rounds: dict | None = None  # the measured span in rounds (Rounds.to_dict): medians and spread, for gates
     power: PowerFigures | None = None  # clocks, power and energy per inference over the measured span
+    # What the configuration's open added to the resident set (its init footprint, app/metrics/memory.py) and
+    # the process's peak over its measured span; None where not readable.
+    memory_init_mb: float | None = None
+    memory_peak_mb: float | None = None
 
     @property
     def measured(self) -> bool:
@@ -385,6 +389,8 @@ def _measure(
         answers=dict(answers),
         rounds=summary.rounds.to_dict() if summary.rounds else None,
         power=summary.power,
+        memory_init_mb=summary.memory.init_mb if summary.memory else None,
+        memory_peak_mb=summary.memory.peak_mb if summary.memory else None,
     )
 
 
