@@ -7,6 +7,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from app.model.classes import class_space
 from app.model.labels import LabelSet
 from app.model.spec import load_model_spec
@@ -37,6 +39,7 @@ def test_other_label_sets_compare_by_normalised_label_or_not_at_all():
     assert not none.comparable and none.agree(0, 0) is None and "not comparable" in none.how
 
 
+@pytest.mark.slow
 def test_bench_a_b_of_two_imagenet_classifiers_agrees_by_class(coral: Path, tmp_path: Path):
     """Found demoing: "top-1 agrees on 69.4%" where 74 of 92 disagreements were "Egyptian Mau" against
     "Egyptian cat" (one class, two label files); by class it is about 94%."""
@@ -53,6 +56,7 @@ def test_bench_a_b_of_two_imagenet_classifiers_agrees_by_class(coral: Path, tmp_
     assert "top-1 agrees on" in run.stdout and "(by class index, B's output 0 being a background row" in run.stdout
 
 
+@pytest.mark.slow
 def test_the_report_of_two_classifiers_compares_their_classes(coral: Path, tmp_path: Path):
     from tests.helpers.cli import run_cli
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from tests.builders.tflite_builder import GraphBuilder, options
 from tests.helpers.cli import run_cli
@@ -26,6 +27,7 @@ def _flat_classifier(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_flat_scores_get_a_hint(tmp_path: Path):
     model = _flat_classifier(tmp_path / "flat.tflite")
     text = run_cli("classify", "--model", model, PHOTOS / "coffee.jpg")

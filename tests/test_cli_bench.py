@@ -3,12 +3,15 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from app.recording.writer import COLUMNS, read_recording
 from app.system.cpu_affinity import allowed_cpus, split_for
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.vulkan import NO_VULKAN
 
 
+@pytest.mark.slow
 def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     csv_path, json_path = tmp_path / "s.csv", tmp_path / "summary.json"
     run = run_cli(
@@ -76,6 +79,7 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert meta["models"][model_id]["sha256"].startswith(model_id)
 
 
+@pytest.mark.slow
 def test_bench_falls_back_visibly_and_no_fallback_exits_5(tmp_path: Path):
     run = run_cli(
         "bench",
@@ -103,6 +107,7 @@ def test_bench_falls_back_visibly_and_no_fallback_exits_5(tmp_path: Path):
     assert_one_line_error(run, 5, "the gpu delegate is not available")
 
 
+@pytest.mark.slow
 def test_bench_exit_codes_for_bad_sources_and_models(tmp_path: Path):
     assert_one_line_error(run_cli("bench", "--source", "camera:42", "--frames", "5"), 6, "camera 42")
     assert_one_line_error(run_cli("bench", "--source", f"video:{tmp_path / 'nope.mp4'}"), 6, "not found")
@@ -113,6 +118,7 @@ def test_bench_exit_codes_for_bad_sources_and_models(tmp_path: Path):
     assert_one_line_error(clash, 2, "would overwrite the recording's own sidecar")
 
 
+@pytest.mark.slow
 def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch):
     """A snapshot is O(rows in the window) and holds the GIL the measured threads need: bench must
     not take one per 50 ms poll (at 18,000 rows that cost 3.8 ms each here, 8% of a core)."""
@@ -151,6 +157,7 @@ def _counted(csv_path: Path, json_path: Path) -> tuple[int, int]:
     return recorded, json.loads(json_path.read_text())["metrics"]["inferences_total"]
 
 
+@pytest.mark.slow
 def test_a_recording_and_its_summary_count_the_same_inferences(tmp_path: Path):
     """Unpaced, results come faster than bench's 50 ms poll: a poll that ended the run saw one result
     fewer than the recording kept before the pipeline stopped (61 rows for a summary of 60, every

@@ -111,6 +111,7 @@ def test_third_party_model_with_our_1000_line_labels_keeps_its_own_indices(coral
 # ---- exit codes, each with a real bad input ---------------------------------------------------
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2():
     assert run_cli("classify").returncode == 2
     assert run_cli("classify", "--top-k", "0", PHOTOS / "coffee.jpg").returncode == 2
@@ -145,6 +146,7 @@ def test_a_model_that_is_no_classifier_is_exit_3_naming_its_task_and_predict(mod
     assert "use `predict`" in run.stderr
 
 
+@pytest.mark.slow
 def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
     """Bytes that parse as a flatbuffer but that LiteRT refuses to prepare (a corrupted quantization field)."""
     data = bytearray((coral / "mobilenet_v1_0.25_128_quant.tflite").read_bytes())
@@ -177,6 +179,7 @@ def test_missing_labels_file_exits_3(tmp_path: Path):
     assert_one_line_error(run, 3, "labels file not found")
 
 
+@pytest.mark.slow
 def test_image_problems_exit_4(tmp_path: Path):
     text = tmp_path / "notes.jpg"
     text.write_text("not an image")
@@ -219,6 +222,7 @@ def test_bundled_models_agree_with_a_third_party_classifier_on_its_photos(coral:
     assert got == expected
 
 
+@pytest.mark.slow
 def test_inference_cpu_is_the_inference_threads_not_the_whole_process():
     """Process CPU time also counted OpenCV's worker pool spinning after the resize ("2.00x wall" with
     one thread). The figure is now the calling thread plus the threads the runtime started at open;

@@ -39,6 +39,7 @@ def test_no_usable_adapter_gives_the_software_vulkan_recipe():
     assert "--allow-software-gpu" in hint and "SwiftShader" in hint
 
 
+@pytest.mark.slow
 def test_a_software_renderer_alone_points_to_allow_software_gpu(swiftshader: dict):
     run = run_cli("delegates", env=swiftshader)
     assert run.returncode == 0, run.stderr

@@ -18,6 +18,7 @@ COVERAGE_KEYS = {"delegate", "source", "reason", "nodes_total", "nodes_delegated
 NODE_KEYS = {"index", "op", "version", "delegated", "partition", "reason"}
 
 
+@pytest.mark.slow
 def test_json_contract_without_a_gpu():
     run = run_cli("inspect", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
@@ -48,12 +49,14 @@ def test_json_contract_without_a_gpu():
     assert [(n["index"], n["op"]) for n in refused] == [(58, "MEAN")]
 
 
+@pytest.mark.slow
 def test_coreml_version_2_is_an_option_and_other_versions_are_refused():
     run = run_cli("inspect", "--coreml-version", "2", "--json", env=NO_VULKAN)
     assert run.returncode == 0 and "coreml_version 2" in run.json()["coverage"]["coreml"]["reason"]
     assert run_cli("inspect", "--coreml-version", "4").returncode == 2
 
 
+@pytest.mark.slow
 def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     run = run_cli("inspect", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
@@ -67,6 +70,7 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     assert len(text.splitlines()) < 27  # a short table, not 61 rows
 
 
+@pytest.mark.slow
 def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
     run = run_cli("inspect", "--json", env=swiftshader)
     assert run.returncode == 0, run.stderr
@@ -77,6 +81,7 @@ def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
     assert gpu["nodes_delegated"] == gpu["nodes_total"] == 61
 
 
+@pytest.mark.slow
 def test_every_bundled_and_fixture_model(coral: Path):
     for model in [*bundled_models(), *sorted(coral.glob("*.tflite"))]:
         run = run_cli("inspect", "--model", model, "--json", env=NO_VULKAN)
@@ -94,6 +99,7 @@ def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
     assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
 
 
+@pytest.mark.slow
 def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     classify = run_cli("classify", "--delegate", "coreml", "--json", PHOTOS / "coffee.jpg")
     assert classify.returncode == 0, classify.stderr
@@ -115,6 +121,7 @@ def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     assert "left on the CPU: MEAN (node 58): keep_dims is false" in table
 
 
+@pytest.mark.slow
 def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path):
     import json
 

@@ -27,6 +27,7 @@ def cpu(model: str = "efficientnet_lite0", **kw: object) -> InferenceConfig:
     return InferenceConfig(model=model, options={"threads": 1}, **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_a_model_against_itself_agrees_exactly():
     cp = run_compare(cpu(), cpu(), 40)
     s = cp.comparator.summary()
@@ -38,6 +39,7 @@ def test_a_model_against_itself_agrees_exactly():
     assert cp.rgb_cache.reused >= s.frames
 
 
+@pytest.mark.slow
 def test_fp32_against_int8_agrees_mostly_and_says_where_not():
     cp = run_compare(cpu(), cpu("efficientnet_lite0_int8"), 150)
     s = cp.comparator.summary()
@@ -56,6 +58,7 @@ def test_fp32_against_int8_agrees_mostly_and_says_where_not():
     assert all(r.a_cpu_ms > 0 and r.b_cpu_ms > 0 for r in rows[-20:])
 
 
+@pytest.mark.slow
 def test_an_unavailable_side_falls_back_visibly():
     cp = run_compare(cpu(), cpu(delegate="coreml"), 20)
     report = cp.workers["b"].delegation_report()
@@ -65,6 +68,7 @@ def test_an_unavailable_side_falls_back_visibly():
     assert cp.comparator.summary().top1_agreement == 1.0  # both really ran the same model on CPU
 
 
+@pytest.mark.slow
 def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     import csv
     import json

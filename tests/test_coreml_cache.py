@@ -149,6 +149,7 @@ print(json.dumps({"hits": [r.entry.hit for r in runs], "seconds": [r.seconds for
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("coremltools") is None, reason="needs coremltools (the convert extra)")
 def test_real_programs_are_cached(tmp_path: Path):
     from app.model.spec import bundled_models

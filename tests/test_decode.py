@@ -60,6 +60,7 @@ def test_a_threshold_outside_0_to_1_is_a_usage_error(value):
         assert run.returncode == 2 and "--score-threshold" in run.stderr and "Traceback" not in run.stderr, command
 
 
+@pytest.mark.slow
 def test_bench_decodes_at_the_given_threshold(vision, coral, tmp_path):
     """bench's pipeline decodes at --score-threshold: at 0 every one of the SSD's 10 per frame is kept,
     and the JSON's config says the threshold (said only when it is not the default)."""

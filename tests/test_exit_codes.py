@@ -122,6 +122,7 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
 # fmt: on
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,argv,env,code,start", TABLE, ids=[row[0] for row in TABLE])
 def test_exit_code_contract(name: str, argv: list[str], env: dict, code: int, start: str | None, tmp_path: Path):
     root = str(Path(__file__).resolve().parent.parent)

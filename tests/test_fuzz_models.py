@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import collections
 
+import pytest
+
 from tests.harness.model_fuzz import cases, run_cases
 from tests.helpers.paths import PHOTOS, TEST_MODELS
 
 
+@pytest.mark.slow
 def test_seeded_fuzz_campaign_never_crashes_hangs_or_answers_wrongly(coral, vision):
     # A classifier, a dynamic-batch model, and one model of every other kind: a detector with its custom
     # op, a segmenter, a pose model fed raw uint8 pixels, and an audio model with no image input.
@@ -45,6 +48,7 @@ def test_regression_unallocated_tensor_is_a_model_error():
     assert result["outcome"] == "model_error" and "allocate" in result["message"]
 
 
+@pytest.mark.slow
 def test_regression_models_that_crash_the_runtime_are_model_errors(vision):
     """Found by `python -m benchmarks.fuzz.models --vision` (seed 1): a mutated Keras LSTM corrupts the heap
     (case 465, SIGABRT) or segfaults (case 1818) inside LiteRT; it is now opened in a child first

@@ -155,6 +155,7 @@ def test_the_ssd_runs_on_the_gpu_with_its_post_processing_left_on_the_cpu(ssd: d
     assert min(_iou(a, b) for a, b in zip(boxes[0][kept], cpu_boxes[0][kept], strict=True)) >= 0.9
 
 
+@pytest.mark.slow
 def test_the_gpu_profile_of_the_ssd_times_its_cpu_node_apart(ssd: dict):
     """profile --delegate gpu on a model the classification path cannot run: every input through run_all,
     the GPU partition timed by difference, the custom op by the CPU profile."""

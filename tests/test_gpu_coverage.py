@@ -105,6 +105,7 @@ def inspect_gpu(model: Path, env: dict) -> dict:
     return run.json()["coverage"]["gpu"]
 
 
+@pytest.mark.slow
 def test_swiftshader_takes_the_largest_partition_and_says_why_the_rest_stays(swiftshader: dict, tmp_path: Path):
     model = tmp_path / "mixed.tflite"
     model.write_bytes(chain(MIXED))
@@ -135,6 +136,7 @@ def test_swiftshader_takes_the_largest_partition_and_says_why_the_rest_stays(swi
     assert "SOFTMAX (node 3): the GPU accelerator refuses it: Softmax.beta != 1 is not supported." in run.stdout
 
 
+@pytest.mark.slow
 def test_equal_partitions_leave_which_one_the_gpu_took_open(swiftshader: dict, tmp_path: Path):
     model = tmp_path / "tie.tflite"
     model.write_bytes(chain(TIE))
@@ -150,6 +152,7 @@ def test_equal_partitions_leave_which_one_the_gpu_took_open(swiftshader: dict, t
     assert "which is not reported by the runtime" in gpu["nodes"][0]["reason"]
 
 
+@pytest.mark.slow
 def test_classify_names_the_ops_left_on_the_cpu(swiftshader: dict, tmp_path: Path):
     model = tmp_path / "mixed.tflite"
     model.write_bytes(chain(MIXED))
@@ -162,6 +165,7 @@ def test_classify_names_the_ops_left_on_the_cpu(swiftshader: dict, tmp_path: Pat
     assert [n["delegated"] for n in delegate["coverage"]["nodes"]] == [True] * 3 + [False] * 5
 
 
+@pytest.mark.slow
 def test_a_61_node_model_with_one_refused_node_is_answered_quickly(swiftshader: dict, tmp_path: Path):
     """EfficientNet-Lite0 whose final SOFTMAX has beta 2: only that node is compiled alone."""
     model = tmp_path / "efficientnet_lite0_beta2.tflite"
@@ -180,6 +184,7 @@ def test_a_61_node_model_with_one_refused_node_is_answered_quickly(swiftshader: 
     assert "1 node(s) of those kinds each compiled alone" in gpu["reason"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["efficientnet_lite0", "efficientnet_lite0_int8"])
 def test_a_model_taken_whole_compiles_nothing_alone(swiftshader: dict, model: str):
     gpu = inspect_gpu(ROOT / f"models/{model}.tflite", swiftshader)

@@ -19,7 +19,7 @@ from tests.helpers.cli import run_cli
 from tests.helpers.paths import PHOTOS, ROOT
 
 # Its module-scoped fixtures are built once: the module's tests stay on one xdist worker, in order.
-pytestmark = pytest.mark.xdist_group("gpu_device_loss")
+pytestmark = [pytest.mark.xdist_group("gpu_device_loss"), pytest.mark.slow]
 
 # A session opens with 4 submits on SwiftShader and runs 4 per inference, the same for the int8 model, the
 # float32 one and the three-op classifier below (the layer's trace); the figures leave a few inferences before

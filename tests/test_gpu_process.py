@@ -14,6 +14,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import run_cli
 from tests.helpers.paths import ROOT, TEST_MODELS
 
@@ -64,6 +66,7 @@ def _python(code: str, env: dict[str, str], *args: object, timeout: float = 600)
                           env={**os.environ, **env}, timeout=timeout)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_child_gives_the_outputs_and_report_of_the_session_in_this_process(swiftshader: dict, three_ops: Path):
     proc = _python(_SAME, swiftshader, three_ops)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -145,6 +148,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 def test_an_open_the_child_refuses_fails_with_the_reason_the_session_here_gives(swiftshader: dict, three_ops: Path):
     """SwiftShader without allow_software: the child's session refuses it, and the parent raises what the
     in-process session raises, word for word (the pipeline's fallback line shows it)."""
@@ -186,6 +190,7 @@ print(json.dumps({"frames": [r.frame_index for r in results], "backends": [r.bac
 """
 
 
+@pytest.mark.slow
 def test_the_pipeline_queues_frames_in_the_child_and_publishes_them_in_order(swiftshader: dict, three_ops: Path):
     """Unpaced, the worker keeps two frames in the child; every frame the on-demand source gave is published
     once, in order, through a change of pace (one at a time again) and a switch to the CPU (the child's
@@ -223,6 +228,7 @@ def test_gpu_process_auto_only_where_nothing_paces_the_runs_of_a_one_image_class
     assert not gpu_process_pays(detector_gpu, detector, "demo", pace=False)
 
 
+@pytest.mark.slow
 def test_bench_gpu_process_says_where_the_session_ran(swiftshader: dict, three_ops: Path, tmp_path: Path):
     """`bench --no-pace` on the GPU (--gpu-process auto): the JSON (checked against its schema by run_cli) carries
     the child's report, whose options say so, and every frame is counted."""

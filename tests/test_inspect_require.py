@@ -20,6 +20,7 @@ def _rule_lines(run: CliRun) -> list[str]:
     return [line for line in run.stdout.splitlines() if line.startswith("required ")]
 
 
+@pytest.mark.slow
 def test_coreml_full_fails_on_mobilenet_v1_naming_reshape_and_softmax(mobilenet_v1: Path):
     run = run_cli("inspect", "--model", mobilenet_v1, "--require", "coreml:full", "coreml:nodes>=29", env=NO_VULKAN)
     assert_one_line_error(run, 7, "1 of 2 required checks failed: coreml:full")
@@ -40,6 +41,7 @@ def test_coreml_full_fails_on_mobilenet_v1_naming_reshape_and_softmax(mobilenet_
     assert "Core ML 2 reshape takes 3 or 4" in rule["nodes"][0]["reason"]
 
 
+@pytest.mark.slow
 def test_gpu_full_fails_on_the_ssd_under_swiftshader_naming_the_post_processing(vision: Path, swiftshader: dict):
     run = run_cli("inspect", "--model", vision / SSD, "--require", "gpu:full", "gpu:partitions<=1", env=swiftshader)
     assert_one_line_error(run, 7, "1 of 2 required checks failed: gpu:full")
@@ -50,6 +52,7 @@ def test_gpu_full_fails_on_the_ssd_under_swiftshader_naming_the_post_processing(
     ]
 
 
+@pytest.mark.slow
 def test_counted_and_op_rules_pass_and_fail_on_the_bundled_models():
     run = run_cli("inspect", "--require", "cpu:full", "cpu:partitions<=1", "cpu:nodes==61", "coreml:partitions==2",
                   "--require", "coreml:nodes>=61", "coreml:no-op=MEAN", "coreml:no-op=CUSTOM_THING",
@@ -89,6 +92,7 @@ def test_partitions_over_the_bound_name_the_nodes_that_split_the_graph(vision: P
     ]
 
 
+@pytest.mark.slow
 def test_a_delegate_whose_coverage_is_unknown_fails_its_rules_unchecked():
     run = run_cli("inspect", "--require", "gpu:nodes>=0", "--json", env=NO_VULKAN)
     assert_one_line_error(run, 7, "1 of 1 required checks failed: gpu:nodes>=0")
@@ -99,6 +103,7 @@ def test_a_delegate_whose_coverage_is_unknown_fails_its_rules_unchecked():
     assert _rule_lines(text) == [f"required gpu:nodes>=0 failed: {rule['detail']}"]
 
 
+@pytest.mark.slow
 def test_without_require_the_json_has_no_requirements_key():
     run = run_cli("inspect", "--json", env=NO_VULKAN)
     assert run.returncode == 0 and "requirements" not in run.json()

@@ -84,6 +84,7 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[d
     return got
 
 
+@pytest.mark.slow
 def test_every_kind_of_output_is_versioned_and_valid(outputs: dict[OutputKind, list[dict]]):
     assert set(outputs) == set(OutputKind)  # a new kind of output brings its schema and a case here
     for kind, documents in outputs.items():
@@ -92,6 +93,7 @@ def test_every_kind_of_output_is_versioned_and_valid(outputs: dict[OutputKind, l
             validate(document, kind, kind.value)
 
 
+@pytest.mark.slow
 def test_a_broken_document_fails_its_schema(outputs: dict[OutputKind, list[dict]]):
     inspected = outputs[OutputKind.INSPECT][0]
     breakages = {
@@ -116,12 +118,14 @@ def test_a_broken_document_fails_its_schema(outputs: dict[OutputKind, list[dict]
         validate(bench, OutputKind.BENCH)
 
 
+@pytest.mark.slow
 def test_adding_a_key_is_not_a_breaking_change(outputs: dict[OutputKind, list[dict]]):
     """The policy docs/json.md states: new keys (bench and sweep baselines' rounds, say) keep version 1."""
     for kind, documents in outputs.items():
         validate({**documents[0], "a_new_key": {"rounds": 5}}, kind, kind.value)
 
 
+@pytest.mark.slow
 def test_the_teardown_check_finds_files_by_name_and_by_keys(tmp_path: Path, outputs: dict[OutputKind, list[dict]]):
     sweep = tmp_path / "anything.json"
     sweep.write_text(json.dumps(outputs[OutputKind.SWEEP][0]))

@@ -132,6 +132,7 @@ def _check_loaded(spec, kind: str, data: bytes, expected: int | None) -> None:
         assert bool(mismatch) == (len(parsed) != CLASSES and not conventional), (kind, len(parsed), spec.warnings)
 
 
+@pytest.mark.slow
 def test_hundreds_of_hostile_labels_files_load_safely(tmp_path: Path):
     marker = tmp_path / "PWNED"
     rng = random.Random(SEED)
@@ -174,6 +175,7 @@ def _cli_json(run) -> dict:
     return run.json()
 
 
+@pytest.mark.slow
 def test_cli_classify_with_hostile_labels(tmp_path: Path):
     marker = tmp_path / "PWNED"
     image = PHOTOS / "coffee.jpg"

@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from app.live.controller import LiveController
 from app.live.ops import OpsProfiles
 from app.pipeline import InferenceConfig
 from app.profile.sidecar import read_profile
+
+pytestmark = pytest.mark.slow
 
 
 def test_profiles_follow_the_controller_and_go_beside_a_recording(tmp_path: Path):

@@ -9,6 +9,8 @@ import re
 import time
 from pathlib import Path
 
+import pytest
+
 from app.live.controller import LiveController
 from app.live.recording import RecordingSession, new_sink
 from app.metrics.window import Metrics
@@ -85,6 +87,7 @@ def test_a_comparison_is_recorded_only_for_frames_both_sides_recorded(tmp_path: 
     assert compared_frames(comparison_recording(path)) == [str(third)]
 
 
+@pytest.mark.slow
 def test_recordings_started_and_stopped_during_a_b_hold_every_frame_they_compare(tmp_path: Path):
     """The race itself, through the controller: recordings opened and closed at random moments of a real
     unpaced A/B run; every comparison row names a frame both sides' files hold."""
@@ -156,6 +159,7 @@ def test_a_b_recording_of_segmenters_carries_the_task_columns(tmp_path: Path):
         assert row["top5_overlap"] == row["a_count"] == row["mean_iou"] == row["cosine_min"] == ""
 
 
+@pytest.mark.slow
 def test_a_recording_that_switches_from_a_classifier_to_a_segmenter_reports_each_task(tmp_path: Path):
     """Record on the classifier, switch the model to a segmenter while recording: the segmenter's rows
     carry their task cells (the window's recording always has the task columns), the switch starts a

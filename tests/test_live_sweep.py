@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from app.live.controller import LiveController
 from app.live.sweep import PAUSE_REASON, SweepRunner, SweepState
 from app.pipeline import InferenceConfig, State
 from app.tasks.delegates import DelegateStatus
+
+pytestmark = pytest.mark.slow
 
 # As if the window's GPU probe had answered: only the CPU configurations run (cheap, any machine).
 NO_ACCELERATOR = {

@@ -219,6 +219,7 @@ def test_reset_starts_a_fresh_window():
     assert s.capture_fps == pytest.approx(10.0)
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_at_1000_inferences_per_second():
     clock = FakeClock(0.0)
     m = Metrics(window_s=5.0, clock=clock)
@@ -334,6 +335,7 @@ def readings_between(sampler: ResourceSampler, t0: float, t1: float) -> list[Res
     return list(seen.values())
 
 
+@pytest.mark.slow
 def test_sampler_sees_a_busy_thread_and_an_idle_process():
     ncpu = psutil.cpu_count()
     with ResourceSampler(interval_s=0.1, gpu=False) as sampler:

@@ -88,6 +88,7 @@ def test_a_node_that_breaks_though_the_outputs_do_not_is_the_first_breaking(ends
         ]
 
 
+@pytest.mark.slow
 def test_a_measured_row_before_the_bisections_node_is_the_first(healed: Path):
     """The bisection lands on node 8; a window wide enough to measure node 0 makes node 0 the first."""
     narrow = _numerics(healed, "--delegate", "cpu", "--against", "reference", *STRICT, "--window", "1")
@@ -110,6 +111,7 @@ def test_the_text_names_the_first_row_it_marks(ends_exact: Path):
     assert first.startswith("first breaking node 0 (CONV_2D, ") and "< 200 dB" in first
 
 
+@pytest.mark.slow
 def test_against_the_cpu_the_gpu_s_first_breaking_is_its_first_marked_row(swiftshader: dict, healed: Path):
     """The GPU at fp16 against XNNPACK fp32: the same rule, under both modes."""
     for mode in ((), ("--all",)):
@@ -118,6 +120,7 @@ def test_against_the_cpu_the_gpu_s_first_breaking_is_its_first_marked_row(swifts
         assert out["first_breaking"] == 0, out["rows"]
 
 
+@pytest.mark.slow
 def test_an_int8_classifier_on_a_photo_names_the_node_its_rows_mark(coral: Path):
     """Measured: XNNPACK's uint8 MobileNet v1 0.25/128 against the reference kernels on bird.bmp crosses
     30 dB at node 20 (29.4 dB) and node 26, while the outputs stay at 32.2 dB: the search said "first

@@ -156,6 +156,7 @@ def test_throttle_is_honoured_start_to_start(pipelines):
     assert np.median(gaps) < 0.25  # and it does not wait much longer than asked
 
 
+@pytest.mark.slow
 @PLACES
 def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines, own_thread):
     """Inference (throttled to ~5/s) far slower than capture (60 fps): frames are dropped, none queue."""
@@ -328,6 +329,7 @@ def test_a_video_that_ends_ends_the_pipeline_cleanly(pipelines, tmp_path: Path):
     assert p.metrics.snapshot().frames_total == 30
 
 
+@pytest.mark.slow
 def test_a_video_truncated_on_disk_ends_in_a_clear_status_not_a_hang(pipelines, tmp_path: Path):
     video = _write_video(tmp_path / "clip.avi", frames=120)
     data = video.read_bytes()
@@ -387,6 +389,7 @@ def test_a_backend_that_dies_mid_run_falls_back_to_cpu_visibly(pipelines):
     assert p.status().state == "running"
 
 
+@pytest.mark.slow
 def test_an_object_walk_in_another_thread_does_not_stop_cpu_inference(pipelines):
     """gc.get_objects() in any thread (a memory profiler, a debugger, a soak's own sampling)
     holds, for a moment, the argument tuples of calls in flight, among them one naming the

@@ -117,6 +117,7 @@ def test_hostile_labels_survive_and_cannot_execute(tmp_path: Path):
         assert row["top1_score"] == "-0.25"  # numbers are never altered
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_the_recording_not_the_bench(tmp_path: Path):
     """A real file size limit (RLIMIT_FSIZE) on a real bench process: writes fail with EFBIG."""
     csv_path = tmp_path / "full.csv"
@@ -201,6 +202,7 @@ def test_the_power_columns_round_trip_beside_an_empty_one(tmp_path):
     assert (back["gpu_sm_clock_mhz"], back["gpu_power_w"], back["cpu_mhz"]) == ("1980", "135.25", "")
 
 
+@pytest.mark.slow
 def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     """`bench --csv run.csv --json run.json` was refused: the recording's sidecar was run.json. The
     sidecar is now run.csv.meta.json; report reads it (and a recording's old NAME.json sidecar)."""
@@ -231,6 +233,7 @@ def test_bench_csv_and_json_of_the_same_name_both_written(tmp_path):
     assert read_recording(csv_path).metadata == {}
 
 
+@pytest.mark.slow
 def test_kill_9_mid_bench_keeps_the_delegation_facts_for_the_report(tmp_path: Path):
     """The sidecar is written when a session opens, not only at the end: a report of a recording whose
     process was killed still says what ran where (it said "not recorded (no sidecar facts)")."""

@@ -37,6 +37,7 @@ def _copy(src: Path, dst: Path, sidecar: bool = True) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_lines_that_could_not_be_read_are_counted_on_stderr_and_on_the_page(bench_recording: Path, tmp_path: Path):
     path = _copy(bench_recording, tmp_path / "g.csv", sidecar=False)
     good_lines = len(path.read_text(encoding="utf-8").splitlines())
@@ -66,6 +67,7 @@ def test_a_clean_recording_warns_of_nothing(bench_recording: Path, tmp_path: Pat
     assert re.search(r"<th>lines that could not be read</th><td[^>]*>0</td>", page)
 
 
+@pytest.mark.slow
 def test_a_recording_that_did_not_stop_cleanly_says_so(bench_recording: Path, tmp_path: Path):
     lines = bench_recording.read_text(encoding="utf-8").splitlines(keepends=True)
     # Killed mid-row: no stop event, half a line, and the sidecar the recorder wrote before its stop.
@@ -173,6 +175,7 @@ def ab_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return folder / "ab.csv", json.loads((folder / "ab.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_an_ab_pair_agrees_on_the_count_bench_made(ab_run: tuple[Path, dict], tmp_path: Path):
     csv_path, summary = ab_run
     a, b = csv_path.with_name("ab-a.csv"), csv_path.with_name("ab-b.csv")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pytest
 
 from app.sources import capture_frames
 from app.sources.video import demo_clip_path
@@ -55,6 +56,7 @@ def test_a_source_of_unknown_length_is_captured_as_it_comes():
     assert selection.describe() == "frames 0–4, as the source gave them (a live or endless source)"
 
 
+@pytest.mark.slow
 def test_the_sweep_says_which_frames_it_used(tmp_path: Path):
     out, page = tmp_path / "s.json", tmp_path / "s.html"
     run = run_cli("sweep", "--model", "efficientnet_lite0_int8", "--frames", "4", "--warmup", "1", "--idle-seconds",

@@ -57,6 +57,7 @@ def p95_of(path: Path, column: str) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[94]
 
 
+@pytest.mark.slow
 def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path):
     out = tmp_path / "one.html"
     run = run_cli("report", sessions["fp32"], "--out", out)
@@ -85,6 +86,7 @@ def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path)
     ) in page
 
 
+@pytest.mark.slow
 def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):
     out = tmp_path / "three.png"
     run = run_cli("report", sessions["fp32"], sessions["int8"], sessions["coreml"], "--out", out)
@@ -101,6 +103,7 @@ def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):
         assert rgb in present, hex_colour
 
 
+@pytest.mark.slow
 def test_comparison_ratios_match_the_medians(sessions, tmp_path):
     out = tmp_path / "cmp.html"
     written = build_report([sessions["fp32"], sessions["int8"], sessions["coreml"]], out)
@@ -159,6 +162,7 @@ def inference_row(frame: int, label: str, source: str = "video:clip.mp4", ms: fl
     }
 
 
+@pytest.mark.slow
 def test_labels_from_user_files_are_escaped_and_never_mathtext(tmp_path):
     hostile = [
         {"event": "open", "model": "<b>m</b>", "backend_used": "cpu", "message": HOSTILE},
@@ -186,6 +190,7 @@ def test_dropped_frames_are_frame_id_gaps_within_one_source():
     assert dropped_frames(rows) == 6
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_2(sessions, tmp_path):
     good = sessions["fp32"]
     # The CLI contract in a fresh process, as a user runs it (main() reroutes the process's fds,
@@ -249,6 +254,7 @@ def parts_by_switch(path: Path) -> list[list[dict]]:
     return parts
 
 
+@pytest.mark.slow
 def test_a_recording_across_switches_is_one_column_per_segment(across_switches, tmp_path):
     """A real window-style recording (threads 2→1, then the int8 model): one column per segment, labelled
     with what changed, figures of that segment alone, each compared with the one before; the delegation
@@ -283,6 +289,7 @@ def test_a_recording_across_switches_is_one_column_per_segment(across_switches, 
     assert page.index("61 of 61 nodes delegated") < first_figure
 
 
+@pytest.mark.slow
 def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switches, tmp_path):
     out = tmp_path / "segments.png"
     run = run_cli("report", across_switches, "--out", out)
@@ -325,6 +332,7 @@ def test_segments_are_labelled_by_the_change_not_by_the_reopen_that_follows(tmp_
     assert [len(g.inferences) for g in segments] == [3, 3, 3] and segments[-1].rows[-1]["event"] == "stop"
 
 
+@pytest.mark.slow
 def test_the_power_state_is_in_the_report_or_said_to_be_missing(sessions, tmp_path):
     """A GPU recording with the power columns (values recorded on an H200: SM clock 1980 MHz, 135 W, at
     100 inferences per second) beside one made here (no NVML, no cpufreq in this VM): the figures, or

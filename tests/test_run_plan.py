@@ -64,6 +64,7 @@ ROWS = {
     "score_threshold": (["--score-threshold", "0.2"], both(lambda c: c.score_threshold == 0.2)),
     "csv": (["--csv", "CSV"], lambda p: p.csv is not None),
     "json_file": (None, None),  # where the summary is written, not how the run runs
+    "trace": (["--trace", "TRACE"], lambda p: p.trace is not None and p.trace.name == "run.trace.json"),
     "compare_with": (["--compare-with", "cpu"], lambda p: p.compare is not None and p.compare.delegate == "cpu"),
     "compare_model": (["--compare-model", "efficientnet_lite0_int8"],
                       lambda p: p.compare is not None and p.compare.model == "efficientnet_lite0_int8"),
@@ -80,7 +81,8 @@ TRIVIAL_IN_AB = {"no_pin"}
 
 
 def plan_for(argv: list[str], tmp_path: Path) -> RunPlan:
-    argv = [str(LABELS) if a == "LABELS" else str(tmp_path / "run.csv") if a == "CSV" else a for a in argv]
+    files = {"LABELS": str(LABELS), "CSV": str(tmp_path / "run.csv"), "TRACE": str(tmp_path / "run.trace.json")}
+    argv = [files.get(a, a) for a in argv]
     return bench_command.plan_of(parser().parse_args(argv))
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.paths import ROOT
 
 APP = ROOT / "app"
@@ -141,6 +143,7 @@ def test_the_checker_catches_each_forbidden_pattern():
         assert unsafe_calls(source) == [], source
 
 
+@pytest.mark.slow
 def test_no_module_in_app_evaluates_or_unpickles_anything():
     files = sorted(APP.rglob("*.py"))
     assert len(files) > 30  # the whole package, not an empty glob
@@ -160,6 +163,7 @@ def _snapshot(root: Path) -> dict[str, int]:
     return {p.relative_to(root).as_posix(): p.stat().st_size for p in root.rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_bench_and_report_write_only_into_the_chosen_folder(tmp_path: Path):
     home, config, cache, tmp, cwd, out = (tmp_path / n for n in ("home", "config", "cache", "tmp", "cwd", "out"))
     for folder in (home, config, cache, tmp, cwd, out):

@@ -121,6 +121,7 @@ def test_video_info_is_read_from_the_file(videos: dict[str, Path]) -> None:
     assert "clip.mp4" in info.description
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(30)
 def test_paced_video_runs_at_the_files_frame_rate(videos: dict[str, Path]) -> None:
     with open_source(str(videos["mp4"]), loop=False) as source:

@@ -2,7 +2,11 @@
 
 from pathlib import Path
 
+import pytest
+
 from tests.harness.switch_soak import run_switches
+
+pytestmark = pytest.mark.slow
 
 
 def test_switching_100_times_leaks_no_threads_files_or_memory():

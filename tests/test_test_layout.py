@@ -76,3 +76,39 @@ def test_the_check_sees_each_way_of_importing_a_test_module():
     ]
     for source in fine:
         assert not imported_test_modules(source), source
+
+
+# tests/README.md, "Where a module's tests are": by name, or a row of its map.
+MAP_ROW = re.compile(r"^\| `(app/[\w/]+\.py)` \| (.+) \|$", re.MULTILINE)
+
+
+def app_modules() -> list[Path]:
+    """The app's modules with code of their own (a package's __init__.py that only re-exports is not one)."""
+    found = []
+    for path in sorted((ROOT / "app").rglob("*.py")):
+        if "__pycache__" in path.parts or path.name == "__main__.py":
+            continue
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        if path.name != "__init__.py" or any(isinstance(n, ast.FunctionDef | ast.ClassDef) for n in body):
+            found.append(path)
+    return found
+
+
+def named_tests(module: Path) -> list[Path]:
+    parts = module.relative_to(ROOT / "app").with_suffix("").parts
+    parts = parts[:-1] if parts[-1] == "__init__" else parts
+    folder = TESTS / "ui" if parts[0] == "ui" else TESTS
+    names = [parts[-1]]
+    if len(parts) > 1:
+        names += [f"{parts[-2]}_{parts[-1]}", f"{parts[-2].removesuffix('s')}_{parts[-1]}"]
+    return [folder / f"test_{name}.py" for name in names if (folder / f"test_{name}.py").exists()]
+
+
+def test_every_app_module_has_its_tests_by_name_or_in_the_map():
+    rows = dict(MAP_ROW.findall((TESTS / "README.md").read_text(encoding="utf-8")))
+    assert "app/pipeline/capture.py" in rows  # the map was read
+    modules = [str(m.relative_to(ROOT)) for m in app_modules() if not named_tests(m)]
+    assert [m for m in modules if m not in rows] == [], "add tests/test_<module>.py or a row to tests/README.md's map"
+    named = {f for files in rows.values() for f in re.findall(r"`([^`]+)`", files)}
+    gone = sorted(p for p in {*rows, *named} if not (ROOT / p).is_file())
+    assert gone == [], "tests/README.md's map names files that do not exist"

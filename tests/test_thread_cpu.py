@@ -110,6 +110,7 @@ def _spin_on(cpu: int, seconds: float) -> None:
         pass
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_python_thread_started_while_the_model_compiles_is_not_the_runtimes():
     """The Ops view's CPU share read 0.999 once beside busy processes: threads that appear while the model

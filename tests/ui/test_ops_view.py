@@ -44,6 +44,7 @@ def test_ab_shows_both_sides(make_window, qtbot):
     view.set_profiling(False)
 
 
+@pytest.mark.slow
 def test_a_recording_stopped_while_profiling_carries_the_profile(make_window, qtbot, tmp_path):
     from app.profile.sidecar import read_profile
 

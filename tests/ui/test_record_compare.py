@@ -10,6 +10,8 @@ import pytest
 
 from app.recording.writer import read_recording
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pytestqt")
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import QByteArray, QSettings
 
 from app.ui.settings import SavedSettings, load_settings, save_settings, window_state
@@ -43,6 +44,7 @@ def _store(path: Path) -> QSettings:
     return QSettings(str(path), QSettings.Format.IniFormat)
 
 
+@pytest.mark.slow
 def test_a_pickled_object_in_the_settings_file_is_never_unpickled(tmp_path: Path):
     marker = tmp_path / "PWNED"
     ini = tmp_path / "hostile.ini"

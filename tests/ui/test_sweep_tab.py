@@ -12,6 +12,7 @@ from tests.helpers.wait import wait_for_results
 pytest.importorskip("pytestqt")
 
 
+@pytest.mark.slow
 def test_sweep_button_runs_the_sweep_off_the_gui_thread_and_shows_the_table(qtbot, make_window, tmp_path: Path):
     from PySide6.QtCore import Qt
 

@@ -176,6 +176,7 @@ def open_case(qtbot, window, user: User, case: Case, path: Path, sha: str) -> st
     return "loaded" if pipeline.latest_result().model_id == sha else "loaded_nonfinite"
 
 
+@pytest.mark.slow
 def test_window_survives_opening_mutated_models(qtbot, make_window, tmp_path, monkeypatch, hooks):
     started = time.perf_counter()
     window = make_window()

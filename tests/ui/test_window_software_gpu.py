@@ -6,9 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import run_cli
 
 
+@pytest.mark.slow
 def test_a_software_gpu_is_said_on_the_badge_in_stats_and_in_the_recording(
     swiftshader: dict, three_ops: Path, tmp_path: Path
 ):

@@ -6,6 +6,8 @@ import pytest
 
 from tests.helpers.mjpeg import MjpegSender
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pytestqt")
 
 

@@ -11,6 +11,8 @@ import pytest
 from app.live.paint import DEFER_MAX_S
 from tests.helpers.wait import wait_for_results
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("pytestqt")
 
 
