@@ -59,15 +59,17 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
         assert abs(own + runtime - total) < 0.01 and r["rest_of_process_cpu_ms"] != ""
     # One thread: never more than its wall time (the process clock read 2.0x here, counting other
     # threads). Less is real on a loaded machine: the thread waits for a CPU (0.76 seen in CI-like load).
-    ratio = m["cpu_ms_per_inference"] / m["latency"]["inference"]["mean"]
-    assert 0.3 < ratio < 1.15, ratio
+    mean = m["latency"]["inference"]["mean"]
+    assert m["cpu_ms_per_inference"] / mean < 1.15, m
+    # ... and with its wait for a core (schedstat), the wall time: a loaded machine read CPU 0.10 of wall.
+    assert (m["cpu_ms_per_inference"] + (m["waited_ms_per_inference"] or 0)) / mean > 0.5, m
     assert session.metadata["format_version"] == 3
     # The power state's columns (version 3): a number where the counter is readable, empty where not
     # (this VM: no NVML, no cpufreq), never a guess.
     for column in ("gpu_sm_clock_mhz", "gpu_power_w", "cpu_mhz"):
         cells = {r[column] for r in inferences}
         assert cells == {""} or all(float(c) > 0 for c in cells), (column, cells)
-    assert summary["bottleneck"]["stage"] in ("source", "preprocess", "inference", "results", "throttle")
+    assert summary["bottleneck"]["stage"] in ("source", "preprocess", "inference", "results", "throttle", "pace")
     assert "bound     " in run.stdout
     # --threads 1: a preprocessing thread of its own where the process has a CPU for it and for capture too.
     placement = summary["preprocessing"]["placement"]

@@ -23,7 +23,7 @@ def test_json_contract_without_a_gpu():
     run = run_cli("inspect", "--json", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
     out = run.json()
-    assert set(out) == {"schema_version", "model", "coverage", "gpu_adapter", "coreml_pieces"}
+    assert set(out) == {"schema_version", "model", "coverage", "gpu_adapter", "coreml_pieces", "memory"}
     assert [(p["where"], len(p["nodes"])) for p in out["coreml_pieces"]] == [("coreml", 58), ("cpu", 1), ("coreml", 2)]
     assert out["model"]["name"] == "efficientnet_lite0" and out["model"]["input"]["dtype"] == "float32"
     cov = out["coverage"]
@@ -67,7 +67,9 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     assert "58     p0             CPU      MEAN" in text
     assert "MEAN (node 58): keep_dims is false" in text
     assert "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60" in text
-    assert len(text.splitlines()) < 27  # a short table, not 61 rows
+    coverage, _, memory = text.partition("\nmemory, what the file implies:\n")
+    assert len(coverage.splitlines()) < 27  # a short table, not 61 rows
+    assert memory.startswith("  weights      18 MB in 101 constant tensors") and "  activations  6.3 MB arena" in memory, memory
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from app.backends.base import DelegationReport
 from app.backends.options import Delegate
 from app.coverage import NOT_REPORTED
+from app.metrics.memory import MemoryDelta
 
 
 @dataclass(frozen=True)
@@ -265,6 +266,24 @@ def delegation_panel_facts(report: DelegationReport) -> list[Fact]:
         if not (report.fallback_reason and report.fallback_reason in w)  # already shown as Fallback
     )
     return facts
+
+
+def megabytes(value: float) -> str:
+    """MiB as bench's memory line says them: '33 MB', '3.3 MB' below 10."""
+    return f"{value:.0f} MB" if abs(value) >= 10 else f"{value:.1f} MB"
+
+
+def init_footprint_text(memory: MemoryDelta | None, detail: bool = True) -> str:
+    """What opening the session added to the resident set: 'init 33 MB (29 MB weights, arena and runtime
+    copies)', the anonymous part being what the runtime made of the model (app/metrics/memory.py); with
+    `detail` off, 'init 33 MB' (a plot's marker). Not measured: why."""
+    if memory is None or memory.init_mb is None:
+        reason = memory.reason if memory is not None and memory.reason else "not reported"
+        return f"init not measured: {reason}" if detail else "init not measured"
+    text = f"init {megabytes(memory.init_mb)}"
+    if detail and memory.anon_mb is not None:
+        text += f" ({megabytes(memory.anon_mb)} weights, arena and runtime copies)"
+    return text
 
 
 def coreml_prediction_sentence(report: DelegationReport) -> str | None:

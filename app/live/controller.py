@@ -25,6 +25,7 @@ from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
 from app.pipeline.compare import AgreementSummary, ComparePipeline, FrameComparison, SpeedWindow
 from app.pipeline.plan import FeedPlan
+from app.pipeline.sessions import Opened
 from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
 from app.sources import Frame, SourceInfo
@@ -222,6 +223,12 @@ class LiveController:
     def report(self, side: Side = "a") -> DelegationReport | None:
         """What really runs on that side: requested and used backend, coverage, fallback."""
         return self._running().side_report(side) if side == "a" or self.comparing else None
+
+    def opened(self, side: Side = "a") -> Opened | None:
+        """The side's open session as its inference thread published it (its `memory`: the init footprint)."""
+        if side == "b" and not self.comparing:
+            return None
+        return self._running().workers[side].opened()
 
     def opening(self, side: Side = "a") -> tuple[InferenceConfig, float] | None:
         """What the side's inference thread is opening now and since when (monotonic), None when nothing is."""

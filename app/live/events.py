@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from app.backends import DelegationReport
-from app.backends.describe import backend_name, report_backend_words
+from app.backends.describe import backend_name, init_footprint_text, report_backend_words
 from app.live.controller import LiveController
 from app.model.labels import CHOSEN_LABELS_FLAG
 from app.pipeline import Event, EventKind
@@ -82,6 +82,9 @@ class ShownReport:
 @dataclass(frozen=True)
 class EventUpdate:
     markers: list[tuple[str, float]] = field(default_factory=list)  # (text, monotonic time of the event)
+    # One per marker, in its order: the init footprint of the session it opened ("init 33 MB"), for the
+    # memory plot's label on that marker's line; "" where the marker opened no session (a source lost).
+    memory_labels: list[str] = field(default_factory=list)
     reports: list[ShownReport] = field(default_factory=list)  # oldest first: the last one is what runs
     model_running: str | None = None  # a switch was refused: the model box shows this one again
     status: list[str] = field(default_factory=list)  # status-bar lines, oldest first
@@ -116,6 +119,7 @@ class EventDigest:
             marked = event.session_id is not None and event.session_id == self._marked_session
             if event.kind in _MARKER_EVENTS and not marked:
                 update.markers.append((marker_text(event), event.at))
+                update.memory_labels.append(init_footprint_text(event.memory, detail=False) if event.memory else "")
                 self._marked_session = event.session_id
             if event.report is not None:
                 if event.model:

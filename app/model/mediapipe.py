@@ -203,8 +203,9 @@ def weighted_nms(
             total = float(weights.sum())
             box = (boxes[members] * weights[:, None]).sum(axis=0) / total
             points = (keypoints[members] * weights[:, None, None]).sum(axis=0) / total
-        found.append(Found(float(scores[top]), tuple(float(v) for v in box),  # type: ignore[arg-type]
-                           tuple((float(x), float(y)) for x, y in points)))  # fmt: skip
+        ymin, xmin, ymax, xmax = (float(v) for v in box)
+        named = tuple((float(x), float(y)) for x, y in points)
+        found.append(Found(float(scores[top]), (ymin, xmin, ymax, xmax), named))
         if not members.size:  # the best one overlaps nothing, itself included (an empty box): MediaPipe stops
             break
         remaining = remaining[~overlap]

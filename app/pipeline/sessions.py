@@ -171,6 +171,7 @@ class SessionKeeper:
             changes=changes or None,
             open_ms=report.init_ms,
             first_inference_ms=report.first_inference_ms,
+            memory=active.memory,
         )
         if report.fallback_reason:
             self._log.emit(EventKind.FALLBACK, report.fallback_reason, session_id=active.session_id, report=report)

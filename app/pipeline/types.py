@@ -10,6 +10,7 @@ import numpy as np
 
 from app.backends import BackendOptions, DelegationReport
 from app.errors import DelegateScopeError, InternalError, error_for
+from app.metrics.memory import MemoryDelta
 from app.metrics.window import InferenceTiming
 from app.model.decode import DETECTION_THRESHOLD, TaskResult
 from app.model.postprocess import Prediction
@@ -145,6 +146,7 @@ class Event:
     first_inference_ms: float | None = None  # ... and its first inference
     model: ModelFacts | None = None  # the model an open or switch event opened
     changes: str | None = None  # a switch: what changed ("threads 2→1"), InferenceConfig.changes_from
+    memory: MemoryDelta | None = None  # an open or switch: what opening the session added to the resident set
     seq: int = 0  # position in its pipeline's event log, from 1: `events_since(seq)`
 
 

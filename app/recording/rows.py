@@ -137,6 +137,9 @@ class RowSink:
                 facts[key] = value
                 if key == "used":
                     facts["shown_as"] = report_backend_words(event.report)
+            if event.memory is not None:  # what opening the session added to the resident set, MiB
+                init = event.memory.init_mb
+                facts["init_mb"] = None if init is None else round(init, 1)
         self.models[event.model.id] = event.model.to_dict()
         self.sessions[str(event.session_id)] = facts
         entry = {"t_s": t_s, "event": str(event.kind), "session": event.session_id, "model_id": event.model.id}

@@ -149,6 +149,9 @@ def delegate_facts(facts: Mapping[str, Any] | None, rows: list[dict]) -> list[tu
     timing = [_ms(facts.get(key)) for key in ("init_ms", "first_inference_ms")]
     if any(t != "?" for t in timing):
         out.append(("init / first inference", f"{timing[0]} / {timing[1]} ms"))
+    if "init_mb" in facts:  # recordings since 2026-12: what opening the session added to the resident set
+        init = _ms(facts["init_mb"])
+        out.append(("init memory", f"{init} MB" if init != "?" else "not measured"))
     return out
 
 

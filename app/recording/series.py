@@ -28,6 +28,7 @@ RECORDED = {
     "end_to_end_mean": "end_to_end_ms",
     "process_cpu": "process_cpu_pct",
     "system_cpu": "system_cpu_pct",
+    "rss_mb": "rss_mb",
     "gpu_sm_clock": "gpu_sm_clock_mhz",  # format version 3 on; empty cells (not readable, or older) are gaps
     "cpu_mhz": "cpu_mhz",
     "gpu_power": "gpu_power_w",

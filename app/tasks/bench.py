@@ -17,7 +17,15 @@ from app.backends import DelegationReport
 from app.errors import DelegateScopeError
 from app.metrics.bottleneck import Bottleneck, find_bottleneck
 from app.metrics.energy import PowerFigures, power_figures
-from app.metrics.memory import MemoryFigures, MemoryReading, gpu_mb, memory_figures, peak_reset, read_memory
+from app.metrics.memory import (
+    MemoryDelta,
+    MemoryFigures,
+    MemoryReading,
+    gpu_mb,
+    memory_figures,
+    peak_reset,
+    read_memory,
+)
 from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
 from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.trace import TraceLog
@@ -131,7 +139,8 @@ class BenchSummary:
             # Each event as its fields, but the report (the summary's `delegate` says it) and with the
             # model it opened as JSON.
             "events": [
-                {k: v.to_dict() if isinstance(v, ModelFacts) else v for k, v in e.__dict__.items() if k != "report"}
+                {k: v.to_dict() if isinstance(v, ModelFacts | MemoryDelta) else v for k, v in e.__dict__.items()
+                 if k != "report"}
                 for e in self.events
             ],
             "wall_s": self.wall_s,

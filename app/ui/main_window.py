@@ -27,11 +27,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.backends.describe import backend_name, report_backend_words
+from app.backends.describe import backend_name, init_footprint_text, report_backend_words
 from app.backends.options import BackendOptions
 from app.errors import DelegateScopeError, SourceError
 from app.live.controller import LiveController, Side
 from app.live.events import EventDigest, EventUpdate, compare_marker, labels_in_window_words, source_marker
+from app.live.memory import GpuMemoryReader
 from app.live.numerics import NumericsRuns, disagreement_side
 from app.live.ops import OpsProfiles
 from app.live.paint import PaintDeferral
@@ -105,6 +106,8 @@ class MainWindow(QMainWindow):
         self.source_trial = SourceTrial()  # a chosen source that never opens gives way to the one that ran
         self.readings = ModelReadings()  # each model's task and its evidence, for the panel and the view
         self.tallies = (ResultTally(), ResultTally())  # what each side's results found (--stats)
+        self.gpu_memory = GpuMemoryReader()  # the memory plot's GPU series (NVML), or why not
+        self._b_opened: object | None = None  # side B's Opened last shown (its init labelled on the memory plot)
 
         self._build_widgets()
         start = start_config(options, self.saved)
@@ -663,8 +666,11 @@ class MainWindow(QMainWindow):
         report = live.report("a")
         comparing = live.comparing
         snap_b = live.snapshot("b") if comparing else None
-        self.plots.add_point(snapshot_values(snap, self.probes.display_fps(), snap_b))
+        gpu_mem, gpu_mem_reason = self.gpu_memory.read()
+        self.plots.add_point(snapshot_values(snap, self.probes.display_fps(), snap_b, gpu_mem))
         self.plots.set_power_notes(PowerNotes.of(live.sampler.latest().power))
+        self.plots.set_memory_note(gpu_mem_reason)
+        self._show_memory(snap.rss_mb)
         if snap_b is not None:
             self._update_compare(snap, snap_b)
         self.probes.plots_refreshed(snap.inferences_total)
@@ -709,6 +715,16 @@ class MainWindow(QMainWindow):
         self._poll_background()
         self._update_recording()
 
+    def _show_memory(self, rss_mb: float | None) -> None:
+        """Each side's init footprint in "What really runs" beside the process's resident set now; side B's
+        open labelled on the memory plot (side A's comes with its marker, from the open event)."""
+        a = self.live.opened("a")
+        b = self.live.opened("b") if self.live.comparing else None
+        if b is not None and b is not self._b_opened:
+            self.plots.add_memory_label(f"B {init_footprint_text(b.memory, detail=False)}")
+        self._b_opened = b
+        self.delegation.set_memory(a.memory if a else None, b.memory if b else None, rss_mb)
+
     def _show_opening(self) -> list[str]:
         """While a side's session opens (the TensorFlow reference takes seconds): what is starting and for
         how long, on the badge, the video's banner and the panel, whose facts are greyed as the previous
@@ -734,8 +750,10 @@ class MainWindow(QMainWindow):
     def _show_events(self, update: EventUpdate) -> None:
         """What the pipeline's new events change: plot markers, the delegation panel, the delegate and
         model boxes, the status bar."""
-        for text, at in update.markers:
-            self.plots.add_marker(text, at=at - self.plots.t0)
+        memory = update.memory_labels + [""] * (len(update.markers) - len(update.memory_labels))
+        for (text, at), init in zip(update.markers, memory, strict=True):
+            init = f"A {init}" if init and self.live.comparing else init  # B's: _show_memory
+            self.plots.add_marker(text, at=at - self.plots.t0, memory=init)
         if update.reports:
             self._show_reading()
         for shown in update.reports:
@@ -845,6 +863,7 @@ class MainWindow(QMainWindow):
         self.ops_view.stop()
         self.numerics_view.stop()
         self.live.stop()
+        self.gpu_memory.close()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:
             remember(self.saved, self.live.config(), self.live.source, self.video.score_threshold)

@@ -467,7 +467,8 @@ def fuzz_mlpackage_coremltools(work: Path, seed: int, cases: int) -> Tally:
 
     if "_pytest" in sys.modules:
         raise RuntimeError("coremltools imports TensorFlow's converters: run this reader in a child process")
-    from app.backends.coreml.backend import CoreMLSession, import_coremltools
+    from app.backends.coreml.backend import CoreMLSession
+    from app.coreml_mil.coremltools_import import import_coremltools
     from app.model.spec import load_model_spec
 
     import_coremltools()  # seconds, once: not counted in the first case

@@ -15,12 +15,15 @@ from app.backends.describe import (
     BUILT_IN_KERNELS,
     coreml_prediction_sentence,
     delegation_panel_facts,
+    init_footprint_text,
+    megabytes,
     offload_sentence,
     report_backend_words,
 )
 from app.coverage import Coverage
 from app.coverage.text import left_on_cpu_lines
 from app.metrics.bottleneck import Bottleneck
+from app.metrics.memory import MemoryDelta
 from app.metrics.window import MetricsSnapshot
 from app.ui.views.coverage import BUILT_IN_COLOUR, CoverageStrip
 
@@ -48,11 +51,17 @@ class DelegationPanel(QWidget):
         self.left_on_cpu = QLabel("")
         self.offload = QLabel("")
         self.bound = QLabel("")  # which stage sets the rate (app/metrics/bottleneck.py)
+        self.memory = QLabel("")  # each side's init footprint and the process's resident set now
+        self.memory.setToolTip(
+            "init: what opening the session (its first inference included) added to the process's resident set, "
+            "measured around the open in this process: what the window's other threads allocated meanwhile "
+            "counts too (bench measures it where nothing else runs: docs/guide.md, Memory)"
+        )
         self.switch = QLabel("")
         # Offload and Rate, the live readings, come right under the node strip: at 1280×860 they were below the
         # facts table and out of view; Core ML's pieces, the nodes its delegate leaves and the facts follow.
-        labels = (self.coverage, self.strip, self.legend, self.offload, self.bound, self.pieces, self.left_on_cpu,
-                  self.facts)  # fmt: skip
+        labels = (self.coverage, self.strip, self.legend, self.offload, self.bound, self.memory, self.pieces,
+                  self.left_on_cpu, self.facts)  # fmt: skip
         for label in (*labels, self.switch):
             if isinstance(label, QLabel):
                 label.setWordWrap(True)
@@ -218,6 +227,20 @@ class DelegationPanel(QWidget):
         """The facts shown are the previous session's, greyed (tests)."""
         return self.opening.isVisible() and all(w.graphicsEffect() is not None for w in self._old)
 
+    def set_memory(self, a: MemoryDelta | None, b: MemoryDelta | None = None, rss_mb: float | None = None) -> None:
+        """The Memory line: what opening each side's session added to the resident set (A/B: both sides'),
+        and the process's resident set now (both sides run in it; a GPU process's child counts)."""
+        parts = []
+        if a is not None:
+            parts.append(("A " if b is not None else "") + init_footprint_text(a))
+        if b is not None:
+            parts.append("B " + init_footprint_text(b))
+        if rss_mb is not None:
+            parts.append(f"the process's resident set now {megabytes(rss_mb)}")
+        text = f"<b>Memory</b>: {html.escape('; '.join(parts))}" if parts else ""
+        if text != self.memory.text():
+            self.memory.setText(text)
+
     def set_switch_cost(self, text: str) -> None:
         self.switch.setText(f"<i>{html.escape(text)}</i>" if text else "")
 
@@ -249,7 +272,7 @@ class DelegationPanel(QWidget):
         """Everything shown, as plain text (tests and the clipboard)."""
         doc = QTextDocument()
         widgets = (self.opening, self.coverage, self.pieces, self.left_on_cpu, self.facts, self.offload, self.bound,
-                   self.switch)  # fmt: skip
+                   self.memory, self.switch)  # fmt: skip
         doc.setHtml("<br>".join(w.text() for w in widgets))
         # The names' non-breaking spaces read as spaces; the values' break opportunities as nothing.
         return doc.toPlainText().replace("\xa0", " ").replace(_BREAK, "").replace(_JOIN, "")

@@ -48,6 +48,7 @@ _TITLES = {
     "fps": "Frames per second, as recorded",
     "latency": "Latency (ms) of each inference",
     "cpu": "CPU %, as recorded",
+    "memory": "Memory (MB), as recorded",
     "clock": "Clock (MHz), as recorded",
     "power": "Power (W), as recorded",
 }

@@ -1,6 +1,6 @@
-"""Live plots (pyqtgraph): fps, latency per stage, CPU %, over the last N seconds, and in the
-row's two last plots the power state: GPU SM clock and CPU clock (MHz), GPU power (W) (the first
-left out of a narrow window); where a counter is not
+"""Live plots (pyqtgraph): fps, latency per stage, CPU %, memory (the process's resident set and its GPU
+memory, MB) over the last N seconds, and in the row's two last plots the power state: GPU SM clock and
+CPU clock (MHz), GPU power (W) (the first left out of a narrow window); where a counter is not
 readable the plot says "not readable here" and why (app/metrics/energy.py PowerNotes).
 
 Fed a few times a second from a MetricsSnapshot; each series lives in a numpy ring
@@ -28,7 +28,15 @@ _MAX_POINTS = 4096  # > HISTORY_S x any sensible refresh rate
 LEGEND_TEXT_SIZE, LEGEND_TEXT_COLOUR = "8pt", "#222222"
 COMPACT_HEIGHT = 200  # pixels: a shorter plot area shows no legends or x axis label
 MIN_PLOT_WIDTH = 150  # pixels: a narrower area shows fewer plots
-POWER_PLOTS_WIDTH = 1100  # pixels: a narrower area leaves the clock and power plots out (fps keeps its room)
+MEMORY_PLOT_WIDTH = 800  # pixels: a narrower area leaves the memory plot out (the CPU title has the figure)
+POWER_PLOTS_WIDTH = 1300  # pixels: a narrower area leaves the clock and power plots out (fps keeps its room)
+# Each column's share of the width. Measured at 8pt: the latency legend needs 234 pixels for two columns
+# (255 in A/B), fps' 216 (227), CPU's one column 165, memory's 109; so at 1280×860 (865 pixels for four
+# plots) every legend keeps its rows (three at most), the fps plot more than 200 pixels of data, and the
+# memory plot, two series of small figures, the narrowest column.
+_STRETCH = {"fps": 28, "latency": 31, "cpu": 24, "memory": 17}
+_OTHER_STRETCH = 24
+_LEGEND_INSET = 6  # pixels: a legend's width inside its column
 MARKER_ROWS = 4  # switch labels close together stack up to this many rows up the line
 _MARKER_BOTTOM = 0.1  # a new label's place along its line (0 = bottom, 1 = top) until it is placed
 _LABEL_PAD = 12.0  # pixels: the label's own margins (4 a side) and a gap to its neighbour
@@ -47,20 +55,27 @@ SERIES = (
     ("latency", "end_to_end_mean", "end to end", "#d62728", False),
     ("cpu", "process_cpu", "process (% of machine)", "#1f77b4", False),
     ("cpu", "system_cpu", "system", "#8c8c8c", False),
+    ("memory", "rss_mb", "resident set", "#1f77b4", False),  # the process and its children (a GPU process)
+    ("memory", "gpu_mem_mb", "GPU memory", "#2ca02c", False),  # NVML's, for the same processes
     ("clock", "gpu_sm_clock", "GPU SM clock", "#2ca02c", False),
     ("clock", "cpu_mhz", "CPU clock", "#8c8c8c", False),  # the median of the cores
     ("power", "gpu_power", "GPU power", "#d62728", False),
 )
 KEYS = tuple(key for _, key, *_ in SERIES)
-_TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %", "clock": "Clock (MHz)",
-           "power": "Power (W)"}  # fmt: skip
-POWER_ROW = ("clock", "power")  # right of CPU % in a wide plot area
+_TITLES = {"fps": "Frames per second", "latency": "Latency (ms)", "cpu": "CPU %", "memory": "Memory (MB)",
+           "clock": "Clock (MHz)", "power": "Power (W)"}  # fmt: skip
+POWER_ROW = ("clock", "power")  # right of memory in a wide plot area
+PLOTS = ("fps", "latency", "cpu", "memory", *POWER_ROW)  # left to right; a narrower area drops the last first
+GPU_MEMORY_NOT_READABLE = "GPU memory not readable here"
 _NOTE_COLOUR = "#555555"
 _BRIEF = re.compile(r" \([^()]*\)(?=\)$)", re.MULTILINE)  # "(NVML not installed (pip install ...))" -> "(NVML ...)"
 
 
-def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapshot | None = None) -> dict[str, float]:
-    """The plotted numbers of one snapshot (NaN where not known: pyqtgraph leaves a gap)."""
+def snapshot_values(
+    snap: MetricsSnapshot, display_fps: float, b: MetricsSnapshot | None = None, gpu_mem_mb: float | None = None
+) -> dict[str, float]:
+    """The plotted numbers of one snapshot (NaN where not known: pyqtgraph leaves a gap). `gpu_mem_mb`: NVML's
+    figure for the process, read apart (the snapshot has none)."""
 
     def mean(stage: str) -> float:
         s = snap.latency.get(stage)
@@ -87,6 +102,8 @@ def snapshot_values(snap: MetricsSnapshot, display_fps: float, b: MetricsSnapsho
         "end_to_end_mean": mean("end_to_end"),
         "process_cpu": known(snap.process_cpu_pct_machine),
         "system_cpu": known(snap.system_cpu_pct),
+        "rss_mb": known(snap.rss_mb),
+        "gpu_mem_mb": known(gpu_mem_mb),
         "gpu_sm_clock": known(snap.gpu_sm_clock_mhz),
         "cpu_mhz": known(snap.cpu_mhz),
         "gpu_power": known(snap.gpu_power_w),
@@ -118,7 +135,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self._markers: list[Marker] = []
         self.legends: dict[str, pg.LegendItem] = {}
         self.updates = 0  # setData rounds done (the soak benchmark counts these)
-        for col, name in enumerate(("fps", "latency", "cpu", *POWER_ROW)):
+        for col, name in enumerate(PLOTS):
             plot = self.addPlot(row=0, col=col, title=_TITLES[name])
             plot.showGrid(x=True, y=True, alpha=0.25)
             plot.setMouseEnabled(x=False, y=False)
@@ -133,14 +150,15 @@ class LivePlots(pg.GraphicsLayoutWidget):
             self.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
             self.legends[name] = legend
             plot.setLabel("bottom", "seconds ago")
+            _clip_title(plot.titleLabel)
             plot.disableAutoRange(axis="y")  # set in redraw: from 0, so noise around 30 fps looks like noise
             self.plots[name] = plot
         self.plots["cpu"].setYRange(0, 100)
-        for name in ("latency", "cpu", *POWER_ROW):
+        for name in PLOTS[1:]:
             self.plots[name].setXLink(self.plots["fps"])
         # "not readable here" and why, in the plot that cannot show it (top left of its view)
         self.notes: dict[str, pg.TextItem] = {}
-        for name in POWER_ROW:
+        for name in (*POWER_ROW, "memory"):
             note = pg.TextItem("", color=_NOTE_COLOUR, anchor=(0, 0))
             font = note.textItem.font()
             font.setPointSizeF(7.5)
@@ -149,6 +167,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
             note.setPos(4, 2)
             self.notes[name] = note
         self.set_power_notes(PowerNotes.of(None))
+        self.notes["memory"].setVisible(False)  # until a reading says GPU memory is not readable
         self._legend_names: dict[str, str] = {}
         for plot_name, key, legend, colour, dashed in SERIES:
             pen = pg.mkPen(colour, width=1, style=Qt.PenStyle.DashLine if dashed else Qt.PenStyle.SolidLine)
@@ -183,8 +202,9 @@ class LivePlots(pg.GraphicsLayoutWidget):
         wider than its share widened its plot's column and pushed the last plot out of view (A/B's
         'B inference mean' cut the CPU % plot at 1280×860)."""
         shown = self._compact[1] if self._compact else 3  # plots shown, as last fitted to the size
-        share = (self.width() - _LAYOUT_MARGIN) / shown - _LAYOUT_MARGIN
-        for legend in self.legends.values():
+        columns_width = self._column_widths(shown)
+        for col, legend in enumerate(self.legends.values()):
+            share = (columns_width[col] if col < shown else columns_width[-1]) - _LEGEND_INSET
             widths = [_SAMPLE_W + label.item.boundingRect().width() for _, label in legend.items]
             columns = next((n for n in (3, 2) if _grid_width(widths, n) <= share), 1)
             legend.setColumnCount(columns)
@@ -202,16 +222,41 @@ class LivePlots(pg.GraphicsLayoutWidget):
             note.setVisible(bool(full))
         # the CPU plot's title carries the figures while the clock and power plots are left out: its
         # tooltip says why any is missing
-        self.plots["cpu"].titleLabel.setToolTip("\n".join(t for t in (notes.gpu, notes.cpu_clock) if t))
+        self._power_tip = "\n".join(t for t in (notes.gpu, notes.cpu_clock) if t)
+        self._title_tip()
         self._wrap_notes()
+
+    def set_memory_note(self, reason: str | None) -> None:
+        """Say in the memory plot that GPU memory is not readable here (the reason in its tooltip); None: it
+        is read (or nothing was said yet)."""
+        note = self.notes["memory"]
+        tip = f"{GPU_MEMORY_NOT_READABLE}: {reason}" if reason else ""
+        if tip != note.toolTip():
+            note.setText(GPU_MEMORY_NOT_READABLE if reason else "")
+            note.setToolTip(tip)
+            self._title_tip()
+        note.setVisible(bool(reason))
+        self._wrap_notes()
+
+    def memory_note(self) -> tuple[str, str]:
+        """The memory plot's note as shown and its tooltip ("", "" where GPU memory is read)."""
+        note = self.notes["memory"]
+        return (note.toPlainText(), note.toolTip()) if note.isVisible() else ("", "")
+
+    def _title_tip(self) -> None:
+        """The CPU plot's title carries the figures of the plots left out: its tooltip says why any is missing."""
+        tips = [self._power_tip] if self._power_tip else []
+        if self.__dict__.get("notes") and self.notes["memory"].toolTip():
+            tips.append(self.notes["memory"].toolTip())
+        self.plots["cpu"].titleLabel.setToolTip("\n".join(tips))
 
     def note_texts(self) -> dict[str, str]:
         """The notes as shown (empty where every figure of that plot is readable)."""
-        return {name: note.toolTip() if note.isVisible() else "" for name, note in self.notes.items()}
+        return {name: self.notes[name].toolTip() if self.notes[name].isVisible() else "" for name in POWER_ROW}
 
     def note_shown(self) -> dict[str, str]:
         """The notes' text as drawn (each reason without its own parenthesised aside)."""
-        return {name: note.toPlainText() if note.isVisible() else "" for name, note in self.notes.items()}
+        return {name: self.notes[name].toPlainText() if self.notes[name].isVisible() else "" for name in POWER_ROW}
 
     def _wrap_notes(self) -> None:
         for name, note in self.__dict__.get("notes", {}).items():  # {}: a resize while being built
@@ -239,8 +284,14 @@ class LivePlots(pg.GraphicsLayoutWidget):
 
     def _power_in_title(self, values: dict[str, float]) -> None:
         """While the clock and power plots are left out (a narrow plot area), the CPU plot's title carries
-        the newest figures ("CPU % · GPU 1980 MHz 135 W · CPU 2400 MHz"), or says they are not readable."""
+        the newest figures ("CPU % · GPU 1980 MHz 135 W · CPU 2400 MHz"), or says they are not readable; while
+        the memory plot is left out too, the resident set first ("CPU % · 172 MB · ...")."""
         title = _TITLES["cpu"]
+        if not self.plots["memory"].isVisible():
+            rss, gpu_mem = values.get("rss_mb", np.nan), values.get("gpu_mem_mb", np.nan)
+            if np.isfinite(rss):
+                memory = f"{rss:.0f} MB" + (f", GPU {gpu_mem:.0f} MB" if np.isfinite(gpu_mem) else "")
+                title += f"<span style='font-size:8pt'> · {memory}</span>"
         if not self.plots["clock"].isVisible():
             gpu, watts, cpu = (values.get(k, np.nan) for k in ("gpu_sm_clock", "gpu_power", "cpu_mhz"))
             gpu_text = f"GPU {gpu:.0f} MHz" + (f" {watts:.0f} W" if np.isfinite(watts) else "")
@@ -261,7 +312,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
         self.plots["fps"].setXRange(-self.history_s, 0, padding=0)
         self._fit_from_zero(rows)
         for marker in self._markers:
-            for line in marker.lines:
+            for line in marker.lines.values():
                 line.setValue(marker.at - t)
         self._drop_old_markers(t)
         self.place_marker_labels()
@@ -270,7 +321,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def _fit_from_zero(self, rows: np.ndarray) -> None:
         """fps and latency axes start at 0 and end just above the highest value shown: an autoscaled
         29.6-30.2 fps axis made noise look dramatic, and with no data it showed -0.4..0.4."""
-        for name in ("fps", "latency", *POWER_ROW):
+        for name in ("fps", "latency", "memory", *POWER_ROW):
             columns = [i for i, key in enumerate(KEYS, start=1) if _PLOT_OF[key] == name]
             values = rows[:, columns] if len(rows) else np.zeros((0, 1))
             top = float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
@@ -314,6 +365,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
         self._fit_to_height()
+        self._fit_columns()
         if self.__dict__.get("legends"):
             self._fit_legend_columns()
         self._wrap_notes()
@@ -326,6 +378,7 @@ class LivePlots(pg.GraphicsLayoutWidget):
             return
         compact = self.height() < COMPACT_HEIGHT
         shown = max(1, min(3, self.width() // MIN_PLOT_WIDTH))
+        shown = 4 if self.width() >= MEMORY_PLOT_WIDTH else shown
         shown = len(self.plots) if self.width() >= POWER_PLOTS_WIDTH else shown
         if (compact, shown) == self._compact:
             return
@@ -344,28 +397,58 @@ class LivePlots(pg.GraphicsLayoutWidget):
             self.ci.layout.setColumnMinimumWidth(col, 0)
         self._fit_legends()
 
+    def _fit_columns(self) -> None:
+        """Each shown plot's column gets its share of the width (the memory plot's is smaller), fixed: left to
+        their preferred widths, the columns followed their legends' and a one-column legend squeezed the
+        latency plot."""
+        if not self.__dict__.get("legends") or self._compact is None:
+            return
+        shown = self._compact[1]
+        widths = self._column_widths(shown)
+        for col in range(len(PLOTS)):
+            self.ci.layout.setColumnFixedWidth(col, widths[col] if col < shown else 0.0)
+
+    def _column_widths(self, shown: int) -> list[float]:
+        """The widths of the first `shown` columns: the room shared by _STRETCH."""
+        layout = self.ci.layout
+        left, _, right, _ = layout.getContentsMargins()
+        room = self.viewport().width() - left - right - layout.horizontalSpacing() * (len(PLOTS) - 1) - 2
+        weights = [_STRETCH.get(name, _OTHER_STRETCH) for name in PLOTS[:shown]]
+        return [max(0.0, room * w / sum(weights)) for w in weights]
+
     def _fit_legend_columns(self) -> None:
         before = [legend.columnCount for legend in self.legends.values()]
         self._legend_columns()
         if [legend.columnCount for legend in self.legends.values()] != before:
             self._fit_legends()
 
-    def add_marker(self, text: str, at: float | None = None) -> None:
-        """A labelled vertical line on every plot at time `at` (plot clock; default now)."""
+    def add_marker(self, text: str, at: float | None = None, memory: str = "") -> None:
+        """A labelled vertical line on every plot at time `at` (plot clock; default now); `memory` labels its
+        line on the memory plot (the init footprint of the session it opened: "init 33 MB")."""
         at = self.now() if at is None else at
-        self._add_marker_lines(text, at, at - self.now())
+        self._add_marker_lines(text, at, at - self.now(), memory)
 
-    def _add_marker_lines(self, text: str, at: float, x: float) -> None:
-        lines = []
+    def add_memory_label(self, text: str, at: float | None = None) -> None:
+        """A labelled line on the memory plot alone: A/B's side B opened a session ("B init 46 MB"); its
+        open is not a marker of its own on the other plots (side A's open came at the same moment)."""
+        at = self.now() if at is None else at
+        self._add_marker_lines("", at, at - self.now(), text, only=("memory",))
+
+    def _add_marker_lines(self, text: str, at: float, x: float, memory: str = "", only: tuple[str, ...] = ()) -> None:
+        lines = {}
+        labels = {"fps": text, "memory": memory}
         for name, plot in self.plots.items():
-            line = _marker_line(text if name == "fps" else None, x)
+            if only and name not in only:
+                continue
+            line = _marker_line(labels.get(name) or None, x)
             plot.addItem(line, ignoreBounds=True)
-            lines.append(line)
-        self._markers.append(Marker(at, text, lines))
+            lines[name] = line
+        self._markers.append(Marker(at, text, lines, memory))
         self._markers.sort(key=lambda m: m.at)
 
     def place_marker_labels(self) -> None:
-        """Put each switch label where it neither covers another nor runs off the plot.
+        """Put each switch label where it neither covers another nor runs off the plot: what runs on the fps
+        plot, the init footprint on the memory plot.
 
         A label hangs left of its line (it ends at the switch) and flips to the right when that
         would cross the plot's left edge; labels that would touch are stacked in rows up the line,
@@ -373,23 +456,30 @@ class LivePlots(pg.GraphicsLayoutWidget):
         text stays in its tooltip)."""
         if not self.__dict__.get("plots"):  # a resize while the base class is being built
             return
-        view = self.plots["fps"].getViewBox()
+        for name in ("fps", "memory"):
+            labelled = [m for m in self._markers if m.label_text(name) and name in m.lines]
+            if labelled and self.plots[name].isVisible():
+                self._place_labels(name, labelled)
+
+    def _place_labels(self, name: str, markers: list[Marker]) -> None:
+        view = self.plots[name].getViewBox()
         (x_lo, x_hi), width, height = view.viewRange()[0], view.width(), view.height()
-        if width <= 0 or height <= 0 or x_hi <= x_lo or not self._markers:
+        if width <= 0 or height <= 0 or x_hi <= x_lo:
             return
         per_unit = width / (x_hi - x_lo)
-        row_h = self._markers[0].lines[0].label.boundingRect().height() + 2
+        row_h = markers[0].lines[name].label.boundingRect().height() + 2
         n_rows = max(1, min(MARKER_ROWS, int((height * 0.8 - 2) // row_h)))  # the upper part is the data's
         rows: list[list[tuple[float, float]]] = [[] for _ in range(n_rows)]
-        for marker in reversed(self._markers):  # newest first: it gets the lowest row
-            label = marker.lines[0].label
+        for marker in reversed(markers):  # newest first: it gets the lowest row
+            label = marker.lines[name].label
             x = (marker.at_x() - x_lo) * per_unit
             if not 0 <= x <= width:
                 label.setVisible(False)
                 continue
             if not label.isVisible():
                 label.setVisible(True)
-            text = marker.text
+            whole = marker.label_text(name)
+            text = whole
             full = _text_width(label, text) + _LABEL_PAD
             right = full > x and width - x > x  # hangs left of its line unless only the right has room
             room = width - x if right else x
@@ -408,30 +498,35 @@ class LivePlots(pg.GraphicsLayoutWidget):
                 span = (x, x + rooms[row]) if right else (x - rooms[row], x)
             rows[row].append(span)
             label.setFormat(text.replace("{", "{{").replace("}", "}}"))  # the line re-applies it as it moves
-            label.setToolTip(marker.text)
+            label.setToolTip(whole)
             label.anchors = [(0, 1), (0, 1)] if right else [(1, 1), (1, 1)]  # the text's bottom at the point
             label.setPosition(min(1.0, (2 + row * row_h) / height))
 
     def marker_count(self) -> int:
-        return len(self._markers)
+        """Markers on every plot (a memory plot's own label, side B's init, is not one)."""
+        return sum(1 for marker in self._markers if "fps" in marker.lines)
 
     def marker_texts(self) -> list[str]:
         """The markers' full texts, oldest first (a label on the plot may be elided; its tooltip is whole)."""
-        return [marker.text for marker in self._markers]
+        return [marker.text for marker in self._markers if "fps" in marker.lines]
+
+    def memory_labels(self) -> list[str]:
+        """The memory plot's labels (the init footprints), oldest first, in full."""
+        return [marker.memory for marker in self._markers if marker.memory]
 
     def clear_series(self) -> None:
         self._ring.clear()
         for marker in self._markers:
-            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
-                plot.removeItem(line)
+            for name, line in marker.lines.items():
+                self.plots[name].removeItem(line)
         self._markers.clear()
 
     def _drop_old_markers(self, t: float) -> None:
         # Markers that scrolled off are removed, so a long run does not accumulate items.
         while self._markers and self._markers[0].at < t - self.history_s:
             marker = self._markers.pop(0)
-            for plot, line in zip(self.plots.values(), marker.lines, strict=True):
-                plot.removeItem(line)
+            for name, line in marker.lines.items():
+                self.plots[name].removeItem(line)
 
     def series(self, key: str) -> np.ndarray:
         """The stored values of one series (tests and the soak benchmark read these)."""
@@ -440,14 +535,32 @@ class LivePlots(pg.GraphicsLayoutWidget):
 
 @dataclass
 class Marker:
-    """A switch marker: when (plot clock, or a recording's seconds), its text, its line on each plot."""
+    """A switch marker: when (plot clock, or a recording's seconds), its text, its line on each plot (by plot
+    name), and the memory plot's label (the init footprint of the session it opened; "" for none)."""
 
     at: float
     text: str
-    lines: list[pg.InfiniteLine]
+    lines: dict[str, pg.InfiniteLine]
+    memory: str = ""
 
     def at_x(self) -> float:
-        return self.lines[0].value()
+        return next(iter(self.lines.values())).value()
+
+    def label_text(self, plot: str) -> str:
+        return self.text if plot == "fps" else self.memory if plot == "memory" else ""
+
+
+def _clip_title(label: pg.LabelItem) -> None:
+    """A title longer than its column is clipped, never widens the plot past it: each column's width is
+    fixed (`_fit_columns`), and LabelItem sets its minimum width to its text's at every setText (Review's
+    "Memory (MB), as recorded" pushed the memory plot's data past the window's right edge)."""
+    update = label.updateMin
+
+    def update_min() -> None:
+        update()
+        label.setMinimumWidth(0)
+
+    label.updateMin = update_min
 
 
 def _marker_line(label: str | None, at: float) -> pg.InfiniteLine:
