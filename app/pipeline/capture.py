@@ -18,6 +18,7 @@ import threading
 import time
 
 from app.errors import SourceError, SourceLost
+from app.metrics.trace import CAPTURED, DROPPED, TraceLog
 from app.pipeline.frame_slot import LatestFrameSlot
 from app.pipeline.plan import FeedPlan
 from app.pipeline.preprocess_thread import PreprocessPlacement
@@ -42,6 +43,7 @@ class Capture:
         stop: threading.Event,
         rgb_cache: RgbCache,
         placement: PreprocessPlacement,
+        trace: TraceLog | None = None,  # a timeline's records of each frame's read and preprocessing
     ) -> None:
         self.plan = plan
         self._shown = redact_credentials(str(plan.source))  # in messages: no stream credentials
@@ -53,6 +55,7 @@ class Capture:
         self._source: FrameSource | None = None
         self.done = threading.Event()  # the source ended, failed or was closed: no more frames
         self.placement = placement
+        self._trace = trace  # None: no trace, and no per-frame work for one
         self._on_demand = False  # set before the first frame is read (see _read_all)
         self.thread = threading.Thread(target=self._loop, name="delegate-scope-capture", daemon=True)
         # Frames read, with their read's ms, waiting for the preprocessing thread.
@@ -194,6 +197,10 @@ class Capture:
         dropped = self._ahead.swap((frame, read_ms))
         if dropped is not None:
             lost, lost_read_ms = dropped
+            if self._trace is not None:  # read, never preprocessed
+                read = (CAPTURED, lost.index, lost.captured_at, lost_read_ms, lost.paced_ms, 0.0, 0.0, True)
+                self._trace.append(read)
+                self._trace.append((DROPPED, lost.index, lost.captured_at, -1))
             for worker in self._workers:
                 worker.metrics.frame_captured(lost.captured_at, lost_read_ms - lost.paced_ms, paced_ms=lost.paced_ms)
                 worker.metrics.frames_dropped(1, lost.captured_at)
@@ -203,13 +210,18 @@ class Capture:
         started = time.perf_counter()
         self._prepare(frame)
         prepare_ms = (time.perf_counter() - started) * 1e3
+        if self._trace is not None:
+            self._trace.append((CAPTURED, frame.index, frame.captured_at, read_ms, frame.paced_ms, started, prepare_ms,
+                                own_thread))  # fmt: skip
         for worker in self._workers:
             worker.metrics.frame_captured(frame.captured_at, read_ms - frame.paced_ms, prepare_ms, own_thread,
                                           frame.paced_ms)  # fmt: skip
             if self._on_demand:
                 worker.slot.put_behind(frame)
-            elif worker.slot.put(frame):
+            elif (lost := worker.slot.swap(frame)) is not None:
                 worker.metrics.frames_dropped(1, frame.captured_at)
+                if self._trace is not None:  # overwritten in that worker's slot, never inferred there
+                    self._trace.append((DROPPED, lost.index, frame.captured_at, self._workers.index(worker)))
 
     def _prepare(self, frame: Frame) -> None:
         """Preprocess for the first worker's model, overlapping its running inference."""

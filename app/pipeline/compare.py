@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.metrics.trace import TraceLog
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.model.agreement import FrameAgreement, TaskAgreement, compare_tasks
 from app.model.classes import ClassSpace, class_space
@@ -361,6 +362,7 @@ class ComparePipeline(Feed):
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
         on_comparison: Callable[[FrameComparison], None] | None = None,
+        trace: TraceLog | None = None,  # both sides' inferences and the shared capture on one timeline
     ) -> None:
         self.comparator = Comparator()
         self._class_space: tuple[tuple[str, str, str, str], ClassSpace] | None = None
@@ -368,7 +370,8 @@ class ComparePipeline(Feed):
         self.thumbnails: deque[tuple[FrameComparison, np.ndarray]] = deque(maxlen=12)  # disagreements, for demos
         self._on_side_result = on_result
         metrics = metrics or {"a": Metrics(window_s=3600.0), "b": Metrics(window_s=3600.0)}
-        super().__init__(feed, {"a": a, "b": b}, metrics=metrics, on_result=self._result, on_event=on_event)
+        super().__init__(feed, {"a": a, "b": b}, metrics=metrics, on_result=self._result, on_event=on_event,
+                         trace=trace)  # fmt: skip
         self.metrics = {side: worker.metrics for side, worker in self.workers.items()}
 
     compares = True

@@ -120,6 +120,7 @@ class OneAtATime:
                 preprocessed_ahead=ahead,
                 top_k=active.config.top_k,
                 outputs=outputs,
+                invoked_at=t1,
             )
         )
 
@@ -186,6 +187,8 @@ class Queued:
                 cpu=cpu,
                 preprocessed_ahead=queued.ahead,
                 top_k=queued.top_k,
+                invoked_at=time.perf_counter() - run.run_ms / 1e3,  # its output came back: the run ended before
+                queued=True,
             )
         )
 

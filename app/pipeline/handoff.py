@@ -32,6 +32,10 @@ class RawOutput:
     preprocessed_ahead: bool  # False: the inference thread preprocessed it before the invoke
     top_k: int
     outputs: tuple[np.ndarray, ...] = ()  # a model run through run_all: every output (`raw` is then empty)
+    # perf_counter when the invoke began (a queued GPU process's run: when its output came back less the
+    # child's run time, on this process's clock), for a trace's slices
+    invoked_at: float = 0.0
+    queued: bool = False  # run in a child process, queued there (QueuedRunner)
 
 
 class Handoff:
@@ -42,7 +46,7 @@ class Handoff:
     room: two counters, each written by one thread only (puts by the inference thread, dones by
     the results thread), say how many outputs are unpublished. A semaphore here (pure Python: a
     Condition and its lock) was part of the per-frame Python that kept a fast GPU's pipeline below
-    its raw loop (docs/benchmarks.md, fifth session)."""
+    its raw loop (docs/benchmarks.md, "GPU: the pipeline against the model alone")."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[RawOutput | None] = queue.SimpleQueue()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from app.backends import DelegationReport
+from app.metrics.trace import TraceLog
 from app.metrics.window import Metrics
 from app.model.feed import FeedFacts
 from app.pipeline.capture import Capture
@@ -42,6 +43,7 @@ class Feed:
         metrics: dict[str, Metrics] | None = None,
         on_result: Callable[[str, Result], None] | None = None,
         on_event: Callable[[str, Event], None] | None = None,
+        trace: TraceLog | None = None,  # a timeline of every frame's stages (app/recording/trace.py writes it)
     ) -> None:
         if "a" not in configs:
             raise ValueError("a feed needs a side 'a'")
@@ -49,6 +51,7 @@ class Feed:
         if len(configs) > 1:
             plan = plan.unpinned()  # one inference thread per process may be pinned (cpu_affinity)
         self.plan = plan
+        self.trace = trace
         self.rgb_cache = RgbCache()
         self._stops = {side: threading.Event() for side in configs}
         self.workers: dict[str, InferenceWorker] = {}
@@ -63,6 +66,7 @@ class Feed:
                 rgb_cache=self.rgb_cache,
                 source_info=self.source_info,
                 on_result=_bound(on_result, side),
+                trace=trace.for_side(side) if trace is not None else None,
             )
         self.capture = Capture(
             plan,
@@ -73,6 +77,7 @@ class Feed:
             placement=place_preprocessing(
                 configs.values(), inference_cpus=plan.inference_cpus, own_thread=plan.preprocess_thread
             ),
+            trace=trace,
         )
 
     def start(self) -> None:
@@ -175,6 +180,7 @@ class Pipeline(Feed):
         metrics: Metrics | None = None,
         on_result: Callable[[Result], None] | None = None,
         on_event: Callable[[Event], None] | None = None,
+        trace: TraceLog | None = None,
     ) -> None:
         super().__init__(
             feed,
@@ -182,6 +188,7 @@ class Pipeline(Feed):
             metrics={"a": metrics or Metrics()},
             on_result=(lambda _side, r: on_result(r)) if on_result else None,
             on_event=(lambda _side, e: on_event(e)) if on_event else None,
+            trace=trace,
         )
         self.worker = self.workers["a"]
         self.metrics = self.worker.metrics

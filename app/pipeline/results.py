@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.errors import InternalError, ModelError
+from app.metrics.trace import SideTrace
 from app.metrics.window import InferenceTiming, Metrics
 from app.pipeline.handoff import Handoff, RawOutput
 from app.pipeline.run_log import RunLog
@@ -41,9 +42,11 @@ class ResultsStage:
         metrics: Metrics,
         source_info: Callable[[], SourceInfo | None],
         on_result: Callable[[Result], None] | None,
+        trace: SideTrace | None = None,
     ) -> None:
         self._handoff, self._log, self._stop, self._metrics = handoff, log, stop, metrics
         self._source_info, self._on_result = source_info, on_result
+        self._trace = trace  # None: no trace, and no per-frame work for one
         self._lock = threading.Lock()
         self._result: Result | None = None
         self._bad_results, self._bad_result_at = 0, -float("inf")
@@ -65,8 +68,11 @@ class ResultsStage:
         while (item := self._handoff.get()) is not None:
             started = time.perf_counter()
             try:
-                self._publish(item)
-                self._metrics.result_published((time.perf_counter() - started) * 1e3)
+                result = self._publish(item)
+                ended = time.perf_counter()
+                self._metrics.result_published((ended - started) * 1e3)
+                if self._trace is not None and result is not None:
+                    self._traced(item, result, started, ended)
             except Exception as exc:
                 fail_internal(self._log, exc, self._source_info)
                 self._stop.set()
@@ -74,7 +80,7 @@ class ResultsStage:
             finally:
                 self._handoff.done()
 
-    def _publish(self, item: RawOutput) -> None:
+    def _publish(self, item: RawOutput) -> Result | None:
         active, frame = item.active, item.frame
         cpu = item.cpu.with_runtime(active.cpu.runtime_per_inference())  # see CpuMeter
         t2 = time.perf_counter()
@@ -89,7 +95,7 @@ class ResultsStage:
                 scores = active.post.scores(item.raw if not item.outputs else item.outputs[active.primary].reshape(-1))
             except ModelError as exc:  # NaN/Inf out of the model: no result rather than a wrong one
                 self._bad_result(frame, exc)
-                return
+                return None
             top = active.post.top_k(scores, item.top_k)
         t3 = time.perf_counter()
         timing = InferenceTiming(
@@ -128,6 +134,14 @@ class ResultsStage:
         self._metrics.inference_done(timing)
         if self._on_result:
             self._on_result(result)
+        return result
+
+    def _traced(self, item: RawOutput, result: Result, started: float, ended: float) -> None:
+        assert self._trace is not None
+        t = result.timing
+        self._trace.published(result.frame_index, item.started, item.invoked_at, item.inference_ms, item.preprocess_ms,
+                              item.preprocessed_ahead, item.queued, started, ended, t.finished_at, t.postprocess_ms,
+                              result.backend)  # fmt: skip
 
     def _bad_result(self, frame: Frame, exc: ModelError) -> None:
         """One event per second at most: a model that answers NaN to every frame would

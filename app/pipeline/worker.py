@@ -20,6 +20,7 @@ import numpy as np
 
 from app.backends import DelegationReport
 from app.errors import DelegateScopeError, ModelError
+from app.metrics.trace import SideTrace
 from app.metrics.window import Metrics
 from app.model.spec import ModelSpec
 from app.pipeline.active import ActiveSession
@@ -55,6 +56,7 @@ class InferenceWorker:
         rgb_cache: RgbCache,
         source_info: Callable[[], SourceInfo | None],
         on_result: Callable[[Result], None] | None = None,
+        trace: SideTrace | None = None,  # a timeline's records of this side's inferences (None: none)
     ) -> None:
         self.log = log
         self.metrics = metrics
@@ -75,7 +77,7 @@ class InferenceWorker:
         self._sessions = SessionKeeper(log=log, stop=stop, pinning=self._pinning, source_info=source_info,
                                        refused=self._still_running)  # fmt: skip
         self._results = ResultsStage(self._handoff, log=log, stop=stop, metrics=metrics, source_info=source_info,
-                                     on_result=on_result)  # fmt: skip
+                                     on_result=on_result, trace=trace)  # fmt: skip
         self.inference_thread = threading.Thread(target=self._inference_loop, name="delegate-scope-inference",
                                                  daemon=True)  # fmt: skip
         self.results_thread = self._results.thread

@@ -45,6 +45,7 @@ class RunPlan:
     idle_readings: tuple[PowerReading, ...] | None = field(default=None, compare=False)
     csv: Path | None = None  # record one row per inference (A/B: the comparison, and each side beside it)
     gpu_process: str = "auto"  # as asked (auto, on, off); what it decided: config.options.own_process
+    trace: Path | None = None  # write the run's timeline here (Chrome's trace event JSON: app/recording/trace.py)
 
     @property
     def compares(self) -> bool:
@@ -68,6 +69,7 @@ class RunPlan:
             "csv": str(self.csv) if self.csv else None,
             "gpu_process": self.gpu_process,
             **({"alone_s": self.alone_s} if self.compares else {}),
+            **({"trace": str(self.trace)} if self.trace else {}),  # said when asked for: the JSON stays as it was
         }
 
 
