@@ -69,7 +69,8 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
     assert "Core ML on a Mac runs it in 3 pieces: Core ML nodes 0–57 → CPU node 58 (MEAN) → Core ML nodes 59–60" in text
     coverage, _, memory = text.partition("\nmemory, what the file implies:\n")
     assert len(coverage.splitlines()) < 27  # a short table, not 61 rows
-    assert memory.startswith("  weights      18 MB in 101 constant tensors") and "  activations  6.3 MB arena" in memory, memory
+    assert memory.startswith("  weights      18 MB in 101 constant tensors"), memory
+    assert "  activations  6.3 MB arena" in memory, memory
 
 
 @pytest.mark.slow
