@@ -102,6 +102,9 @@ def _skeleton(value: object, key: str = "") -> object:
     order (how many frames disagree, say, is the run's)."""
     if key == "power":  # each figure a number or null with its reason, as the machine's counters allow
         return "<the machine's power figures>"
+    if key == "memory" and isinstance(value, dict) and "reasons" in value:  # NVML's figure, or why none
+        value = {k: v for k, v in value.items() if k not in ("gpu_mb", "reasons")}
+        return {**{k: _skeleton(v, k) for k, v in value.items()}, "gpu_mb": "<number or null, with its reason>"}
     if isinstance(value, dict):
         return {k: _skeleton(v, k) for k, v in value.items()}
     if isinstance(value, list):
