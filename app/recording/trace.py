@@ -161,219 +161,27 @@ def build_trace(
     process_name: str = "delegate-scope",
 ) -> dict[str, Any]:
     """The trace as the JSON object Chrome's trace event format describes (`traceEvents`, ...)."""
-    pid = os.getpid()
-    sides = sorted(threads.inference)
-    ab = len(sides) > 1
-
-    def us(perf: float) -> int:
-        return round((perf - log.origin) * 1e6)
-
-    def us_mono(mono: float) -> int:
-        return us(log.perf_of_mono(mono))
-
-    def side_name(role: str, side: str) -> str:
-        return f"{role} {side.upper()}" if ab else role
-
-    # A thread that never started has no native id: its records (if any) go to a made-up one.
-    fallback = iter(range(1, 1000))
-    capture = threads.capture or next(fallback)
-    preprocess = threads.preprocess or capture
-    inference = {side: tid or next(fallback) for side, tid in threads.inference.items()}
-    results = {side: tid or next(fallback) for side, tid in threads.results.items()}
-    # The GPU process of a side (made up: the child's own pid is not kept), when it ran queued frames.
-    child = {side: pid * 10 + k + 1 for k, side in enumerate(sides)}
-    child_used: set[str] = set()
-
-    tracks = _Tracks()
-    out: list[dict[str, Any]] = []
-    reads: dict[int, tuple[int, int, int]] = {}  # frame -> (tid, ts, dur) of its read, for flows
-    preps: dict[int, tuple[int, int, int]] = {}  # frame -> its preprocessing ahead on a thread of its own
-    horizon = -float("inf")
-    if log.seconds is not None and log.records:
-        horizon = _record_perf(log, log.records[-1]) - log.seconds
-    inferred: dict[str, list[tuple[int, int, int, int]]] = {s: [] for s in sides}  # (frame, tid, ts, dur)
-    published: list[tuple[str, int, tuple[int, int, int], tuple[int, int, int]]] = []
-
+    build = _TraceBuilder(log, threads)
     for record in list(log.records):
-        if _record_perf(log, record) < horizon:
+        if _record_perf(log, record) < build.horizon:
             continue
         kind = record[0]
         if kind == CAPTURED:
-            _, frame, captured_at, read_ms, paced_ms, prep_from, prep_ms, own = cast(Captured, record)
-            at = log.perf_of_mono(captured_at)
-            start, decoded = us(at - read_ms / 1e3), us(at - paced_ms / 1e3)
-            tracks.add(pid, capture, "read", start, decoded, "capture", frame=frame)
-            reads[frame] = (capture, start, decoded - start)
-            if paced_ms:
-                tracks.add(pid, capture, "wait for the frame's time", decoded, us(at), "capture", frame=frame)
-            if prep_ms:
-                tid = preprocess if own else capture
-                p0, p1 = us(prep_from), us(prep_from + prep_ms / 1e3)
-                tracks.add(pid, tid, "preprocess", p0, p1, "preprocess", frame=frame)
-                if own and tid != capture:
-                    preps[frame] = (tid, p0, p1 - p0)
+            build.captured(cast(Captured, record))
         elif kind == DROPPED:
-            _, frame, at, where = cast(Dropped, record)
-            where_said: dict[str, object] = (
-                {"side": sides[where]} if 0 <= where < len(sides) else {"where": "the preprocessing thread's slot"}
-            )
-            out.append(
-                {
-                    "name": "dropped",
-                    "cat": "drop",
-                    "ph": "i",
-                    "s": "t",
-                    "ts": us_mono(at),
-                    "pid": pid,
-                    "tid": capture,
-                    "args": {"frame": frame, **where_said},
-                }
-            )
+            build.dropped(cast(Dropped, record))
         elif kind == PUBLISHED:
-            (
-                _,
-                side,
-                frame,
-                started,
-                invoked,
-                inference_ms,
-                preprocess_ms,
-                ahead,
-                queued,
-                pub_from,
-                pub_to,
-                finished,
-                postprocess_ms,
-                backend,
-            ) = cast(Published, record)
-            assert isinstance(side, str) and isinstance(frame, int)
-            s0 = us_mono(started)
-            i0, i1 = us(invoked), us(invoked + inference_ms / 1e3)
-            itid = inference[side]
-            if queued:  # the run is the child's: the inference thread only queued the frame
-                child_used.add(side)
-                tracks.add(
-                    child[side],
-                    child[side],
-                    "inference",
-                    i0,
-                    i1,
-                    "inference",
-                    frame=frame,
-                    side=side,
-                    backend=backend,
-                    estimated=_ESTIMATED,
-                )
-                out.append(
-                    {
-                        "name": "queued",
-                        "cat": "inference",
-                        "ph": "i",
-                        "s": "t",
-                        "ts": s0,
-                        "pid": pid,
-                        "tid": itid,
-                        "args": {"frame": frame, "side": side},
-                    }
-                )
-                at_inference = (child[side], i0, i1 - i0)
-            else:
-                if not ahead and preprocess_ms:
-                    # preprocess_ms is what the frame's preprocessing cost wherever it ran (a stage an A/B side
-                    # took from the shared cache, a repeated image's first computing): on this thread it ended
-                    # by the invoke's start at the latest.
-                    tracks.add(
-                        pid,
-                        itid,
-                        "preprocess",
-                        s0,
-                        min(s0 + round(preprocess_ms * 1e3), i0),
-                        "preprocess",
-                        frame=frame,
-                        side=side,
-                        inline=True,
-                    )
-                tracks.add(pid, itid, "inference", i0, i1, "inference", frame=frame, side=side, backend=backend)
-                inferred[side].append((frame, itid, s0, i1))
-                at_inference = (itid, i0, i1 - i0)
-            r0, r1 = us(pub_from), us(pub_to)
-            rtid = results[side]
-            tracks.add(pid, rtid, "publish", r0, r1, "results", frame=frame, side=side)
-            f = us_mono(finished)
-            post0 = max(r0, f - round(postprocess_ms * 1e3))
-            tracks.add(pid, rtid, "postprocess", post0, max(post0, min(f, r1)), "results", frame=frame, side=side)
-            published.append((side, frame, at_inference, (rtid, r0, r1 - r0)))
-
-    # The inference thread between two inferences: handing the last on, then waiting for a frame (or the
-    # throttle). Derived from the two stamps around the gap, so it costs the pipeline nothing.
-    for side, rows in inferred.items():
-        rows.sort(key=lambda r: r[2])
-        for (_, tid, _, end), (frame, _, start, _) in itertools.pairwise(rows):
-            if 0 < start - end < _WAIT_MAX_US:
-                tracks.add(pid, tid, "wait for a frame", end, start, "inference", frame=frame, side=side)
-
-    out.extend(tracks.nested())
-    # Flows: one per frame and side, read -> (preprocessing thread) -> inference -> publish.
-    for k, (side, frame, at_inference, at_results) in enumerate(published):
-        points = [p for p in (reads.get(frame), preps.get(frame), at_inference, at_results) if p is not None]
-        for n, (tid, ts, dur) in enumerate(points):
-            phase = "s" if n == 0 else "f" if n == len(points) - 1 else "t"
-            flow: dict[str, Any] = {
-                "name": _FLOW,
-                "cat": _FLOW,
-                "ph": phase,
-                "id": k + 1,
-                "ts": ts + dur // 2,
-                "pid": child[side] if tid == child[side] else pid,
-                "tid": tid,
-            }
-            if phase == "f":
-                flow["bp"] = "e"  # bound to the slice it is in, not the next one to begin
-            out.append(flow)
-
-    for side, event in events:
-        if log.perf_of_mono(event.at) < horizon:  # before the ring's last seconds
-            continue
-        tid = capture if event.kind in _SOURCE_EVENTS else inference.get(side, capture)
-        said: dict[str, object] = {"message": event.message, "side": side}
-        for name in ("changes", "close_ms", "open_ms", "first_inference_ms"):
-            value = getattr(event, name)
-            if value is not None:
-                said[name] = value
-        out.append(
-            {
-                "name": str(event.kind),
-                "cat": "event",
-                "ph": "i",
-                "s": "t",
-                "ts": us_mono(event.at),
-                "pid": pid,
-                "tid": tid,
-                "args": said,
-            }
-        )
-
-    out.extend(_counters(readings, pid, us_mono, horizon_us=us(horizon) if horizon > -float("inf") else None))
-    meta = [_meta("process_name", pid, 0, process_name), _meta("thread_name", pid, capture, "capture")]
-    order = [capture]
-    if threads.preprocess is not None:
-        meta.append(_meta("thread_name", pid, preprocess, "preprocessing"))
-        order.append(preprocess)
-    for side in sides:
-        meta.append(_meta("thread_name", pid, inference[side], side_name("inference", side)))
-        meta.append(_meta("thread_name", pid, results[side], side_name("results", side)))
-        order += [inference[side], results[side]]
-        if side in child_used:
-            name = "GPU process" + (f" {side.upper()}" if ab else "") + " (slices estimated on this process's clock)"
-            meta.append(_meta("process_name", child[side], 0, name))
-            meta.append(_meta("thread_name", child[side], child[side], "GPU session"))
-    meta += [
-        {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": k}}
-        for k, tid in enumerate(order)
-    ]
+            build.published(cast(Published, record))
+    build.waits()
+    out = build.out
+    out.extend(build.tracks.nested())
+    out.extend(build.flows())
+    out.extend(build.instants(events))
+    horizon_us = build.us(build.horizon) if build.horizon > -float("inf") else None
+    out.extend(_counters(readings, build.pid, build.us_mono, horizon_us=horizon_us))
     out.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
     return {
-        "traceEvents": meta + out,
+        "traceEvents": build.metadata(process_name) + out,
         "displayTimeUnit": "ms",
         "otherData": {
             "tool": process_name,
@@ -381,6 +189,176 @@ def build_trace(
             "truncated": log.full(),
         },
     }
+
+
+class _TraceBuilder:
+    """The trace's events gathered record by record: slices by thread, instants, and what links a frame's
+    slices across threads (flows)."""
+
+    def __init__(self, log: TraceLog, threads: TraceThreads) -> None:
+        self.log, self.threads = log, threads
+        self.pid = os.getpid()
+        self.sides = sorted(threads.inference)
+        self.ab = len(self.sides) > 1
+        # A thread that never started has no native id: its records (if any) go to a made-up one.
+        fallback = iter(range(1, 1000))
+        self.capture = threads.capture or next(fallback)
+        self.preprocess = threads.preprocess or self.capture
+        self.inference = {side: tid or next(fallback) for side, tid in threads.inference.items()}
+        self.results = {side: tid or next(fallback) for side, tid in threads.results.items()}
+        # The GPU process of a side (made up: the child's own pid is not kept), when it ran queued frames.
+        self.child = {side: self.pid * 10 + k + 1 for k, side in enumerate(self.sides)}
+        self.child_used: set[str] = set()
+        self.tracks = _Tracks()
+        self.out: list[dict[str, Any]] = []
+        self.reads: dict[int, tuple[int, int, int]] = {}  # frame -> (tid, ts, dur) of its read, for flows
+        self.preps: dict[int, tuple[int, int, int]] = {}  # frame -> its preprocessing on a thread of its own
+        self.horizon = -float("inf")
+        if log.seconds is not None and log.records:
+            self.horizon = _record_perf(log, log.records[-1]) - log.seconds
+        self.inferred: dict[str, list[tuple[int, int, int, int]]] = {s: [] for s in self.sides}  # frame, tid, ts, end
+        self.published_at: list[tuple[str, int, tuple[int, int, int], tuple[int, int, int]]] = []
+
+    def us(self, perf: float) -> int:
+        return round((perf - self.log.origin) * 1e6)
+
+    def us_mono(self, mono: float) -> int:
+        return self.us(self.log.perf_of_mono(mono))
+
+    def _side_name(self, role: str, side: str) -> str:
+        return f"{role} {side.upper()}" if self.ab else role
+
+    def _instant(self, name: str, cat: str, ts: int, tid: int, args: dict[str, object]) -> dict[str, Any]:
+        return {"name": name, "cat": cat, "ph": "i", "s": "t", "ts": ts, "pid": self.pid, "tid": tid, "args": args}
+
+    def captured(self, record: Captured) -> None:
+        """A frame's read, its wait for its time (paced) and its preprocessing ahead."""
+        _, frame, captured_at, read_ms, paced_ms, prep_from, prep_ms, own = record
+        pid, capture, us = self.pid, self.capture, self.us
+        at = self.log.perf_of_mono(captured_at)
+        start, decoded = us(at - read_ms / 1e3), us(at - paced_ms / 1e3)
+        self.tracks.add(pid, capture, "read", start, decoded, "capture", frame=frame)
+        self.reads[frame] = (capture, start, decoded - start)
+        if paced_ms:
+            self.tracks.add(pid, capture, "wait for the frame's time", decoded, us(at), "capture", frame=frame)
+        if prep_ms:
+            tid = self.preprocess if own else capture
+            p0, p1 = us(prep_from), us(prep_from + prep_ms / 1e3)
+            self.tracks.add(pid, tid, "preprocess", p0, p1, "preprocess", frame=frame)
+            if own and tid != capture:
+                self.preps[frame] = (tid, p0, p1 - p0)
+
+    def dropped(self, record: Dropped) -> None:
+        _, frame, at, where = record
+        sides = self.sides
+        where_said: dict[str, object] = (
+            {"side": sides[where]} if 0 <= where < len(sides) else {"where": "the preprocessing thread's slot"}
+        )
+        args: dict[str, object] = {"frame": frame, **where_said}
+        self.out.append(self._instant("dropped", "drop", self.us_mono(at), self.capture, args))
+
+    def published(self, record: Published) -> None:
+        """A frame's inference (on the inference thread, or the GPU process's estimated on this clock), its
+        inline preprocessing, and its publishing and postprocessing on the results thread."""
+        (_, side, frame, started, invoked, inference_ms, preprocess_ms, ahead, queued, pub_from, pub_to, finished,
+         postprocess_ms, backend) = record  # fmt: skip
+        assert isinstance(side, str) and isinstance(frame, int)
+        pid, tracks, us = self.pid, self.tracks, self.us
+        s0 = self.us_mono(started)
+        i0, i1 = us(invoked), us(invoked + inference_ms / 1e3)
+        itid = self.inference[side]
+        if queued:  # the run is the child's: the inference thread only queued the frame
+            child = self.child[side]
+            self.child_used.add(side)
+            tracks.add(child, child, "inference", i0, i1, "inference", frame=frame, side=side, backend=backend,
+                       estimated=_ESTIMATED)  # fmt: skip
+            self.out.append(self._instant("queued", "inference", s0, itid, {"frame": frame, "side": side}))
+            at_inference = (child, i0, i1 - i0)
+        else:
+            if not ahead and preprocess_ms:
+                # preprocess_ms is what the frame's preprocessing cost wherever it ran (a stage an A/B side
+                # took from the shared cache, a repeated image's first computing): on this thread it ended
+                # by the invoke's start at the latest.
+                tracks.add(pid, itid, "preprocess", s0, min(s0 + round(preprocess_ms * 1e3), i0), "preprocess",
+                           frame=frame, side=side, inline=True)  # fmt: skip
+            tracks.add(pid, itid, "inference", i0, i1, "inference", frame=frame, side=side, backend=backend)
+            self.inferred[side].append((frame, itid, s0, i1))
+            at_inference = (itid, i0, i1 - i0)
+        r0, r1 = us(pub_from), us(pub_to)
+        rtid = self.results[side]
+        tracks.add(pid, rtid, "publish", r0, r1, "results", frame=frame, side=side)
+        f = self.us_mono(finished)
+        post0 = max(r0, f - round(postprocess_ms * 1e3))
+        tracks.add(pid, rtid, "postprocess", post0, max(post0, min(f, r1)), "results", frame=frame, side=side)
+        self.published_at.append((side, frame, at_inference, (rtid, r0, r1 - r0)))
+
+    def waits(self) -> None:
+        """The inference thread between two inferences: handing the last on, then waiting for a frame (or the
+        throttle). Derived from the two stamps around the gap, so it costs the pipeline nothing."""
+        for side, rows in self.inferred.items():
+            rows.sort(key=lambda r: r[2])
+            for (_, tid, _, end), (frame, _, start, _) in itertools.pairwise(rows):
+                if 0 < start - end < _WAIT_MAX_US:
+                    self.tracks.add(self.pid, tid, "wait for a frame", end, start, "inference", frame=frame, side=side)
+
+    def flows(self) -> list[dict[str, Any]]:
+        """One flow per frame and side: read -> (preprocessing thread) -> inference -> publish."""
+        out = []
+        for k, (side, frame, at_inference, at_results) in enumerate(self.published_at):
+            points = [p for p in (self.reads.get(frame), self.preps.get(frame), at_inference, at_results) if p]
+            for n, (tid, ts, dur) in enumerate(points):
+                phase = "s" if n == 0 else "f" if n == len(points) - 1 else "t"
+                flow: dict[str, Any] = {
+                    "name": _FLOW,
+                    "cat": _FLOW,
+                    "ph": phase,
+                    "id": k + 1,
+                    "ts": ts + dur // 2,
+                    "pid": self.child[side] if tid == self.child[side] else self.pid,
+                    "tid": tid,
+                }
+                if phase == "f":
+                    flow["bp"] = "e"  # bound to the slice it is in, not the next one to begin
+                out.append(flow)
+        return out
+
+    def instants(self, events: Iterable[tuple[str, Event]]) -> list[dict[str, Any]]:
+        """The pipeline's events (open, switch, fallback, source lost, ...) on the thread they concern."""
+        out = []
+        for side, event in events:
+            if self.log.perf_of_mono(event.at) < self.horizon:  # before the ring's last seconds
+                continue
+            tid = self.capture if event.kind in _SOURCE_EVENTS else self.inference.get(side, self.capture)
+            said: dict[str, object] = {"message": event.message, "side": side}
+            for name in ("changes", "close_ms", "open_ms", "first_inference_ms"):
+                value = getattr(event, name)
+                if value is not None:
+                    said[name] = value
+            out.append(self._instant(str(event.kind), "event", self.us_mono(event.at), tid, said))
+        return out
+
+    def metadata(self, process_name: str) -> list[dict[str, Any]]:
+        """The process's and threads' names, and the threads' order top to bottom."""
+        pid, capture = self.pid, self.capture
+        meta = [_meta("process_name", pid, 0, process_name), _meta("thread_name", pid, capture, "capture")]
+        order = [capture]
+        if self.threads.preprocess is not None:
+            meta.append(_meta("thread_name", pid, self.preprocess, "preprocessing"))
+            order.append(self.preprocess)
+        for side in self.sides:
+            meta.append(_meta("thread_name", pid, self.inference[side], self._side_name("inference", side)))
+            meta.append(_meta("thread_name", pid, self.results[side], self._side_name("results", side)))
+            order += [self.inference[side], self.results[side]]
+            if side in self.child_used:
+                name = "GPU process" + (f" {side.upper()}" if self.ab else "") + \
+                    " (slices estimated on this process's clock)"  # fmt: skip
+                meta.append(_meta("process_name", self.child[side], 0, name))
+                meta.append(_meta("thread_name", self.child[side], self.child[side], "GPU session"))
+        meta += [
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": k}}
+            for k, tid in enumerate(order)
+        ]
+        return meta
 
 
 def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
