@@ -54,7 +54,7 @@ def _max_diff(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a.astype(np.float32) - b.astype(np.float32)))) if a.size else 0.0
 
 
-def _attrs(op: Any) -> dict:
+def _attrs(op: Any) -> dict[str, Any]:
     from app.coreml_mil.mil_numpy import _spatial_pads, _val
 
     if op.op_type != "conv":

@@ -168,7 +168,9 @@ class _Builder:
             return self.const(node.inputs[k]).astype(np.float32).reshape(-1)
         return np.zeros(channels, np.float32)
 
-    def _pads(self, x: int, kernel: tuple[int, int], strides: list[int], dilations: list[int], padding: int) -> dict:
+    def _pads(
+        self, x: int, kernel: tuple[int, int], strides: list[int], dilations: list[int], padding: int
+    ) -> dict[str, Any]:
         """TFLite's padding as MIL custom pads (tensorflow/lite/kernels/padding.h, ComputePaddingWithOffset:
         SAME puts the odd row or column after), so the program says exactly what TFLite does."""
         if padding == _VALID:

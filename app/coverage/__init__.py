@@ -10,7 +10,7 @@ where an adapter exists, and Core ML coverage is predicted on every OS by
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 CoverageSource = Literal["measured", "predicted", "unavailable"]
 # Where `log` comes from: "printed", the runtime printed it in this run (read from its native log);
@@ -29,7 +29,7 @@ class NodeCoverage:
     partition: int | None  # which delegated partition, numbered in execution order from 0; None when not delegated
     reason: str | None  # why it stays on the CPU, or NOT_REPORTED; None when delegated
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -46,7 +46,7 @@ class Coverage:
     nodes: tuple[NodeCoverage, ...] = ()
     log_source: LogSource | None = None  # measured coverages' `log`: printed by the runtime or computed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Its fields, `log_source` beside `log` and only where there is one (JSON written before it
         existed keeps its bytes)."""
         d = asdict(self)

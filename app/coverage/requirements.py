@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from app.coverage import Coverage, NodeCoverage
 from app.system.names import Delegate
@@ -100,7 +101,7 @@ class BrokenBy:
     op: str
     reason: str | None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "op": self.op, "reason": self.reason}
 
 
@@ -122,7 +123,7 @@ class Verdict:
             shown.append(f"… {len(self.nodes) - LINE_NODES} more (--json lists every node)")
         return text + (": " + ", ".join(shown) if shown else "")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "rule": str(self.requirement),
             "passed": self.passed,

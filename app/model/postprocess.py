@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ class Prediction:
     # outside [0, 1] or summing past 1): shown as a number, never as a percentage.
     probability: bool = True
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         out: dict[str, object] = {"index": self.index, "label": self.label, "score": round(self.score, 6)}
         if not self.probability:  # said only when false: a classifier's JSON stays as it was
             out["probability"] = False

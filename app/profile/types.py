@@ -160,7 +160,7 @@ class Profile:
 
     # --- JSON ----------------------------------------------------------------------------------
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("per_run_ms")
         d.pop("per_run_invoke_ms")

@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from app.schemas import versioned
 from app.system.redact import redact_credentials
@@ -181,7 +182,7 @@ def sidecar_path(csv_path: Path) -> Path:
     return Path(csv_path).with_name(Path(csv_path).name + SIDECAR_SUFFIX)
 
 
-def _read_sidecar(csv_path: Path) -> dict:
+def _read_sidecar(csv_path: Path) -> dict[str, Any]:
     """The sidecar: NAME.csv.meta.json, or NAME.json as recordings made before 2026-12 named it (read only
     when it is a session sidecar: a NAME.json beside a newer recording may be bench's --json summary)."""
     for path, legacy in ((sidecar_path(csv_path), False), (Path(csv_path).with_suffix(".json"), True)):

@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ class CpuSplit:
             return f"{where}, this process's threads on CPU {_cpus(self.others)}"
         return f"inference thread on CPU {_cpus(self.inference)}, other threads on CPU {_cpus(self.others)}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"inference": list(self.inference), "others": list(self.others), "child": self.child}
 
 

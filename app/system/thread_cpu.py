@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 READ_EVERY_S = 0.1  # the runtime's threads, read apart from the invoke: see CpuMeter
@@ -148,7 +148,7 @@ class InferenceCpu:
             return None
         return max(0.0, wall_ms - self.inference_thread_ms - self.waited_ms)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "inference_thread": round(self.inference_thread_ms, 3),
             "runtime_threads": None if self.runtime_threads_ms is None else round(self.runtime_threads_ms, 3),

@@ -7,7 +7,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class ImageResult:
         """About threads x 1 when the CPU did the work, much less than 1 when a GPU or NPU did."""
         return self.inference_cpu_ms / self.inference_ms if self.inference_ms > 0 else 0.0
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "image": str(self.image),
             "top": [p.to_dict() for p in self.top],

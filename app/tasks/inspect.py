@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from app.backends import get_backend
 from app.backends.gpu.backend import probe
@@ -50,7 +51,7 @@ class MissingCustomOp:
         """The reason a measured coverage gives in place of its figures."""
         return f"not measurable here: {self.sentence}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"op": self.op, "nodes": list(self.nodes), "reason": self.sentence}
 
 
@@ -76,7 +77,7 @@ class ModelCoverage:
     def by_delegate(self) -> Mapping[str, Coverage]:
         return {"cpu": self.cpu, "gpu": self.gpu, "coreml": self.coreml}
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {name: c.to_dict() for name, c in self.by_delegate().items()}
 
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
 from app.errors import BackendUnavailable
@@ -130,7 +130,7 @@ class SweepRow:
     def measured(self) -> bool:
         return self.outcome == Outcome.MEASURED
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("top1", "answers")}
         d["power"] = self.power.to_dict() if self.power is not None else None
         for key in ("task", "feed", "results", "agreement", "classes", "rounds"):
@@ -161,7 +161,7 @@ class SweepResult:
     def measured(self) -> list[SweepRow]:
         return [r for r in self.rows if r.measured]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         d = {k: v for k, v in asdict(self).items() if k != "rows"}  # rows: their own to_dict (power)
         d["frame_size"] = list(self.frame_size)
         d["rows"] = [r.to_dict() for r in self.rows]
