@@ -24,7 +24,7 @@ POLL_S = 0.05  # how often a pipeline thread blocked in a wait looks at its stop
 class EventKind(StrEnum):
     """Kinds of pipeline events; their values are the CSV's `event` column (docs/csv-format.md)."""
 
-    OPEN = "open"  # the first session opened
+    OPEN = "open"  # the pipeline opened its backend session (before any switch)
     SWITCH = "switch"  # a new session replaced the old one (or a fail-over opened the CPU)
     FALLBACK = "fallback"  # the session opened runs elsewhere than requested
     SWITCH_FAILED = "switch_failed"  # a requested change was refused; the old session runs on

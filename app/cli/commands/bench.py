@@ -57,7 +57,7 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
     _add_thread_options(b.add_argument_group("threads and CPUs"))
     _add_gpu_options(b.add_argument_group("GPU"))
     _add_output_options(b.add_argument_group("output and gates"))
-    _add_compare_options(b.add_argument_group("A/B: the same frames through a second session"))
+    _add_compare_options(b.add_argument_group("A/B: the same frames through side B's own backend session"))
 
 
 def _add_source_options(g: argparse._ArgumentGroup) -> None:
@@ -153,7 +153,7 @@ def _add_compare_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--compare-with",
         choices=list(BACKENDS),
-        help="run the same frames through a second session on this delegate (B)",
+        help="run the same frames through side B's own backend session on this delegate",
     )
     g.add_argument("--compare-model", help="B's model (default: A's); fp32 vs int8, for instance")
     # --compare-labels: B's labels (agreement compares class indices, never label text: app/model/agreement.py).
