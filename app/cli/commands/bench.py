@@ -35,7 +35,7 @@ from app.gates.verdict import GateReport, evaluate
 from app.metrics.energy import paced_clock_sentence, power_lines
 from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
-from app.model.spec import load_model_spec
+from app.model.spec import ModelSpec, load_model_spec
 from app.pipeline import InferenceConfig
 from app.pipeline.plan import FeedPlan
 from app.recording.trace import TraceFacts
@@ -181,6 +181,11 @@ _NOT_IN_AB = {
 def plan_of(args: argparse.Namespace) -> RunPlan:
     """Every setting of the run, from the command line, checked: the one place options become a plan.
     A bad model is exit 3 and a setting A/B cannot honour exit 2, before anything starts."""
+    return _plan_and_model(args)[0]
+
+
+def _plan_and_model(args: argparse.Namespace) -> tuple[RunPlan, ModelSpec]:
+    """The plan, and side A's model as read to check it (its sha256 names the workload a baseline must share)."""
     config = InferenceConfig(
         model=args.model,
         labels=args.labels,
@@ -215,7 +220,7 @@ def plan_of(args: argparse.Namespace) -> RunPlan:
         inference_cpus=args.inference_cpus,
         preprocess_thread={"auto": None, "on": True, "off": False}[args.preprocess_thread],
     )
-    return RunPlan(
+    plan = RunPlan(
         config=config,
         feed=feed,
         compare=b,
@@ -230,6 +235,7 @@ def plan_of(args: argparse.Namespace) -> RunPlan:
         gpu_process=args.gpu_process,
         trace=args.trace,
     )
+    return plan, spec
 
 
 def run(args: argparse.Namespace) -> int:
@@ -239,8 +245,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.csv} exists; recordings are never overwritten")
     if args.trace:
         check_writable(args.trace, "--trace")  # said before the run, not after it
-    plan = plan_of(args)
-    sha256 = load_model_spec(args.model, labels_file=args.labels, options=plan.config.model_options).sha256
+    plan, spec = _plan_and_model(args)  # the model read once: its sha256 names the workload
+    sha256 = spec.sha256
     gate = _gate_plan(args, plan, sha256)  # a bad baseline or budget: exit 2 before anything runs
     if plan.compares:
         return _compare_bench(args, plan, gate)
