@@ -23,10 +23,8 @@ from app.metrics.memory import (
     MemoryReading,
     gpu_mb,
     memory_figures,
-    peak_reset,
-    read_memory,
 )
-from app.metrics.resources import CpuMark, ResourceSampler, cpu_mark, cpu_percentages
+from app.metrics.resources import CpuMark, ResourceSampler, cpu_percentages
 from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.trace import TraceLog
 from app.metrics.window import Metrics, MetricsSnapshot
@@ -44,6 +42,7 @@ from app.system.cpu_affinity import CpuSplit
 from app.system.names import Delegate
 from app.system.power_counters import PowerReading
 from app.tasks.plan import RunPlan, RunState
+from app.tasks.span import SpanEnd, close_span, open_span, warm_up_done, warmed_up
 
 IDLE_S = 2.0
 
@@ -139,8 +138,11 @@ class BenchSummary:
             # Each event as its fields, but the report (the summary's `delegate` says it) and with the
             # model it opened as JSON.
             "events": [
-                {k: v.to_dict() if isinstance(v, ModelFacts | MemoryDelta) else v for k, v in e.__dict__.items()
-                 if k != "report"}
+                {
+                    k: v.to_dict() if isinstance(v, ModelFacts | MemoryDelta) else v
+                    for k, v in e.__dict__.items()
+                    if k != "report"
+                }
                 for e in self.events
             ],
             "wall_s": self.wall_s,
@@ -187,17 +189,15 @@ class _Span:
         self._lock = threading.Lock()
         self._end = False
         self.closed = threading.Event()
-        self.measured_from: float | None = None
-        self.cpu_from: tuple[CpuMark, float] | None = None
-        self.cpu_to: tuple[CpuMark, float] | None = None
-        self.snapshot: MetricsSnapshot | None = None
-        self.closed_at: float | None = None  # monotonic: the measured span's end (its rounds end there)
-        # The power counters read at the span's exact ends (the energy counters' difference is the span's)
+        self.opened: SpanEnd | None = None  # read as the span opened (`span.py`: one rule with A/B's)
+        self.ended: SpanEnd | None = None  # read as it closed
         self.read_power: Callable[[], PowerReading | None] = lambda: None
-        self.power_from: PowerReading | None = None
-        self.power_to: PowerReading | None = None
         self._first_at: float | None = None  # the first result's time: `warm_s` counts from it
-        self.memory_at_close: MemoryReading | None = None  # its VmHWM: the span's peak (reset as it opened)
+        self.snapshot: MetricsSnapshot | None = None
+
+    @property
+    def measured_from(self) -> float | None:
+        return self.opened.t if self.opened else None
 
     def open_now(self) -> None:
         with self._lock:
@@ -238,32 +238,14 @@ class _Span:
         self._metrics.reset()  # warm-up inferences (first-run costs, caches) stay out of the figures
         if self.task is not None:
             self.task = TaskFigures()
-        self.measured_from = time.monotonic()
-        peak_reset()  # the kernel's peak resident set from here: the span's own
-        self.cpu_from = (cpu_mark(), time.time())
-        self.power_from = self.read_power()
+        self.opened = open_span(self.read_power)
         if self._recorder:
             self._recorder.add_row({"event": "measure", "message": warm_up_done(self._plan)})
 
     def _close(self) -> None:
-        self.closed_at = time.monotonic()
-        self.snapshot = self._metrics.snapshot(self.closed_at)
-        self.memory_at_close = read_memory()
-        self.cpu_to = (cpu_mark(), time.time())
-        self.power_to = self.read_power()
+        self.ended = close_span(self.read_power)
+        self.snapshot = self._metrics.snapshot(self.ended.t)
         self.closed.set()
-
-
-def warmed_up(plan: RunPlan, inferences: int, since_first_s: float) -> bool:
-    """Whether the warm-up is over: `warmup` inferences in and `warm_s` seconds since the first result.
-    One rule for a single run and each side of an A/B run."""
-    return inferences >= plan.warmup and since_first_s >= plan.warm_s
-
-
-def warm_up_done(plan: RunPlan) -> str:
-    """The `measure` event's message in a recording: the warm-up that ended."""
-    warm = f" over {plan.warm_s:g} s or more" if plan.warm_s > 0 else ""
-    return f"warm-up of {plan.warmup} inferences{warm} done"
 
 
 class _BenchRun:
@@ -367,17 +349,18 @@ def run_bench(
 def _summary(run: _BenchRun, status: Status, cancelled: bool) -> BenchSummary:
     """What the finished run measured, assembled once everything has stopped."""
     plan, pipeline, span, metrics = run.plan, run.pipeline, run.span, run.metrics
-    assert span.snapshot is not None and span.cpu_to is not None
-    measured_cpu = _measured_cpu(span.cpu_from, span.cpu_to) if span.cpu_from else None
+    opened, ended = span.opened, span.ended
+    assert span.snapshot is not None and ended is not None
+    measured_cpu = _measured_cpu(opened.cpu, ended.cpu) if opened else None
     snap = span.snapshot
     if measured_cpu:
         snap = replace(snap, **{k: getattr(measured_cpu, k) for k in _SPAN_CPU_KEYS})
     report = pipeline.delegation_report()
     rounds = power = None
-    if span.measured_from is not None and span.closed_at is not None:
-        rounds = measure_rounds(metrics, metrics.started_at, span.closed_at, plan.rounds)
-        during = run.sampler.power_between(span.measured_from, span.closed_at)
-        ends = [r for r in (span.power_from, *during, span.power_to) if r is not None]
+    if opened is not None:
+        rounds = measure_rounds(metrics, metrics.started_at, ended.t, plan.rounds)
+        during = run.sampler.power_between(opened.t, ended.t)
+        ends = [r for r in (opened.power, *during, ended.power) if r is not None]
         used = str(report.used) if report is not None else None
         power = power_figures(run.idle, sorted(ends, key=lambda r: r.t), snap.inferences_total, used)
     recording = None
@@ -415,7 +398,7 @@ def _summary(run: _BenchRun, status: Status, cancelled: bool) -> BenchSummary:
         placement=pipeline.preprocessing,
         plan=plan,
         cancelled=cancelled,
-        memory=run_memory(pipeline.worker, run.sampler, span.measured_from, span.closed_at, span.memory_at_close),
+        memory=run_memory(pipeline.worker, run.sampler, span.measured_from, ended.t, ended.memory),
         trace=trace,
     )
 

@@ -14,7 +14,7 @@ from typing import Any
 from app.backends import DelegationReport
 from app.backends.describe import speed_sentence
 from app.metrics.energy import PowerFigures, paced_clock_sentence, power_figures
-from app.metrics.memory import MemoryFigures, MemoryReading, peak_reset, read_memory
+from app.metrics.memory import MemoryFigures, MemoryReading
 from app.metrics.resources import ResourceSampler
 from app.metrics.rounds import Rounds, measure_rounds
 from app.metrics.trace import TraceLog
@@ -35,8 +35,9 @@ from app.recording.trace import TraceFacts, write_trace
 from app.recording.writer import RecordingWriter, neutralise
 from app.sources import CapturedFrames
 from app.system.power_counters import PowerReading
-from app.tasks.bench import not_a_classifier, read_idle, run_memory, warm_up_done, warmed_up
+from app.tasks.bench import not_a_classifier, read_idle, run_memory
 from app.tasks.plan import RunPlan, RunState
+from app.tasks.span import close_span, open_span, warm_up_done, warmed_up
 
 _POLL_S = 0.05
 _PROGRESS_EVERY_S = 0.5  # as a single run's progress line
@@ -279,9 +280,8 @@ def _measure(
     for side, sink in sinks.items():
         sink.recorder.add_row({"event": "measure", "message": warm_up_done(plan)},
                               monotonic=cp.metrics[side].started_at)  # fmt: skip
-    measured_from = time.monotonic()
-    power_from = sampler.read_power_now()
-    peak_reset()  # the kernel's peak resident set from here: the span's own
+    opened = open_span(sampler.read_power_now)  # as a single run's span opens (`span.py`)
+    measured_from = opened.t
 
     shown = [-float("inf")]
 
@@ -297,17 +297,16 @@ def _measure(
 
     _wait(done, 3600 if plan.frames is not None else (plan.seconds or 0) + 1, cp)
     ended = time.monotonic()
-    power_to = sampler.read_power_now()
-    snaps = cp.snapshots(ended)
-    memory = read_memory()
+    snaps = cp.snapshots(ended)  # first: a result published while the ends are read is not the span's
+    closed = close_span(sampler.read_power_now, ended)
     for sink in sinks.values():
         sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
-    readings = (power_from, *sampler.power_between(measured_from, ended), power_to)
+    readings = (opened.power, *sampler.power_between(measured_from, ended), closed.power)
     # One set of frames for the summary and the comparison CSV: those compared within the measured span
     # (report reads the same count back from the CSV: app/recording/ab.py).
     return _Span(measured_from, ended, tuple(sorted((r for r in readings if r is not None), key=lambda r: r.t)),
                  snaps, cp.comparator.summary(until=ended), tuple(cp.comparator.measured(ended)), cp.status(),
-                 state.cancelled, memory)  # fmt: skip
+                 state.cancelled, closed.memory)  # fmt: skip
 
 
 def _compare_summary(
