@@ -358,3 +358,57 @@ def test_a_hand_model_with_world_landmarks_reads_its_image_landmarks(tmp_path: P
     points = run.json()["results"][0]["keypoints"]
     assert points[0]["name"] == "wrist" and len(points) == 21
     assert np.allclose([[p["x"], p["y"]] for p in points], image[:, :2] / 224, atol=1e-5)
+
+
+def _face_mesh_with_attention(flag_logit: float) -> bytes:
+    """MediaPipe's face_landmark_with_attention outputs, as its file orders and names them."""
+    mesh = np.stack([np.linspace(10, 180, 468), np.full(468, 96.0), np.zeros(468)], axis=1).astype(np.float32)
+    left = np.array([[60, 80], [66, 80], [60, 74], [54, 80], [60, 86]], np.float32)
+    right = left + np.array([72, 0], np.float32)
+    return constant_outputs(192, [
+        ("output_mesh_identity", mesh.reshape(1, 1, -1)), ("output_lips", np.full((1, 1, 160), 96.0, np.float32)),
+        ("output_left_eye", np.full((1, 1, 142), 80.0, np.float32)),
+        ("output_right_eye", np.full((1, 1, 142), 80.0, np.float32)),
+        ("output_left_iris", left.reshape(1, 1, -1)), ("output_right_iris", right.reshape(1, 1, -1)),
+        ("conv_faceflag", np.full((1, 1, 1), flag_logit, np.float32)),
+    ])  # fmt: skip
+
+
+def test_the_face_mesh_with_attention_gives_468_mesh_points_and_both_irises(tmp_path: Path):
+    model = tmp_path / "face_landmark_with_attention.tflite"
+    model.write_bytes(_face_mesh_with_attention(2.0))
+    spec = load_model_spec(model)
+    assert spec.task is not None and spec.task.task == Task.KEYPOINTS and "with attention" in spec.task.evidence
+    assert spec.normalization.std == (255.0,) * 3 and "face_landmark" in spec.normalization.source
+    run = run_cli("predict", "--model", model, "--json", PHOTOS / "coffee.jpg")
+    assert run.returncode == 0, run.stderr
+    result = run.json()["results"][0]
+    points = {p["name"]: (p["x"], p["y"]) for p in result["keypoints"]}
+    assert len(points) == 478 and points["mesh 467"] == pytest.approx((180 / 192, 0.5))
+    assert points["left iris center"] == pytest.approx((60 / 192, 80 / 192))
+    assert points["right iris center"] == pytest.approx((132 / 192, 80 / 192))
+    assert points["right iris top"][1] < points["right iris center"][1] < points["right iris bottom"][1]
+    assert result["confidence"] == pytest.approx(1 / (1 + math.exp(-2.0)), abs=1e-4)  # the flag's sigmoid
+    under = tmp_path / "under.tflite"
+    under.write_bytes(_face_mesh_with_attention(-3.0))
+    text = run_cli("predict", "--model", under, PHOTOS / "coffee.jpg")
+    assert "confidence 0.05 (under 0.5: MediaPipe's graph gives no points)" in text.stdout
+
+
+def test_a_face_mesh_missing_a_part_is_not_taken_for_one(tmp_path: Path):
+    mesh = np.zeros((1, 1, 1404), np.float32)
+    model = tmp_path / "mesh_and_flag.tflite"
+    model.write_bytes(constant_outputs(192, [("mesh", mesh), ("lips", np.zeros((1, 1, 160), np.float32)),
+                                             ("flag", np.zeros((1, 1, 1), np.float32))]))  # fmt: skip
+    task = load_model_spec(model).task
+    assert task is not None and "with attention" not in task.evidence
+
+
+@pytest.mark.parametrize(("points", "graph"), [(21, "hand_landmark_cpu.pbtxt"), (468, "face_landmark")])
+def test_hand_and_face_mesh_regressors_are_fed_the_unit_range_their_graphs_feed(tmp_path: Path, points: int,
+                                                                               graph: str):  # fmt: skip
+    model = tmp_path / "landmarks.tflite"
+    model.write_bytes(constant_outputs(192, [("Identity", np.zeros(points * 3, np.float32)),
+                                             ("Identity_1", np.array([0.9], np.float32))]))  # fmt: skip
+    norm = load_model_spec(model).normalization
+    assert (norm.mean, norm.std) == ((0.0,) * 3, (255.0,) * 3) and graph in norm.source

@@ -369,7 +369,8 @@ class TaskDecoder:
         infos = self.spec.outputs
         confidence = None
         if model.flag is not None:
-            confidence = _finite(float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0]))
+            flag = float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0])
+            confidence = _finite(float(sigmoid(flag)) if model.flag_logit else flag)
         mask = None
         if model.mask is not None:
             logits = dequantized(infos[model.mask], outputs[model.mask])

@@ -265,12 +265,13 @@ IRIS_BONES = tuple((EYE_POINTS + a, EYE_POINTS + b) for a, b in ((1, 2), (2, 3),
 class LandmarkModel:
     """Where a MediaPipe landmark model's points are and what goes with them."""
 
-    kind: str  # "pose" | "iris"
+    kind: str  # "pose" | "iris" | "face mesh"
     parts: tuple[tuple[int, int, int], ...]  # (output index, points read, values per point), in order
     names: tuple[str, ...]
     bones: tuple[tuple[int, int], ...]
-    flag: int | None = None  # output index of the presence flag (pose)
+    flag: int | None = None  # output index of the presence flag (pose, face mesh)
     mask: int | None = None  # output index of the segmentation logits (pose)
+    flag_logit: bool = False  # the flag is a logit, made a probability by a SIGMOID (face mesh)
 
 
 def landmark_model(outputs: Sequence[tuple[str, tuple[int, ...], str]]) -> tuple[LandmarkModel, str] | None:
@@ -303,7 +304,41 @@ def landmark_model(outputs: Sequence[tuple[str, tuple[int, ...], str]]) -> tuple
             "(its centre and four edge points), (x, y, z) in input pixels"
         )
         return model, evidence
-    return None
+    return _face_mesh_with_attention(outputs, flat, singles)
+
+
+# The face mesh with attention (mediapipe/modules/face_landmark/tensors_to_face_landmarks_with_attention.pbtxt):
+# six landmark tensors — the mesh, 468 x (x, y, z); lips, 80 x (x, y); each eye, 71 x (x, y); each iris, 5 x
+# (x, y), all in input pixels — and the face flag, a logit (face_landmark_side_model_cpu.pbtxt: SIGMOID, then
+# a threshold of 0.5). Its graph refines the mesh's lip and eye points with the lips' and eyes' tensors and
+# appends the irises as points 468-477; here the mesh's own points are given, with the irises appended.
+MESH_POINTS, LIPS_POINTS = 468, 80
+
+
+def _face_mesh_with_attention(
+    outputs: Sequence[tuple[str, tuple[int, ...], str]], flat: dict[int, int], singles: list[int]
+) -> tuple[LandmarkModel, str] | None:
+    sized = {n: [i for i, m in flat.items() if m == n] for n in (MESH_POINTS * 3, LIPS_POINTS * 2, EYE_POINTS * 2,
+                                                                 IRIS_POINTS * 2)}  # fmt: skip
+    counts = [len(v) for v in sized.values()]
+    if counts != [1, 1, 2, 2] or len(singles) != 1 or len(outputs) != 7:
+        return None
+    mesh, irises = sized[MESH_POINTS * 3][0], sized[IRIS_POINTS * 2]
+    # Left first: by the tensors' names where they say it, else in the model's order, as the graph splits them.
+    left, right = sorted(irises, key=lambda i: "right" in outputs[i][0].lower())
+    names = (tuple(f"mesh {i}" for i in range(MESH_POINTS)) + tuple(f"left {n}" for n in IRIS_NAMES)
+             + tuple(f"right {n}" for n in IRIS_NAMES))  # fmt: skip
+    bones = tuple((MESH_POINTS + IRIS_POINTS * side + a - EYE_POINTS, MESH_POINTS + IRIS_POINTS * side + b - EYE_POINTS)
+                  for side in (0, 1) for a, b in IRIS_BONES)  # fmt: skip
+    model = LandmarkModel("face mesh", ((mesh, MESH_POINTS, 3), (left, IRIS_POINTS, 2), (right, IRIS_POINTS, 2)),
+                          names, bones, flag=singles[0], flag_logit=True)  # fmt: skip
+    evidence = (
+        f"structure: output '{outputs[mesh][0]}' {list(outputs[mesh][1])} beside lips, eyes and irises tensors and "
+        f"a face flag '{outputs[singles[0]][0]}': MediaPipe's face mesh with attention, 468 mesh points (x, y, z) "
+        "and 5 points of each iris; the lips' and eyes' refinements of the mesh are not applied; the face flag "
+        "through a sigmoid is the confidence"
+    )
+    return model, evidence
 
 
 def sigmoid(values: np.ndarray) -> np.ndarray:

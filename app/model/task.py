@@ -25,7 +25,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from app.errors import ModelError
-from app.model.mediapipe import AnchorDetectionLayout, LandmarkModel, anchor_layout, landmark_model
+from app.model.mediapipe import MESH_POINTS, AnchorDetectionLayout, LandmarkModel, anchor_layout, landmark_model
 from app.tflite.file import TensorInfo, TfliteInfo
 
 
@@ -356,8 +356,17 @@ def mediapipe_unit_input(layout: Layout) -> str | None:
         return "mediapipe/modules/palm_detection/palm_detection_cpu.pbtxt"
     if isinstance(layout, KeypointsLayout) and layout.model is not None:
         return {"pose": "mediapipe/modules/pose_landmark/pose_landmark_by_roi_cpu.pbtxt",
-                "iris": "mediapipe/modules/iris_landmark/iris_landmark_cpu.pbtxt"}.get(layout.model.kind)  # fmt: skip
+                "iris": "mediapipe/modules/iris_landmark/iris_landmark_cpu.pbtxt",
+                "face mesh": _FACE_MESH_GRAPH}.get(layout.model.kind)  # fmt: skip
+    if isinstance(layout, KeypointsLayout) and layout.style == "landmarks":
+        # A lone regressor of MediaPipe's hand (21 points) or face mesh (468): its graph's ImageToTensorCalculator
+        # takes [0, 1] (output_tensor_float_range).
+        return {21: "mediapipe/modules/hand_landmark/hand_landmark_cpu.pbtxt",
+                MESH_POINTS: _FACE_MESH_GRAPH}.get(layout.points)  # fmt: skip
     return None
+
+
+_FACE_MESH_GRAPH = "mediapipe/modules/face_landmark/face_landmark_side_model_cpu.pbtxt"
 
 
 # How a 4-channel image input is fed (app/model/preprocess.py), said beside the task: MediaPipe's hair
