@@ -281,3 +281,22 @@ def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None 
     if len(result.outputs) > RAW_LINES:
         rows.append(Line(f"+{len(result.outputs) - RAW_LINES} more outputs"))
     return rows
+
+
+def point_at(target: QRectF, results: tuple[TaskResult | None, ...], pos: QPointF, reach: float = 10.0) -> str | None:
+    """What a tooltip says of the keypoint drawn nearest `pos` (a landmark model's, or a detection's eyes,
+    nose...), within `reach` pixels: its name and score, and the side's letter while A and B are compared;
+    None when no point is that close."""
+    best: tuple[float, str] | None = None
+    for side, result in enumerate(results):
+        if result is None:
+            continue
+        points = [*result.keypoints, *(k for d in result.detections for k in d.keypoints)]
+        for k in points:
+            distance = math.hypot(
+                target.x() + k.x * target.width() - pos.x(), target.y() + k.y * target.height() - pos.y()
+            )
+            if distance <= reach and (best is None or distance < best[0]):
+                score = "" if k.score is None else f" · score {k.score:.2f}"
+                best = (distance, f"{'AB'[side]}: {k.name}{score}" if len(results) > 1 else f"{k.name}{score}")
+    return best[1] if best else None

@@ -7,9 +7,9 @@ from collections import deque
 
 import cv2
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QImage, QPainter, QPaintEvent, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QHelpEvent, QImage, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from app.live.mask import MaskPreparer
 from app.model.task import Task
@@ -23,6 +23,7 @@ from app.ui.views.overlay import (
     draw_keypoints,
     draw_mask,
     frame_rect,
+    point_at,
     task_lines,
 )
 
@@ -93,6 +94,20 @@ class VideoView(QWidget):
         self._font.setPointSizeF(max(9.0, self._font.pointSizeF()))
         self._bold = QFont(self._font)
         self._bold.setBold(True)
+
+    def event(self, event: QEvent) -> bool:
+        """Hovering over a keypoint names it (and its score) in a tooltip."""
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent):
+            results = (self._result, self._result_b) if self._result_b is not None else (self._result,)
+            tasks = tuple(r.task if r is not None else None for r in results)
+            text = point_at(self.image_rect(), tasks, QPointF(event.pos()))
+            if text:
+                QToolTip.showText(event.globalPos(), text, self)
+            else:
+                QToolTip.hideText()
+                event.ignore()
+            return True
+        return super().event(event)
 
     @property
     def badge_text(self) -> str:
