@@ -14,6 +14,7 @@ from app.model.task import Task
 from app.tflite.file import read_tflite
 from tests.builders import any_models
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.letterbox import on_photo
 from tests.helpers.paths import PHOTOS, TEST_MODELS
 from tests.helpers.vulkan import NO_VULKAN
 
@@ -200,8 +201,8 @@ def test_a_landmark_regressor_beside_a_score(built: dict[str, Path]):
     assert out["model"]["task"]["name"] == "keypoints"
     points = out["results"][0]["keypoints"]
     assert [p["name"] for p in points][:2] == ["wrist", "thumb cmc"] and len(points) == 21
-    # The whole frame resized to 16x16: a point at input pixel x is x / 16 of the photo's width.
-    assert np.allclose([[p["x"], p["y"]] for p in points], POINTS / any_models.SIZE, atol=1e-5)
+    # 21 hand points: the whole frame letterboxed into 16x16 (MediaPipe's hand graph), mapped back through its bars.
+    assert np.allclose([[p["x"], p["y"]] for p in points], on_photo(POINTS / any_models.SIZE, COFFEE), atol=1e-5)
     assert all(p["score"] is None for p in points)
 
 

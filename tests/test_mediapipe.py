@@ -28,6 +28,7 @@ from app.model.task import Task
 from tests.builders import any_models
 from tests.builders.mediapipe_models import constant_outputs, ssd_head
 from tests.helpers.cli import run_cli
+from tests.helpers.letterbox import on_photo
 from tests.helpers.paths import PHOTOS
 
 SHORT, FULL, POSE, BACK = KNOWN_GRIDS
@@ -177,16 +178,21 @@ def test_a_full_range_face_head_is_decoded_end_to_end(heads: dict[str, Path]):
     out = run.json()
     assert out["model"]["task"]["name"] == "detection" and "2304 anchors" in out["model"]["task"]["evidence"]
     [face] = out["results"][0]["detections"]
-    # Two anchors a cell apart (1/48) merge, weighted by sigmoid(2) and sigmoid(1); the whole frame is resized
-    # to the input, so input coordinates are the photo's.
+    # Two anchors a cell apart (1/48) merge, weighted by sigmoid(2) and sigmoid(1); the photo (600x400) is
+    # letterboxed into the square input, as MediaPipe's graph feeds it: input coordinates map through its bars.
     w1, w2 = 1 / (1 + math.exp(-2)), 1 / (1 + math.exp(-1))
     cx, cy = 24.5 / 48 + (w2 / (w1 + w2)) / 48, 24.5 / 48
     assert face["score"] == pytest.approx(w1, abs=1e-6) and face["label"] == "face"
-    assert face["box"] == pytest.approx([cy - 0.2, cx - 0.15, cy + 0.2, cx + 0.15], abs=1e-5)
+    (xmin, ymin), (xmax, ymax) = on_photo(
+        np.array([[cx - 0.15, cy - 0.2], [cx + 0.15, cy + 0.2]]), PHOTOS / "coffee.jpg"
+    )
+    assert face["box"] == pytest.approx([ymin, xmin, ymax, xmax], abs=1e-5)
+    assert ymin == pytest.approx(0.5 - 0.2 * 1.5 - 0.5 / 48 * 0 + (cy - 0.5) * 1.5, abs=1e-5)  # bars above and below
     points = {k["name"]: (k["x"], k["y"]) for k in face["keypoints"]}
     assert list(points) == FACE_NAMES
-    assert points["right eye"] == pytest.approx((cx - 0.1, cy - 0.1), abs=1e-5)
-    assert points["mouth"] == pytest.approx((cx, cy + 0.1), abs=1e-5)
+    eye, mouth = on_photo(np.array([[cx - 0.1, cy - 0.1], [cx, cy + 0.1]]), PHOTOS / "coffee.jpg")
+    assert points["right eye"] == pytest.approx(tuple(eye), abs=1e-5)
+    assert points["mouth"] == pytest.approx(tuple(mouth), abs=1e-5)
 
 
 def test_a_palm_head_scoring_nothing_gives_no_detection(heads: dict[str, Path]):
@@ -357,7 +363,10 @@ def test_a_hand_model_with_world_landmarks_reads_its_image_landmarks(tmp_path: P
     assert run.returncode == 0, run.stderr
     points = run.json()["results"][0]["keypoints"]
     assert points[0]["name"] == "wrist" and len(points) == 21
-    assert np.allclose([[p["x"], p["y"]] for p in points], image[:, :2] / 224, atol=1e-5)
+    # Letterboxed as MediaPipe's hand graph feeds it (keep_aspect_ratio): through the bars to the photo.
+    assert np.allclose(
+        [[p["x"], p["y"]] for p in points], on_photo(image[:, :2] / 224, PHOTOS / "coffee.jpg"), atol=1e-5
+    )
 
 
 def _face_mesh_with_attention(flag_logit: float) -> bytes:

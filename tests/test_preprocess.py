@@ -80,3 +80,28 @@ def test_fast_shrink_stays_close_to_area_averaging():
     reference = cv2.resize(crop, (100, 100), interpolation=cv2.INTER_AREA).astype(float)
     assert np.abs(shrink(crop, 100, 100).astype(float) - reference).mean() < 1.0  # grey levels of 255
     assert shrink(crop, 600, 600).shape == (600, 600, 3)  # enlarging: bilinear
+
+
+def test_a_letterbox_box_holds_the_whole_frame_centred_at_the_inputs_aspect():
+    from app.model.preprocess import CropBox, letterbox_box
+
+    assert letterbox_box(600, 400, 1.0) == CropBox(0, -100, 600, 600)  # bars above and below
+    assert letterbox_box(400, 600, 1.0) == CropBox(-100, 0, 600, 600)  # bars left and right
+    assert letterbox_box(640, 480, 4 / 3) == CropBox(0, 0, 640, 480)  # the same aspect: no bars
+
+
+def test_a_letterboxing_model_sees_the_frame_unstretched_between_black_bars(tmp_path):
+    from tests.builders.mediapipe_models import constant_outputs
+
+    model = tmp_path / "hand.tflite"  # 21 hand points: MediaPipe's graph letterboxes (keep_aspect_ratio)
+    model.write_bytes(constant_outputs(64, [("Identity", np.zeros(63, np.float32)),
+                                            ("Identity_1", np.array([0.9], np.float32))]))  # fmt: skip
+    spec = load_model_spec(model)
+    assert spec.letterboxes and not spec.crops
+    pre = Preprocessor(spec)
+    frame = np.full((40, 80, 3), 200, np.uint8)  # 2:1, grey
+    rgb = pre.rgb(frame)
+    assert rgb.shape == (64, 64, 3)
+    assert (rgb[:16] == 0).all() and (rgb[48:] == 0).all()  # black bars, a quarter of the height each
+    assert (rgb[17:47] == 200).all()  # the frame between them, its aspect kept
+    assert pre.crop_box(80, 40).y == -20 and pre.crop_box(80, 40).height == 80  # results map back through it

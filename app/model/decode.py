@@ -369,8 +369,8 @@ class TaskDecoder:
         infos = self.spec.outputs
         confidence = None
         if model.flag is not None:
-            flag = float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0])
-            confidence = _finite(float(sigmoid(flag)) if model.flag_logit else flag)
+            value = float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0])
+            confidence = _finite(float(sigmoid(value)) if model.flag_logit else value)
         mask = None
         if model.mask is not None:
             logits = dequantized(infos[model.mask], outputs[model.mask])

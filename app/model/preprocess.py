@@ -37,6 +37,16 @@ def centre_crop_box(frame_width: int, frame_height: int, aspect: float) -> CropB
     return CropBox((frame_width - w) // 2, (frame_height - h) // 2, w, h)
 
 
+def letterbox_box(frame_width: int, frame_height: int, aspect: float) -> CropBox:
+    """Smallest centred box with width/height == aspect holding the whole frame: its offsets are negative
+    where it reaches past the frame (the black bars a letterbox adds)."""
+    if frame_width / frame_height > aspect:
+        w, h = frame_width, max(1, round(frame_width / aspect))
+    else:
+        w, h = max(1, round(frame_height * aspect)), frame_height
+    return CropBox(-((w - frame_width) // 2), -((h - frame_height) // 2), w, h)
+
+
 def as_bgr_uint8(frame: np.ndarray) -> np.ndarray:
     """Accept grey, BGR, BGRA and 16-bit frames; anything else is a ValueError."""
     if frame.dtype == np.uint16:
@@ -81,11 +91,12 @@ class Preprocessor:
         self.dtype = spec.input_dtype
         self.channels = spec.channels
         self.crops = spec.crops  # classification: centre crop; other tasks: the whole frame, resized
+        self.letterboxes = spec.letterboxes  # ... or scaled to fit, aspect kept, in black bars (MediaPipe's)
         self._lut = self.lookup_table(spec)
         shape = (self.height, self.width, self.channels) if self.channels != 1 else (self.height, self.width)
         self._rgb = np.empty(shape, np.uint8)
         self._out = np.empty((1, self.height, self.width, self.channels), self.dtype)
-        self._key = (self.height, self.width, str(self.dtype), self.channels, self.crops,
+        self._key = (self.height, self.width, str(self.dtype), self.channels, self.crops, self.letterboxes,
                      hashlib.sha1(self._lut.tobytes()).hexdigest())  # fmt: skip
 
     @staticmethod
@@ -108,6 +119,8 @@ class Preprocessor:
         return values.astype(dtype).reshape(1, 256, channels)
 
     def crop_box(self, frame_width: int, frame_height: int) -> CropBox:
+        if self.letterboxes:
+            return letterbox_box(frame_width, frame_height, self.width / self.height)
         if not self.crops:
             return CropBox(0, 0, frame_width, frame_height)
         return centre_crop_box(frame_width, frame_height, self.width / self.height)
@@ -121,8 +134,20 @@ class Preprocessor:
         Two models with the same input size share this stage (A/B comparison)."""
         bgr = as_bgr_uint8(frame)
         box = self.crop_box(bgr.shape[1], bgr.shape[0])
+        if self.letterboxes:
+            return cv2.cvtColor(self._letterboxed(bgr, box), _CONVERSIONS[self.channels], dst=out)
         crop = bgr[box.y : box.y + box.height, box.x : box.x + box.width]
         return cv2.cvtColor(shrink(crop, self.width, self.height), _CONVERSIONS[self.channels], dst=out)
+
+    def _letterboxed(self, bgr: np.ndarray, box: CropBox) -> np.ndarray:
+        """The frame shrunk into its share of the input, black around it (`box` reaches past the frame)."""
+        h, w = bgr.shape[:2]
+        sx, sy = self.width / box.width, self.height / box.height
+        left, top = round(-box.x * sx), round(-box.y * sy)
+        inner_w, inner_h = max(1, min(self.width - left, round(w * sx))), max(1, min(self.height - top, round(h * sy)))
+        canvas = np.zeros((self.height, self.width, 3), np.uint8)
+        canvas[top : top + inner_h, left : left + inner_w] = shrink(bgr, inner_w, inner_h)
+        return canvas
 
     def from_rgb(self, rgb: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """Stage 2: normalisation and quantization for this model (one table lookup), into

@@ -37,6 +37,7 @@ from app.model.task import (
     TaskChoice,
     infer_task,
     labels_beside,
+    letterboxed,
     mediapipe_unit_input,
 )
 from app.system.paths import models_dir
@@ -186,6 +187,14 @@ class ModelSpec:
         """Classification sees a centre crop; the other image tasks the whole frame resized, as LiteRT's
         Task Library feeds detectors, segmenters and pose models."""
         return self.kind == Task.CLASSIFICATION
+
+    @property
+    def letterboxes(self) -> bool:
+        """MediaPipe's detectors and hand landmarks see the whole frame scaled to fit, its aspect kept and the
+        rest black, as their graphs' ImageToTensorCalculator does (keep_aspect_ratio, BORDER_ZERO:
+        mediapipe/modules/face_detection/face_detection.pbtxt, palm_detection/palm_detection_cpu.pbtxt,
+        hand_landmark/hand_landmark_cpu.pbtxt); a stretched face is not the face the model learnt."""
+        return letterboxed(self.task.layout if self.task is not None else None)
 
     @property
     def channels(self) -> int:

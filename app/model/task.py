@@ -369,6 +369,15 @@ def mediapipe_unit_input(layout: Layout) -> str | None:
 _FACE_MESH_GRAPH = "mediapipe/modules/face_landmark/face_landmark_side_model_cpu.pbtxt"
 
 
+def letterboxed(layout: Layout | None) -> bool:
+    """Whether MediaPipe's graph feeds this model the frame scaled to fit, aspect kept (ModelSpec.letterboxes):
+    its anchor-based detectors, and a lone regressor of 21 hand points."""
+    if isinstance(layout, AnchorDetectionLayout):
+        return True
+    return isinstance(layout, KeypointsLayout) and layout.model is None and layout.style == "landmarks" and (
+        layout.points == 21)  # fmt: skip
+
+
 # How a 4-channel image input is fed (app/model/preprocess.py), said beside the task: MediaPipe's hair
 # segmentation (mediapipe/graphs/hair_segmentation/hair_segmentation_desktop_live.pbtxt, SetAlphaCalculator)
 # takes the previous frame's mask there, which is not fed back here.

@@ -81,9 +81,10 @@ def _print_lines(spec: ModelSpec, report: DelegationReport, results: list[Predic
     inp = spec.input
     task = spec.task
     print(f"model     {spec.display_name}  ({spec.path})")
+    framing = "centre crop" if spec.crops else "whole frame, letterboxed" if spec.letterboxes else "whole frame"
     print(
         f"          input {'x'.join(str(d) for d in inp.shape)} {inp.dtype}, sha256 {spec.sha256[:12]}; "
-        f"{'centre crop' if spec.crops else 'whole frame'}, {spec.normalization.describe()}"
+        f"{framing}, {spec.normalization.describe()}"
     )
     print(f"          task {spec.kind.value}" + (f" ({task.evidence})" if task else ""))
     print(f"          labels: {spec.labels.source}")
