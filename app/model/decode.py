@@ -370,7 +370,7 @@ class TaskDecoder:
         confidence = None
         if model.flag is not None:
             value = float(dequantized(infos[model.flag], outputs[model.flag]).reshape(-1)[0])
-            confidence = _finite(float(sigmoid(value)) if model.flag_logit else value)
+            confidence = _finite(float(sigmoid(np.asarray(value))) if model.flag_logit else value)
         mask = None
         if model.mask is not None:
             logits = dequantized(infos[model.mask], outputs[model.mask])
