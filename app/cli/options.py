@@ -174,11 +174,20 @@ def add_image_arguments(p: argparse.ArgumentParser, top_k_help: str) -> None:
     add_backend_options(p)
     p.add_argument("--top-k", type=positive_int, default=5, help=top_k_help)
     p.add_argument(
-        "--mean", type=one_or_three_floats, help="normalisation mean, one value or R,G,B (overrides the model's own)"
+        "--mean",
+        type=one_or_three_floats,
+        help="the model's input is (pixel - mean) / std, pixels 0-255 in RGB: the mean, one value or R,G,B "
+        "(default: the model's sidecar, else its TFLite metadata, else 127.5 for a float input and raw pixels "
+        "for an integer one; docs/howto-models.md)",
     )
-    p.add_argument("--std", type=one_or_three_floats, help="normalisation std, one value or R,G,B")
+    p.add_argument(
+        "--std",
+        type=one_or_three_floats,
+        help="the std of (pixel - mean) / std, one value or R,G,B, not 0 (default as --mean; 127.5 when only "
+        "--mean is given)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("images", nargs="+", type=Path, metavar="IMAGE")
+    p.add_argument("images", nargs="+", type=Path, metavar="IMAGE", help="image files (any format OpenCV reads)")
 
 
 def add_gate_options(parser: argparse.ArgumentParser | argparse._ArgumentGroup, baseline: bool = True) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtCore import QByteArray, QDataStream, QSettings
 from app.backends import BACKENDS
 from app.backends.options import ComputeUnits, GpuPrecision
 from app.errors import SourceError
+from app.model.decode import DETECTION_THRESHOLD
 from app.model.spec import bundled_models
 from app.sources import parse_source_spec
 
@@ -52,6 +53,8 @@ _disarm_pyobject_unpickling()
 
 @dataclass
 class SavedSettings:
+    """What the window remembers, one settings-file key per field (docs/settings.md lists each)."""
+
     source: str | None = None
     model: str | None = None
     delegate: str = "cpu"
@@ -61,12 +64,34 @@ class SavedSettings:
     units: str = "all"
     throttle_ms: float = 0.0
     top_k: int = 5
-    threshold: float = 0.0
+    threshold: float = DETECTION_THRESHOLD  # as predict's and bench's --score-threshold
     recordings_dir: str | None = None
 
     def update(self, **values: object) -> None:
         for key, value in values.items():
             setattr(self, key, value)
+
+
+# How each key of a fixed set of values or a range is checked when read back; source, model,
+# recordings_dir (paths) and allow_software (a flag) have their own rules in load_settings.
+# tests/ui/test_settings_reference.py holds docs/settings.md to these.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "delegate": tuple(BACKENDS),
+    "precision": tuple(GpuPrecision),
+    "units": tuple(ComputeUnits),
+}
+RANGES: dict[str, tuple[type, float, float]] = {  # key: (type, lowest, highest)
+    "threads": (int, 1, 256),
+    "throttle_ms": (float, 0.0, 10_000.0),
+    "top_k": (int, 1, 10),
+    "threshold": (float, 0.0, 1.0),
+}
+GEOMETRY, WINDOW_STATE = "geometry", "windowState"  # Qt's own blobs: the window's size and its docks
+
+
+def setting_keys() -> tuple[str, ...]:
+    """Every key the window reads from and writes to its settings file."""
+    return (*(f.name for f in fields(SavedSettings)), GEOMETRY, WINDOW_STATE)
 
 
 def load_settings(store: QSettings) -> tuple[SavedSettings, list[str]]:
@@ -97,13 +122,10 @@ def load_settings(store: QSettings) -> tuple[SavedSettings, list[str]]:
             bad("model", model, "no such .tflite file")
         else:
             saved.model = model
-    _choice(saved, raw, "delegate", tuple(BACKENDS), bad)
-    _choice(saved, raw, "precision", tuple(GpuPrecision), bad)
-    _choice(saved, raw, "units", tuple(ComputeUnits), bad)
-    _number(saved, raw, "threads", int, 1, 256, bad)
-    _number(saved, raw, "throttle_ms", float, 0.0, 10_000.0, bad)
-    _number(saved, raw, "top_k", int, 1, 10, bad)
-    _number(saved, raw, "threshold", float, 0.0, 1.0, bad)
+    for key, allowed in CHOICES.items():
+        _choice(saved, raw, key, allowed, bad)
+    for key, (number_type, lo, hi) in RANGES.items():
+        _number(saved, raw, key, number_type, lo, hi, bad)
     if raw["allow_software"] is not None:
         saved.allow_software = str(raw["allow_software"]).lower() in ("true", "1")
     if raw["recordings_dir"] and (text := _text(raw, "recordings_dir", bad)):
@@ -147,8 +169,8 @@ def save_settings(store: QSettings, saved: SavedSettings, geometry: QByteArray, 
             store.remove(f.name)
         else:
             store.setValue(f.name, value)
-    store.setValue("geometry", geometry)
-    store.setValue("windowState", state)
+    store.setValue(GEOMETRY, geometry)
+    store.setValue(WINDOW_STATE, state)
     store.sync()
 
 
@@ -166,7 +188,7 @@ def _absolute(key: str, value: str) -> str:
 
 
 def window_state(store: QSettings) -> tuple[QByteArray | None, QByteArray | None]:
-    geometry, state = store.value("geometry"), store.value("windowState")
+    geometry, state = store.value(GEOMETRY), store.value(WINDOW_STATE)
     return (
         geometry if isinstance(geometry, QByteArray) else None,
         state if isinstance(state, QByteArray) else None,

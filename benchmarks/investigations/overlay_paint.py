@@ -1,6 +1,7 @@
 """What the video view's paint costs with each task's overlay, side by side: top-k labels (a
 classifier, the window before tasks), boxes (SSD), a class mask (DeepLab), a skeleton (MoveNet) and a
-raw model's statistics (BlazeFace), each from a real result of the model on the same photo.
+MediaPipe detector's boxes with keypoints (BlazeFace), each from a real result of the model on the same
+photo.
 
 The view is sized as it is in a 1280x860 window (914x537, `window.video.size()` at the window's
 default layout) and repainted `--paints` times per variant and round, the variants in turn paint by
@@ -56,7 +57,7 @@ MODELS = {
     "boxes (SSD)": "coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite",
     "mask (DeepLab)": "deeplabv3.tflite",
     "skeleton (MoveNet)": "movenet_single_pose_lightning_ptq.tflite",
-    "raw stats (BlazeFace)": "face_detection_front.tflite",
+    "boxes and keypoints (BlazeFace)": "face_detection_front.tflite",
 }
 
 

@@ -1,7 +1,7 @@
 """Measure the bundled models for docs/models.md: top-1 on the test photos, fp32/int8 agreement,
 sizes, and single-thread inference time from LiteRT's own benchmark tool.
 
-    .venv/bin/python -m benchmarks.suite.bundled_models [--rounds 5] [--json FILE] > /tmp/models.md
+    .venv/bin/python -m benchmarks.suite.bundled_models [--rounds 5] [--json FILE]
 
 then paste the printed markdown over the figures in docs/models.md's "Figures" section.
 Every figure comes from a real run on this machine; the markdown printed says which machine.

@@ -280,7 +280,7 @@ _HOSTILE_ITEM_PATHS = [
     "com.apple.CoreML/./model.mlmodel", "com.apple.CoreML//model.mlmodel", "\u202egnp.mlmodel",
 ]  # fmt: skip
 _HOSTILE_PACKAGE_NAMES = [
-    "../other.mlpackage", "/tmp/abs.mlpackage", "..", ".", "", "x" * 300 + ".mlpackage", "a\x00.mlpackage",
+    "../other.mlpackage", "/abs/model.mlpackage", "..", ".", "", "x" * 300 + ".mlpackage", "a\x00.mlpackage",
     "..\\..\\evil.mlpackage", "sub/dir/model.mlpackage", "model.mlpackage/", "model.mlpackage", "mod el.mlpackage",
 ]  # fmt: skip
 

@@ -60,7 +60,7 @@ def gpu_hint(st: DelegateStatus) -> str | None:
     return (
         f"no Vulkan device LiteRT accepts. To try the GPU path on the CPU, point the Vulkan loader (libvulkan1) at "
         f"Chromium's SwiftShader ({found}): VK_ICD_FILENAMES={SWIFTSHADER_ICD} delegate-scope gui --delegate gpu "
-        "--allow-software-gpu (docs/guide.md)"
+        "--allow-software-gpu (docs/howto-gpu-host.md)"
     )
 
 
