@@ -15,11 +15,11 @@ import sys
 import traceback
 from collections.abc import Callable
 
-from app import __version__
 from app.cli.command import Command
 from app.cli.output import PROG
 from app.errors import DelegateScopeError
 from app.system.native_log import NativeLogFile
+from app.system.version import version
 
 # In the order `delegate-scope --help` lists them; each is the module app/cli/commands/<name>.py.
 NAMES: tuple[str, ...] = (
@@ -48,11 +48,22 @@ def commands() -> tuple[Command, ...]:
     return tuple(load(name) for name in NAMES)
 
 
+class _VersionAction(argparse.Action):
+    """argparse's own version action, with the version read only when asked for (app.system.version)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: object) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"{parser.prog} {version()}")  # stdout, as argparse's version action
+        parser.exit()
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only`, that command's options alone (the other commands stay names, so
     a wrong name is still told the valid ones)."""
     parser = argparse.ArgumentParser(prog=PROG, description="See where and how fast a TFLite model really runs.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", help="show tracebacks and native runtime logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

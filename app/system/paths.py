@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -30,3 +31,8 @@ def resource_dir(folder: str, env_var: str | None = None) -> Path:
 
 def models_dir() -> Path:
     return resource_dir("models", "DELEGATE_SCOPE_MODELS")
+
+
+def error_log() -> Path:
+    """Where the window appends an unexpected error's full traceback (it shows the user one line)."""
+    return Path(tempfile.gettempdir()) / "delegate-scope-errors.log"

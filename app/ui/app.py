@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import traceback
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -16,6 +14,7 @@ from app.model.spec import load_model_spec
 from app.pipeline import InferenceConfig
 from app.sources import parse_source_spec
 from app.system.heap import limit_arenas
+from app.system.paths import error_log
 
 if TYPE_CHECKING:
     from PySide6.QtWidgets import QApplication
@@ -24,7 +23,7 @@ ORGANISATION, APPLICATION = "DelegateScope", "Delegate Scope"
 # When the GUI thread runs Python (plots, overlay) at the moment an inference ends, the
 # inference thread waits up to CPython's switch interval for the GIL: 5 ms by default, a whole
 # int8 inference here. python -m benchmarks.investigations.switch_interval --spinner: 22 inferences/s at 5 ms,
-# 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/benchmarks.md).
+# 107/s at 0.5 ms; without such a thread the two intervals measured the same (docs/performance.md).
 GUI_SWITCH_INTERVAL_S = 0.0005
 # Every switch in the window replaces worker threads; capped, they share arenas instead of each
 # keeping its own free memory (app.system.heap.limit_arenas; docs/reliability.md, "The window for an hour").
@@ -97,7 +96,7 @@ def application() -> QApplication:
 
 def _install_excepthook(window: object) -> None:
     """An unexpected error in a Qt callback: full traceback to a log file, one line to the user."""
-    log = Path(tempfile.gettempdir()) / "delegate-scope-errors.log"
+    log = error_log()
 
     def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
         try:

@@ -3,14 +3,16 @@ Each returns what was chosen, or None when the user cancelled."""
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
-from PySide6.QtCore import QStandardPaths
+import PySide6
+from PySide6.QtCore import QStandardPaths, Qt, qVersion
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
-from app import __version__
 from app.recording.writer import package_versions
 from app.sources import parse_source_spec
+from app.system.version import summary, version
 
 
 def ask_source(parent: QWidget, kind: str) -> str | None:
@@ -64,8 +66,24 @@ def default_recordings_dir() -> str:
     return str(Path(docs) / "Delegate Scope")
 
 
-def show_about(parent: QWidget) -> None:
+def about_lines() -> list[str]:
+    """The About box: name, version and purpose (both from the installed metadata), then what it runs on."""
     versions = package_versions()
-    lines = [f"<b>Delegate Scope {__version__}</b>", "See where and how fast a TFLite model really runs.", ""]
-    lines += [f"{name} {version}" for name, version in versions.items() if version]
-    QMessageBox.about(parent, "About Delegate Scope", "<br>".join(lines))
+    lines = [f"<b>Delegate Scope {version()}</b>", summary(), ""]
+    lines.append(f"LiteRT (ai-edge-litert) {versions.get('ai-edge-litert', 'not installed')}")
+    lines.append(f"Qt {qVersion()}, PySide6 {PySide6.__version__}")
+    lines.append(f"Python {platform.python_version()} ({platform.python_implementation()})")
+    shown = ("ai-edge-litert", "PySide6-Essentials")
+    lines += [f"{name} {number}" for name, number in versions.items() if number and name not in shown]
+    return lines
+
+
+def show_about(parent: QWidget) -> QMessageBox:
+    """Help → About, its text selectable (versions go into bug reports); not modal, so it never blocks a run."""
+    box = QMessageBox(QMessageBox.Icon.NoIcon, "About Delegate Scope", "<br>".join(about_lines()), parent=parent)
+    box.setTextFormat(Qt.TextFormat.RichText)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.setModal(False)
+    box.show()
+    return box

@@ -6,20 +6,25 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from PySide6.QtCore import QSettings
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QToolBar
 
+from app.ui.help import HelpDialogs
 from app.ui.panels.controls import OPEN_FILE
 
 
 class MenuCommands(Protocol):
     """What the menu entries call (the main window's commands)."""
 
+    qsettings: QSettings  # the window's settings store (Help → Where files go names its file)
+
     def request_source(self, spec: str) -> None: ...
     def request_model(self, ref: str) -> None: ...
     def request_labels(self) -> None: ...
     def use_own_labels(self) -> object: ...
     def toggle_recording(self) -> None: ...
+    def toggle_trace(self) -> None: ...
     def choose_recordings_dir(self) -> None: ...
     def recordings_dir(self) -> str: ...
     def request_review(self) -> object: ...
@@ -31,8 +36,8 @@ class MenuCommands(Protocol):
 class RecordingActions:
     """The Record menu's live entries: the checkable Record action and the line naming the folder."""
 
-    def __init__(self, record: QAction, folder: QAction) -> None:
-        self.record, self.folder = record, folder
+    def __init__(self, record: QAction, folder: QAction, trace: QAction) -> None:
+        self.record, self.folder, self.trace = record, folder, trace
 
     def show_folder(self, folder: str) -> None:
         """Name the folder the next recording goes to (home as ~), whole in the tooltips."""
@@ -92,9 +97,13 @@ def build_menus(
     folder.setEnabled(False)  # an information line: the folder the next recording goes to
     record_menu.addAction(folder)
     record_menu.addAction(action("Recordings &folder…", commands.choose_recordings_dir))
+    trace = action("&Trace…", commands.toggle_trace)  # a timeline for Perfetto (app/ui/trace_action.py)
+    trace.setCheckable(True)
+    trace.setToolTip("Start/stop writing a trace of the pipeline's threads and the window's paints (Perfetto)")
+    record_menu.addAction(trace)
     record_menu.addSeparator()
     record_menu.addAction(action("Review a recor&ding…", commands.request_review, "Ctrl+Shift+O"))
-    recording = RecordingActions(record, folder)
+    recording = RecordingActions(record, folder, trace)
     record_menu.aboutToShow.connect(lambda: recording.show_folder(commands.recordings_dir()))
     recording.show_folder(commands.recordings_dir())
 
@@ -108,6 +117,11 @@ def build_menus(
     for entry in benchmarks:
         benchmark.addAction(entry)
     help_menu = window.menuBar().addMenu("&Help")
+    helps = HelpDialogs(window, commands.recordings_dir, commands.qsettings)  # kept alive by the lambdas
+    help_menu.addAction(action("&User guide", lambda: helps.show_guide(), QKeySequence.StandardKey.HelpContents))
+    help_menu.addAction(action("&Keyboard shortcuts", lambda: helps.show_shortcuts(), "Ctrl+/"))
+    help_menu.addAction(action("&Where files go", lambda: helps.show_files()))
+    help_menu.addSeparator()
     help_menu.addAction(action("&About Delegate Scope", commands.show_about))
 
     bar = QToolBar("Main")
