@@ -20,6 +20,7 @@ import numpy as np
 from app.backends import DelegationReport
 from app.live.mask import MaskPreparer
 from app.live.recording import RecordingSession, RecordingStatus, new_sink
+from app.live.trace import LiveTrace
 from app.metrics.resources import ResourceSampler
 from app.metrics.window import Metrics, MetricsSnapshot
 from app.pipeline import Event, Feed, InferenceConfig, Pipeline, Result, Status
@@ -28,6 +29,7 @@ from app.pipeline.plan import FeedPlan
 from app.pipeline.sessions import Opened
 from app.recording.ab import ComparisonWriter, b_recording, comparison_recording
 from app.recording.rows import RowSink
+from app.recording.trace import TraceFacts
 from app.sources import Frame, SourceInfo
 from app.system.heap import release_free_memory
 
@@ -60,6 +62,7 @@ class LiveController:
         self._compare: ComparePipeline | None = None  # the feed, while it is an A/B comparison
         self._b_config: InferenceConfig | None = None
         self._recording: RecordingSession | None = None  # the pipeline threads read it once per call
+        self._trace: LiveTrace | None = None  # a trace being taken: each new pipeline gets a log of it
         self._generation = 0
         self._paused = False
         # The window's class masks, built on the results threads once the window enables them (app/live/mask.py).
@@ -73,6 +76,9 @@ class LiveController:
         self._paused = False
         generation = self._generation  # tags this pipeline's results: it numbers frames from 0 again
         self.masks.reset()
+        if replacing and self._trace is not None:
+            self._trace.pipeline_ended(self._running())
+        trace = self._trace.log_for(generation) if self._trace is not None else None
         if self._b_config is not None:
             self._feed = self._compare = ComparePipeline(
                 self._plan(),
@@ -82,6 +88,7 @@ class LiveController:
                 on_result=lambda side, r: self._on_result(generation, side, r),
                 on_event=self._on_event,
                 on_comparison=lambda c: self._on_comparison(generation, c),
+                trace=trace,
             )
         else:
             self._compare = None
@@ -91,6 +98,7 @@ class LiveController:
                 metrics=self._metrics["a"],
                 on_result=lambda r: self._on_result(generation, "a", r),
                 on_event=lambda e: self._on_event("a", e),
+                trace=trace,
             )
         if replacing:
             # The stopped pipeline's last frames (megabytes each) and sessions sit in reference
@@ -346,6 +354,44 @@ class LiveController:
         compare = self._compare
         agreement = compare.comparator.summary(since=session.started).to_dict() if compare is not None else None
         return session.close(summaries, agreement)
+
+    # ---- a trace of the pipeline and the paints (app/live/trace.py) -----------------------------
+
+    @property
+    def trace(self) -> LiveTrace | None:
+        return self._trace
+
+    def start_trace(self, path: Path, seconds: float | None) -> bool:
+        """Start taking a trace, to be written to `path`, of the last `seconds` (None: all of it). A pipeline's
+        threads take their log when they start: a running one restarts on the same source, model and delegate
+        (its session's open is the trace's first slice). Returns whether the old one stopped in time."""
+        if self._trace is not None:
+            raise RuntimeError("already tracing")
+        self._trace = LiveTrace(Path(path), seconds)
+        if self._feed is None or self._paused:  # the next start() takes it
+            return True
+        stopped = self._stop_for_replacement()
+        self._record_event("trace", f"trace started: {path}")
+        self.start()
+        return stopped
+
+    def stop_trace(self, *, restart: bool = True) -> TraceFacts | None:
+        """Write the trace taken and stop taking one; None when none was. A running pipeline stops first (its
+        log is read whole) and, with `restart`, runs again without a log: off, tracing costs nothing.
+        UsageError when the file cannot be written (the trace is given up)."""
+        trace, feed = self._trace, self._feed
+        if trace is None:
+            return None
+        running = feed is not None and any(t.is_alive() for t in feed.threads())
+        if running:
+            self._stop_for_replacement()
+        self._trace = None
+        try:
+            return trace.write(feed, self.sampler.readings_between(trace.started_mono, float("inf")))
+        finally:
+            if running and restart:
+                self._record_event("trace", f"trace written: {trace.path}")
+                self.start()
 
     # ---- internals -------------------------------------------------------------------------
 

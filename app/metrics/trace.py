@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Final
+from typing import Final, cast
 
 # Kinds of record: the first item of each tuple.
 CAPTURED: Final = 0  # (CAPTURED, frame, captured_at mono, read_ms, paced_ms, prepare_from perf, prepare_ms, own_thread)
@@ -36,19 +36,38 @@ DEFAULT_CAPACITY = 2_000_000  # records: about 10 minutes of three threads at 1,
 class TraceLog:
     """The records of one pipeline (one side or A/B: every side's results go to the same log)."""
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY, seconds: float | None = None) -> None:
+    def __init__(
+        self, capacity: int = DEFAULT_CAPACITY, seconds: float | None = None, origin: float | None = None
+    ) -> None:
         if capacity <= 0:
             raise ValueError("capacity must be > 0")
         self.capacity = capacity
         self.seconds = seconds  # a ring of the last `seconds` (None: as many records as `capacity` holds)
         mono, perf = time.monotonic(), time.perf_counter()
-        self.origin = perf  # the trace's time 0, on perf_counter
+        # The trace's time 0, on perf_counter: another log's, for the pipelines a window runs one after another.
+        self.origin = perf if origin is None else origin
         self.mono_to_perf = perf - mono  # added to a monotonic stamp: the same moment on perf_counter
         self.records: deque[Record] = deque(maxlen=capacity)
         self.append = self.records.append  # bound once: the hooks' one call
 
     def perf_of_mono(self, mono: float) -> float:
         return mono + self.mono_to_perf
+
+    def taken_at(self, record: Record) -> float:
+        """When a record was taken, on the trace's clock (a publish: when the results thread took the output)."""
+        if record[0] == PUBLISHED:
+            return cast(Published, record)[10]
+        return self.perf_of_mono(cast(Captured | Dropped, record)[2])
+
+    def drop_before(self, perf: float) -> int:
+        """Drop the oldest records, taken before `perf` (a ring's horizon, kept while the pipeline runs);
+        how many. One caller pops on the left while the pipeline's threads append on the right: deque's
+        ends are thread-safe."""
+        records, dropped = self.records, 0
+        while records and self.taken_at(records[0]) < perf:
+            records.popleft()
+            dropped += 1
+        return dropped
 
     def for_side(self, side: str) -> SideTrace:
         return SideTrace(self, side)

@@ -25,14 +25,14 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from app.errors import UsageError
 from app.metrics.resources import ResourceReading
-from app.metrics.trace import CAPTURED, DROPPED, PUBLISHED, Captured, Dropped, Published, Record, TraceLog
+from app.metrics.trace import CAPTURED, DROPPED, PUBLISHED, Captured, Dropped, Published, TraceLog
 from app.pipeline import Event, EventKind, Feed
 from app.profile.types import Profile
 
@@ -40,6 +40,7 @@ _SOURCE_EVENTS = {EventKind.SOURCE_LOST, EventKind.SOURCE_RECONNECTED, EventKind
 _WAIT_MAX_US = 1_000_000  # a longer gap between two inferences is not a wait for a frame (a switch, a pause)
 _FLOW = "frame"  # the flows' category and name
 _NESTING_PASSES = 50  # each pass settles the overlaps one level deep
+_RUN_FLOW_IDS = 10_000_000  # flow ids one run's trace may use (join_runs)
 _ESTIMATED = "placed on this process's clock: ends when its output came back, as long as the child measured"
 
 
@@ -163,7 +164,7 @@ def build_trace(
     """The trace as the JSON object Chrome's trace event format describes (`traceEvents`, ...)."""
     build = _TraceBuilder(log, threads)
     for record in list(log.records):
-        if _record_perf(log, record) < build.horizon:
+        if log.taken_at(record) < build.horizon:
             continue
         kind = record[0]
         if kind == CAPTURED:
@@ -186,7 +187,46 @@ def build_trace(
         "otherData": {
             "tool": process_name,
             "clock": "perf_counter, microseconds from the start of the trace",
+            "perf_origin_s": log.origin,  # the start on perf_counter: runs of one process joined on one clock
             "truncated": log.full(),
+        },
+    }
+
+
+def join_runs(runs: Sequence[tuple[str, dict[str, Any]]], process_name: str) -> dict[str, Any]:
+    """Traces of runs one process made one after another (a sweep's configurations) as one, on one clock:
+    each run a process of its own in the viewer, a track group named `N. label` (a GPU process of its own,
+    the run's too, named after it) in the order given."""
+    if not runs:
+        return {"traceEvents": [], "displayTimeUnit": "ms", "otherData": {"tool": process_name, "runs": 0}}
+    origin = min(trace["otherData"]["perf_origin_s"] for _, trace in runs)
+    meta: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
+    for k, (label, trace) in enumerate(runs):
+        shift = round((trace["otherData"]["perf_origin_s"] - origin) * 1e6)
+        pids: dict[int, int] = {}  # the run's pids (the first its own) -> pids of its own in the joined trace
+        for e in trace["traceEvents"]:
+            e = {**e, "pid": pids.setdefault(e["pid"], (k + 1) * 100 + len(pids))}
+            if e["ph"] == "M":
+                if e["name"] == "process_name":
+                    own = e["pid"] == (k + 1) * 100
+                    e["args"] = {"name": f"{k + 1}. {label}" + ("" if own else f" · {e['args']['name']}")}
+                meta.append(e)
+                continue
+            e["ts"] += shift
+            if e["ph"] in "stf":
+                e["id"] += k * _RUN_FLOW_IDS
+            out.append(e)
+        meta.append({"name": "process_sort_index", "ph": "M", "pid": (k + 1) * 100, "args": {"sort_index": k}})
+    out.sort(key=lambda e: (e["ts"], -e.get("dur", 0)))
+    return {
+        "traceEvents": meta + out,
+        "displayTimeUnit": "ms",
+        "otherData": {
+            "tool": process_name,
+            "clock": "perf_counter, microseconds from the start of the first run's trace",
+            "runs": len(runs),
+            "truncated": any(trace["otherData"].get("truncated") for _, trace in runs),
         },
     }
 
@@ -215,7 +255,7 @@ class _TraceBuilder:
         self.preps: dict[int, tuple[int, int, int]] = {}  # frame -> its preprocessing on a thread of its own
         self.horizon = -float("inf")
         if log.seconds is not None and log.records:
-            self.horizon = _record_perf(log, log.records[-1]) - log.seconds
+            self.horizon = log.taken_at(log.records[-1]) - log.seconds
         self.inferred: dict[str, list[tuple[int, int, int, int]]] = {s: [] for s in self.sides}  # frame, tid, ts, end
         self.published_at: list[tuple[str, int, tuple[int, int, int], tuple[int, int, int]]] = []
 
@@ -365,14 +405,6 @@ def _meta(kind: str, pid: int, tid: int, name: str) -> dict[str, Any]:
     return {"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": {"name": name}}
 
 
-def _record_perf(log: TraceLog, record: Record) -> float:
-    """When a record was taken, on the trace's clock (the ring's horizon)."""
-    kind = record[0]
-    if kind == PUBLISHED:
-        return cast(Published, record)[10]
-    return log.perf_of_mono(cast(Captured | Dropped, record)[2])
-
-
 def _counters(
     readings: Iterable[ResourceReading], pid: int, us_mono: Callable[[float], int], horizon_us: int | None
 ) -> list[dict[str, Any]]:
@@ -399,6 +431,52 @@ def _counters(
     return out
 
 
+def profile_span_us(profile: Profile) -> int:
+    """How long `profile_runs` lays the profile's runs out, in microseconds."""
+    runs, invokes = _profile_runs(profile)
+    return sum(max(sum(round(ms * 1e3) for ms in r), round(invokes[k] * 1e3) if invokes else 0)
+               for k, r in enumerate(runs))  # fmt: skip
+
+
+def _profile_runs(profile: Profile) -> tuple[list[list[float]], list[float]]:
+    """Each profiled run's op times (a profile without per-run times, the GPU's: one run of its rows), and
+    each run's Invoke span where the profile has one per run."""
+    runs = [list(r) for r in profile.per_run_ms] or [[op.ms for op in profile.ops]]
+    invokes = list(profile.per_run_invoke_ms) if len(profile.per_run_invoke_ms) == len(runs) else []
+    return runs, invokes
+
+
+def profile_runs(
+    tracks: _Tracks, pid: int, tid: int, profile: Profile, start: int, run: str = "inference", **more: object
+) -> int:
+    """Each profiled run a slice named `run` from `start` (microseconds), the ops inside it back to back in
+    run order, the runs back to back; returns where the last ends. `more`: arguments every slice carries."""
+    runs, invokes = _profile_runs(profile)
+    for k, times in enumerate(runs):
+        ops_us = [round(ms * 1e3) for ms in times]
+        invoke_us = round(invokes[k] * 1e3) if invokes else 0
+        end = start + max(sum(ops_us), invoke_us)
+        tracks.add(pid, tid, run, start, end, "inference", run=k, used=profile.used,
+                   invoke_ms=invokes[k] if invokes else None, **more)  # fmt: skip
+        at = start
+        for op, us_ in zip(profile.ops, ops_us, strict=False):
+            args: dict[str, object] = {
+                "order": op.order,
+                "kernel": op.kernel,
+                "placement": str(op.placement),
+                "source": str(op.source),
+                **more,
+            }
+            if op.node is not None:
+                args["node"] = op.node
+            if op.partition is not None:
+                args["partition"] = op.partition
+            tracks.add(pid, tid, op.op, at, at + us_, "op", **args)
+            at += us_
+        start = end
+    return start
+
+
 def profile_trace(profile: Profile, process_name: str = "delegate-scope profile") -> dict[str, Any]:
     """A per-op profile as a trace: each profiled run an `inference` slice on one thread, the ops inside it as
     slices in run order (`args`: the TFLite node, the kernel that ran it, on the accelerator or the CPU).
@@ -408,40 +486,8 @@ def profile_trace(profile: Profile, process_name: str = "delegate-scope profile"
     the run, not of the gaps between them (the run's slice is its Invoke span, the ops' sum where longer).
     A profile without per-run times (the GPU's, by difference) is one run of its rows' times."""
     pid, tid = os.getpid(), 1
-    runs = [list(r) for r in profile.per_run_ms] or [[op.ms for op in profile.ops]]
-    invokes = list(profile.per_run_invoke_ms) if len(profile.per_run_invoke_ms) == len(runs) else []
     tracks = _Tracks()
-    start = 0
-    for k, times in enumerate(runs):
-        ops_us = [round(ms * 1e3) for ms in times]
-        invoke_us = round(invokes[k] * 1e3) if invokes else 0
-        end = start + max(sum(ops_us), invoke_us)
-        tracks.add(
-            pid,
-            tid,
-            "inference",
-            start,
-            end,
-            "inference",
-            run=k,
-            used=profile.used,
-            invoke_ms=invokes[k] if invokes else None,
-        )
-        at = start
-        for op, us_ in zip(profile.ops, ops_us, strict=False):
-            args: dict[str, object] = {
-                "order": op.order,
-                "kernel": op.kernel,
-                "placement": str(op.placement),
-                "source": str(op.source),
-            }
-            if op.node is not None:
-                args["node"] = op.node
-            if op.partition is not None:
-                args["partition"] = op.partition
-            tracks.add(pid, tid, op.op, at, at + us_, "op", **args)
-            at += us_
-        start = end
+    profile_runs(tracks, pid, tid, profile, 0)
     return {
         "traceEvents": [
             _meta("process_name", pid, 0, process_name),

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.backends.options import BackendOptions, ComputeUnits, GpuPrecision
@@ -244,6 +245,7 @@ class SweepPlan:
     # energy counter is readable); each configuration's warm-up lasts at least `warm_s`.
     idle_s: float | None = None
     warm_s: float = 0.0
+    trace_parts: Path | None = None  # a folder: each configuration's timeline as <its index>.json (sweep --trace)
 
     def run_plan(self, entry: SweepEntry, captured: CapturedFrames, idle: tuple[PowerReading, ...]) -> RunPlan:
         """One configuration's run: the same replayed frames, unpaced; only the model and backend change. Never
@@ -251,8 +253,9 @@ class SweepPlan:
         config = InferenceConfig(model=entry.model, delegate=entry.delegate, options=entry.options, fallback=False,
                                  model_options=self.model_options)  # fmt: skip
         feed = FeedPlan(captured, pace=False, pin_cpus=self.pin_cpus)
+        trace = self.trace_parts / f"{self.entries.index(entry)}.json" if self.trace_parts is not None else None
         return RunPlan(config=config, feed=feed, frames=len(captured.images), warmup=self.warmup, warm_s=self.warm_s,
-                       idle_readings=idle)  # fmt: skip
+                       idle_readings=idle, trace=trace)  # fmt: skip
 
 
 def run_sweep(

@@ -45,6 +45,7 @@ from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelOptions, ModelSpec, bundled_models, load_model_spec
 from app.pipeline import Result, State
 from app.pipeline.compare import FrameComparison
+from app.pipeline.frame_slot import NOT_INFERRED, OVERWRITTEN
 from app.sources import CameraInfo, list_cameras
 from app.system.redact import redact_credentials
 from app.tasks.delegates import DelegateStatus, delegate_statuses
@@ -60,6 +61,7 @@ from app.ui.panels.review import ReviewWindow
 from app.ui.panels.sweep import SweepDock
 from app.ui.scripted import ResultTally, WindowStats, scripted_outcome, window_stats, write_stats
 from app.ui.settings import load_settings, save_settings
+from app.ui.trace_action import TraceControl
 from app.ui.views.numerics import NumericsView
 from app.ui.views.ops import OpsView
 from app.ui.views.plots import LivePlots, snapshot_values
@@ -138,6 +140,10 @@ class MainWindow(QMainWindow):
             benchmarks=(self.sweep.action, self.unpaced.action),
         )
         self.record_action = self.recording_actions.record
+        self.trace_control = TraceControl(  # gui --trace starts before the pipeline: its log from the start
+            self, self.live, self.recording_actions.trace, options, show_error=self.show_error,
+            folder=self.recordings_dir, profiles=lambda: self.ops_profiles.latest(),
+        )  # fmt: skip
         self.ops_profiles = OpsProfiles(self.live)
         self.ops_view.attach(self.ops_profiles)
         self.numerics_view.attach(NumericsRuns(self.live), mark=self.delegation.strip.set_marked)
@@ -517,6 +523,9 @@ class MainWindow(QMainWindow):
         else:
             self.start_recording(Path(self.recordings_dir()) / time.strftime("session-%Y%m%d-%H%M%S.csv"))
 
+    def toggle_trace(self) -> None:
+        self.trace_control.toggle()
+
     def recordings_dir(self) -> str:
         """Where Ctrl+R records: the folder chosen in Record → Recordings folder…, else Documents'."""
         return self.saved.recordings_dir or dialogs.default_recordings_dir()
@@ -651,6 +660,10 @@ class MainWindow(QMainWindow):
         self.tallies[1].add(result_b)
         self.video.set_frame(frame, result, result_b)
         self.video.repaint()  # paint now, so the figure below is the whole cost of this frame
+        trace = live.trace
+        if trace is not None:  # the paint as a slice of the GUI thread's track
+            results = (_frame_of(result), _frame_of(result_b))
+            trace.painted(frame.index, live.generation, started.wall, results, self.deferral.held_back_s)
         if new_frame:
             self.probes.frame_shown(started)
 
@@ -698,8 +711,10 @@ class MainWindow(QMainWindow):
         self.status_label.setToolTip(status.message if status.state != State.RUNNING else "")
         if bottleneck is not None and status.state == State.RUNNING:
             text += f"  ·  {bottleneck.short}"
-        if snap.dropped_total:
-            text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} dropped"
+        if snap.dropped_total:  # bench's words; the why in the tooltip, as the bar has room for a file name
+            text += f"  ·  {snap.dropped_total} frame{'s' if snap.dropped_total != 1 else ''} {NOT_INFERRED}"
+            if status.state == State.RUNNING:
+                self.status_label.setToolTip(f"frames {NOT_INFERRED}: {OVERWRITTEN} by a newer frame, as bench counts")
         self.status_label.setText(text)
         bar = self.statusBar()
         if isinstance(bar, WrappingStatusBar):
@@ -863,6 +878,7 @@ class MainWindow(QMainWindow):
         self.ops_view.stop()
         self.numerics_view.stop()
         self.live.stop()
+        self.trace_control.stop(closing=True)  # written once the pipeline has stopped: its last frames in it
         self.gpu_memory.close()
         self.background.join(BACKGROUND_JOIN_S)  # the GPU probe is a child process of ~1 s
         if self.options.saves_settings:
@@ -879,6 +895,10 @@ def _files_text(status: RecordingStatus, counts: bool = True) -> str:
     a, b, c = (f" ({n} {unit})" if counts else "" for n, unit in
                ((status.rows, "rows"), (status.b_rows, "rows"), (status.compared, "frames")))  # fmt: skip
     return f"A {status.path.name}{a}, B {status.b_path.name}{b}, per-frame comparison {status.comparison_path.name}{c}"
+
+
+def _frame_of(result: Result | None) -> int | None:
+    return result.frame_index if result is not None else None
 
 
 def _result_key(result: Result | None) -> tuple[int, int] | None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.backends.options import BackendOptions, default_threads
+from app.live.trace import DEFAULT_SECONDS as DEFAULT_TRACE_SECONDS
 from app.model.spec import ModelOptions
 from app.pipeline import InferenceConfig
 from app.sources import CameraInfo, list_cameras
@@ -37,6 +38,8 @@ class GuiOptions:
     exit_after: float | None = None
     screenshot: Path | None = None
     stats_file: Path | None = None
+    trace: Path | None = None  # take a trace from the start, written at exit (Record → Trace… stops it sooner)
+    trace_seconds: float | None = DEFAULT_TRACE_SECONDS  # the trace's ring: its last seconds (None: all of it)
     save_settings: bool | None = None  # None: yes for an interactive run, no for a scripted one (--exit-after)
     dialogs: bool = True  # False for scripted runs and tests: errors go to the status bar only
     # --task, --input-shape, --inputs (app/cli/options.py): how to read the model the window starts with.

@@ -45,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog=f"python -m {__spec__.name}", description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="efficientnet_lite0_int8")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--delegate", default="cpu", help="the backend the pipeline runs on (gpu: the GPU host's figure)")
     ap.add_argument("--source", default="demo")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=5)
@@ -54,7 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.windows:
         return in_one_process(args)
-    common = ["--model", args.model, "--threads", str(args.threads), "--source", args.source, "--no-pace",
+    common = ["--model", args.model, "--delegate", args.delegate, "--threads", str(args.threads), "--source",
+              args.source, "--no-pace",
               "--seconds", str(args.seconds), "--warmup", "20"]  # fmt: skip
     traces: list[dict[str, Any]] = []
 
@@ -75,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     rates = {leg: [r[0] for r in runs[leg]] for leg in runs}
     cpu = {leg: [r[1] for r in runs[leg]] for leg in runs}
     ratio = median_ratio(rates["on"], rates["off"])
-    print(f"{args.model}, {args.threads} thread(s), {args.source} unpaced, {args.rounds} rounds x {args.seconds:g} s")
+    print(f"{args.model} on {args.delegate}, {args.threads} thread(s), {args.source} unpaced, {args.rounds} rounds x "
+          f"{args.seconds:g} s")  # fmt: skip
     print(
         f"median: {statistics.median(rates['off']):.1f}/s off, {statistics.median(rates['on']):.1f}/s tracing; "
         f"median of the pairs' ratios {ratio:.4f} (target >= 0.98)"
@@ -101,13 +104,15 @@ def main(argv: list[str] | None = None) -> int:
 def in_one_process(args: argparse.Namespace) -> int:
     """One pipeline, as bench runs it (unpaced, looping, the inference thread pinned where it can be), the
     trace hooks attached and detached between windows."""
-    config = InferenceConfig(model=args.model, options=BackendOptions(threads=args.threads))
+    config = InferenceConfig(model=args.model, delegate=args.delegate, options=BackendOptions(threads=args.threads))
     pipeline = Pipeline(FeedPlan(source=args.source, pace=False, loop=True, pin_cpus=True), config)
     log = TraceLog()
     pipeline.start()
     try:
         while pipeline.metrics.inferences_total < 50:  # the session open and warm
             time.sleep(0.1)
+        ran = pipeline.side_report("a")
+        print(f"running on {ran.used if ran else 'nothing'} (asked for {args.delegate})", flush=True)
 
         def window(on: bool) -> float:
             # The hooks a traced pipeline holds from its start (Feed(trace=...)), set between two windows.
@@ -125,8 +130,8 @@ def in_one_process(args: argparse.Namespace) -> int:
     finally:
         pipeline.stop()
     ratio = median_ratio(rates["on"], rates["off"])
-    print(f"{args.model}, {args.threads} thread(s), {args.source} unpaced, one process, {args.windows} pairs of "
-          f"{args.window:g} s windows")  # fmt: skip
+    print(f"{args.model} on {args.delegate}, {args.threads} thread(s), {args.source} unpaced, one process, "
+          f"{args.windows} pairs of {args.window:g} s windows")  # fmt: skip
     print(
         f"median: {statistics.median(rates['off']):.1f}/s off, {statistics.median(rates['on']):.1f}/s tracing; "
         f"median of the pairs' ratios {ratio:.4f} (target >= 0.98); {len(log.records)} records collected"

@@ -17,7 +17,9 @@ from app.cli.options import (
     positive_float,
     positive_int,
 )
+from app.cli.output import check_writable
 from app.errors import UsageError
+from app.live.trace import DEFAULT_SECONDS as DEFAULT_TRACE_SECONDS
 
 
 def add_arguments(g: argparse.ArgumentParser) -> None:
@@ -28,7 +30,7 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--delegate", choices=list(BACKENDS), help="backend to start on")
     g.add_argument("--threads", type=positive_int, help="CPU threads")
     g.add_argument("--throttle-ms", type=non_negative_float, help="delay between inference starts")
-    add_score_threshold(g, default=None)  # the window's "Score threshold", for detections and class labels
+    add_score_threshold(g, default=None)  # the window's "Score threshold", for detections
     add_delegate_tuning(g)  # --gpu-precision, --allow-software-gpu, --coreml-units, as bench's
     # Not given: the saved settings' choice (the Controls' GPU precision, software GPU, compute units).
     g.set_defaults(gpu_precision=None, allow_software_gpu=None, coreml_units=None)
@@ -45,6 +47,18 @@ def add_arguments(g: argparse.ArgumentParser) -> None:
     g.add_argument("--screenshot", type=Path, help="grab the window to this PNG just before --exit-after closes it")
     g.add_argument("--stats", type=Path, dest="stats_file", help="write display/GUI-cost figures as JSON at exit")
     g.add_argument(
+        "--trace",
+        type=Path,
+        help="take a trace of the pipeline's threads and the window's paints from the start, written to this "
+        "JSON file at exit (Chrome's trace event format: ui.perfetto.dev); Record → Trace… starts one later",
+    )
+    g.add_argument(
+        "--trace-seconds",
+        type=positive_float,
+        default=DEFAULT_TRACE_SECONDS,
+        help=f"the trace keeps the last this many seconds (default {DEFAULT_TRACE_SECONDS:g})",
+    )
+    g.add_argument(
         "--save-settings",
         action="store_true",
         default=None,
@@ -58,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.screenshot is not None and args.exit_after is None:
         raise UsageError("--screenshot is taken just before --exit-after closes the window: give both")
+    if args.trace is not None:
+        check_writable(args.trace, "--trace")  # said now, not when the window closes
     given = vars(args)
     # A field the command line has no option for (`dialogs`) keeps its default.
     given = {**given, "model_options": model_options(args)}  # GuiOptions' field for --task/--input-shape/--inputs

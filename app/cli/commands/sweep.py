@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from app.cli.command import Command
@@ -17,13 +19,15 @@ from app.cli.options import (
     non_negative_int,
     positive_int,
 )
-from app.cli.output import finish_gate, warn
+from app.cli.output import check_writable, finish_gate, warn
+from app.errors import UsageError
 from app.gates.baseline import load_baseline
 from app.gates.budget import parse_budgets
 from app.gates.figures import SummaryKind
 from app.gates.stored import summary_of
 from app.gates.verdict import evaluate
 from app.model.spec import load_model_spec
+from app.recording.trace import join_runs
 from app.report.sweep import check_html_out, check_json_out, header_lines, text_table, write_html
 from app.schemas import versioned
 from app.sources import capture_frames
@@ -34,6 +38,7 @@ from app.tasks.sweep import (
     DEFAULT_WARMUP,
     SweepPlan,
     SweepProgress,
+    SweepResult,
     default_models,
     plan_sweep,
     run_sweep,
@@ -89,6 +94,12 @@ def add_arguments(s: argparse.ArgumentParser) -> None:
     add_gate_options(s)
     s.add_argument("--json", type=Path, dest="json_file", help="write the sweep as JSON to this file")
     s.add_argument("--html", type=Path, help="write the table and plots as one HTML page")
+    s.add_argument(
+        "--trace",
+        type=Path,
+        help="write every configuration's timeline to this JSON file (Chrome's trace event format: "
+        "ui.perfetto.dev), each configuration a track group of its own, named",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         check_json_out(args.json_file)
     if args.html:
         check_html_out(args.html)
+    if args.trace:
+        check_writable(args.trace, "--trace")  # said before the run, not after it
     # A bad baseline or budget is exit 2 before anything runs; rows are matched after the run.
     base = None
     if args.baseline:
@@ -114,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
     progress = _progress if tty else None
     plan = SweepPlan(captured, tuple(entries), warmup=args.warmup, pin_cpus=args.pin,
                      model_options=model_options(args), idle_s=args.idle_seconds, warm_s=args.warm_seconds)  # fmt: skip
-    result = run_sweep(plan, progress)
+    with tempfile.TemporaryDirectory(prefix="delegate-scope-sweep-trace-") as parts:
+        if args.trace:
+            plan = replace(plan, trace_parts=Path(parts))
+        result = run_sweep(plan, progress)
+        trace_line = _join_trace(args.trace, plan, result) if args.trace else None
     if tty:
         print(file=sys.stderr)
     out = result.to_dict()
@@ -131,12 +148,30 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         size = write_html(result, args.html)
         print(f"report    {args.html} ({size / 1024:.0f} KiB)")
+    if trace_line:
+        print(f"trace     {trace_line}")
     for row in result.rows:
         if row.software:
             warn(f"{row.label} ran on a software GPU renderer ({row.adapter}): its 'GPU' figures are the CPU's")
     if report is not None:
         finish_gate(report)
     return 0
+
+
+def _join_trace(path: Path, plan: SweepPlan, result: SweepResult) -> str:
+    """Each configuration's timeline that was written (one that ran), as one file: a track group each."""
+    assert plan.trace_parts is not None
+    runs = []
+    for k, row in enumerate(result.rows):
+        part = plan.trace_parts / f"{k}.json"
+        if part.exists():
+            runs.append((row.label, json.loads(part.read_text(encoding="utf-8"))))
+    text = json.dumps(join_runs(runs, "delegate-scope sweep"), separators=(",", ":"))
+    try:
+        path.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:  # checked before the run; a disk that filled up meanwhile
+        raise UsageError(f"--trace: cannot write {path} ({exc.strerror})") from None
+    return f"{path}: {len(runs)} configurations, each a track group; open it in ui.perfetto.dev"
 
 
 def _progress(p: SweepProgress) -> None:
