@@ -1,6 +1,7 @@
 """`delegate-scope bench`: the live pipeline headless, through the real CLI."""
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,9 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert ("cpus      " + (split.describe() if split else "not pinned")) in run.stdout
     assert set(m["latency"]) == {"queue", "preprocess", "inference", "postprocess", "end_to_end"}
     assert 0 < m["latency"]["inference"]["p50"] <= m["latency"]["end_to_end"]["p50"]
-    # fps is frames in the window over the time it covers: the clip is paced at 30 fps
-    assert 20 < m["capture_fps"] < 35
+    # fps is frames in the window over the time it covers: the clip is paced at 30 fps, so never faster
+    # (a loaded machine only makes it slower; the pacing itself is tests/test_sources.py's, on a fake clock)
+    assert 0 < m["capture_fps"] < 35
     session = read_recording(csv_path)
     assert session.skipped_lines == 0
     inferences = [r for r in session.rows if r["event"] == ""]
@@ -63,7 +65,7 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert m["cpu_ms_per_inference"] / mean < 1.15, m
     # ... and with its wait for a core (schedstat), the wall time: a loaded machine read CPU 0.10 of wall.
     assert (m["cpu_ms_per_inference"] + (m["waited_ms_per_inference"] or 0)) / mean > 0.5, m
-    assert session.metadata["format_version"] == 3
+    assert session.metadata["format_version"] == 4
     # The power state's columns (version 3): a number where the counter is readable, empty where not
     # (this VM: no NVML, no cpufreq), never a guess.
     for column in ("gpu_sm_clock_mhz", "gpu_power_w", "cpu_mhz"):
@@ -146,8 +148,11 @@ def test_bench_polls_counters_and_refreshes_progress_twice_a_second(monkeypatch)
     calls.clear()
     shown: list[int] = []
     plan = RunPlan(config, FeedPlan(pin_cpus=False), frames=None, seconds=2.0, warmup=3)
+    started = time.monotonic()
     unpinned = run_bench(plan, RunState(progress=lambda d, t, s: shown.append(d)))
-    assert 3 <= len(shown) <= 6 and len(calls) <= len(shown) + 2
+    # Twice a second over the 2 s measured (and the warm-up, which a loaded machine makes longer), not per poll.
+    assert 3 <= len(shown) <= 2 * (time.monotonic() - started) + 2, shown
+    assert len(calls) <= len(shown) + 2
     assert unpinned.cpu_affinity is None
 
 

@@ -75,7 +75,7 @@ def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path)
     assert f">{(len(rows) - 1) / span:.1f}<" in page  # inference fps
     assert f">{len(rows)} (+" in page  # measured inferences, warm-up counted apart
     # Self-contained: the plots are data URIs, nothing is fetched, no script runs.
-    assert page.count("src='data:image/png;base64,") == 4
+    assert page.count("src='data:image/png;base64,") == 5  # latency, distribution, throughput and CPU, memory, labels
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert "Latency over time" in page and "Throughput and CPU" in page
     assert "machine" in page and "XNNPACK" in page  # sidecar facts

@@ -202,29 +202,12 @@ def gpu_mb(pids: Sequence[int] | None = None, session: NvmlSession | None = None
         nvml = nvml_session.module
         if nvml is None:
             return None, f"{NVML_UNAVAILABLE}: {nvml_session.reason}" if nvml_session.reason else NVML_UNAVAILABLE
-        total, listed, hidden = 0, False, False
-        for handle in nvml_session.handles:
-            seen: set[int] = set()  # a process with both kinds of context is listed twice, with one figure
-            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    processes = listing(handle)
-                except nvml.NVMLError:
-                    continue
-                for p in processes:
-                    if p.pid not in wanted or p.pid in seen:
-                        continue
-                    seen.add(p.pid)
-                    listed = True
-                    used = getattr(p, "usedGpuMemory", None)
-                    if used is None:  # NVML_VALUE_NOT_AVAILABLE: no rights to see it (Windows WDDM, some containers)
-                        hidden = True
-                        continue
-                    total += int(used)
-        if not listed:
+        listing = nvml_session.list_processes(wanted)
+        if listing.first_gpu is None:
             return None, "NVML lists no process of this app on a GPU (none holds a context, or NVML sees host pids)"
-        if hidden and total == 0:
+        if listing.hidden and listing.used_bytes == 0:
             return None, "NVML lists this app but does not report its memory here"
-        return total / _MIB, None
+        return listing.used_bytes / _MIB, None
     finally:
         if own:
             nvml_session.close()

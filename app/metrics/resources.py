@@ -47,6 +47,7 @@ class GpuReading:
     gpu_util_pct: float  # NVML's utilisation of the GPU below
     gpu_name: str  # "index: name"
     gpu_process_listed: bool  # NVML lists this process on that GPU (it holds a context there)
+    gpu_mem_mb: float | None = None  # NVML's used memory of the process and its children, over every GPU
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class ResourceReading:
     gpu_util_pct: float | None = None
     gpu_name: str | None = None
     gpu_process_listed: bool | None = None
+    gpu_mem_mb: float | None = None  # MiB, NVML's per-process figure; None where it does not list or tell it
     sampled_at: float | None = None  # monotonic time of the reading
     span_s: float | None = None  # the wall time the CPU percentages cover
     power: PowerReading | None = None  # clocks, power, energy counters (each a value or its reason)
@@ -81,6 +83,7 @@ class ResourceReading:
             gpu_util_pct=gpu.gpu_util_pct if gpu else None,
             gpu_name=gpu.gpu_name if gpu else None,
             gpu_process_listed=gpu.gpu_process_listed if gpu else None,
+            gpu_mem_mb=gpu.gpu_mem_mb if gpu else None,
             sampled_at=sampled_at,
             span_s=cpu.span_s if cpu else None,
             power=power,
@@ -191,30 +194,19 @@ class _NvmlProbe:
         self._handles: list[Any] = session.handles if session.open else []
 
     def read(self, children: list[psutil.Process]) -> GpuReading | None:
+        """Utilisation of the first GPU that lists the process or one of its children (the GPU session in a
+        process of its own), else of device 0, with their GPU memory."""
         nvml = self._session.module
         if nvml is None:
             return None
+        listing = self._session.list_processes({self._pid, *(child.pid for child in children)})
+        index = 0 if listing.first_gpu is None else listing.first_gpu
         try:
-            index, listed = self._device_of_process(nvml, {self._pid, *(child.pid for child in children)})
             util = nvml.nvmlDeviceGetUtilizationRates(self._handles[index]).gpu
         except nvml.NVMLError:
             return None
-        return GpuReading(gpu_util_pct=float(util), gpu_name=self._session.names[index], gpu_process_listed=listed)
-
-    def _device_of_process(self, nvml: Any, pids: set[int]) -> tuple[int, bool]:
-        """The first GPU that lists one of `pids`, the process's and its children's (compute or graphics/Vulkan
-        context; a child: the GPU session in a process of its own), else device 0.
-
-        Inside a container NVML reports host pids, so the match can fail there: device 0 then.
-        """
-        for index, handle in enumerate(self._handles):
-            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
-                try:
-                    if any(p.pid in pids for p in listing(handle)):
-                        return index, True
-                except nvml.NVMLError:
-                    continue
-        return 0, False
+        return GpuReading(gpu_util_pct=float(util), gpu_name=self._session.names[index],
+                          gpu_process_listed=listing.first_gpu is not None, gpu_mem_mb=listing.used_mb)  # fmt: skip
 
 
 class ResourceSampler:

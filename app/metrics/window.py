@@ -140,6 +140,7 @@ class MetricsSnapshot:
     gpu_util_pct: float | None  # NVML, None when no NVIDIA GPU / nvidia-ml-py
     gpu_name: str | None = None  # "index: name" of the GPU gpu_util_pct is about
     gpu_process_listed: bool | None = None  # NVML lists this process on that GPU (it holds a context there)
+    gpu_mem_mb: float | None = None  # MiB, NVML's figure for the process and its children; None where not read
     stage_busy: StageBusy | None = None  # in JSON: a dict keyed by STAGES
     # The GPU's own busy time per inference: NVML's utilisation (share of its last sample period,
     # 1/6 to 1 s, in which a kernel ran) x 1000 / inferences per second. None without NVML.
@@ -156,6 +157,8 @@ class MetricsSnapshot:
     gpu_sm_clock_mhz: float | None = None
     gpu_power_w: float | None = None
     cpu_mhz: float | None = None  # median over the cores
+    # Inference outputs a live source's results thread skipped for a newer one (app/pipeline/handoff.py)
+    results_dropped_total: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -244,7 +247,7 @@ class Metrics:
     def reset(self) -> None:
         with self._lock:
             self._start = self._clock()
-            self._frames_total = self._inferences_total = self._dropped_total = 0
+            self._frames_total = self._inferences_total = self._dropped_total = self._results_dropped = 0
             for ring in self._rings():
                 ring.clear()
 
@@ -272,6 +275,11 @@ class Metrics:
             self._dropped_total += n
             self._drops.append((now if t is None else t, n))
             self._drops.trim(now - self.window_s)
+
+    def results_dropped(self, n: int) -> None:
+        """Outputs the results thread skipped for a newer one: inferred, never published."""
+        with self._lock:
+            self._results_dropped += n
 
     def inference_done(self, timing: InferenceTiming) -> None:
         row = (
@@ -323,6 +331,7 @@ class Metrics:
                 lo = max(lo, since)
             frames, drops, timings, published = (ring.rows() for ring in self._rings())
             totals = (self._frames_total, self._inferences_total, self._dropped_total)
+            results_dropped = self._results_dropped
         span = max(0.0, now - lo)
         frames, drops, timings, published = (_in_window(r, lo, now) for r in (frames, drops, timings, published))
         reading = self._sampler.latest() if self._sampler else ResourceReading()
@@ -350,9 +359,11 @@ class Metrics:
             gpu_util_pct=reading.gpu_util_pct,
             gpu_name=reading.gpu_name,
             gpu_process_listed=reading.gpu_process_listed,
+            gpu_mem_mb=reading.gpu_mem_mb,
             stage_busy=_stage_busy(frames, timings, published, span),
             gpu_sm_clock_mhz=power.gpu.sm_clock_mhz if power and power.gpu else None,
             gpu_power_w=power.gpu.power_w if power and power.gpu else None,
+            results_dropped_total=results_dropped,
             cpu_mhz=statistics.median(power.cpu_mhz) if power and power.cpu_mhz else None,
             gpu_busy_ms_per_inference=_gpu_busy_ms(reading.gpu_util_pct, len(timings) / span if span > 0 else 0),
         )

@@ -108,6 +108,7 @@ class RowSink:
                 "process_cpu_pct": snap.process_cpu_pct_machine,
                 "system_cpu_pct": snap.system_cpu_pct,
                 "rss_mb": snap.rss_mb,
+                "gpu_mem_mb": snap.gpu_mem_mb,
                 "gpu_util_pct": snap.gpu_util_pct,
                 "gpu_sm_clock_mhz": snap.gpu_sm_clock_mhz,
                 "gpu_power_w": snap.gpu_power_w,

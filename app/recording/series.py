@@ -29,6 +29,7 @@ RECORDED = {
     "process_cpu": "process_cpu_pct",
     "system_cpu": "system_cpu_pct",
     "rss_mb": "rss_mb",
+    "gpu_mem_mb": "gpu_mem_mb",  # format version 4 on
     "gpu_sm_clock": "gpu_sm_clock_mhz",  # format version 3 on; empty cells (not readable, or older) are gaps
     "cpu_mhz": "cpu_mhz",
     "gpu_power": "gpu_power_w",

@@ -33,7 +33,7 @@ from typing import Any
 from app.schemas import versioned
 from app.system.redact import redact_credentials
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 COLUMNS = [
     "timestamp",  # ISO 8601 with UTC offset, ms precision
     "t_s",  # seconds since the recording started (monotonic clock)
@@ -60,6 +60,7 @@ COLUMNS = [
     "process_cpu_pct",
     "system_cpu_pct",
     "rss_mb",
+    "gpu_mem_mb",  # version 4 on: NVML's GPU memory of the process and its children, empty where not read
     "gpu_util_pct",
     "gpu_sm_clock_mhz",  # version 3 on: the power state at the row's newest sample (app/system/power_counters.py) ...
     "gpu_power_w",  # ... NVML's SM clock and board power draw, empty where not readable ...
@@ -78,10 +79,14 @@ COLUMNS = [
 # one-line summary. A classifier's bench recording is as it always was.
 TASK_COLUMNS = ["task", "result_count", "result_labels", "result_scores", "result"]
 COLUMNS_TASKS = COLUMNS + TASK_COLUMNS
-# Version 1 had no per-thread split, version 2 no power state; their files are read with those cells empty.
+# Version 1 had no per-thread split, version 2 no power state, version 3 no GPU memory; their files are read
+# with those cells empty.
 _ADDED_IN_2 = ("inference_thread_cpu_ms", "runtime_threads_cpu_ms", "rest_of_process_cpu_ms")
 _ADDED_IN_3 = ("gpu_sm_clock_mhz", "gpu_power_w", "cpu_mhz")
-COLUMNS_V2 = [c for c in COLUMNS if c not in _ADDED_IN_3]
+_ADDED_IN_4 = ("gpu_mem_mb",)
+COLUMNS_V3 = [c for c in COLUMNS if c not in _ADDED_IN_4]
+COLUMNS_TASKS_V3 = COLUMNS_V3 + TASK_COLUMNS
+COLUMNS_V2 = [c for c in COLUMNS_V3 if c not in _ADDED_IN_3]
 COLUMNS_TASKS_V2 = COLUMNS_V2 + TASK_COLUMNS
 COLUMNS_V1 = [c for c in COLUMNS_V2 if c not in _ADDED_IN_2]
 TEXT_COLUMNS = {"event", "source", "model", "backend_requested", "backend_used", "top1_label", "top_labels", "message",
@@ -395,10 +400,12 @@ def read_recording(path: Path) -> Recording:
         columns = COLUMNS
     elif header == COLUMNS_TASKS:
         columns = COLUMNS_TASKS
+    elif header in (COLUMNS_V3, COLUMNS_TASKS_V3):
+        columns, missing = header, dict.fromkeys(_ADDED_IN_4, "")
     elif header in (COLUMNS_V2, COLUMNS_TASKS_V2):
-        columns, missing = header, dict.fromkeys(_ADDED_IN_3, "")
+        columns, missing = header, dict.fromkeys(_ADDED_IN_3 + _ADDED_IN_4, "")
     elif header == COLUMNS_V1:
-        columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2 + _ADDED_IN_3, "")
+        columns, missing = COLUMNS_V1, dict.fromkeys(_ADDED_IN_2 + _ADDED_IN_3 + _ADDED_IN_4, "")
     else:
         raise ValueError(f"{path}: not a Delegate Scope recording (unexpected header)")
     rows = []

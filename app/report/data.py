@@ -78,6 +78,7 @@ class SessionSummary:
     process_cpu_pct: float = math.nan
     system_cpu_pct: float = math.nan
     rss_mb: float = math.nan
+    gpu_mem_mb: float = math.nan  # NVML's GPU memory of the process and its children (format 4 on)
     gpu_util_pct: float = math.nan
     # The power state (recording format 3 on; NaN where not readable where it ran, or not recorded)
     gpu_sm_clock_mhz: float = math.nan
@@ -323,6 +324,7 @@ def summarise(s: RecordingData) -> SessionSummary:
         process_cpu_pct=_median(s.column("process_cpu_pct", rows)),
         system_cpu_pct=_median(s.column("system_cpu_pct", rows)),
         rss_mb=_median(s.column("rss_mb", rows)),
+        gpu_mem_mb=_median(s.column("gpu_mem_mb", rows)),
         gpu_util_pct=_median(s.column("gpu_util_pct", rows)),
         gpu_sm_clock_mhz=_median(s.column("gpu_sm_clock_mhz", rows)),
         gpu_power_w=gpu_w,

@@ -335,6 +335,50 @@ def cpu_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     ax.legend(loc="center right", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
 
 
+def init_footprint(s: RecordingData) -> float | None:
+    """What opening the session of `s` added to the resident set, MiB (its sidecar facts' `init_mb`); None
+    where not recorded. The sidecar is untrusted: anything but a finite number is None."""
+    value = (s.facts or {}).get("init_mb")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def memory_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
+    """Each session's resident set (solid) and NVML's GPU memory (dashed, format 4 on) as recorded, with
+    the init footprint of the session that ran it marked where it starts."""
+    for s in sessions:
+        for column, style in (("rss_mb", "-"), ("gpu_mem_mb", "--")):
+            y = s.column(column)
+            keep = np.isfinite(y)
+            if keep.any():
+                ax.step(s.t[keep], y[keep], where="post", color=s.colour, lw=2 if style == "-" else 1.5, ls=style)
+        init = init_footprint(s)
+        if init is not None and len(s.t):
+            start = s.segment.start_s if s.segment is not None else float(np.nanmin(s.t))
+            ax.axvline(start, color=s.colour, lw=0.9, ls=":", zorder=1)
+            ax.text(start, 0.985, f" init {init:.0f} MB", rotation=90, va="top", ha="right", fontsize=8,
+                    color="#333", transform=ax.get_xaxis_transform(), clip_on=True, zorder=5,
+                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})  # fmt: skip
+    rss_missing = [s for s in sessions if not _recorded(s, "rss_mb")]
+    _not_recorded(ax, sessions, rss_missing, "resident memory")
+    ax.set_xlabel("time since recording started (s)")
+    ax.set_ylabel("MiB")
+    ax.set_title("Memory")
+    ax.set_ylim(bottom=0)
+    if len(rss_missing) == len(sessions):
+        return
+    ax.plot([], [], color="#555", lw=2, label="resident set (process and children)")
+    # An empty GPU column: no NVIDIA GPU or NVML where it ran, or a recording before format 4.
+    gpu_missing = [s for s in sessions if not _recorded(s, "gpu_mem_mb")]
+    if len(gpu_missing) < len(sessions):
+        ax.plot([], [], color="#555", lw=1.5, ls="--", label="GPU memory (NVML)")
+    if gpu_missing:
+        names = "" if len(gpu_missing) == len(sessions) else " for " + ", ".join(f"#{s.index + 1}" for s in gpu_missing)
+        ax.plot([], [], color="none", label=f"GPU memory not recorded{names}")
+    ax.legend(loc="best", fontsize=8.5, frameon=True, framealpha=0.92, edgecolor="#ddd")
+
+
 def offload(ax: Axes, sessions: list[RecordingData]) -> None:
     """Wall time vs CPU time per inference: the evidence of where the work runs."""
     x = np.arange(len(sessions))
@@ -447,6 +491,14 @@ def html_figures(sessions: list[RecordingData]) -> list[tuple[str, bytes, str]]:
             )
         )
 
+        fig = Figure(figsize=(12, 3.6), layout="constrained")
+        memory_over_time(fig.subplots(), sessions)
+        note = (
+            "Resident set of the process and its children (solid) and NVML's GPU memory (dashed) as recorded; "
+            "a dotted line marks where each session opened, with what opening it added to the resident set."
+        )
+        out.append(("Memory", _png(fig), note))
+
         fig = Figure(figsize=(12, 0.9 + 0.42 * min(8, _label_count(sessions))), layout="constrained")
         ax = fig.subplots()
         label_distribution(ax, sessions)
@@ -504,9 +556,10 @@ def overview_png(
         latency_histogram(a, sessions, log=log)
         stage_breakdown(b, sessions)
         i += 1
-        a, b, c = figs[i].subplots(1, 3, width_ratios=[1.2, 1.2, 0.9])
+        a, b, m, c = figs[i].subplots(1, 4, width_ratios=[1, 1, 1, 1])
         fps_over_time(a, sessions)
         cpu_over_time(b, sessions)
+        memory_over_time(m, sessions)
         offload(c, sessions)
         i += 1
         _table(figs[i].subplots(), sessions, table_rows)

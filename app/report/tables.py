@@ -91,6 +91,7 @@ def summary_rows(sessions: list[RecordingData], comparisons: list[Comparison]) -
     add("CPU ms per inference (median)", [fmt(x.cpu_ms) for x in ss])
     add("offload ratio (CPU ms / inference ms)", [fmt(x.offload_ratio) for x in ss])
     add("process CPU % of machine (median)", [fmt(x.process_cpu_pct, 1) for x in ss])
+    add("memory: resident / GPU (median)", [_memory(x) for x in ss])
     add("GPU SM clock / power", [_gpu_power(x) for x in ss])
     add("GPU energy per inference", [_gpu_energy(x) for x in ss])
     add("CPU clock (median of cores)", [_recorded(x.cpu_mhz, "MHz") for x in ss])
@@ -157,6 +158,13 @@ NOT_RECORDED = "not recorded (not readable where it ran, or a recording before f
 
 def _recorded(value: float, unit: str) -> str:
     return NOT_RECORDED if math.isnan(value) else f"{value:.0f} {unit}"
+
+
+def _memory(x: SessionSummary) -> str:
+    """'212 MB / GPU 96 MB'; a GPU column left empty (no NVML where it ran, or a recording before format 4)
+    says so."""
+    gpu = "GPU not recorded" if math.isnan(x.gpu_mem_mb) else f"GPU {x.gpu_mem_mb:.0f} MB"
+    return f"{fmt(x.rss_mb, 0, ' MB')} / {gpu}"
 
 
 def _gpu_power(x: SessionSummary) -> str:

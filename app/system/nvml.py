@@ -8,7 +8,27 @@ Absent NVML (not installed, no driver, no NVIDIA GPU) is a reason, never an exce
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class ProcessListing:
+    """What NVML lists of a set of processes: the first GPU that lists one of them (None: none listed),
+    their used memory in bytes summed over every GPU, and whether a listed one had its memory withheld
+    (NVML_VALUE_NOT_AVAILABLE: Windows WDDM, some containers)."""
+
+    first_gpu: int | None
+    used_bytes: int = 0
+    hidden: bool = False
+
+    @property
+    def used_mb(self) -> float | None:
+        """MiB; None where none is listed or NVML withholds every figure."""
+        if self.first_gpu is None or (self.hidden and self.used_bytes == 0):
+            return None
+        return self.used_bytes / (1024 * 1024)
 
 
 class NvmlSession:
@@ -46,6 +66,32 @@ class NvmlSession:
     @property
     def open(self) -> bool:
         return self.module is not None
+
+    def list_processes(self, pids: Iterable[int]) -> ProcessListing:
+        """Where `pids` hold a GPU context (compute or graphics/Vulkan) and the memory NVML charges them.
+        Inside a container NVML may report host pids: then none is listed."""
+        nvml, wanted = self.module, set(pids)
+        if nvml is None:
+            return ProcessListing(None)
+        first, total, hidden = None, 0, False
+        for index, handle in enumerate(self.handles):
+            seen: set[int] = set()  # a process with both kinds of context is listed twice, with one figure
+            for listing in (nvml.nvmlDeviceGetComputeRunningProcesses, nvml.nvmlDeviceGetGraphicsRunningProcesses):
+                try:
+                    processes = listing(handle)
+                except nvml.NVMLError:
+                    continue
+                for p in processes:
+                    if p.pid not in wanted or p.pid in seen:
+                        continue
+                    seen.add(p.pid)
+                    first = index if first is None else first
+                    used = getattr(p, "usedGpuMemory", None)
+                    if used is None:
+                        hidden = True
+                    else:
+                        total += int(used)
+        return ProcessListing(first, total, hidden)
 
     def close(self) -> None:
         with self._lock:

@@ -412,10 +412,14 @@ def run_memory(
 ) -> MemoryFigures:
     """A side's memory over a measured span: its session's open (init, split into mapped files and the
     runtime's anonymous memory), the process's peak (VmHWM since the span opened) and median resident set
-    over the span, and the GPU memory NVML gives this process and its children."""
+    over the span, and the most GPU memory NVML gave this process and its children in the span's samples."""
     opened = worker.opened()
     readings = sampler.readings_between(since, until) if since is not None and until is not None else []
-    return memory_figures(opened.memory if opened else None, [r.rss_mb for r in readings], peak, gpu_mb())
+    # From the sampler's readings: by the time the summary is made the GPU session has closed and NVML lists
+    # no process of this app (an H200 host's GPU run read null there, 51 MiB in the span's samples).
+    gpu = [r.gpu_mem_mb for r in readings if r.gpu_mem_mb is not None]
+    gpu_reading = (max(gpu), None) if gpu else gpu_mb()
+    return memory_figures(opened.memory if opened else None, [r.rss_mb for r in readings], peak, gpu_reading)
 
 
 def measure_idle(idle_s: float | None = None) -> list[PowerReading]:
