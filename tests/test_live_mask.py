@@ -1,6 +1,7 @@
 """The segmentation overlay's pixels off the GUI thread (app/live/mask.py), headless: the pixels and the
-box of a known class map, built once per result on the thread that adds it, handed to the window only
-once built, resized to the size the window said; and a controller without a window builds none."""
+box of a known class map, built once per result on the thread that adds it, and only once the window
+read the last one, handed to the window only once built, resized to the size the window said; and a
+controller without a window builds none."""
 
 from __future__ import annotations
 
@@ -95,11 +96,30 @@ def test_each_result_is_built_once_on_the_thread_that_adds_it_and_shown_only_onc
     assert scaled is not None and scaled.shape == (128, 96)
     assert prep.mask_for("a", first.task) is mask  # still kept: the window may paint it after newer ones came
     for n in range(KEPT):
+        prep.mask_for("a", second.task)  # the window took a mask: the next is built
         prep.add("a", _segmentation(_block(), 3 + n))
     assert prep.mask_for("a", first.task) is None and prep.mask_for("a", second.task) is None  # KEPT only
 
     prep.reset()  # a new pipeline
     assert prep.shown("a", second) is None and prep.mask_for("a", second.task) is None
+
+
+def test_a_mask_is_built_only_once_the_window_read_the_last_one():
+    prep = MaskPreparer()
+    prep.enable()
+    results = [_segmentation(_block(), n) for n in range(5)]
+    prep.add("a", results[0])  # nothing built yet: built
+    prep.add("a", results[1])  # the window never read the first: passed over
+    prep.add("a", results[2])
+    assert (prep.built, prep.skipped) == (1, 2)
+    assert prep.shown("a", results[2]) is results[0]  # the last built, until the window takes it
+    assert prep.mask_for("a", results[0].task) is not None  # the window paints it: the next is built
+    prep.add("a", results[3])
+    prep.add("a", results[4])
+    assert (prep.built, prep.skipped) == (2, 3)
+    assert prep.shown("a", results[4]) is results[3] and prep.mask_for("a", results[3].task) is not None
+    prep.add("b", results[4])  # each side reads its own
+    assert prep.built == 3
 
 
 @pytest.mark.timeout(120)

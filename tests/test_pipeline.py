@@ -143,17 +143,21 @@ def test_results_flow_with_timings_and_labels(pipelines):
 
 
 def test_throttle_is_honoured_start_to_start(pipelines):
-    starts: list[float] = []
+    runs: list[tuple[float, float]] = []
     start(
         pipelines,
         "synthetic:320x240@60",
         InferenceConfig(options={"threads": 1}, throttle_ms=150),
-        on_result=lambda r: starts.append(r.timing.started_at),
+        on_result=lambda r: runs.append((r.timing.started_at, r.timing.finished_at)),
     )
-    assert wait_until(lambda: len(starts) >= 8, timeout=30)
+    assert wait_until(lambda: len(runs) >= 8, timeout=30)
+    starts = [s for s, _ in runs]
     gaps = np.diff(starts)
     assert gaps.min() >= 0.149, gaps
-    assert np.median(gaps) < 0.25  # and it does not wait much longer than asked
+    # ... and no later than that, or than the inference's end where it ran longer (start to start, not end to
+    # start): what is left is the thread's wake-up, milliseconds (a loaded machine: tens), never a second wait.
+    late = [b - max(a + 0.150, done) for (a, done), b in zip(runs, starts[1:], strict=False)]
+    assert np.median(late) < 0.1, late
 
 
 @pytest.mark.slow
@@ -169,8 +173,9 @@ def test_latest_frame_wins_no_backlog_and_dropped_count_is_exact(pipelines, own_
     # every captured frame was either inferred, dropped (overwritten), or is the one left in the slot
     assert snap.frames_total - snap.inferences_total - snap.dropped_total in (0, 1)
     assert snap.dropped_total > snap.inferences_total * 5
-    # no backlog: each inference took a frame at most one capture interval (+ scheduling) old
-    assert snap.latency["queue"].max < 100
+    # no backlog: an inference takes a frame about one capture interval (+ scheduling) old; a queue would age
+    # them by a throttle interval (200 ms) more with each inference
+    assert snap.latency["queue"].p50 < 100, snap.latency["queue"]
     assert inferred == sorted(set(inferred)), inferred  # newer frames only, never one twice
 
 
@@ -178,7 +183,7 @@ def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and
     """A 320x240 still paced at 1000 fps (a read is a 230 kB copy) into a model taking 1024x1024
     float32 (preprocessing is an upscale and a 12 MB conversion): the preprocessing thread falls
     behind the capture thread, and the frames it never took are dropped at its slot and counted
-    with the rest: captured = inferred + dropped + what is left in the two slots."""
+    with the rest: captured = published + dropped + results skipped + what is left in the two slots."""
     cv2.imwrite(str(tmp_path / "small.png"), np.random.default_rng(0).integers(0, 256, (240, 320, 3), np.uint8))
     model = tmp_path / "big_input.tflite"
     model.write_bytes(mean_classifier(1024))
@@ -190,7 +195,9 @@ def test_a_preprocessing_thread_slower_than_the_source_drops_at_its_own_slot_and
     p.stop()
     snap = p.metrics.snapshot()
     prepared = p.rgb_cache.computed  # frames the preprocessing thread took (stage 1 once per frame)
-    assert snap.frames_total - snap.inferences_total - snap.dropped_total in (0, 1, 2), snap
+    # Results the results thread skipped for a newer one were inferred, never published: counted apart.
+    unaccounted = snap.frames_total - snap.inferences_total - snap.dropped_total - snap.results_dropped_total
+    assert unaccounted in (0, 1, 2), snap
     # Dropped before preprocessing: read but never taken by the preprocessing thread; counted as dropped.
     assert snap.frames_total - prepared > 10, (snap.frames_total, prepared)
     assert snap.dropped_total >= snap.frames_total - prepared - 1, (snap.dropped_total, snap.frames_total, prepared)

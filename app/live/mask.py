@@ -3,9 +3,11 @@ premultiplied ARGB pixels through a colour per class, with the box around its co
 (nearest) to the size the window last drew the mask at. `MaskPreparer` does it on each side's results
 thread as the result is published (LiveController's result callback), so the GUI thread only wraps
 ready pixels in an image and blits them (app/ui/views/overlay.py); it does nothing until a window
-enables it, so `bench`, `sweep` and any controller without a window never pay for it. Built in the
+enables it, so `bench`, `sweep` and any controller without a window never pay for it, and only once
+the window has read the last one built: results come faster than a window paints (200 /s from a GPU
+against a 60 Hz display), and a mask nobody draws is work the results thread has no time for. Built in the
 paint, a new mask each paint cost the GUI thread 1.18 ms of CPU (p50) against 0.83 ms ready-built
-(docs/benchmarks.md, "The window's paint with each task's overlay").
+(docs/performance-costs.md, "The window's paint with each task's overlay").
 
 The palette lives here, Qt-free, for the mask and the legend alike (overlay.py turns it into QColors).
 """
@@ -159,7 +161,9 @@ class MaskPreparer:
         self._enabled = False  # a window shows masks: until then, results pass untouched
         self._sizes: dict[str, tuple[int, int]] = {}  # side -> (width, height) its mask was last drawn at
         self._seen: dict[str, deque[_Seen]] = {}  # side -> its newest results passed through `add`, oldest first
+        self._read: dict[str, bool] = {}  # side -> the window took a mask since the last built (`mask_for`)
         self.built = 0  # masks built here (tests: once per result)
+        self.skipped = 0  # results with a mask not built: the window had not read the last one yet
 
     def enable(self) -> None:
         self._enabled = True
@@ -172,6 +176,7 @@ class MaskPreparer:
         """A new pipeline (its frames and sessions numbered from 0 again): forget the old one's results."""
         with self._lock:
             self._seen.clear()
+            self._read.clear()
 
     def draw_at(self, side: str, width: int, height: int) -> None:
         """The size the side's mask is drawn at now: later masks come resized to it."""
@@ -179,27 +184,36 @@ class MaskPreparer:
             self._sizes[side] = (width, height)
 
     def add(self, side: str, result: Result) -> None:
-        """A side's new result (its results thread): its mask built, if it has one."""
+        """A side's new result (its results thread): its mask built, if it has one and the window read the
+        last one built; else passed over (the window shows the last one built until it reads it)."""
         if not self._enabled:
             return
         mask = None
         if result.task is not None and result.task.class_map is not None and has_mask(result.task):
             with self._lock:
-                size = self._sizes.get(side)
+                size, wanted = self._sizes.get(side), self._read.get(side, True)
+                self.skipped += not wanted
+            if not wanted:
+                return
             mask = ClassMask.build(result.task.class_map, size)
         with self._lock:
             self._seen.setdefault(side, deque(maxlen=KEPT)).append(_Seen(result, mask))
             self.built += mask is not None
+            if mask is not None:
+                self._read[side] = False
 
     def mask_for(self, side: str, task: TaskResult) -> ClassMask | None:
-        """The mask built for this result (None: not built here, or no longer kept)."""
+        """The mask built for this result (None: not built here, or no longer kept). The window's read, at
+        its paint: the side's next result gets its mask built."""
         with self._lock:
+            self._read[side] = True
             kept = list(self._seen.get(side, ()))
         return next((seen.mask for seen in reversed(kept) if seen.result.task is task), None)
 
     def shown(self, side: str, newest: Result | None) -> Result | None:
-        """What the window shows of a side: `newest`, unless its mask is still being built (the pipeline
-        publishes a result just before its callback runs): then the result before it, None for a first."""
+        """What the window shows of a side: `newest` once its mask is built, else the newest result whose mask
+        is (the pipeline publishes a result just before its callback runs, and passes results over until
+        the window has taken the last mask), None before a first."""
         if not self._enabled or newest is None or not has_mask(newest.task):
             return newest
         with self._lock:

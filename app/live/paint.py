@@ -1,6 +1,6 @@
 """When the window paints: its heavy work (painting a new frame, refreshing plots and panel) waits while
 an inference runs, at most `max_s`. Painting and the X server's copy of a 4K window took a core beside
-the inference thread on a 2-core machine and slowed what the window measures (docs/benchmarks.md, "The
+the inference thread on a 2-core machine and slowed what the window measures (docs/performance.md, "The
 window's observer effect"). A frame then shows with its own result, once; a model slower than `max_s`
 still gets every frame shown, this much late. Qt-free, on an injectable clock."""
 

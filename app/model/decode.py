@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from app.model import segmentation
 from app.model.mediapipe import POSE_FLAG_THRESHOLD, AnchorDetectionLayout, LandmarkModel, detect, sigmoid
 from app.model.preprocess import CropBox
 from app.model.skeleton import names_and_bones
@@ -55,13 +56,7 @@ class OutputStats:
             # float64 copy and a mask, against 0.6 ms read in place (min, max, then the mean).
             first, last = array.min(), array.max()
             if np.isfinite(first) and np.isfinite(last):  # NaN or an infinity would show in one of them
-                lo, hi, average = float(first), float(last), float(array.mean(dtype=np.float64))
-                if info.scale and array.dtype.kind in "iu":  # dequantization is affine: the same on each figure
-                    zero, scale = float(info.zero_point or 0), float(info.scale)
-                    lo, hi, average = (lo - zero) * scale, (hi - zero) * scale, (average - zero) * scale
-                    if scale < 0:
-                        lo, hi = hi, lo
-                return cls(info.name, shape, info.dtype, lo, hi, average, 0)
+                return cls._read(info, array, float(first), float(last), float(array.mean(dtype=np.float64)))
         values = dequantized(info, array) if values is None else values
         finite = values[np.isfinite(values)] if values.size else values
         low: float | None
@@ -72,6 +67,22 @@ class OutputStats:
         else:
             low = high = mean = None
         return cls(info.name, shape, info.dtype, low, high, mean, int(values.size - finite.size))
+
+    @classmethod
+    def reduced(cls, info: TensorInfo, array: np.ndarray, found: segmentation.Reduced) -> OutputStats:
+        """From a finite output's extremes and float64 sum read elsewhere (a segmenter's split argmax): the
+        mean summed by parts, equal to `of`'s to float64 rounding."""
+        return cls._read(info, array, found.low, found.high, found.total / max(1, array.size))
+
+    @classmethod
+    def _read(cls, info: TensorInfo, array: np.ndarray, lo: float, hi: float, average: float) -> OutputStats:
+        """A finite output's figures from its raw extremes and mean."""
+        if info.scale and array.dtype.kind in "iu":  # dequantization is affine: the same on each figure
+            zero, scale = float(info.zero_point or 0), float(info.scale)
+            lo, hi, average = (lo - zero) * scale, (hi - zero) * scale, (average - zero) * scale
+            if scale < 0:
+                lo, hi = hi, lo
+        return cls(info.name, tuple(int(d) for d in np.shape(array)), info.dtype, lo, hi, average, 0)
 
     def to_dict(self) -> dict[str, object]:
         def r(v: float | None) -> float | None:
@@ -137,7 +148,8 @@ class TaskResult:
     task: Task
     outputs: tuple[OutputStats, ...]
     detections: tuple[Detection, ...] = ()
-    class_map: np.ndarray | None = None  # (h, w) class per pixel at the model's resolution, over `crop`
+    # (h, w) class per pixel at the model's resolution, over `crop`: uint8 where the classes fit, else int32
+    class_map: np.ndarray | None = None
     class_fractions: tuple[tuple[int, str, float], ...] = ()  # (class, label, share of pixels), largest first
     keypoints: tuple[Keypoint, ...] = ()
     # Pairs of indices into `keypoints`; none when a point could not be placed (the indices would shift).
@@ -210,6 +222,16 @@ def _stats_line(s: OutputStats) -> str:
     return f"{s.name} {'x'.join(map(str, s.shape))}: {s.min:.3g}..{s.max:.3g}, mean {s.mean:.3g}"
 
 
+@dataclass(frozen=True)
+class _Ready:
+    """A class map made at once (the model's own, or a mask over one half)."""
+
+    classes: np.ndarray
+
+    def result(self, finite: bool) -> np.ndarray:
+        return self.classes
+
+
 class TaskDecoder:
     """One per model, reused for every result (like Postprocessor)."""
 
@@ -237,7 +259,15 @@ class TaskDecoder:
             )
             stats = tuple(OutputStats.of(i, a, v) for i, a, v in zip(infos, outputs, values, strict=False))
             return TaskResult(self._task, stats, crop=crop, values=values, input_size=self._size)
-        stats = tuple(OutputStats.of(info, array) for info, array in zip(infos, outputs, strict=False))
+        # A segmenter's class map begins first: split over threads, its parts read its output's statistics too.
+        begun = self._class_map(layout, outputs) if isinstance(layout, SegmentationLayout) else None
+        reduced = begun.reduced() if isinstance(begun, segmentation.BegunMap) else None
+        scores_at = layout.output if isinstance(layout, SegmentationLayout) else -1
+        stats = tuple(
+            OutputStats.reduced(info, array, reduced) if reduced is not None and i == scores_at
+            else OutputStats.of(info, array)
+            for i, (info, array) in enumerate(zip(infos, outputs, strict=False))
+        )  # fmt: skip
         if isinstance(layout, DetectionLayout | AnchorDetectionLayout):
             threshold = self.threshold  # once: the window may change it while this runs
             if isinstance(layout, AnchorDetectionLayout):
@@ -249,9 +279,12 @@ class TaskDecoder:
             return TaskResult(self._task, stats, detections=kept, crop=crop, input_size=self._size,
                               threshold=threshold, below_threshold=below)  # fmt: skip
         if isinstance(layout, SegmentationLayout):
-            class_map = self._class_map(layout, outputs)
-            return TaskResult(self._task, stats, class_map=class_map, class_fractions=self._fractions(class_map),
-                              crop=crop, input_size=self._size)  # fmt: skip
+            assert begun is not None
+            out = stats[layout.output]
+            classes = begun.result(out.min is not None and not out.non_finite)
+            binary = not layout.class_map and layout.classes <= 2  # a 0/1 map: compared, or over one half
+            return TaskResult(self._task, stats, class_map=classes, crop=crop, input_size=self._size,
+                              class_fractions=self._fractions(classes, binary))  # fmt: skip
         if layout.model is not None:
             points, confidence, mask = self._landmarks(layout.model, outputs, crop, frame_size)
             bones = self._bones if len(points) == len(self._names) else ()
@@ -319,26 +352,20 @@ class TaskDecoder:
             found.append(Detection(0, label, d.score, (ymin, xmin, ymax, xmax), tuple(points)))
         return tuple(found)
 
-    def _class_map(self, layout: SegmentationLayout, outputs: Sequence[np.ndarray]) -> np.ndarray:
+    def _class_map(self, layout: SegmentationLayout, outputs: Sequence[np.ndarray]) -> _Ready | segmentation.BegunMap:
+        """The class map, begun: its `result` takes whether the output's scores are all finite."""
         out = np.asarray(outputs[layout.output])
         if layout.class_map:
-            return out.reshape(out.shape[1], out.shape[2]).astype(np.int32)
+            return _Ready(out.reshape(out.shape[1], out.shape[2]).astype(np.int32))
         scores = out.reshape(out.shape[1], out.shape[2], -1)
         if scores.shape[2] == 1:  # one class's probability: foreground above one half
             values = dequantized(self.spec.outputs[layout.output], scores[..., 0])
-            return (values > _MASK_PROBABILITY).astype(np.int32)
-        # argmax on the raw values: dequantization is monotonic, so it picks the same class.
-        return np.argmax(scores, axis=2).astype(np.int32)
+            return _Ready((values > _MASK_PROBABILITY).view(np.uint8))
+        # On the raw values: dequantization is monotonic, so they pick the same class.
+        return segmentation.start_class_map(scores)
 
-    def _fractions(self, class_map: np.ndarray) -> tuple[tuple[int, str, float], ...]:
-        flat = class_map.reshape(-1)
-        if flat.size == 0:
-            return ()
-        if flat.min() < 0:
-            flat = flat[flat >= 0]
-        counts = np.bincount(flat)
-        total = max(1, int(counts.sum()))
-        shares = [(int(c), self.spec.label(int(c)), int(n) / total) for c, n in enumerate(counts) if n]
+    def _fractions(self, class_map: np.ndarray, binary: bool = False) -> tuple[tuple[int, str, float], ...]:
+        shares = [(c, self.spec.label(c), share) for c, share in segmentation.class_shares(class_map, binary)]
         return tuple(sorted(shares, key=lambda s: -s[2]))
 
     def _keypoints(

@@ -3,7 +3,7 @@ normalise, quantize.
 
 One Preprocessor per model, reused for every frame: the output buffers are
 allocated once and normalisation is a lookup table (figures against the naive
-PIL/numpy path: docs/benchmarks.md). The same code serves `classify`, the live pipeline and the
+PIL/numpy path: docs/performance.md). The same code serves `classify`, the live pipeline and the
 benchmarks, so their numbers describe the same work.
 """
 

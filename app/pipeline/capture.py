@@ -31,6 +31,7 @@ from app.system.redact import redact_credentials
 from app.system.thread_cpu import name_this_thread
 
 _BACKOFF_START_S, _BACKOFF_MAX_S = 0.5, 8.0
+_FIRST_OPEN_WAIT_S = 10.0  # the longest the source waits for the sessions to open
 
 
 class Capture:
@@ -94,6 +95,7 @@ class Capture:
     def _loop(self) -> None:
         name_this_thread("capture")  # a native thread it starts (OpenCV's pool) is then never the runtime's
         try:
+            self._wait_for_the_first_open()
             source = self._open()
             if source is not None:
                 self._read_all(source)
@@ -106,6 +108,17 @@ class Capture:
                 self._ahead.close()
             else:
                 self.done.set()
+
+    def _wait_for_the_first_open(self) -> None:
+        """The source opens once every worker has opened its model (or failed to), or after
+        _FIRST_OPEN_WAIT_S: an open's init memory is the process's resident set before and after it, and
+        frames decoded meanwhile counted in it (a detector read 17-27 MB in bench against 13 MB alone). A
+        long open (a Core ML conversion) starts the source anyway, so the window shows the video."""
+        deadline = time.monotonic() + _FIRST_OPEN_WAIT_S
+        for worker in self._workers:
+            while not worker.wait_first_open(POLL_S):
+                if self._stop.is_set() or time.monotonic() > deadline:
+                    return
 
     def _preprocess_loop(self) -> None:
         """The preprocessing thread: each frame the capture thread read, in order, to the workers."""
@@ -145,6 +158,8 @@ class Capture:
         # Decoding frames nobody will infer only takes a core from inference.
         on_demand = reads_on_demand(source.info.kind, self.plan.pace)
         self._on_demand = on_demand  # before the first frame reaches the preprocessing thread
+        for worker in self._workers:  # results as frames: every one on demand, else the newest
+            worker.keep_newest_results(not on_demand)
         while not self._stop.is_set():
             read_from = time.perf_counter()
             try:

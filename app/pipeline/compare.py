@@ -305,20 +305,25 @@ class Comparator:
         medians = np.median([(c.a_inference_ms, c.b_inference_ms, c.a_cpu_ms, c.b_cpu_ms) for c in rows], axis=0)
         return SpeedWindow(len(rows), rows[0].at - rows[-1].at, *(float(m) for m in medians))
 
-    def measured(self, until: float) -> list[FrameComparison]:
-        """The comparisons made up to `until` (monotonic): a run's measured span, once reset at its start."""
+    def measured(self, until: float, first: int | None = None) -> list[FrameComparison]:
+        """The comparisons made up to `until` (monotonic), the `first` of them only when given: a run's
+        measured span, once reset at its start (`bench --frames N` counts exactly N)."""
         with self._lock:
-            return [c for c in self.comparisons if c.at <= until]
+            return [c for c in self.comparisons if c.at <= until][:first]
 
-    def summary(self, since: float | None = None, until: float | None = None) -> AgreementSummary:
-        """Over the comparisons made after `since` and up to `until` (None: no bound)."""
+    def summary(
+        self, since: float | None = None, until: float | None = None, first: int | None = None
+    ) -> AgreementSummary:
+        """Over the comparisons made after `since` and up to `until` (None: no bound), the `first` of them
+        only when given."""
 
         def within(c: FrameComparison) -> bool:
             return (since is None or c.at > since) and (until is None or c.at <= until)
 
         with self._lock:
-            rows = [c for c in self.comparisons if within(c)]
-            disagreements = [c for c in self._disagreements if within(c)]
+            rows = [c for c in self.comparisons if within(c)][:first]
+            counted = {id(c) for c in rows}
+            disagreements = [c for c in self._disagreements if id(c) in counted]
         if not rows:
             return AgreementSummary(0, None, None, None, None, False, [])
         tasks = [c.task for c in rows if c.task is not None]

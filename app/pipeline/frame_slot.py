@@ -8,6 +8,9 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
+# What a dropped frame is, in one set of words: bench's "measured" line and the window's status bar.
+NOT_INFERRED, OVERWRITTEN = "not inferred", "overwritten in the slot"
+
 
 class LatestFrameSlot(Generic[T]):
     """One frame deep. `put` overwrites; `take` hands the newest frame to the consuming thread once.

@@ -1,4 +1,5 @@
-"""Inference thread -> results thread: raw outputs in order, bounded."""
+"""Inference thread -> results thread: raw outputs in order, bounded; from a live source, only the newest
+waiting one is published (the older ones are dropped and counted), as capture keeps only the newest frame."""
 
 from __future__ import annotations
 
@@ -46,13 +47,18 @@ class Handoff:
     room: two counters, each written by one thread only (puts by the inference thread, dones by
     the results thread), say how many outputs are unpublished. A semaphore here (pure Python: a
     Condition and its lock) was part of the per-frame Python that kept a fast GPU's pipeline below
-    its raw loop (docs/benchmarks.md, "GPU: the pipeline against the model alone")."""
+    its raw loop (docs/pipeline.md, "The GPU path")."""
 
     def __init__(self) -> None:
         self._queue: queue.SimpleQueue[RawOutput | None] = queue.SimpleQueue()
         self._room = threading.Condition()
         self._puts = 0  # written by the producer alone
         self._dones = 0  # written by the consumer alone, under _room
+        # A live source's frames come at the device's pace whatever the pipeline does: when the results
+        # thread falls behind, outputs waiting for it only age (end to end grew to 16-22x the inference
+        # time behind a slow segmentation decoding), so it takes the newest and drops the rest. An
+        # on-demand source (every frame read is inferred) keeps every output: it slows inference down.
+        self.keep_newest = False  # set before the first put (capture, once it knows its source)
 
     def put(self, item: RawOutput, stop: threading.Event) -> None:
         if self._puts - self._dones >= _MAX_UNPUBLISHED:
@@ -62,13 +68,30 @@ class Handoff:
         self._puts += 1  # before the item is visible: drained() never says yes with one in flight
         self._queue.put(item)
 
-    def get(self) -> RawOutput | None:
-        return self._queue.get()
+    def get(self) -> tuple[RawOutput | None, int]:
+        """The next output to publish (None: closed) and how many older ones it replaced (`keep_newest`:
+        those waiting behind the results thread; they count as done, the caller counts them as dropped)."""
+        item = self._queue.get()
+        if not self.keep_newest or item is None:
+            return item, 0
+        dropped = 0
+        while True:
+            try:
+                newer = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if newer is None:  # closed behind it: publish this one, then end
+                self._queue.put(None)
+                break
+            item, dropped = newer, dropped + 1
+        if dropped:
+            self.done(dropped)
+        return item, dropped
 
-    def done(self) -> None:
-        """One item fully published (or refused)."""
+    def done(self, n: int = 1) -> None:
+        """`n` items fully published, refused or dropped."""
         with self._room:
-            self._dones += 1
+            self._dones += n
             self._room.notify()
 
     def drained(self) -> bool:

@@ -4,7 +4,7 @@ thread of its own while the capture thread decodes the next frame.
 On a fast accelerator the capture thread, decoding then preprocessing each frame in series, was
 the limit: on an H200 host (16 cores, EfficientNet-Lite0 on the GPU) it was busy 97-99% (source
 49-52%, preprocessing 45-49%) and the unpaced demo reached 0.66-0.78 of the model alone
-(docs/benchmarks.md, "Decoding and preprocessing on two threads", measures both placements).
+(docs/performance.md, "Decoding and preprocessing on two threads", measures both placements).
 Two threads overlap the two. They need a core each besides the model's: where the model's threads
 take the cores (a CPU session's XNNPACK threads, the 2-core machine), a second thread only takes
 turns with the first and wakes once more per frame, so preprocessing stays on the capture thread.

@@ -65,7 +65,12 @@ class ResultsStage:
     def _loop(self) -> None:
         """Postprocess and publish, in order, until the hand-off is closed."""
         name_this_thread("results")
-        while (item := self._handoff.get()) is not None:
+        while True:
+            item, dropped = self._handoff.get()
+            if item is None:
+                break
+            if dropped:  # counted as capture counts frames it overwrote: a figure, not an event per drop
+                self._metrics.results_dropped(dropped)
             started = time.perf_counter()
             try:
                 result = self._publish(item)

@@ -59,6 +59,7 @@ class SessionKeeper:
         self._opened: Opened | None = None
         self._opening: tuple[InferenceConfig, float] | None = None
         self._counter = 0
+        self.first_open_over = threading.Event()  # the first open succeeded or failed: capture may begin
 
     def opened(self) -> Opened | None:
         with self._lock:
@@ -82,6 +83,7 @@ class SessionKeeper:
         finally:  # after the open or switch event: the window reads that event, then sees this cleared
             with self._lock:
                 self._opening = None
+            self.first_open_over.set()
 
     def fail_over(self, active: ActiveSession, exc: ModelError) -> ActiveSession:
         """A session that failed mid-run falls back to the CPU, visibly; on the CPU already, or with fallback

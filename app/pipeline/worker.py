@@ -88,6 +88,11 @@ class InferenceWorker:
         self.results_thread.start()
         self.inference_thread.start()
 
+    def keep_newest_results(self, on: bool) -> None:
+        """Before the first frame: publish only the newest output waiting for the results thread (a live
+        source), or every one (on demand). See Handoff."""
+        self._handoff.keep_newest = on
+
     def request_stop(self) -> None:
         self._stop.set()
         self.slot.close()
@@ -117,6 +122,10 @@ class InferenceWorker:
     def opened(self) -> Opened | None:
         """The open session: its report, model, capture-side preprocessor and feeder (None before the first)."""
         return self._sessions.opened()
+
+    def wait_first_open(self, timeout: float) -> bool:
+        """Wait until the first open is over (opened or failed); False if `timeout` passed first."""
+        return self._sessions.first_open_over.wait(timeout)
 
     def delegation_report(self) -> DelegationReport | None:
         opened = self._sessions.opened()
