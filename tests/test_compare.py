@@ -86,7 +86,7 @@ def test_bench_compare_with_writes_both_sides_and_agreement(tmp_path):
     s = json.loads(summary.read_text())
     assert s["mode"] == "compare" and s["b"]["delegate"]["requested"] == "coreml"
     assert s["b"]["delegate"]["used"] == "cpu" and s["a"]["alone"]["inference_fps"] > 0
-    assert s["agreement"]["frames"] >= 30 and s["agreement"]["top1_agreement"] == 1.0
+    assert s["agreement"]["frames"] == 30 and s["agreement"]["top1_agreement"] == 1.0
     rows = list(csv.DictReader(table.open(encoding="utf-8")))
     assert len(rows) == s["agreement"]["frames"] and all(r["top1_agree"] == "1" for r in rows)
     # Each side's full recording, which `report` renders as a pair.
@@ -149,3 +149,40 @@ def test_speed_sentence_names_a_tie_instead_of_one_point_oh_times_slower():
     assert speed_sentence(10.0, 10.1, 10.0, 10.0).startswith("same speed (B within 1.0% of A)")
     assert speed_sentence(10.0, 12.0, 0.0, 0.0).startswith("B is 1.20× slower than A")
     assert speed_sentence(12.0, 10.0, 0.0, 0.0).startswith("B is 1.20× faster than A")
+
+
+def test_the_first_n_comparisons_are_the_span_of_n_frames():
+    """`bench --frames N` counts the first N compared frames: frames compared before its span closes (it
+    looks every 50 ms) are neither in its agreement nor in its comparison CSV."""
+    from app.pipeline.compare import Comparator, FrameComparison
+
+    comparator = Comparator()
+    for i in range(8):  # frames 0-7, compared at t=10..17; frames 1 and 6 disagree
+        agree = i not in (1, 6)
+        comparator.comparisons.append(
+            FrameComparison(i, 10.0 + i, "a", "a" if agree else "b", agree, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0)
+        )
+        if not agree:
+            comparator._disagreements.append(comparator.comparisons[-1])
+    assert [c.frame_index for c in comparator.measured(20.0, first=5)] == [0, 1, 2, 3, 4]
+    summary = comparator.summary(until=20.0, first=5)
+    assert summary.frames == 5 and summary.top1_agreement == 0.8
+    assert [d.frame_index for d in summary.disagreements] == [1]  # frame 6 is past the span
+    assert comparator.summary(until=20.0).frames == len(comparator.measured(20.0)) == 8  # no N: all
+
+
+@pytest.mark.slow
+def test_an_ab_bench_of_n_frames_counts_n_in_its_summary_and_csv(tmp_path):
+    """Unpaced, both sides compare a frame every few milliseconds: the span still counts exactly N (it
+    counted 101-108 for --frames 100, the frames compared until the next look)."""
+    import csv
+
+    from app.tasks.bench_compare import run_compare_bench
+    from tests.helpers.plans import plan_for
+
+    argv = ["--compare-with", "cpu", "--compare-model", "efficientnet_lite0_int8", "--threads", "1", "--frames",
+            "40", "--warmup", "2", "--no-pace", "--compare-alone-seconds", "0", "--csv", "CSV"]  # fmt: skip
+    summary = run_compare_bench(plan_for(argv, tmp_path))
+    assert summary.agreement.frames == 40 and summary.csv is not None and summary.csv.rows == 40
+    assert len(list(csv.DictReader(summary.csv.path.open(encoding="utf-8")))) == 40
+    assert "of 40 frames" in summary.agreement.describe()

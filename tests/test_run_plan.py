@@ -3,24 +3,14 @@ in A/B both sides, or is refused by name (exit 2); none is dropped on the way.""
 
 from __future__ import annotations
 
-import argparse
 import time
-from pathlib import Path
 
 import pytest
 
-from app.cli.commands import bench as bench_command
 from app.errors import UsageError
 from app.pipeline.plan import FeedPlan
-from app.tasks.plan import RunPlan
-
-LABELS = Path(__file__).parents[1] / "models" / "imagenet_labels.txt"
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser()
-    bench_command.add_arguments(p)
-    return p
+from tests.helpers.plans import LABELS, plan_for
+from tests.helpers.plans import bench_parser as parser
 
 
 def both(check):
@@ -65,6 +55,7 @@ ROWS = {
     "csv": (["--csv", "CSV"], lambda p: p.csv is not None),
     "json_file": (None, None),  # where the summary is written, not how the run runs
     "trace": (["--trace", "TRACE"], lambda p: p.trace is not None and p.trace.name == "run.trace.json"),
+    "versus_litert": (["--versus-litert", "3", "--no-pace"], lambda p: p.versus_litert == 3),
     "compare_with": (["--compare-with", "cpu"], lambda p: p.compare is not None and p.compare.delegate == "cpu"),
     "compare_model": (["--compare-model", "efficientnet_lite0_int8"],
                       lambda p: p.compare is not None and p.compare.model == "efficientnet_lite0_int8"),
@@ -72,18 +63,13 @@ ROWS = {
     "compare_alone_seconds": (["--compare-alone-seconds", "2"], lambda p: p.alone_s == 2),
 }  # fmt: skip
 
-# Refused in A/B (exit 2, named): an A/B run has two inference threads, and only one per process is pinned.
-REFUSED_IN_AB = {"inference_cpus"}
+# Refused in A/B (exit 2, named): an A/B run has two inference threads, and only one per process is pinned;
+# LiteRT's benchmark_litert_model runs one model on one accelerator.
+REFUSED_IN_AB = {"inference_cpus", "versus_litert"}
 # Options of A/B alone: refused in a single run rather than ignored.
 AB_ONLY = {"compare_alone_seconds"}
 # Honoured by A/B without a value to pass on: it never pins.
 TRIVIAL_IN_AB = {"no_pin"}
-
-
-def plan_for(argv: list[str], tmp_path: Path) -> RunPlan:
-    files = {"LABELS": str(LABELS), "CSV": str(tmp_path / "run.csv"), "TRACE": str(tmp_path / "run.trace.json")}
-    argv = [files.get(a, a) for a in argv]
-    return bench_command.plan_of(parser().parse_args(argv))
 
 
 def test_every_option_has_a_row():

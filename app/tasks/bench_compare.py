@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
@@ -43,8 +44,9 @@ _POLL_S = 0.05
 _PROGRESS_EVERY_S = 0.5  # as a single run's progress line
 
 
-def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed) -> None:
-    """Poll until `condition`, a timeout, a source that ended, or a side in error (raised, typed)."""
+def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed, wake: threading.Event | None = None) -> None:
+    """Poll until `condition`, a timeout, a source that ended, or a side in error (raised, typed);
+    `wake` set: look again at once rather than at the next poll."""
     deadline = time.monotonic() + timeout_s
     while not condition():
         for worker in feed.workers.values():
@@ -53,7 +55,10 @@ def _wait(condition: Callable[[], bool], timeout_s: float, feed: Feed) -> None:
                 raise error
         if time.monotonic() > deadline or feed.finished():
             return
-        time.sleep(_POLL_S)
+        if wake is None:
+            time.sleep(_POLL_S)
+        elif wake.wait(_POLL_S):
+            wake.clear()
 
 
 def _warm_up(feed: Feed, metrics: list[Metrics], plan: RunPlan) -> None:
@@ -215,11 +220,12 @@ def run_compare_bench(plan: RunPlan, state: RunState | None = None) -> CompareSu
         alone = {}
         if plan.alone_s > 0:
             alone = {"a": _alone(plan, plan.config, plan.alone_s), "b": _alone(plan, plan.compare, plan.alone_s)}
-        cp, sinks = _compare_pipeline(plan, sampler)
+        compared = threading.Event()  # set at each compared frame: the span closes at the `frames`-th
+        cp, sinks = _compare_pipeline(plan, sampler, compared)
         started = time.monotonic()
         cp.start()
         try:
-            span = _measure(cp, sinks, plan, sampler, state)
+            span = _measure(cp, sinks, plan, sampler, state, compared)
         finally:
             cp.stop()
             for sink in sinks.values():
@@ -230,7 +236,9 @@ def run_compare_bench(plan: RunPlan, state: RunState | None = None) -> CompareSu
     return _compare_summary(plan, cp, span, alone, idle, sampler, time.monotonic() - started)
 
 
-def _compare_pipeline(plan: RunPlan, sampler: ResourceSampler) -> tuple[ComparePipeline, dict[str, RowSink]]:
+def _compare_pipeline(
+    plan: RunPlan, sampler: ResourceSampler, compared: threading.Event
+) -> tuple[ComparePipeline, dict[str, RowSink]]:
     """Both sides on one feed, each side's recording beside it when asked (so `report A B` renders the pair)."""
     a, b = plan.config, plan.compare
     assert b is not None
@@ -243,6 +251,7 @@ def _compare_pipeline(plan: RunPlan, sampler: ResourceSampler) -> tuple[CompareP
         metrics={side: Metrics(window_s=3600.0, sampler=sampler) for side in ("a", "b")},
         on_result=lambda side, r: sinks[side].on_result(r) if side in sinks else None,
         on_event=lambda side, e: sinks[side].on_event(e) if side in sinks else None,
+        on_comparison=lambda _: compared.set(),
         trace=TraceLog() if plan.trace else None,  # the run together (the alone phases are not in it)
     )
     if plan.csv:
@@ -270,7 +279,12 @@ class _Span:
 
 
 def _measure(
-    cp: ComparePipeline, sinks: Mapping[str, RowSink], plan: RunPlan, sampler: ResourceSampler, state: RunState
+    cp: ComparePipeline,
+    sinks: Mapping[str, RowSink],
+    plan: RunPlan,
+    sampler: ResourceSampler,
+    state: RunState,
+    compared: threading.Event,
 ) -> _Span:
     """Warm both sides up by a single run's rule, then measure `frames` compared frames or `seconds`."""
     _warm_up(cp, list(cp.metrics.values()), plan)
@@ -295,18 +309,21 @@ def _measure(
             return len(cp.comparator.comparisons) >= plan.frames
         return time.monotonic() - measured_from >= (plan.seconds or 0)
 
-    _wait(done, 3600 if plan.frames is not None else (plan.seconds or 0) + 1, cp)
+    _wait(done, 3600 if plan.frames is not None else (plan.seconds or 0) + 1, cp, compared)
     ended = time.monotonic()
     snaps = cp.snapshots(ended)  # first: a result published while the ends are read is not the span's
     closed = close_span(sampler.read_power_now, ended)
     for sink in sinks.values():
         sink.recorder.add_row({"event": "measure_end", "message": "measured span ends"}, monotonic=ended)
     readings = (opened.power, *sampler.power_between(measured_from, ended), closed.power)
-    # One set of frames for the summary and the comparison CSV: those compared within the measured span
-    # (report reads the same count back from the CSV: app/recording/ab.py).
+    # One set of frames for the summary and the comparison CSV: those compared within the measured span,
+    # with --frames N the first N (a frame or more may be compared before the span closes), so report
+    # reads the same count back from the CSV (app/recording/ab.py).
+    first = plan.frames
     return _Span(measured_from, ended, tuple(sorted((r for r in readings if r is not None), key=lambda r: r.t)),
-                 snaps, cp.comparator.summary(until=ended), tuple(cp.comparator.measured(ended)), cp.status(),
-                 state.cancelled, closed.memory)  # fmt: skip
+                 snaps, cp.comparator.summary(until=ended, first=first),
+                 tuple(cp.comparator.measured(ended, first=first)), cp.status(), state.cancelled,
+                 closed.memory)  # fmt: skip
 
 
 def _compare_summary(

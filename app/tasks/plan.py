@@ -46,6 +46,9 @@ class RunPlan:
     csv: Path | None = None  # record one row per inference (A/B: the comparison, and each side beside it)
     gpu_process: str = "auto"  # as asked (auto, on, off); what it decided: config.options.own_process
     trace: Path | None = None  # write the run's timeline here (Chrome's trace event JSON: app/recording/trace.py)
+    # After the run, this many interleaved rounds of it against LiteRT's benchmark_litert_model on the same
+    # model, threads and accelerator (app/tasks/versus_litert.py); None: no comparison.
+    versus_litert: int | None = None
 
     @property
     def compares(self) -> bool:
@@ -70,6 +73,7 @@ class RunPlan:
             "gpu_process": self.gpu_process,
             **({"alone_s": self.alone_s} if self.compares else {}),
             **({"trace": str(self.trace)} if self.trace else {}),  # said when asked for: the JSON stays as it was
+            **({"versus_litert": self.versus_litert} if self.versus_litert else {}),
         }
 
 

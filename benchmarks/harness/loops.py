@@ -4,7 +4,8 @@
   `get_tensor` on one fixed tensor, nothing else), in this process. In a process of its own:
   `interpreter_in_child` (benchmarks/harness/interpreter_child.py).
 - session_rate: the app's own CPU session (`session.run`) back to back.
-- litert_tool: LiteRT's `benchmark_litert_model` (CompiledModel API, `run_by_name` on fixed buffers).
+- litert_tool: LiteRT's `benchmark_litert_model` (CompiledModel API, `run_by_name` on fixed buffers), as
+  `bench --versus-litert` runs it (app/tasks/versus_litert.py).
 - timed: warm-up then timed calls of `once(i)`, with the calling thread's and the process's CPU.
 
 LiteRT and the app are imported inside the functions: children import this module too.
@@ -12,11 +13,7 @@ LiteRT and the app are imported inside the functions: children import this modul
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,23 +121,11 @@ def session_rate(spec: Any, runs: int, before_run: Callable[[], None] = lambda: 
 
 
 def litert_tool(model: Path, threads: int, runs: int, warmup: int = 10) -> dict[str, Any]:
-    """The whole result JSON of LiteRT's benchmark_litert_model (its "latency" holds median_ms, avg_ms, ...)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        result = Path(tmp) / "r.json"
-        subprocess.run(
-            [sys.executable, "-m", "ai_edge_litert.tools.benchmark_litert_model", "--model", str(model),
-             "--num_threads", str(threads), "--num_runs", str(runs), "--warmup_runs", str(warmup),
-             "--result_json", str(result)],
-            capture_output=True,
-            check=True,
-        )  # fmt: skip
-        return json.loads(result.read_text())
+    """The whole result JSON of LiteRT's benchmark_litert_model on the CPU (its "latency" holds median_ms,
+    avg_ms, ...), run as `bench --versus-litert` runs it (app/tasks/versus_litert.py)."""
+    from app.tasks.versus_litert import run_tool
 
-
-def tool_loop(model: Path, threads: int, runs: int) -> LoopResult:
-    """benchmark_litert_model as a loop: its median ms, and 1000 / its mean ms as the rate."""
-    latency = litert_tool(model, threads, runs)["latency"]
-    return LoopResult(latency["median_ms"], 1000 / latency["avg_ms"], [])
+    return run_tool(model, "cpu", threads, runs, warmup)
 
 
 def timed(once: Callable[[int], object], runs: int, warmup: int = 20) -> dict[str, float]:

@@ -1,10 +1,15 @@
 """Pipeline overhead and agreement with raw LiteRT loops, side by side in one run; optionally against
 another checkout's pipeline in the same rounds.
 
+The headline, bench's inference rate as a share of the tool's, is what `delegate-scope bench --no-pace
+--versus-litert` prints from an installed package, and both read the tool the same way
+(app/tasks/versus_litert.py: its command, its result, its rate). This script adds the raw Interpreter
+loop, gated rounds on a shared machine, several models and `--before`.
+
 For each model, in rounds (the order rotated from round to round), each run in its own process:
 
 - "tool": LiteRT's `benchmark_litert_model` (CompiledModel API, `run_by_name` on fixed buffers);
-  throughput = 1000 / its mean ms (runs per second of its loop), latency = its median.
+  throughput = 1000 / its mean ms (runs per second of its loop, `ToolRun.rate`), latency = its median.
 - "interp": the raw LiteRT Interpreter loop the app's CPU backend uses (`set_tensor`, `invoke`,
   `get_tensor` on one fixed tensor, nothing else); throughput = runs / loop seconds.
 - "bench": `delegate-scope bench --no-pace --throttle-ms 0` of this checkout (the full pipeline:
@@ -36,8 +41,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from app.tasks.versus_litert import ToolRun, run_tool
 from benchmarks.harness.children import unpaced_bench, write_json
-from benchmarks.harness.loops import interpreter_in_child, tool_loop
+from benchmarks.harness.loops import interpreter_in_child
 from benchmarks.harness.paths import BUNDLED, ROOT, model_path
 from benchmarks.harness.rounds import Round, add_gated_arguments, gated_rows, print_per_round, print_setup, used_rounds
 
@@ -95,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def legs(model: str) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "tool": lambda: tool_loop(model_path(model), args.threads, args.frames),
+            "tool": lambda: ToolRun.of(run_tool(model_path(model), "cpu", args.threads, args.frames, 10)),
             "interp": lambda: interpreter_in_child(model_path(model), args.threads, args.frames),
             "bench": lambda: pipeline(model, args.threads, args.frames, args.source),
         }

@@ -37,6 +37,7 @@ from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
 from app.model.spec import ModelSpec, load_model_spec
 from app.pipeline import InferenceConfig
+from app.pipeline.frame_slot import NOT_INFERRED, OVERWRITTEN
 from app.pipeline.plan import FeedPlan
 from app.recording.trace import TraceFacts
 from app.recording.writer import sidecar_path
@@ -44,6 +45,8 @@ from app.schemas import versioned
 from app.system.redact import redact_credentials
 from app.tasks.bench import IDLE_S, BenchSummary, gpu_process_pays, run_bench
 from app.tasks.plan import DEFAULT_ALONE_S, DEFAULT_FRAMES, RunPlan, RunState
+from app.tasks.versus_litert import DEFAULT_VERSUS_ROUNDS, VersusLitert, VersusRound, versus_litert
+from app.tasks.versus_litert import check as check_versus
 
 if TYPE_CHECKING:
     from app.tasks.bench_compare import CompareSummary
@@ -123,8 +126,9 @@ def _add_gpu_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--gpu-wait-hint",
         action="store_true",
-        help="LiteRT's hint_waiting_for_completion: the GPU session sleeps while it waits for the device instead "
-        "of spinning (docs/guide.md)",
+        help="GPU: ask LiteRT to let the inference thread sleep, not spin, while the GPU works "
+        "(hint_waiting_for_completion); off by default, as with NVIDIA's driver it measured no lower CPU per "
+        "inference: compare bench's CPU per inference with and without it (docs/pipeline.md)",
     )
     g.add_argument(
         "--gpu-process",
@@ -145,6 +149,16 @@ def _add_output_options(g: argparse._ArgumentGroup) -> None:
         metavar="FILE.json",
         help="write the run's timeline (every frame's stages on every thread, CPU, memory and GPU counters) as "
         "Chrome's trace event JSON: open it in ui.perfetto.dev or chrome://tracing (docs/guide.md)",
+    )
+    g.add_argument(
+        "--versus-litert",
+        nargs="?",
+        type=positive_int,
+        const=DEFAULT_VERSUS_ROUNDS,
+        metavar="ROUNDS",
+        help="after the run, LiteRT's own benchmark_litert_model on the same model, threads and accelerator, in "
+        f"ROUNDS rounds interleaved with the pipeline (default {DEFAULT_VERSUS_ROUNDS}): the pipeline's inference "
+        "rate as a share of the model's alone; CPU or GPU, with --no-pace and no throttle (docs/howto-overhead.md)",
     )
     add_gate_options(g)
 
@@ -175,6 +189,8 @@ def _add_compare_options(g: argparse._ArgumentGroup) -> None:
 _NOT_IN_AB = {
     "inference_cpus": "--inference-cpus pins the inference thread, and an A/B run has two, never pinned "
     "(one inference thread per process may be: app/system/cpu_affinity.py)",
+    "versus_litert": "LiteRT's benchmark_litert_model runs one model on one accelerator: compare each side in a "
+    "run of its own",
 }
 
 
@@ -234,7 +250,9 @@ def _plan_and_model(args: argparse.Namespace) -> tuple[RunPlan, ModelSpec]:
         csv=args.csv,
         gpu_process=args.gpu_process,
         trace=args.trace,
+        versus_litert=args.versus_litert,
     )
+    check_versus(plan)  # a run the tool cannot repeat: exit 2, before anything starts
     return plan, spec
 
 
@@ -254,6 +272,9 @@ def run(args: argparse.Namespace) -> int:
     if sys.stderr.isatty():
         print(file=sys.stderr)
     out = summary.to_dict()
+    versus = _versus(plan, summary, spec)
+    if versus is not None:
+        out["versus_litert"] = versus.to_dict()
     report = _gate(gate, out, SummaryKind.BENCH) if summary.error() is None else None
     if report is not None:
         out["gates"] = report.to_dict()
@@ -267,9 +288,26 @@ def run(args: argparse.Namespace) -> int:
         if event.kind in ("fallback", "switch_failed", "source_lost", "error", "bad_frame"):
             warn(f"{event.kind}: {event.message}")
     _print_bench(summary, paced=plan.feed.pace)
+    if versus is not None:
+        print(versus.line())
     if report is not None:
         finish_gate(report)
     return 0
+
+
+def _versus(plan: RunPlan, summary: BenchSummary, spec: ModelSpec) -> VersusLitert | None:
+    """--versus-litert: the tool's rounds after a run that ended well; None when not asked for."""
+    if not plan.versus_litert or summary.error() is not None:
+        return None
+    tty = sys.stderr.isatty()
+    versus = versus_litert(plan, summary, spec.path, _versus_progress if tty else None)
+    if tty:
+        print(file=sys.stderr)
+    return versus
+
+
+def _versus_progress(done: int, total: int, last: VersusRound) -> None:
+    print(f"\rversus LiteRT: round {done} of {total}, {last.ratio:.2f}", end="", file=sys.stderr, flush=True)
 
 
 _Gate = tuple[StoredSummary | None, list[Budget]]
@@ -345,7 +383,9 @@ def _print_rates(summary: BenchSummary) -> None:
     m = summary.metrics
     print(
         f"measured  {m.inferences_total} inferences in {m.window_s:.1f} s; "
-        f"{m.frames_total} frames captured, {m.dropped_total} not inferred (overwritten in the slot)"
+        f"{m.frames_total} frames captured, {m.dropped_total} {NOT_INFERRED} ({OVERWRITTEN})"
+        + (f", {m.results_dropped_total} inferred but not published (the results stage slower: the newest kept)"
+           if m.results_dropped_total else "")
     )
     print(f"rate      capture {m.capture_fps:.1f} fps, inference {m.inference_fps:.1f} fps")
     if summary.bottleneck:
