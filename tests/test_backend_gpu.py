@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -130,12 +131,15 @@ def test_a_software_adapter_runs_when_asked_and_the_evidence_shows_the_cpu_did_t
     assert "SwiftShader" in delegate["adapter"]
     assert delegate["fully_accelerated"] is True
     assert any("software renderer" in w for w in delegate["warnings"])
-    # A real GPU would leave the CPU nearly idle during inference; here the CPU does it all: its CPU time, and
-    # what it waited for a core on a loaded machine (schedstat), make up most of each inference's wall time.
-    results = gpu.json()["results"]
-    busy = sum(r["inference_cpu_ms"]["inference_thread"] + (r["inference_cpu_ms"]["runtime_threads"] or 0)
-               + (r["inference_cpu_ms"]["waited_for_a_core"] or 0) for r in results)  # fmt: skip
-    assert busy / sum(r["timing_ms"]["inference"] for r in results) > 0.5
+    # A real GPU would leave the CPU nearly idle during inference; here the CPU does it all: the CPU time of the
+    # calling thread and of the runtime's (SwiftShader's) threads is many times what the CPU backend spends on
+    # the whole inference (~900 ms against 2-5 ms here). CPU time, not a share of wall time: a loaded machine
+    # stretches an inference's wall time (a share of 0.55 was read), not its work.
+    def cpu_ms(run) -> float:
+        return sum(r["inference_cpu_ms"]["inference_thread"] + (r["inference_cpu_ms"]["runtime_threads"] or 0)
+                   for r in run.json()["results"])  # fmt: skip
+
+    assert cpu_ms(gpu) > 20 * cpu_ms(cpu), (cpu_ms(gpu), cpu_ms(cpu))
     for c, g in zip(cpu.json()["results"], gpu.json()["results"], strict=True):
         assert c["top"][0]["index"] == g["top"][0]["index"]
         assert abs(c["top"][0]["score"] - g["top"][0]["score"]) < 0.02
@@ -146,45 +150,46 @@ def test_gpu_precision_option_is_validated():
 
 
 _GIL_PROBE = """
-import json, threading, time
+import json, sys, threading
 import numpy as np
 from app.backends.gpu.backend import GpuSession
 from app.model.spec import load_model_spec
-spec = load_model_spec("efficientnet_lite0_int8")
+spec = load_model_spec(sys.argv[1])
 s = GpuSession(spec, "fp16", 1, allow_software=True)
 x = np.zeros(spec.input.shape, spec.input.dtype)
 s.run(x)
-count, stop = [0], threading.Event()
-def spin():
-    while not stop.is_set():
-        count[0] += 1
-threading.Thread(target=spin, daemon=True).start()
-time.sleep(0.2)
-runs, start = 0, time.perf_counter()
-before = count[0]
-while runs < 3 or time.perf_counter() - start < 1.0:  # a loaded machine: a run can take seconds
-    s.run(x); runs += 1
-during = (count[0] - before) / (time.perf_counter() - start)
-before, start = count[0], time.perf_counter()
-time.sleep(1.0)
-alone = (count[0] - before) / (time.perf_counter() - start)
-stop.set(); s.close()
-print(json.dumps({"runs": runs, "during": during, "alone": alone}))
+sys.setswitchinterval(30.0)  # no forced GIL switch within a run: the other thread runs only if the run lets go
+ready, gate, ran = threading.Event(), threading.Lock(), []
+gate.acquire()
+def other():
+    ready.set()
+    gate.acquire()  # blocks without the GIL; once released, it waits for the GIL alone
+    ran.append(1)
+thread = threading.Thread(target=other)
+thread.start()
+ready.wait()
+gate.release()
+s.run(x)
+during = bool(ran)  # read before anything below gives the GIL up
+thread.join()
+s.close()
+print(json.dumps({"ran_during_run": during, "ran": bool(ran)}))
 """
 
 
 @pytest.mark.slow
-def test_a_gpu_run_lets_other_python_threads_run(swiftshader: dict):
+def test_a_gpu_run_lets_other_python_threads_run(swiftshader: dict, three_ops: Path):
     """LiteRT's Python wrapper held the GIL through a GPU run, so a pipeline's capture and results threads
     queued behind every inference; the session runs through the C API (ctypes: no GIL) so they overlap it.
-    A spinning Python thread gets a large share of its own pace while runs go on back to back (it competes
-    for the 2 CPUs with SwiftShader's threads, not for the GIL); with the GIL held it gets next to nothing."""
-    proc = subprocess.run([sys.executable, "-c", _GIL_PROBE], capture_output=True, text=True, cwd=ROOT,
-                          env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip
+    A hand-off, not a clock: another thread stands ready, blocked only on the GIL, as one run starts, and
+    the interpreter's forced switch is put out of reach; it runs within the run only if the run gives the
+    GIL up. What that buys in time (a spinning thread's pace during runs against alone) is measured by
+    `python -m benchmarks.suite.gpu_run_gil`."""
+    proc = subprocess.run([sys.executable, "-c", _GIL_PROBE, str(three_ops)], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, **swiftshader}, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     probe = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert probe["runs"] >= 3, probe
-    assert probe["during"] > 0.2 * probe["alone"], probe  # spins per second while runs go on vs alone
+    assert probe == {"ran_during_run": True, "ran": True}, probe
 
 
 _BUFFER_KINDS = """

@@ -38,12 +38,12 @@ def test_a_tiny_model_from_the_synthetic_source_saturates_no_thread(tiny_model):
     assert b["evidence"]["sentence"].startswith("no thread is saturated at "), b
 
 
-def bench(source: str, model: str, preprocess_thread: bool | None = None, **config) -> dict:
+def bench(source: str, model: str, preprocess_thread: bool | None = None, frames: int = 200, **config) -> dict:
     summary = run_bench(
         RunPlan(
             InferenceConfig(model=model, options={"threads": 1}, **config),
             FeedPlan(source=source, pace=False, pin_cpus=False, preprocess_thread=preprocess_thread),
-            frames=200,
+            frames=frames,
             warmup=10,
         )
     )
@@ -63,18 +63,35 @@ def test_a_tiny_model_on_the_unpaced_demo_clip_is_capture_bound(tiny_model):
 
 
 def test_float32_on_one_thread_from_the_synthetic_source_is_inference_bound():
-    b = bench("synthetic", "efficientnet_lite0")
-    assert b["stage"] == "inference", b
-    assert b["evidence"]["busy_share"]["inference_thread"] >= 0.8
-    assert b["evidence"]["sentence"].startswith("inference-bound at ")
+    """The shares of EfficientNet-Lite0 float32 on one thread from the synthetic source, as recorded on the
+    2-core machine: ~10 ms an inference back to back, each image preprocessed once (reads of microseconds)."""
+    b = find_bottleneck(_one_second(0.02, 0.0, 10.2, 95, own_thread=False).snapshot(11.0))
+    assert b is not None and b.stage == "inference" and b.saturated, b
+    assert b.sentence == "inference-bound at 95 /s: the inference thread is busy 97% of the time"
+    # The same run on a machine busy elsewhere (inference thread busy 70%): nothing is called the limit.
+    starved = find_bottleneck(_one_second(0.02, 0.0, 7.4, 95, own_thread=False).snapshot(11.0))
+    assert starved is not None and starved.stage == "inference" and not starved.saturated, starved
+    assert starved.sentence.startswith("no thread is saturated at 95 /s (inference thread busy 70%"), starved
 
 
 @pytest.mark.slow
-def test_a_throttle_slower_than_the_model_is_named(tiny_model):
-    b = bench("synthetic:320x240@1000", str(tiny_model), throttle_ms=20.0)
-    assert b["stage"] == "throttle", b
-    assert 40 <= b["evidence"]["rate_per_s"] <= 51
-    assert "20 ms between inference starts" in b["evidence"]["sentence"]
+def test_a_throttle_slower_than_the_model_is_held(tiny_model):
+    """A model of microseconds, throttled to 20 ms between inference starts: never faster than that, whatever
+    the load (a loaded machine only makes it slower; which stage is named then is the recorded test below)."""
+    b = bench("synthetic:320x240@1000", str(tiny_model), frames=100, throttle_ms=20.0)
+    # 100 starts 20 ms apart: 50 /s, or 50.5 counting both ends of the window; the source offers 1000 /s,
+    # the model ~17,000 /s
+    assert 0 < b["evidence"]["rate_per_s"] <= 51, b
+
+
+def test_a_throttle_slower_than_the_model_is_named():
+    """Shares as recorded for the run above (the tiny model, throttled to 20 ms): the throttle sets the pace
+    from 80% of its rate up; below that (a starved loop), the busiest thread is named instead."""
+    throttled = find_bottleneck(_one_second(0.02, 0.0, 0.05, 49, own_thread=False).snapshot(11.0), throttle_ms=20.0)
+    assert throttled is not None and throttled.stage == "throttle" and throttled.saturated, throttled
+    assert throttled.sentence == "throttled at 49 /s (20 ms between inference starts); the model alone: 20,000 /s"
+    starved = find_bottleneck(_one_second(0.02, 0.0, 0.05, 30, own_thread=False).snapshot(11.0), throttle_ms=20.0)
+    assert starved is not None and starved.stage != "throttle" and not starved.saturated, starved
 
 
 def test_with_a_preprocessing_thread_decoding_alone_bounds_the_unpaced_demo_and_is_named(tiny_model):

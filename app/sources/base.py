@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, Self
 
@@ -50,9 +51,9 @@ class _Pacer:
     """Frame k is due at start + k/fps. Scheduling against the start keeps the rate exact over
     hours, where sleeping one period after each frame would drift by the decode time."""
 
-    def __init__(self, fps: float, stop: threading.Event) -> None:
+    def __init__(self, fps: float, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> None:
         self._period = 1.0 / fps
-        self._stop = stop
+        self._stop, self._clock = stop, clock
         # Behind by more than this (slow decode, a suspended laptop): re-anchor rather than
         # deliver a burst of frames to catch up, as a camera would.
         self._max_lag = max(3 * self._period, 0.1)
@@ -61,7 +62,7 @@ class _Pacer:
 
     def wait(self) -> float | None:
         """Block until the next frame is due; the seconds it waited, None when the source was closed meanwhile."""
-        now = time.monotonic()
+        now = self._clock()
         if self._start is None:
             self._start, self._n = now, 0
         due = self._start + self._n * self._period
@@ -69,7 +70,7 @@ class _Pacer:
         if due > now:
             if self._stop.wait(due - now):
                 return None
-            waited = time.monotonic() - now
+            waited = self._clock() - now
         elif now - due > self._max_lag:
             self._start, self._n = now, 0
         self._n += 1

@@ -25,7 +25,7 @@ def h100(t: float, sm: float, watts: float, joules: float) -> PowerReading:
     return _reading("0: NVIDIA H100 80GB HBM3", 2619.0, t, sm, watts, joules)
 
 
-# An H100 host (2026-12-06, docs/benchmarks.md), the GPU side of an A/B paced at 30 fps: 450 inferences in
+# An H100 host (2026-12-06, docs/performance.md), the GPU side of an A/B paced at 30 fps: 450 inferences in
 # 15 s drew 76.5 W against 76.65 W idle, 1147.55 J: 2550.1 mJ per inference, -4.97 "above idle".
 IDLE_H100 = [h100(float(t), 360, 76.66, 5_000.0 + 76.6524 * t) for t in range(3)]
 PACED_H100 = [h100(10.0 + i, 345, 76.5, 9_000.0 + 1147.55 * i / 15) for i in range(16)]
