@@ -171,3 +171,38 @@ def test_a_model_the_runtime_refuses_says_why_not_waiting(qtbot, make_window, tm
     text = window.delegation.text()
     assert "custom_op.tflite did not open" in text and "PosenetDecoderOp" in text, text
     assert window.status_label.text().startswith("error") and "PosenetDecoderOp" in window.status_label.toolTip()
+
+
+def test_a_file_name_in_the_facts_wraps_between_its_parts_never_before_its_extension(qtbot, make_window):
+    """At the default 1280x860 the Labels row read "sidecar labels imagenet_labels." over "txt": a name
+    may wrap after '_' or '/', a dot inside a name; never at the dot of its extension or a number's. The
+    panel's own rich text is laid out at every width from a narrow dock's to a wide one's."""
+    from app.ui.panels.delegation import _BREAK, _breakable
+
+    assert _breakable("imagenet_labels.txt").replace(_BREAK, "|") == "imagenet_|labels.txt"
+    assert _breakable("/m/a.b/x.tflite 5.8 ms").replace(_BREAK, "|") == "/|m/|a.b/|x.tflite 5.8 ms"
+    assert _breakable("litert.tools.run_model").replace(_BREAK, "|") == "litert.|tools.|run_|model"
+    assert _breakable("mobilenetv2labels.tflite").replace(_BREAK, "|") == "mobile|netv2l|abels.tflite"  # long
+    window = make_window()
+    qtbot.waitUntil(lambda: "sidecar labels imagenet_labels.txt" in window.delegation.text(), timeout=30_000)
+    label = window.delegation.facts
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    option = doc.defaultTextOption()
+    option.setWrapMode(QTextOption.WrapMode.WordWrap)  # as a QLabel wraps
+    doc.setDefaultTextOption(option)
+    doc.setHtml(label.text())
+    wrapped = 0
+    for width in range(150, 500, 2):
+        doc.setTextWidth(width)
+        doc.documentLayout()
+        block = doc.begin()
+        while block.isValid() and not block.text().startswith("sidecar labels"):
+            block = block.next()
+        assert block.isValid(), label.text()
+        layout, text = block.layout(), block.text()
+        spans = [(layout.lineAt(i).textStart(), layout.lineAt(i).textLength()) for i in range(layout.lineCount())]
+        lines = [text[start : start + length].replace(_BREAK, "").strip() for start, length in spans]
+        assert not any(line.endswith(".") for line in lines), (width, lines)
+        wrapped += len(lines) > 1
+    assert wrapped, "the row never wrapped: the widths tried say nothing"

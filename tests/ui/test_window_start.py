@@ -31,3 +31,20 @@ def test_a_given_or_saved_source_probes_nothing(monkeypatch):
     assert start_config(GuiOptions(), SavedSettings(source="demo")).source == "demo"
     assert calls == []
 
+
+def test_the_score_threshold_starts_at_the_cli_default_and_a_saved_or_given_one_wins(tmp_path):
+    """A first start keeps detections from 0.5 as predict and bench do (it started at 0: a detector showed
+    every low-score box); a threshold saved in the settings file, or --score-threshold, still wins."""
+    from PySide6.QtCore import QSettings
+
+    from app.model.decode import DETECTION_THRESHOLD
+    from app.ui.settings import load_settings
+
+    first = start_config(GuiOptions(source="demo"), SavedSettings())
+    assert first.threshold == first.config.score_threshold == DETECTION_THRESHOLD == 0.5
+    ini = tmp_path / "saved.ini"
+    ini.write_text("[General]\nthreshold=0.2\n", encoding="utf-8")
+    saved, problems = load_settings(QSettings(str(ini), QSettings.Format.IniFormat))
+    assert problems == [] and start_config(GuiOptions(source="demo"), saved).threshold == 0.2
+    given = start_config(GuiOptions(source="demo", score_threshold=0.7), saved)
+    assert given.threshold == given.config.score_threshold == 0.7

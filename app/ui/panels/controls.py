@@ -177,7 +177,7 @@ class ControlPanel(QWidget):
         self.compare.setToolTip("A is the model and delegate above; B runs next to it on every frame it can")
         form.addRow("", self.compare)
         self.b_model = QComboBox()
-        self.b_model.setToolTip("B's model: a bundled one, or Open .tflite… for any classifier")
+        self.b_model.setToolTip("B's model: a bundled one, or Open .tflite… for any model")
         self._fill_models(self.b_model, DEFAULT_B_MODEL)
         form.addRow("B model", self.b_model)
         self.b_labels_choice = LabelsChoice("B's")
@@ -209,8 +209,8 @@ class ControlPanel(QWidget):
         self.threshold.setDecimals(0)
         self.threshold.setSuffix(" %")
         self.threshold.setToolTip(
-            "Detections below this score are counted, not kept (the decoder's threshold); class labels below it "
-            "are hidden"
+            "Detections below this score are counted, not kept (the decoder's threshold); a classifier's top-k "
+            "is listed whole, as predict and bench print it"
         )
         form.addRow("Score threshold", self.threshold)
         self.forms.append(form)

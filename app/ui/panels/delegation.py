@@ -327,20 +327,27 @@ def _unbroken(text: str) -> str:
 # by 'CONCATENATION,' and 'TFLite_Detection_'.
 _LONG_WORD = re.compile(f"[^\\s{_BREAK}]{{12,}}")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
+# A file's extension (".txt", ".tflite") at a word's end, and a dot with no extension or decimals ("5.8 ms")
+# after it: a name wraps after the latter only.
+_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
+_BREAKING_DOT = re.compile(r"\.(?![A-Za-z0-9]{1,8}(?![\w.]))")
 
 
 def _split_word(match: re.Match[str]) -> str:
     """A long word broken where it reads best: between camel-case parts ('TfLite|XNNPack|Delegate'), else
-    every 6 characters (break opportunities only: a line breaks there only when the word does not fit)."""
-    parts = _CAMEL.sub(_BREAK, match.group(0)).split(_BREAK)
-    return _BREAK.join(_BREAK.join(part[i : i + 6] for i in range(0, len(part), 6)) for part in parts)
+    every 6 characters (break opportunities only: a line breaks there only when the word does not fit); a
+    file's extension stays on its stem's last piece ('mobile|netv2.tflite', never '.tf|lite')."""
+    word = match.group(0)
+    extension = _EXTENSION.search(word)
+    tail = extension.group(0) if extension and extension.start() > 0 else ""
+    parts = _CAMEL.sub(_BREAK, word[: len(word) - len(tail)]).split(_BREAK)
+    return _BREAK.join(_BREAK.join(part[i : i + 6] for i in range(0, len(part), 6)) for part in parts) + tail
 
 
 def _breakable(value: str) -> str:
-    """HTML for a value that may wrap after '_', '/' and '.' too, and inside a long word: a model name like
-    efficientnet_lite0_int8 or the log's '(TfLiteXNNPackDelegate)' fits a narrow column instead of
-    widening the table past the dock (B's column was cut at the right)."""
-    text = value
-    for mark in ("_", "/", "."):
-        text = text.replace(mark, mark + _BREAK)
+    """HTML for a value that may wrap after '_', '/' and a dot within a name too, and inside a long word: a
+    model name like efficientnet_lite0_int8 or the log's '(TfLiteXNNPackDelegate)' fits a narrow column
+    instead of widening the table past the dock (B's column was cut at the right). A file name never wraps
+    before its extension ("imagenet_labels. / txt" at the default size): "imagenet_ / labels.txt"."""
+    text = _BREAKING_DOT.sub("." + _BREAK, value.replace("_", "_" + _BREAK).replace("/", "/" + _BREAK))
     return html.escape(_LONG_WORD.sub(_split_word, text))

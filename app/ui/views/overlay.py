@@ -8,7 +8,7 @@ with the box of its coloured part, resized (nearest, OpenCV) to the size the vie
 per result on the results thread (app/live/mask.py, 0.2-0.3 ms the GUI thread does not spend);
 here the ready pixels are wrapped in a QImage and only their coloured part is blended, unscaled: 0.06 ms
 a paint for a mask over most of a 458x537 frame, against 0.25 ms for Qt scaling the small image at each
-paint (benchmarks/investigations/overlay_paint.py, docs/benchmarks.md). Every line and box is stroked
+paint (benchmarks/investigations/overlay_paint.py, docs/performance.md). Every line and box is stroked
 with an opaque pen (Qt's raster engine strokes translucent pens the slow way, see VideoView).
 """
 
