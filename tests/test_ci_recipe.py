@@ -69,7 +69,7 @@ def test_the_recipe_s_commands_run_and_gate(layout: Path, swiftshader: dict[str,
             continue  # test_the_recipe_s_coverage_gate
         run = _run(argv, layout, swiftshader)
         if "--baseline" in argv:
-            # A latency gate on a loaded machine may fail (docs/benchmarks.md, "Gates on a shared machine: the
+            # A latency gate on a loaded machine may fail (docs/performance-costs.md, "Gates on a shared machine: the
             # same configuration twice"): it must gate, with its table, and name what failed; whether it holds
             # here is the load's.
             assert run.returncode in (0, 7), run.stderr

@@ -1,6 +1,6 @@
 """The GPU session's buffer copies keep Python's GIL (app/backends/litert_c.py `copy_holding_gil`): a copy
 that gave it up let another pipeline thread take it, and the inference thread then waited for it back
-before the run (docs/benchmarks.md, "GPU: the pipeline against the model alone"). Checked against
+before the run (docs/pipeline.md, "The GPU path"). Checked against
 np.copyto, which gives it up.
 
 The check is a hand-off, not a clock: another thread is let go just before the copies and can only run

@@ -37,7 +37,7 @@ def test_a_frame_waits_for_the_inference_at_most_the_limit_and_says_how_long():
     assert paint.paint_frame(inferring=True)  # a slow model: painted anyway once the limit passed
     assert abs(paint.held_back_s - 0.025) < 1e-9
     assert not paint.paint_frame(inferring=True)  # and the next frame waits afresh
-    assert DEFER_MAX_S == 0.025  # the window's limit (docs/benchmarks.md, "The window's observer effect")
+    assert DEFER_MAX_S == 0.025  # the window's limit (docs/performance-costs.md, "The window's observer effect")
 
 
 def test_a_refresh_due_during_an_inference_comes_when_it_ends_or_the_limit_passed():

@@ -1,7 +1,7 @@
 """`delegate-scope profile` and app.profile: LiteRT's own per-op profile, run as a user runs it.
 
 Timing bounds carry slack (the machine is shared and noisy); the measured figures are in
-docs/benchmarks.md ("Per-op profiles")."""
+docs/profile.md ("Accuracy")."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def test_profile_every_bundled_model_on_the_cpu(name: str):
     assert run.returncode == 0, run.stderr
     profile = _check_json(run.json(), bundled_models()[name])
     assert profile["used"] == "cpu" and profile["accelerator"].startswith("XNNPACK")
-    # The runtime's own per-op events add up to its own Invoke span (measured 0.98-1.00; docs/benchmarks.md).
+    # The runtime's own per-op events add up to its own Invoke span (measured 0.98-1.00; docs/profile.md).
     assert 0.85 <= _sum_of_parts(profile) <= 1.02, profile["ops_ms"]
     assert all(op["source"] == TimeSource.RUNTIME for op in profile["ops"])
 
@@ -118,7 +118,7 @@ def test_two_profiles_agree_on_the_top_ops():
     first, second = (profile_cpu(spec, 1, 20) for _ in range(2))
     assert [op.node for op in first.ops] == [op.node for op in second.ops]
     top_a, top_b = ({op.node for op in p.top(5)} for p in (first, second))
-    # Measured: the same five in 5 of 5 profiles while the machine was loaded (docs/benchmarks.md); slack of one.
+    # Measured: the same five in 5 of 5 profiles while the machine was loaded (docs/profile.md); slack of one.
     assert len(top_a & top_b) >= 4, (top_a, top_b)
     for mine, other in ((first, second), (second, first)):
         lead = mine.top(1)[0]

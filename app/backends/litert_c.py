@@ -10,8 +10,8 @@ Two things the Python wrapper of ai-edge-litert 2.3.0 cannot do, this can:
   `Invoke` per run.
 - **Run without holding the GIL.** The wrapper's `run_by_index` and buffer reads keep Python's
   GIL through most of a GPU run, so no other Python thread of the process runs meanwhile: a
-  pipeline's capture and results threads then queue behind every inference (docs/benchmarks.md,
-  "GPU: the pipeline against the model alone"). A ctypes call of a `CDLL` releases the GIL for the
+  pipeline's capture and results threads then queue behind every inference (docs/pipeline.md,
+  "The GPU path"). A ctypes call of a `CDLL` releases the GIL for the
   call's duration, so the GPU backend runs through this (`app/backends/gpu/backend.py`) and the other
   threads overlap the run.
 
@@ -189,8 +189,7 @@ def _lib() -> C.CDLL:
 def _held() -> C.PyDLL:
     """The same library through PyDLL: a call keeps the GIL. For the short calls between two runs (a
     buffer's lock and unlock): giving the GIL up there lets another thread of the pipeline take it, and
-    the inference thread then waits for it back (docs/benchmarks.md, "GPU: the pipeline against the model
-    alone"). Never for a run."""
+    the inference thread then waits for it back (docs/pipeline.md, "The GPU path"). Never for a run."""
     global _HELD
     if _HELD is None:
         lib = _lib()
@@ -205,8 +204,8 @@ def copy_holding_gil(dst: np.ndarray | C.Array[Any], src: np.ndarray | C.Array[A
     """Copy the bytes of C-contiguous `src` into C-contiguous `dst` (the same byte count) without giving
     the GIL up. `np.copyto` releases it for a large copy; in a pipeline another thread then takes it, and
     the inference thread waits for it back before the run: a 602 KB input copy took 123-194 us there
-    against 62-80 us in a bare loop on the H200 host, and 59-71 us in both this way (docs/benchmarks.md,
-    "GPU: the pipeline against the model alone"). A memoryview assignment copies under the GIL."""
+    against 62-80 us in a bare loop on the H200 host, and 59-71 us in both this way (docs/pipeline.md,
+    "The GPU path"). A memoryview assignment copies under the GIL."""
     # Both export the buffer protocol; the stubs declare __buffer__ (what mypy checks) from Python 3.12 only.
     memoryview(dst).cast("B")[:] = memoryview(src).cast("B")  # type: ignore[arg-type]  # stubs: __buffer__ is 3.12+
 
@@ -288,7 +287,7 @@ class NativeModel:
     # run one native call while the lock and unlock went through CDLL (each gave the GIL up); with them
     # through PyDLL, the runtime's buffers save a copy (the GPU reads its own buffer; host memory it copies
     # inside the run): the C loop ran 0.96-1.06x the wrapper's loop with them, 0.94-1.01x with host memory
-    # (H200 host; docs/benchmarks.md, "GPU: the pipeline against the model alone").
+    # (H200 host; docs/pipeline.md, "The GPU path").
     HOST_BUFFERS = False
 
     def __init__(

@@ -6,7 +6,7 @@ their own: one thread that, while switched on, profiles each side's model/delega
 few runs, then sleeps. A CPU side's profiled model is compiled once per target, a GPU side's session
 opened once (by this thread, which then owns it). The thread runs at nice +10 (Linux: a thread's own
 priority), so on a busy machine the live inference thread wins the CPU; what it still costs the
-live session is measured in docs/benchmarks.md. Switched off, the thread is not running and nothing
+live session is measured in docs/profile.md. Switched off, the thread is not running and nothing
 is profiled.
 """
 

@@ -77,7 +77,7 @@ def run_statistics(times_ms: np.ndarray) -> RunStatistics:
     """Over axis 0 (the runs). The one statistic `profile` and the window's Ops view report: each op's
     least-disturbed run. Profiler events are wall time, so an op preempted by another process counts its
     wait; the mean and the median grow with the load (at nice +10 beside busy processes the int8 model's
-    ops read 116-133 ms by mean, 4.2 ms by least, quiet 4.4 ms: docs/benchmarks.md), the least does not
+    ops read 116-133 ms by mean, 4.2 ms by least, quiet 4.4 ms: docs/profile.md), the least does not
     while one run in N got through undisturbed."""
     times = np.asarray(times_ms, dtype=np.float64)
     return RunStatistics(times.min(axis=0), times.mean(axis=0), np.median(times, axis=0))

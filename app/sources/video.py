@@ -28,7 +28,7 @@ def demo_clip_path() -> Path:
 # Above this many usable CPUs a video file decodes on 2 FFmpeg threads. Unpaced, on an H200 host
 # (16 CPUs) the GPU pipeline ran 696 frames/s with 2 against 462 with 1, capture-bound either way;
 # on the 2-CPU machine 1 thread was faster (178 against 164 inferences/s): FFmpeg's helpers there
-# take the inference thread's core (docs/benchmarks.md).
+# take the inference thread's core (docs/pipeline.md).
 _ONE_DECODER_UP_TO_CPUS = 4
 
 
@@ -49,7 +49,7 @@ def _open_video_file(path: Path, threads: int = 1) -> cv2.VideoCapture:
     core the inference thread is running on and take it from the model: with the demo clip
     and the int8 model here the inference thread waited 0.54 ms per inference for a CPU
     instead of 0.14, and the pipeline ran 164 instead of 178 inferences/s, while one thread
-    decodes the clip as fast (2.30 against 2.35 ms a frame; docs/benchmarks.md)."""
+    decodes the clip as fast (2.30 against 2.35 ms a frame; docs/pipeline.md)."""
     # FFmpeg explicitly: CAP_ANY would hand names like "img%03d.png" to the image-sequence reader.
     if cv2.videoio_registry.hasBackend(cv2.CAP_FFMPEG):
         return cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, threads])

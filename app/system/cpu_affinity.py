@@ -4,7 +4,7 @@ Why: each inference wakes the capture thread (next frame) and the results thread
 and Linux ran them on the inference thread's CPU often enough to preempt the model. With the
 int8 model on this 2-core machine, unpinned, the inference thread waited 91-203 us per
 inference for its CPU (0.5-1.2 preemptions); pinned, 1-13 us, and throughput rose 1-3%
-(benchmarks/investigations/cpu_pinning.py, docs/benchmarks.md). A raw benchmark has no other threads: this
+(benchmarks/investigations/cpu_pinning.py, docs/pipeline.md). A raw benchmark has no other threads: this
 brings bench's conditions closer to it.
 
 Linux only (per-thread sched_setaffinity); elsewhere, when the process may use no more CPUs
@@ -60,7 +60,7 @@ def _cpus(cpus: tuple[int, ...]) -> str:
 # An accelerator's calling thread only hands work over and waits (or spins) for the device: one
 # CPU is all it uses, and capture, decoding and results need the rest. On an H200 host with 16
 # cores, giving a GPU session the CPU count of a 15-thread CPU session left capture and results
-# one CPU between them, and the pipeline reached 0.43 of the raw GPU loop (docs/benchmarks.md).
+# one CPU between them, and the pipeline reached 0.43 of the raw GPU loop (docs/performance.md).
 ACCELERATOR_INFERENCE_CPUS = 1
 
 
@@ -119,7 +119,7 @@ def step_aside(owner: object, inference_tid: int) -> CpuSplit | None:
     the TensorFlow reference), started from the inference thread and so on the inference CPUs: the thread,
     which now only hands frames over, joins the others, so that its Python never takes the child's CPU
     between two runs. Stepped aside, the unpaced synthetic source runs at 1.00 of the model alone on an H100
-    host, against 0.92 with the session in this process (docs/benchmarks.md, "GPU: the pipeline against the
+    host, against 0.92 with the session in this process (docs/performance.md, "GPU: the pipeline against the
     model alone"). The split as it now stands, None if `owner` holds none."""
     with _lock:
         if _owner is not owner or _split is None:

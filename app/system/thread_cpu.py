@@ -88,7 +88,7 @@ def started_by(action: Callable[[], T]) -> tuple[T, set[int]]:
     """Run `action`; return its result and the native threads that appeared meanwhile, still run, and are
     its own. A Python thread that another part of the process started meanwhile (a pipeline's, a sampler's,
     a test's) is never the runtime's: one counted as the Ops view's runtime thread read its CPU share as
-    0.65-0.999 beside busy processes, where the runs had 3-6% of the CPU (docs/benchmarks.md). Nor is a
+    0.65-0.999 beside busy processes, where the runs had 3-6% of the CPU (docs/profile.md). Nor is a
     native thread named after another thread (`name_this_thread`): another pipeline thread's, or the main
     thread's when the caller is not the main thread."""
     before = thread_ids()

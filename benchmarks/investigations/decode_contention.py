@@ -3,7 +3,7 @@ process that only decodes the demo clip, and beside a pure-Python spinner, alter
 
 On a 2-core machine the pipeline's capture thread decodes and preprocesses the next frame
 while the model runs; this isolates that effect from the pipeline's own machinery
-(docs/benchmarks.md, "The pipeline against LiteRT's own benchmark_model").
+(docs/performance.md, "The pipeline against LiteRT's own benchmark_model").
 
     python -m benchmarks.investigations.decode_contention [--model efficientnet_lite0_int8] [--pairs 3]
 

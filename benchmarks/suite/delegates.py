@@ -4,7 +4,7 @@ after the other, on the same preprocessed tensors.
 
     python -m benchmarks.suite.delegates [--runs 300] [--json FILE]
 
-Prints a markdown table (docs/benchmarks.md quotes it). Backends that are unavailable are
+Prints a markdown table (docs/performance.md quotes it). Backends that are unavailable are
 listed with the reason, never silently replaced by CPU (fallback is off here).
 """
 

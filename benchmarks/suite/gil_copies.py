@@ -2,7 +2,7 @@
 
 The GPU session copies its buffers with `copy_holding_gil` (app/backends/litert_c.py): a copy that gave
 the GIL up let another pipeline thread take it, and the inference thread then waited for it back before
-the run (docs/benchmarks.md, "GPU: the pipeline against the model alone"). This times it: a thread spins
+the run (docs/pipeline.md, "The GPU path"). This times it: a thread spins
 flat out, noting each gap of over 0.5 ms in which it did not run; for each of `--copies` back-to-back
 copies of `--mb` MB (switch interval 0.5 ms), the longest such gap within the copy, as a share of the
 copy's own length. Holding the GIL, each copy stalls the spinner for all of it (about 1.0; a thread the

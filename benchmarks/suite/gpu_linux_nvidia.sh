@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU figures of docs/benchmarks.md: run on a Linux machine with an NVIDIA GPU, from the
+# The GPU figures of docs/performance.md: run on a Linux machine with an NVIDIA GPU, from the
 # repo root (`bash benchmarks/suite/gpu_linux_nvidia.sh`), with ai-edge-litert importable and the
 # Vulkan loader installed. OUT names the folder for the results (default ./gpu-results).
 #   PYTHONPATH       where the wheels are unpacked, when they are not installed (`python -m` puts the

@@ -3,9 +3,9 @@ Windows, Metal on macOS), with CPU kernels allowed for ops the GPU cannot take.
 
 It is built and run through LiteRT's C API (`app/backends/litert_c.py`), not the Python wrapper's
 `CompiledModel`: the wrapper holds the GIL through a GPU run, which stalled every other thread of
-the pipeline behind each inference (docs/benchmarks.md, "GPU: the pipeline against the model
-alone"). The C options also name the precision: the wrapper could only ask for fp32 or leave the
-runtime's default, which gave fp16's outputs on an H200 but fp32's, bit for bit, under SwiftShader.
+the pipeline behind each inference (docs/pipeline.md, "The GPU path"). The C options also name the
+precision: the wrapper could only ask for fp32 or leave the runtime's default, which gave fp16's
+outputs on an H200 but fp32's, bit for bit, under SwiftShader.
 
 What the runtime does not say, this module finds out: which adapter it ran on
 (from the Vulkan loader), whether that adapter is a software renderer (a "GPU"
@@ -275,7 +275,7 @@ class GpuSession:
         with capture_stderr() as log:
             try:
                 # wait_hint: LiteRT's hint_waiting_for_completion, measured for whether the calling
-                # thread then sleeps instead of spinning while the GPU runs (docs/benchmarks.md).
+                # thread then sleeps instead of spinning while the GPU runs (docs/pipeline.md).
                 self._model = NativeModel(
                     spec.content,
                     HW_GPU | HW_CPU,
@@ -316,7 +316,7 @@ class GpuSession:
     def _one_run_inputs(self, spec: ModelSpec) -> None:
         """What `run` needs: the image input and the task's primary output (as the CPU session reads them).
         One input and the primary output first: the direct path (NativeModel.run_tensor, the classifiers'
-        path, measured in docs/benchmarks.md); otherwise every input (zeros but the image) and output."""
+        path, measured in docs/performance.md); otherwise every input (zeros but the image) and output."""
         assert self._model is not None
         self._image = spec.image_input if spec.image_input is not None else 0
         layout = spec.task.layout if spec.task is not None else None

@@ -4,7 +4,7 @@ process_protocol.py), for the live pipeline on a fast GPU.
 Why: in this process a run gives the GIL up, and when it returns the inference thread must take it
 back from whichever pipeline thread (capture, preprocessing, results) holds it, then do its own Python
 before the next run starts; the GPU waits meanwhile. On an H100 host 0.1 ms of Python between two
-~1 ms runs cost 14% of the model's rate (benchmarks/investigations/gpu_overlap.py, docs/benchmarks.md).
+~1 ms runs cost 14% of the model's rate (benchmarks/investigations/gpu_overlap.py, docs/pipeline.md).
 The child has no other Python thread, and `submit` lets the parent queue the next input while the child
 runs this one (two slots), so the child starts each run as soon as the last returns.
 
