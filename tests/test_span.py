@@ -55,3 +55,20 @@ def test_a_span_opened_after_a_spike_reads_its_own_peak_not_the_spike() -> None:
     closed = close_span(lambda: None)
     assert closed.memory is not None and closed.memory.hwm_mb is not None
     assert closed.memory.hwm_mb < before.hwm_mb - 150
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="children's memory is read through /proc (Linux)")
+def test_the_close_counts_a_child_process_peak_as_a_gpu_process_would_hold_it() -> None:
+    import subprocess
+
+    hold = "import sys, numpy; a = numpy.ones(120 * 2**20, numpy.uint8); print('held', flush=True); sys.stdin.read()"
+    child = subprocess.Popen([sys.executable, "-c", hold], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "held"
+        own = read_memory()
+        closed = close_span(lambda: None)
+        assert own is not None and own.hwm_mb is not None
+        assert closed.memory is not None and closed.memory.hwm_mb is not None
+        assert closed.memory.hwm_mb >= own.hwm_mb + 120  # the child's 120 MiB are the run's too
+    finally:
+        child.communicate("")

@@ -2,7 +2,8 @@
 
 The warm-up rule says when a span opens; each end is read the same way in both runs: the monotonic time,
 the process's CPU mark, the power counters (their difference is the span's energy) and, at the close, the
-resident set (its VmHWM is the span's peak, because the open reset it).
+resident set of the process and its children (a GPU process): its VmHWM is the span's peak, because the
+open reset this process's; a child's counts from its start, and the sum of their peaks bounds the tree's.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.metrics.memory import MemoryReading, peak_reset, read_memory
+from app.metrics.memory import MemoryReading, peak_reset, read_tree
 from app.metrics.resources import CpuMark, cpu_mark
 from app.system.power_counters import PowerReading
 from app.tasks.plan import RunPlan
@@ -46,4 +47,4 @@ def open_span(read_power: Callable[[], PowerReading | None]) -> SpanEnd:
 
 def close_span(read_power: Callable[[], PowerReading | None], at: float | None = None) -> SpanEnd:
     """Close a span `at` a monotonic time already taken (the moment its figures were cut), else now."""
-    return SpanEnd(time.monotonic() if at is None else at, (cpu_mark(), time.time()), read_power(), read_memory())
+    return SpanEnd(time.monotonic() if at is None else at, (cpu_mark(), time.time()), read_power(), read_tree())
