@@ -25,7 +25,7 @@ def tiny_model(tmp_path_factory) -> Path:
     return path
 
 
-def test_a_tiny_model_from_the_synthetic_source_saturates_no_thread(tiny_model):
+def test_a_tiny_model_from_the_synthetic_source_is_not_called_source_bound(tiny_model):
     """Microseconds per inference, and the synthetic source's images preprocessed once: no
     stage fills its thread; the cycle is the hand-offs between threads, and it says so rather
     than blaming capture (which read "preprocess-bound ... the capture thread is busy 1%")."""
