@@ -73,6 +73,14 @@ def _short(text: str, n: int = 34) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _vertical_chars(ax: Axes, fontsize: float, most: int) -> int:
+    """How many characters of a label turned upright fit the axes' height (its top 98.5% of it): a longer
+    one would be clipped at both ends. 0.62 em a character, as DejaVu Sans averages."""
+    fig = ax.get_figure()
+    dpi = fig.dpi if fig is not None else 100.0
+    return max(8, min(most, int(0.985 * ax.bbox.height / (fontsize * dpi / 72 * 0.62)) - 1))
+
+
 def _not_recorded(ax: Axes, sessions: list[RecordingData], missing: list[RecordingData], what: str) -> None:
     """Say on the plot which sessions recorded nothing of it: an empty axis must not read as zero."""
     if not missing:
@@ -157,7 +165,7 @@ def _events(ax: Axes, s: RecordingData, *, labelled: bool, span: float) -> None:
             ax.text(
                 t,
                 0.985,
-                " " + _short(" + ".join(texts), 60),
+                " " + _short(" + ".join(texts), _vertical_chars(ax, 8, 60)),
                 rotation=90,
                 va="top",
                 ha="right",
@@ -347,6 +355,7 @@ def init_footprint(s: RecordingData) -> float | None:
 def memory_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
     """Each session's resident set (solid) and NVML's GPU memory (dashed, format 4 on) as recorded, with
     the init footprint of the session that ran it marked where it starts."""
+    labelled = 0
     for s in sessions:
         for column, style in (("rss_mb", "-"), ("gpu_mem_mb", "--")):
             y = s.column(column)
@@ -357,9 +366,12 @@ def memory_over_time(ax: Axes, sessions: list[RecordingData]) -> None:
         if init is not None and len(s.t):
             start = s.segment.start_s if s.segment is not None else float(np.nanmin(s.t))
             ax.axvline(start, color=s.colour, lw=0.9, ls=":", zorder=1)
-            ax.text(start, 0.985, f" init {init:.0f} MB", rotation=90, va="top", ha="right", fontsize=8,
-                    color="#333", transform=ax.get_xaxis_transform(), clip_on=True, zorder=5,
-                    bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})  # fmt: skip
+            # Side by side, each in its session's colour: recordings that open at once would print over each other.
+            ax.annotate(f" init {init:.0f} MB", (start, 0.985), xytext=(-1 + 12 * labelled, 0),
+                        textcoords="offset points", rotation=90, va="top", ha="right", fontsize=8, color=s.colour,
+                        xycoords=ax.get_xaxis_transform(), annotation_clip=True, zorder=5,
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.75})  # fmt: skip
+            labelled += 1
     rss_missing = [s for s in sessions if not _recorded(s, "rss_mb")]
     _not_recorded(ax, sessions, rss_missing, "resident memory")
     ax.set_xlabel("time since recording started (s)")
