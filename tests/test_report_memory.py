@@ -91,3 +91,18 @@ def test_a_recording_before_format_4_reports_gpu_memory_not_recorded(tmp_path):
     png = tmp_path / "r.png"
     build_report([old], png)
     assert png.stat().st_size > 50_000
+
+
+def test_an_upright_label_is_cut_to_what_its_plot_can_hold():
+    """An event's label turned upright in a short panel was clipped at both ends; it is cut to fit."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from app.report.plots import _vertical_chars
+
+    short = Figure(figsize=(4, 1.5), dpi=100).add_subplot()
+    tall = Figure(figsize=(4, 6), dpi=100).add_subplot()
+    assert 8 <= _vertical_chars(short, 8, 60) < 20  # ~115 px of axes: ~17 characters of 8 pt
+    assert _vertical_chars(tall, 8, 60) == 60  # room for the whole label: the cap holds
