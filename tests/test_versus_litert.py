@@ -305,3 +305,16 @@ def test_the_installed_console_script_prints_the_ratio_and_writes_it(tmp_path):
     assert {r["tool"]["runs"] for r in doc["rounds"]} == {doc["runs"]} and doc["runs"] >= 40
     assert doc["ratio"] == pytest.approx(median([r["ratio"] for r in doc["rounds"]]))
     assert f"{doc['ratio']:.2f}" in line
+
+
+@pytest.mark.slow
+def test_a_tool_run_that_fails_is_exit_5_with_the_tools_own_reason(tmp_path):
+    """The README's exit 5: LiteRT's tool refusing the file is the backend being unavailable, said in one line."""
+    from app.errors import BackendUnavailable
+    from app.tasks.versus_litert import run_tool
+
+    not_a_model = tmp_path / "not_a_model.tflite"
+    not_a_model.write_bytes(b"this is not a flatbuffer")
+    with pytest.raises(BackendUnavailable) as caught:
+        run_tool(not_a_model, "cpu", 1, 2, 1)
+    assert caught.value.exit_code == 5 and "failed (exit" in str(caught.value) and "\n" not in str(caught.value)
