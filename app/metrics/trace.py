@@ -56,7 +56,7 @@ class TraceLog:
     def taken_at(self, record: Record) -> float:
         """When a record was taken, on the trace's clock (a publish: when the results thread took the output)."""
         if record[0] == PUBLISHED:
-            return cast(Published, record)[10]
+            return cast(Published, record)[9]  # publish_from
         return self.perf_of_mono(cast(Captured | Dropped, record)[2])
 
     def drop_before(self, perf: float) -> int:
