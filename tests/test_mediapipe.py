@@ -23,7 +23,7 @@ from app.model.mediapipe import (
     ssd_anchors,
     weighted_nms,
 )
-from app.model.spec import load_model_spec
+from app.model.spec import ModelOptions, load_model_spec
 from app.model.task import Task
 from tests.builders import any_models
 from tests.builders.mediapipe_models import constant_outputs, ssd_head
@@ -322,16 +322,36 @@ def test_the_iris_model_gives_71_eye_points_and_5_of_the_iris(tmp_path: Path):
 
 
 def test_a_four_channel_input_says_how_its_fourth_channel_is_fed(tmp_path: Path):
-    """MediaPipe's hair segmentation takes its previous mask as the 4th channel; this app feeds an opaque
-    alpha there, and says so beside the task of every 4-channel model (and of no 3-channel one)."""
-    rgba, rgb = tmp_path / "rgba.tflite", tmp_path / "rgb.tflite"
+    """MediaPipe's hair segmentation takes its previous mask as the 4th channel: a segmenter of 4 channels is
+    fed its previous mask there, any other model an opaque alpha; the task's evidence says which (and nothing
+    for a 3-channel model)."""
+    rgba, rgb, segmenter = tmp_path / "rgba.tflite", tmp_path / "rgb.tflite", tmp_path / "hair_like.tflite"
     rgba.write_bytes(any_models.channels(4))
     rgb.write_bytes(any_models.channels(3))
+    segmenter.write_bytes(any_models.rgba_segmenter(16, 8))
     said = load_model_spec(rgba).task
     assert said is not None and "4th channel is fed an opaque alpha" in said.evidence
-    assert "previous frame's mask" in said.evidence
+    assert "previous frame's mask goes there for a segmenter only" in said.evidence
     plain = load_model_spec(rgb).task
     assert plain is not None and "4th channel" not in plain.evidence
+    hair = load_model_spec(segmenter)
+    assert hair.kind == Task.SEGMENTATION and hair.previous_mask
+    assert "4th channel is fed the previous frame's mask" in hair.task.evidence
+    assert "empty on the first frame" in hair.task.evidence and "--task raw" in hair.task.evidence
+
+
+def test_a_segmenter_fed_its_previous_mask_takes_pixels_in_0_1_unless_told_otherwise(tmp_path: Path):
+    """MediaPipe's hair segmentation graph scales its four channels alike to [0, 1] (zero_center false);
+    --mean/--std win, and --task raw (the way out of the mask) feeds an alpha at a float input's default."""
+    model = tmp_path / "hair_like.tflite"
+    model.write_bytes(any_models.rgba_segmenter(16, 8))
+    norm = load_model_spec(model).normalization
+    assert (norm.mean, norm.std) == ((0.0,) * 3, (255.0,) * 3)
+    assert "hair_segmentation_desktop_live.pbtxt" in norm.source
+    assert load_model_spec(model, mean=(127.5,), std=(127.5,)).normalization.source == "--mean/--std"
+    raw = load_model_spec(model, options=ModelOptions(task=Task.RAW))
+    assert not raw.previous_mask and "4th channel is fed an opaque alpha" in raw.task.evidence
+    assert raw.normalization.source == "default for float input"
 
 
 def test_pixels_are_fed_in_the_range_each_mediapipe_graph_feeds(heads: dict[str, Path], tmp_path: Path):

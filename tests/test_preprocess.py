@@ -105,3 +105,63 @@ def test_a_letterboxing_model_sees_the_frame_unstretched_between_black_bars(tmp_
     assert (rgb[:16] == 0).all() and (rgb[48:] == 0).all()  # black bars, a quarter of the height each
     assert (rgb[17:47] == 200).all()  # the frame between them, its aspect kept
     assert pre.crop_box(80, 40).y == -20 and pre.crop_box(80, 40).height == 80  # results map back through it
+
+
+@pytest.fixture(scope="module")
+def rgba_segmenter_spec(tmp_path_factory: pytest.TempPathFactory) -> ModelSpec:
+    from tests.builders.any_models import rgba_segmenter
+
+    model = tmp_path_factory.mktemp("rgba") / "rgba_segmenter.tflite"  # 16x16x4 in, 8x8x2 logits out
+    model.write_bytes(rgba_segmenter(16, 8))
+    return load_model_spec(model)
+
+
+def test_a_4_channel_input_gets_an_opaque_alpha_and_a_segmenter_s_an_empty_mask(rgba_segmenter_spec, tmp_path):
+    from tests.builders.any_models import channels
+
+    classifier = tmp_path / "rgba_classifier.tflite"
+    classifier.write_bytes(channels(4))
+    frame = np.full((20, 20, 3), 100, np.uint8)
+    alpha = Preprocessor(load_model_spec(classifier))(frame)  # [-1, 1]: 255 is 1
+    assert not load_model_spec(classifier).previous_mask and (alpha[..., 3] == 1.0).all()
+    assert rgba_segmenter_spec.previous_mask
+    masked = Preprocessor(rgba_segmenter_spec)(frame)  # [0, 1], as MediaPipe's hair segmentation graph feeds it
+    assert (masked[..., 3] == 0.0).all() and np.allclose(masked[..., :3], 100 / 255)
+
+
+def test_the_previous_mask_is_the_last_output_s_foreground_resized_into_a_copy(rgba_segmenter_spec):
+    from app.model.preprocess import PreviousMask
+
+    spec = rgba_segmenter_spec
+    tensor = Preprocessor(spec)(np.full((16, 16, 3), 100, np.uint8)).copy()
+    given = tensor.copy()
+    feedback = PreviousMask(spec)
+    assert feedback.empty and feedback.fed(tensor) is tensor  # the first frame: the preprocessed empty mask
+    logits = np.zeros((1, 8, 8, 2), np.float32)
+    logits[0, :, :4, 1] = 30.0  # class 1 certain on the left half
+    feedback.remember([logits])
+    fed = feedback.fed(tensor)
+    assert fed is not tensor and np.array_equal(tensor, given)  # never written: the tensor may be cached, shared
+    np.testing.assert_array_equal(fed[..., :3], tensor[..., :3])
+    expected = cv2.resize(np.where(np.arange(8) < 4, 255, 127).astype(np.uint8)[None].repeat(8, 0), (16, 16))
+    np.testing.assert_allclose(fed[0, :, :, 3], expected / 255, rtol=1e-6)  # scaled like a pixel: [0, 1]
+    assert fed[0, :, :7, 3].min() == 1.0 and fed[0, :, 9:, 3].max() == np.float32(127 / 255)
+
+
+def test_a_cached_tensor_never_carries_a_mask(rgba_segmenter_spec):
+    """The repeat cache hands every frame of one picture the same tensor: the mask goes into a copy, so the
+    next frame of that picture (or the other side of an A/B comparison) starts from the empty mask."""
+    import time
+
+    from app.model.preprocess import PreviousMask
+    from app.pipeline import RgbCache
+    from app.sources import Frame
+
+    spec, cache = rgba_segmenter_spec, RgbCache()
+    pre, feedback = Preprocessor(spec), PreviousMask(spec)
+    image = np.full((16, 16, 3), 100, np.uint8)
+    first, _, _ = cache.tensor(Frame(0, image, time.monotonic(), time.time(), content_id=7), pre)
+    feedback.remember([np.full((1, 8, 8, 2), [0.0, 30.0], np.float32)])
+    assert (feedback.fed(first)[..., 3] == 1.0).all()
+    again, _, _ = cache.tensor(Frame(1, image, time.monotonic(), time.time(), content_id=7), pre)
+    assert again is first and (again[..., 3] == 0.0).all()

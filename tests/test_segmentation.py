@@ -111,3 +111,43 @@ def test_split_parts_read_the_scores_extremes_and_sum_beside_the_classes(classes
     assert reduced.total / scores.size == pytest.approx(float(scores.mean(dtype=np.float64)), rel=1e-12, abs=1e-15)
     np.testing.assert_array_equal(begun.result(True), np.argmax(scores, axis=2))
     assert segmentation.start_class_map(scores, 1).reduced() is None  # unsplit: the caller reads them
+
+
+def _softmax(scores: np.ndarray) -> np.ndarray:
+    e = np.exp(scores.astype(np.float64) - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("classes", [2, 3, 7])
+def test_the_foreground_is_255_times_the_softmax_not_of_class_0_cut_to_a_whole_number(classes: int) -> None:
+    """As MediaPipe's segmentation calculator makes its mask: softmax, times 255, the fraction dropped."""
+    scores = np.random.default_rng(classes).normal(0, 3, (1, 9, 11, classes)).astype(np.float32)
+    mask = segmentation.foreground(scores, class_map=False, probabilities=False)
+    expected = 255 * (1 - _softmax(scores[0])[..., 0])
+    assert mask.shape == (9, 11) and mask.dtype == np.uint8
+    assert np.abs(mask.astype(np.float64) - np.floor(expected)).max() <= 1  # float32 against float64 at a cut
+    assert np.mean(mask == np.floor(expected)) > 0.95
+
+
+def test_the_foreground_of_probabilities_one_channel_and_a_class_map() -> None:
+    probs = np.array([[[[0.9, 0.1], [0.2, 0.8]]]], np.float32)  # [1, 1, 2, 2], after a SOFTMAX
+    assert segmentation.foreground(probs, False, probabilities=True).tolist() == [[25, 204]]
+    one = np.array([[[[0.0], [0.5], [1.5]]]], np.float32)  # one class's probability, out of range clipped
+    assert segmentation.foreground(one, False, probabilities=False).tolist() == [[0, 127, 255]]
+    classes = np.array([[[0, 3, 1]]], np.int32)  # a class map: not class 0 is certain
+    assert segmentation.foreground(classes, class_map=True, probabilities=False).tolist() == [[0, 255, 255]]
+
+
+def test_the_foreground_of_quantized_scores_is_read_dequantized() -> None:
+    # scale 0.1, zero point 128: 128 is 0, 228 is 10 (class 1 certain), 28 is -10
+    scores = np.array([[[[128, 228], [128, 28], [128, 128]]]], np.uint8)
+    assert segmentation.foreground(scores, False, False, scale=0.1, zero_point=128).tolist() == [[254, 0, 127]]
+
+
+def test_the_foreground_of_infinities_is_certain_and_of_a_nan_empty() -> None:
+    for classes in (2, 3):
+        scores = np.zeros((1, 1, 3, classes), np.float32)
+        scores[0, 0, 0, 1] = np.inf  # certain
+        scores[0, 0, 1, 0] = np.inf  # the background certain
+        scores[0, 0, 2, 1] = np.nan
+        assert segmentation.foreground(scores, False, False).tolist() == [[255, 0, 0]], classes

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from app.model.segmentation import foreground
 from app.model.spec import ModelSpec
+from app.model.task import SegmentationLayout
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ _CONVERSIONS = {3: cv2.COLOR_BGR2RGB, 1: cv2.COLOR_BGR2GRAY, 4: cv2.COLOR_BGR2RG
 
 class Preprocessor:
     """Turns BGR uint8 frames into the model's image input (1, H, W, C) of its dtype: C = 3 (RGB), 1 (grey,
-    BT.601 luma as OpenCV computes it) or 4 (RGB and an opaque alpha of 255, normalised like the others)."""
+    BT.601 luma as OpenCV computes it) or 4 (RGB and an opaque alpha of 255, normalised like the others; for a
+    segmenter that takes its previous mask there, an empty mask: `PreviousMask` puts the last one in)."""
 
     def __init__(self, spec: ModelSpec) -> None:
         self.height, self.width = spec.input_height, spec.input_width
@@ -93,6 +96,8 @@ class Preprocessor:
         self.crops = spec.crops  # classification: centre crop; other tasks: the whole frame, resized
         self.letterboxes = spec.letterboxes  # ... or scaled to fit, aspect kept, in black bars (MediaPipe's)
         self._lut = self.lookup_table(spec)
+        if spec.previous_mask:  # every alpha read as 0: the tensor (cached, shared) carries an empty mask
+            self._lut[0, :, 3] = self._lut[0, 0, 3]
         shape = (self.height, self.width, self.channels) if self.channels != 1 else (self.height, self.width)
         self._rgb = np.empty(shape, np.uint8)
         self._out = np.empty((1, self.height, self.width, self.channels), self.dtype)
@@ -167,3 +172,56 @@ class Preprocessor:
     def key(self) -> tuple:
         """Names this model's preprocessing (size, dtype, table): equal keys give equal tensors."""
         return self._key
+
+
+class PreviousMask:
+    """The 4th channel of a segmenter that takes its previous result's mask there, as MediaPipe's hair
+    segmentation does (app/model/task.py says how it is recognised, and the evidence says so): the last
+    output's probability of not being class 0 (`segmentation.foreground`), resized to the input and
+    normalised as a pixel of that value (`Preprocessor.lookup_table`'s 4th column); empty (the
+    Preprocessor's own tensor) until an output is remembered. One per session, so a switch starts empty.
+
+    Applied on the inference thread right before each run, to a copy: the tensor it is given may be cached
+    and shared by every frame of that picture (RgbCache), so it must never carry a mask. Its cost (medians
+    of 1.1 to 1.6 ms for a 512x512x4 float input and 512x512x2 logits on the loaded 2-core machine, about
+    half of it the mask: benchmarks/suite/previous_mask.py) is counted as the frame's preprocessing."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        layout = spec.task.layout
+        assert isinstance(layout, SegmentationLayout) and spec.channels == 4
+        self._layout = layout
+        out = spec.outputs[layout.output]
+        self._scale, self._zero_point = out.scale, out.zero_point
+        self._size = (spec.input_width, spec.input_height)
+        self._table = np.ascontiguousarray(Preprocessor.lookup_table(spec)[:, :, 3])  # (1, 256): pixel -> input
+        self._out = np.empty((1, spec.input_height, spec.input_width, 4), spec.input_dtype)
+        self._last: np.ndarray | None = None
+
+    @property
+    def empty(self) -> bool:
+        """No output remembered: the next frame is fed an empty mask."""
+        return self._last is None
+
+    def remember(self, outputs: tuple[np.ndarray, ...] | list[np.ndarray]) -> None:
+        """After a run: its outputs (read, never written; the mask is made from them before the next run)."""
+        self._last = outputs[self._layout.output]
+
+    def mask(self) -> np.ndarray | None:
+        """The remembered output's mask at the input's size, (H, W) uint8 (255 = certain); None when empty."""
+        if self._last is None:
+            return None
+        layout = self._layout
+        mask = foreground(self._last, layout.class_map, layout.probabilities, self._scale, self._zero_point)
+        if (mask.shape[1], mask.shape[0]) != self._size:
+            mask = cv2.resize(mask, self._size, interpolation=cv2.INTER_LINEAR)
+        return mask
+
+    def fed(self, tensor: np.ndarray) -> np.ndarray:
+        """The input to run: `tensor` itself while empty, else a copy in this object's buffer (reused: valid
+        until the next call) with the last mask as its 4th channel."""
+        mask = self.mask()
+        if mask is None:
+            return tensor
+        np.copyto(self._out, tensor)
+        self._out[0, :, :, 3] = cv2.LUT(mask, self._table)
+        return self._out

@@ -150,3 +150,41 @@ def class_shares(classes: np.ndarray, binary: bool = False) -> list[tuple[int, f
     total = max(1, int(counts.sum()))
     present = np.flatnonzero(counts)
     return [(int(c), int(counts[c]) / total) for c in present]
+
+
+def foreground(
+    output: np.ndarray, class_map: bool, probabilities: bool, scale: float | None = None, zero_point: int | None = None
+) -> np.ndarray:
+    """A segmenter's output [1,h,w,C] (or a class map [1,h,w]) -> (h, w) uint8: 255 x the probability that a
+    pixel is not class 0 (the background), cut to a whole number as MediaPipe's segmentation calculator makes
+    its mask (mediapipe/calculators/tflite/tflite_tensors_to_segmentation_calculator.cc: the softmax of its two
+    channels, the hair's taken, times 255). Scores are logits unless `probabilities` (a SOFTMAX makes them);
+    one channel is a probability itself; a class map's pixel is 0 or 255. A NaN is 0."""
+    a = np.asarray(output)
+    h, w = a.shape[1], a.shape[2]
+    if class_map:
+        return np.not_equal(a.reshape(h, w), 0).view(np.uint8) * np.uint8(255)
+    scores = a.reshape(h, w, -1)
+    if scale is not None:
+        scores = (scores.astype(np.float32) - np.float32(zero_point or 0)) * np.float32(scale)
+    elif scores.dtype != np.float32:
+        scores = scores.astype(np.float32)
+    classes = scores.shape[2]
+    with np.errstate(over="ignore", invalid="ignore"):
+        if classes == 1 or probabilities:
+            # one class's probability; or 1 - the background's (every other class's, summed)
+            p = scores[..., 0].copy() if classes == 1 else np.subtract(np.float32(1), scores[..., 0])
+            np.clip(p, 0, 1, out=p)
+            p *= 255
+        elif classes == 2:
+            # 1 / (1 + e^(l0 - l1)): the softmax of two, an infinity giving 0 or 255, never a NaN
+            p = np.subtract(scores[..., 0], scores[..., 1])
+            np.exp(p, out=p)
+            p += 1
+            np.divide(np.float32(255), p, out=p)
+        else:
+            # 1 - 1 / sum_k e^(l_k - l0): every class against the background's, an overflow giving 255
+            total = np.exp(scores - scores[..., :1]).sum(axis=2, dtype=np.float32)
+            p = np.subtract(np.float32(255), np.divide(np.float32(255), total))
+        np.nan_to_num(p, copy=False, nan=0.0)
+        return p.astype(np.uint8)

@@ -201,6 +201,13 @@ class ModelSpec:
         return self.input.shape[3] if len(self.input.shape) == 4 else 3
 
     @property
+    def previous_mask(self) -> bool:
+        """The image input's 4th channel takes the previous result's mask, not an alpha (a segmenter of 4
+        channels, as MediaPipe's hair segmentation: app/model/task.py, app/model/preprocess.py PreviousMask)."""
+        layout = self.task.layout if self.task is not None else None
+        return isinstance(layout, SegmentationLayout) and layout.previous_mask
+
+    @property
     def input_height(self) -> int:
         return self.input.shape[1]
 

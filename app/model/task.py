@@ -83,6 +83,14 @@ class SegmentationLayout:
     output: int
     class_map: bool  # True: one class index per pixel (an argmax inside the model); False: scores per class
     classes: int  # score channels; 0 for a class map (its labels say how many)
+    fed_by: str = ""  # the op that computes the output ("SOFTMAX": already probabilities); "" unknown
+    # The image input's 4th channel takes the previous result's mask (MediaPipe's hair segmentation), not
+    # an alpha: fed back per frame (app/model/preprocess.py, PreviousMask).
+    previous_mask: bool = False
+
+    @property
+    def probabilities(self) -> bool:
+        return self.fed_by in PROBABILITY_OPS
 
 
 @dataclass(frozen=True)
@@ -192,11 +200,14 @@ def _detection_from_metadata(names: Sequence[str]) -> DetectionLayout | None:
     return DetectionLayout(roles["boxes"], roles["classes"], roles["scores"], roles["count"])
 
 
-def _segmentation(image: TensorInfo, outputs: Sequence[TensorInfo], index: int) -> SegmentationLayout | None:
+def _segmentation(
+    image: TensorInfo, outputs: Sequence[TensorInfo], index: int, info: TfliteInfo | None = None
+) -> SegmentationLayout | None:
     """A dense map at a quarter of the input's size or more: scores [1,H,W,C] (C of 1 = one class's
     probability), or a class map [1,H,W] / [1,H,W,1] of integers. Backbone feature maps are 1/8 to
     1/32 of the input, so they are not taken for one."""
     out = outputs[index]
+    fed_by = info.output_ops[index] if info is not None and index < len(info.output_ops) else ""
     shape = out.shape
     if len(shape) == 4 and shape[0] == 1:
         h, w, c = shape[1], shape[2], shape[3]
@@ -209,7 +220,7 @@ def _segmentation(image: TensorInfo, outputs: Sequence[TensorInfo], index: int) 
     if out.dtype in _CLASS_MAP_DTYPES and c == 1 and out.scale is None:
         return SegmentationLayout(index, class_map=True, classes=0)
     if out.dtype in ("float32", "float16", "uint8", "int8") and len(shape) == 4 and c <= 1024:
-        return SegmentationLayout(index, class_map=False, classes=c)
+        return SegmentationLayout(index, class_map=False, classes=c, fed_by=fed_by)
     return None
 
 
@@ -276,7 +287,7 @@ def infer_task(
         choices.extend(_image_choices(inputs[image], outputs, info, metadata_output_names, image, labelled))
     choices.append(TaskChoice(Task.RAW, RawLayout(), _raw_evidence(image, inputs), image))
     if image is not None and inputs[image].shape[3] == 4:
-        choices = [replace(c, evidence=c.evidence + _FOURTH_CHANNEL) for c in choices]
+        choices = [_fourth_channel(c) for c in choices]
     if requested is None:
         return choices[0]
     for choice in choices:
@@ -315,7 +326,7 @@ def _image_choices(
     if anchored is not None:
         found.append(TaskChoice(Task.DETECTION, anchored[0], anchored[1], index))
     if _SEGMENTATION_METADATA_NAME in [n.strip().lower() for n in names] and len(outputs) == 1:
-        layout = _segmentation(image, outputs, 0)
+        layout = _segmentation(image, outputs, 0, info)
         if layout is not None:
             found.append(TaskChoice(Task.SEGMENTATION, layout, "metadata: output named segmentation_masks "
                                     "(TFLite Support's image segmenter)", index))  # fmt: skip
@@ -332,7 +343,7 @@ def _image_choices(
         found.append(TaskChoice(Task.CLASSIFICATION, classification, "structure: one image input and one output of "
                                 f"{what}", index))  # fmt: skip
     if len(outputs) == 1:
-        layout = _segmentation(image, outputs, 0)
+        layout = _segmentation(image, outputs, 0, info)
         if layout is not None:
             what = "a class map" if layout.class_map else f"per-pixel scores of {layout.classes} classes"
             evidence = f"structure: output '{outputs[0].name}' is {list(outputs[0].shape)}, {what}"
@@ -350,10 +361,13 @@ def _image_choices(
 
 def mediapipe_unit_input(layout: Layout) -> str | None:
     """The MediaPipe graph that feeds this model pixels in [0, 1] rather than the [-1, 1] a float input gets by
-    default (its ImageToTensorCalculator's output_tensor_float_range; the iris graph's TfLiteConverterCalculator
-    with zero_center false), or None. Its face and pose detectors take [-1, 1], the default."""
+    default (its ImageToTensorCalculator's output_tensor_float_range; the iris and hair segmentation graphs'
+    TfLiteConverterCalculator with zero_center false), or None. Its face and pose detectors take [-1, 1], the
+    default."""
     if isinstance(layout, AnchorDetectionLayout) and layout.label == "palm":
         return "mediapipe/modules/palm_detection/palm_detection_cpu.pbtxt"
+    if isinstance(layout, SegmentationLayout) and layout.previous_mask:  # its TfLiteConverterCalculator's zero_center
+        return "mediapipe/graphs/hair_segmentation/hair_segmentation_desktop_live.pbtxt"
     if isinstance(layout, KeypointsLayout) and layout.model is not None:
         return {"pose": "mediapipe/modules/pose_landmark/pose_landmark_by_roi_cpu.pbtxt",
                 "iris": "mediapipe/modules/iris_landmark/iris_landmark_cpu.pbtxt",
@@ -378,13 +392,30 @@ def letterboxed(layout: Layout | None) -> bool:
         layout.points == 21)  # fmt: skip
 
 
-# How a 4-channel image input is fed (app/model/preprocess.py), said beside the task: MediaPipe's hair
-# segmentation (mediapipe/graphs/hair_segmentation/hair_segmentation_desktop_live.pbtxt, SetAlphaCalculator)
-# takes the previous frame's mask there, which is not fed back here.
-_FOURTH_CHANNEL = (
-    "; the input's 4th channel is fed an opaque alpha (255, normalised like the others), not a previous "
-    "frame's mask (MediaPipe's hair segmentation feeds its last mask there, empty on the first frame)"
+# How a 4-channel image input is fed (app/model/preprocess.py), said beside the task. MediaPipe's hair segmentation
+# (mediapipe/graphs/hair_segmentation/hair_segmentation_desktop_live.pbtxt) sets its previous mask as the alpha
+# (SetAlphaCalculator): empty on the first frame (PreviousLoopbackCalculator's empty packet, alpha 0), and
+# TfLiteConverterCalculator (zero_center false, max_num_channels 4) scales all four channels alike to [0, 1].
+# A segmenter of 4 input channels is taken for one such; any other model's 4th channel is an alpha.
+_OPAQUE_ALPHA = (
+    "; the input's 4th channel is fed an opaque alpha (255, normalised like the others): a previous frame's mask "
+    "goes there for a segmenter only (MediaPipe's hair segmentation feeds its last mask there)"
 )
+_PREVIOUS_MASK = (
+    "; its 4th channel is fed the previous frame's mask, as MediaPipe's hair segmentation graph feeds it (assumed "
+    "from a segmenter's 4 input channels; --task raw feeds an opaque alpha instead): the last result's probability "
+    "of not being class 0, resized to the input and scaled like the pixels (certain = 255); empty on the first "
+    "frame, after a switch, and for each image predict reads"
+)
+
+
+def _fourth_channel(choice: TaskChoice) -> TaskChoice:
+    """A choice for a model of a 4-channel image input: a segmenter takes its previous mask there, the rest an
+    alpha; the evidence says which."""
+    if isinstance(choice.layout, SegmentationLayout):
+        layout = replace(choice.layout, previous_mask=True)
+        return replace(choice, layout=layout, evidence=choice.evidence + _PREVIOUS_MASK)
+    return replace(choice, evidence=choice.evidence + _OPAQUE_ALPHA)
 
 
 def _raw_evidence(image: int | None, inputs: Sequence[TensorInfo]) -> str:

@@ -8,7 +8,7 @@ from app.metrics.memory import MemoryDelta
 from app.model.decode import TaskDecoder
 from app.model.feed import InputFeeder
 from app.model.postprocess import Postprocessor
-from app.model.preprocess import CropBox, Preprocessor
+from app.model.preprocess import CropBox, Preprocessor, PreviousMask
 from app.model.spec import ModelSpec
 from app.model.task import ClassificationLayout, Task
 from app.pipeline.types import InferenceConfig
@@ -31,6 +31,8 @@ class ActiveSession:
         self.memory = memory  # what opening the session added to the resident set
         self.post = Postprocessor(spec)
         self.pre = Preprocessor(spec) if spec.image_input is not None else None  # None: no input takes the frame
+        # A segmenter fed its previous mask: this session's own, so a switch or a new pipeline starts empty.
+        self.mask = PreviousMask(spec) if spec.previous_mask else None
         # A classifier of one input keeps the path it always had (`run`, top-k); any other model runs
         # every input and output (`run_all`) and is read by its task's decoder.
         self.any_model = not spec.is_image_classifier

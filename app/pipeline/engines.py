@@ -92,6 +92,11 @@ class OneAtATime:
         if prepared is None:
             return
         tensor, preprocess_ms, ahead = prepared
+        if active.mask is not None and tensor is not None:
+            # The last output's mask into a copy of the (maybe cached) tensor, here: ahead, it would be stale.
+            masked_from = time.perf_counter()
+            tensor = active.mask.fed(tensor)
+            preprocess_ms += (time.perf_counter() - masked_from) * 1e3
         outputs: tuple[np.ndarray, ...] = ()
         if active.feed is not None:
             # Picked before the clock starts (not the model's time), by frame: A/B sides get the same inputs.
@@ -106,6 +111,8 @@ class OneAtATime:
             raw = active.session.run(tensor)
         t2 = time.perf_counter()
         cpu = active.cpu.stop()
+        if active.mask is not None and outputs:
+            active.mask.remember(outputs)
         # A backend may hand back a view of a buffer it reuses on the next run.
         raw = raw if raw.flags.owndata else raw.copy()
         self._hand_on(

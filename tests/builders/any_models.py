@@ -99,3 +99,37 @@ def mean_classifier(side: int, softmax: bool = False) -> bytes:
     out = g.tensor((1, 10))
     g.op("SOFTMAX", [logits], [out], options("SoftmaxOptions", beta=1.0))
     return g.build([out])
+
+
+def rgba_segmenter(side: int = SIZE, out_side: int | None = None, classes: int = 2, softmax: bool = False,
+                   toggle: bool = False) -> bytes:  # fmt: skip
+    """A segmenter of a [1,side,side,4] image (MediaPipe's hair segmentation's input, the 4th channel its
+    previous mask), scores [1,out_side,out_side,classes] (an average pool to out_side first when it is
+    smaller): class 1's logit 20 (R + M - 0.5) of the pooled first and 4th channels, the others' 0 (then a
+    softmax), so a mask fed back shows in the answer. `toggle`: class 1's logit is 20 (0.5 - M) instead,
+    the picture ignored, so a model fed its own last mask flips its whole map from one inference to the next."""
+    g = GraphBuilder()
+    x = g.input((1, side, side, 4))
+    out_side = out_side or side
+    if out_side != side:
+        stride = side // out_side
+        pooled = g.tensor((1, out_side, out_side, 4))
+        pool = options("Pool2DOptions", padding=fb.Padding.VALID, strideW=stride, strideH=stride,
+                       filterWidth=stride, filterHeight=stride)  # fmt: skip
+        g.op("AVERAGE_POOL_2D", [x], [pooled], pool)
+        x = pooled
+    weights = np.zeros((classes, 1, 1, 4), np.float32)
+    bias = np.zeros(classes, np.float32)
+    if toggle:
+        weights[1, 0, 0, 3], bias[1] = -20.0, 10.0
+    else:
+        weights[1, 0, 0, 0] = weights[1, 0, 0, 3] = 20.0
+        bias[1] = -10.0
+    logits = g.tensor((1, out_side, out_side, classes))
+    g.op("CONV_2D", [x, g.const(weights), g.const(bias)], [logits],
+         options("Conv2DOptions", padding=fb.Padding.VALID, strideW=1, strideH=1))  # fmt: skip
+    if not softmax:
+        return g.build([logits])
+    out = g.tensor((1, out_side, out_side, classes))
+    g.op("SOFTMAX", [logits], [out], options("SoftmaxOptions", beta=1.0))
+    return g.build([out])

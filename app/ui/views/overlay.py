@@ -247,7 +247,8 @@ def task_lines(result: TaskResult, threshold: float, side_colour: QColor | None 
             header += f" ({hidden} below {max(threshold, result.threshold):.0%})"
         return [Line(header), *(Line(d.label, d.score, side_colour or box_colour(d.index)) for d in shown)]
     if result.task == Task.SEGMENTATION:
-        rows = [Line(f"{len(result.class_fractions)} classes, share of pixels")]
+        n = len(result.class_fractions)
+        rows = [Line(f"{n} class{'' if n == 1 else 'es'}, share of pixels")]
         for index, label, share in result.class_fractions[:10]:
             name = f"{label} (clear)" if index == BACKGROUND_CLASS else label
             rows.append(Line(name, share, class_colour(index)))
