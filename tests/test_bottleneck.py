@@ -138,6 +138,18 @@ def test_the_bound_line_on_the_gpu_hosts_recorded_shares():
     assert preprocessing.short == "preprocess-bound at 740 /s (model alone 1,000 /s)"
 
 
+def test_a_saturated_thread_upstream_busier_than_inference_is_named():
+    """A two-class 512x512 segmenter on an H100 host: its preprocessing thread busy 98% (resizing each 1280x720
+    frame) while the inference thread, busy 87%, waits for frames the rest; the line names preprocessing."""
+    b = find_bottleneck(_one_second(0.5, 2.45, 2.175, 400, own_thread=True).snapshot(11.0))
+    assert b.busy_share.preprocess_thread == pytest.approx(0.98) and b.busy_share.inference_thread > 0.8, b
+    assert b.stage == "preprocess" and b.saturated, b
+    assert b.sentence.startswith("preprocess-bound at 400 /s (the preprocessing thread is busy 98%"), b.sentence
+    # The inference thread busier than preprocessing: inference is named, as before.
+    inference = find_bottleneck(_one_second(0.5, 2.0, 2.4, 400, own_thread=True).snapshot(11.0))
+    assert inference.stage == "inference" and inference.saturated, inference
+
+
 def _paced_second(read_ms: float, paced_ms: float, prepare_ms: float, inference_ms: float, rate: int) -> Metrics:
     """A paced source: `rate` frames in one second, each read's wait for its frame to be due given apart."""
     now = [10.0]

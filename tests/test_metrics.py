@@ -456,3 +456,28 @@ def test_metrics_snapshot_carries_the_sampler_reading():
         s = m.snapshot()
     assert s.rss_mb > 10 and 0 <= s.system_cpu_pct <= 100
     assert s.process_cpu_pct_machine == pytest.approx(s.process_cpu_pct_cores / psutil.cpu_count())
+
+
+def test_the_end_to_end_parts_add_up_to_its_mean_and_say_the_queue_in_inference_cycles():
+    from app.metrics.end_to_end import end_to_end_parts
+
+    clock = FakeClock(0.0)
+    m = Metrics(window_s=10.0, clock=clock)
+    assert end_to_end_parts(m.snapshot()) is None  # nothing measured: nothing to split
+    # 100 inferences in 1 s: a 10 ms cycle; each frame waited 30 ms (3 cycles) and 2 ms more after its
+    # postprocess (the results thread's hand-off): in no stage, so in the rest.
+    for i in range(100):
+        done = (i + 0.5) / 100
+        started = done - (4.0 + 1.0 + 2.0) / 1e3
+        m.inference_done(InferenceTiming(i, started - 30e-3, started, done, 0.5, 4.0, 1.0, 4.0))
+    clock.now = 1.0
+    parts = end_to_end_parts(m.snapshot())
+    assert parts is not None
+    assert parts.end_to_end_ms == pytest.approx(37.0) and parts.queue_ms == pytest.approx(30.0)
+    assert (parts.inference_ms, parts.postprocess_ms) == (pytest.approx(4.0), pytest.approx(1.0))
+    assert parts.rest_ms == pytest.approx(2.0)
+    assert parts.queue_cycles == pytest.approx(3.0)
+    assert parts.describe() == (
+        "mean 37.00 ms = queue 30.00 (3.0 inference cycles) + inference 4.00 + postprocess 1.00"
+        " + hand-offs and the rest 2.00"
+    )

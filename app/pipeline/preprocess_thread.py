@@ -9,6 +9,14 @@ Two threads overlap the two. They need a core each besides the model's: where th
 take the cores (a CPU session's XNNPACK threads, the 2-core machine), a second thread only takes
 turns with the first and wakes once more per frame, so preprocessing stays on the capture thread.
 Decided when the pipeline starts, from the configs it starts with (a live switch keeps it).
+
+One preprocessing thread, not more: where it bounds the rate (a 512x512 segmenter's input from 1280x720
+frames, INTER_AREA at ratios that are not whole, which OpenCV splits into 4 stripes at most), a second
+thread taking every other frame, and a frame's resize split into exact bands of rows on a pool, were
+both slower on an H100 host (docs/performance.md, "Decoding at the accelerator's speed"): with two
+threads a frame's preprocessing took 4.2 ms against 2.5 (two OpenCV calls at once do not share its pool
+as one does), and 8 bands took 1.5 ms alone but 3.9 ms in the pipeline (each band's thread waits for
+the GIL after its OpenCV call while the pipeline's other threads hold it).
 """
 
 from __future__ import annotations

@@ -1,7 +1,14 @@
 """Does each task's decoding keep up with the accelerator? For one model of each kind, side by side in one
-run: `bench --source demo --no-pace` against the model alone (the ratio), and bench's inference,
-postprocess and end-to-end p50s, with the results the results thread dropped (a live source only; the
-demo clip read unpaced keeps every result), beside the decoding alone on one real output.
+run: `bench --source demo --no-pace` against the model alone (the ratio), and bench's queue, inference,
+postprocess and end-to-end p50s, the end to end's mean split into its parts (bench's e2e line: queue +
+inference + postprocess + the rest), with the results the results thread dropped (a live source only;
+the demo clip read unpaced keeps every result), beside the decoding alone on one real output.
+
+"Alone" runs the model back to back reading its first output (`run`, a classifier's path); "alone, every
+output" reads them all (`run_all`), as the pipeline does for a model that is not a classifier: on a GPU
+each output is a buffer of its own to read back, so for a detector of two outputs that is the fair
+reference. `--before CHECKOUT` runs each bench leg in that checkout too, interleaved over `--rounds`
+(medians over the rounds): the tree before a change against this one, on one machine in one call.
 
 Models (third-party ones from the fixtures folder, `--fixtures`):
 - classifiers: the bundled EfficientNet-Lite0, float and int8;
@@ -22,6 +29,11 @@ On the GPU host (the fixtures copied to .fx/, the two-class model built beforeha
 
     python -m benchmarks.suite.task_decoding --delegate gpu --fixtures .fx/vision \\
         --two-class build/segdecode/two_class_512.tflite --frames 600 --gpu-process --json decoding.json
+
+Before and after a change (a checkout of the revision before it beside this one):
+
+    python -m benchmarks.suite.task_decoding --delegate gpu --fixtures .fx/vision --frames 1000 --rounds 3 \\
+        --before ../before --no-decode
 
 Here (CPU, quick):
 
@@ -61,32 +73,51 @@ def models(fixtures: Path, two_class: Path) -> list[tuple[str, str, Path]]:
     ]
 
 
-def alone(path: Path, delegate: str, frames: int) -> dict[str, Any]:
-    return last_json(run_module("benchmarks.suite.capture_keeps_up_child", str(path), delegate, "0", str(frames)))
+def alone(path: Path, delegate: str, frames: int, all_outputs: bool = False) -> dict[str, Any]:
+    every = ["--all-outputs"] if all_outputs else []
+    return last_json(
+        run_module("benchmarks.suite.capture_keeps_up_child", str(path), delegate, "0", str(frames), *every)
+    )
 
 
-def bench(path: Path, delegate: str, frames: int, gpu_process: str | None = None) -> dict[str, Any]:
+_FIGURES = ("rate", "queue_p50_ms", "inference_p50_ms", "postprocess_p50_ms", "end_to_end_p50_ms",
+            "queue_mean_ms", "inference_mean_ms", "postprocess_mean_ms", "end_to_end_mean_ms")  # fmt: skip
+
+
+def bench(
+    path: Path, delegate: str, frames: int, gpu_process: str | None = None, checkout: Path = ROOT
+) -> dict[str, Any]:
     flags = ["--model", str(path), "--delegate", delegate, "--source", "demo", "--no-pace", "--throttle-ms", "0"]
-    flags += ["--frames", str(frames)]
+    flags += ["--frames", str(frames), "--warm-seconds", "1", "--idle-seconds", "0"]
     if gpu_process:
         flags += ["--gpu-process", gpu_process]
     try:
-        s = bench_summary(flags)
+        s = bench_summary(flags, checkout=checkout)
     except SystemExit as exc:  # one leg's failure is a row that says so, not the end of the run
         return {"error": str(exc).strip().splitlines()[-1]}
     m, bound = s["metrics"], s.get("bottleneck") or {}
     latency = m["latency"]
     return {
         "rate": m["inference_fps"],
-        "inference_p50_ms": latency["inference"]["p50"],
-        "postprocess_p50_ms": latency["postprocess"]["p50"],
-        "end_to_end_p50_ms": latency["end_to_end"]["p50"],
+        **{f"{k}_p50_ms": latency[k]["p50"] for k in ("queue", "inference", "postprocess", "end_to_end")},
+        **{f"{k}_mean_ms": latency[k]["mean"] for k in ("queue", "inference", "postprocess", "end_to_end")},
         "results_dropped": m.get("results_dropped_total", 0),
         "used": (s.get("delegate") or {}).get("used"),
         "process": ((s.get("delegate") or {}).get("options") or {}).get("process", "this"),
         "stage": bound.get("stage"),
         "sentence": (bound.get("evidence") or {}).get("sentence"),
+        "sm_clock_mhz": m.get("gpu_sm_clock_mhz"),
     }
+
+
+def median_of(legs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One leg's rounds: each figure's median, the rest as the middle round (by rate) says."""
+    ok = [leg for leg in legs if "error" not in leg]
+    if not ok:
+        return legs[0]
+    middle = sorted(ok, key=lambda leg: leg["rate"])[len(ok) // 2]
+    return {**middle, **{k: statistics.median(leg[k] for leg in ok) for k in _FIGURES}, "rounds": len(ok),
+            "rates": [round(leg["rate"], 1) for leg in ok]}  # fmt: skip
 
 
 def _decoder_at(revision: str) -> Any:
@@ -176,21 +207,28 @@ def _ms(value: float | None) -> str:
 
 def table(rows: list[dict[str, Any]]) -> list[str]:
     lines = [
-        "| model | task | leg | model alone /s | bench /s | ratio | bound | inference p50 ms | postprocess p50 ms "
-        "| end to end p50 ms | post / inf | e2e / inf | results dropped | decode alone p50 ms |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| model | leg | alone /s | alone, every output /s | bench /s | ratio | ratio, every output | bound "
+        "| queue p50 ms | inference p50 ms | postprocess p50 ms | end to end p50 ms | post / inf | e2e / inf "
+        "| e2e mean = queue + inf + post + rest ms | results dropped | decode alone p50 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         b, a, d = r["bench"], r["alone"], r.get("decode", {})
-        if "error" in b or "error" in a:
-            lines.append(f"| {r['model']} | {r['task']} | {r['leg']} | failed: {b.get('error') or a.get('error')} |")
+        every = r.get("alone_all") or a
+        if "error" in b or "error" in a or "error" in every:
+            why = b.get("error") or a.get("error") or every.get("error")
+            lines.append(f"| {r['model']} | {r['leg']} | failed: {why} |")
             continue
         inf = b["inference_p50_ms"] or float("nan")
+        rest = b["end_to_end_mean_ms"] - b["queue_mean_ms"] - b["inference_mean_ms"] - b["postprocess_mean_ms"]
+        parts = (f"{b['end_to_end_mean_ms']:.2f} = {b['queue_mean_ms']:.2f} + {b['inference_mean_ms']:.2f} + "
+                 f"{b['postprocess_mean_ms']:.2f} + {rest:.2f}")  # fmt: skip
         lines.append(
-            f"| {r['model']} | {r['task']} | {r['leg']} | {a['rate']:.1f} | {b['rate']:.1f} | "
-            f"{b['rate'] / a['rate']:.3f} | {b['stage']} | {_ms(b['inference_p50_ms'])} | "
-            f"{_ms(b['postprocess_p50_ms'])} | {_ms(b['end_to_end_p50_ms'])} | {b['postprocess_p50_ms'] / inf:.2f} | "
-            f"{b['end_to_end_p50_ms'] / inf:.2f} | {b['results_dropped']} | {_ms(d.get('decode_p50_ms'))} |"
+            f"| {r['model']} | {r['leg']} ({b['process']} process) | {a['rate']:.1f} | {every['rate']:.1f} | "
+            f"{b['rate']:.1f} | {b['rate'] / a['rate']:.3f} | {b['rate'] / every['rate']:.3f} | {b['stage']} | "
+            f"{_ms(b['queue_p50_ms'])} | {_ms(b['inference_p50_ms'])} | {_ms(b['postprocess_p50_ms'])} | "
+            f"{_ms(b['end_to_end_p50_ms'])} | {b['postprocess_p50_ms'] / inf:.2f} | "
+            f"{b['end_to_end_p50_ms'] / inf:.2f} | {parts} | {b['results_dropped']} | {_ms(d.get('decode_p50_ms'))} |"
         )
     return lines
 
@@ -213,6 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], metavar="NAME", help="these models only (by name)")
     parser.add_argument("--gpu-process", action="store_true", help="also segmenters with bench --gpu-process on")
     parser.add_argument("--decode-before", metavar="REV", help="also time the decoding of this git revision")
+    parser.add_argument("--before", type=Path, metavar="CHECKOUT", help="also each bench leg in this checkout")
+    parser.add_argument("--rounds", type=int, default=1, help="bench legs interleaved this many times (medians)")
+    parser.add_argument("--no-decode", action="store_true", help="skip the decoding alone (a CPU run of each model)")
     parser.add_argument("--json", type=Path, help="write every leg's figures here")
     args = parser.parse_args(argv)
     chosen = [m for m in models(args.fixtures, args.two_class) if not args.only or m[0] in args.only]
@@ -222,15 +263,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{os.cpu_count()} cores, {machine}; delegate {args.delegate}; {args.frames} runs or inferences per leg; "
           f"load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
     rows: list[dict[str, Any]] = []
+    trees = [("bench", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
     for name, task, path in chosen:
-        legs = [("bench", None)]
+        legs = [(tree, checkout, None) for tree, checkout in trees]
         if args.gpu_process and task == "segmenter":
-            legs.append(("bench --gpu-process on", "on"))
+            legs.append(("bench --gpu-process on", ROOT, "on"))
         base = alone(path, args.delegate, args.frames)
-        decoded = decode_alone(path, before=args.decode_before)
-        for leg, gpu_process in legs:
-            row = {"model": name, "task": task, "leg": leg, "alone": base, "decode": decoded,
-                   "bench": bench(path, args.delegate, args.frames, gpu_process)}  # fmt: skip
+        every = alone(path, args.delegate, args.frames, all_outputs=True) if task != "classifier" else base
+        decoded = {} if args.no_decode else decode_alone(path, before=args.decode_before)
+        runs: dict[str, list[dict[str, Any]]] = {leg: [] for leg, _, _ in legs}
+        for _ in range(args.rounds):
+            for leg, checkout, gpu_process in legs:
+                runs[leg].append(bench(path, args.delegate, args.frames, gpu_process, checkout))
+        for leg, _, _ in legs:
+            row = {"model": name, "task": task, "leg": leg, "alone": base, "alone_all": every, "decode": decoded,
+                   "bench": median_of(runs[leg]), "rounds": runs[leg]}  # fmt: skip
             rows.append(row)
             print(table([row])[-1], flush=True)
     print()

@@ -32,6 +32,7 @@ from app.gates.budget import Budget, parse_budgets
 from app.gates.figures import SummaryKind
 from app.gates.stored import StoredSummary, ab_identity, bench_identity, summary_of
 from app.gates.verdict import GateReport, evaluate
+from app.metrics.end_to_end import end_to_end_parts
 from app.metrics.energy import paced_clock_sentence, power_lines
 from app.metrics.rounds import DEFAULT_ROUNDS
 from app.metrics.window import MetricsSnapshot
@@ -403,6 +404,9 @@ def _print_rates(summary: BenchSummary) -> None:
     print(f"{'stage':<12}{'mean':>9}{'p50':>9}{'p95':>9}{'max':>9}  ms")
     for stage, st in m.latency.items():
         print(f"{stage:<12}{st.mean:>9.2f}{st.p50:>9.2f}{st.p95:>9.2f}{st.max:>9.2f}")
+    parts = end_to_end_parts(m)
+    if parts is not None:  # what the end to end is made of: means add up where percentiles do not
+        print(f"e2e       {parts.describe()}")
 
 
 def _print_costs(summary: BenchSummary, paced: bool) -> None:
