@@ -4,7 +4,8 @@
   another in LiteRT, give the whole model's outputs (here, in this process: no coremltools).
 - Translation and numerics: every delegated piece translates to a MIL program, converts to an ML
   program, and that program evaluated in numpy from the MIL op specifications matches LiteRT
-  (in a child process: coremltools imports TensorFlow).
+  (in a child process: coremltools, even imported without TensorFlow, sets state for the whole process,
+  TF_CPP_MIN_LOG_LEVEL in its environment among it, which the GPU tests' children would inherit).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,7 @@ pytestmark = pytest.mark.xdist_group("coreml_mil")
 
 HAS_COREMLTOOLS = importlib.util.find_spec("coremltools") is not None
 HAS_TENSORFLOW = importlib.util.find_spec("tensorflow") is not None
+
 
 @pytest.fixture(scope="module")
 def model_files(tmp_path_factory) -> dict[str, Path]:
@@ -141,9 +144,9 @@ def test_split_the_repositorys_test_models_is_bit_exact():
 
 @pytest.mark.slow
 def test_the_repositorys_test_models_translate_and_match_litert():
-    for name in ("detector_like", "text_input"):
-        path = TEST_MODELS / f"{name}.tflite"
-        _check_fp32(_verify(path), _delegated_ops(path.read_bytes()))
+    paths = [TEST_MODELS / f"{name}.tflite" for name in ("detector_like", "text_input")]
+    for path, result in zip(paths, _verify_each(*([path] for path in paths)), strict=True):
+        _check_fp32(result, _delegated_ops(path.read_bytes()))
 
 
 @pytest.mark.slow
@@ -159,19 +162,39 @@ def test_the_test_models_cover_every_op_the_delegate_takes():
     assert set(_CHECKS) <= ops
 
 
-# ---- translation and numerics (child process: coremltools imports TensorFlow) -------------------
+# ---- translation and numerics (in a child process: see the module's docstring) -----------------
+
+# `python -m app.coreml_mil.verify ARGS` for each ARGS, in one child: a child's start and coremltools' import
+# cost ~1 s of CPU each.
+_VERIFY_EACH = """
+import io, json, sys
+from contextlib import redirect_stdout
+from app.coreml_mil.verify import main
+results = []
+for argv in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert main(argv) == 0, argv
+    results.append(json.loads(out.getvalue()))
+print(json.dumps(results))
+"""
 
 
-def _verify(path: Path, *args: str) -> dict:
+def _verify_each(*runs: Sequence[Path | str]) -> list[dict]:
     if not HAS_COREMLTOOLS:
         pytest.skip("translating needs coremltools (the convert extra)")
     proc = subprocess.run(
-        [sys.executable, "-m", "app.coreml_mil.verify", str(path), *args],
+        [sys.executable, "-c", _VERIFY_EACH, json.dumps([[str(a) for a in run] for run in runs])],
         capture_output=True, text=True, timeout=600, cwd=ROOT,
         env={**os.environ, "CUDA_VISIBLE_DEVICES": "", "TF_CPP_MIN_LOG_LEVEL": "3"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    results: list[dict] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return results
+
+
+def _verify(path: Path, *args: str) -> dict:
+    return _verify_each([path, *args])[0]
 
 
 def _check_fp32(result: dict, coverage_ops: set[str]) -> None:
@@ -189,11 +212,10 @@ def _delegated_ops(data: bytes, options: CoreMLOptions | None = None) -> set[str
 
 @pytest.mark.slow
 def test_every_op_translates_and_matches_litert(model_files: dict[str, Path]):
-    result = _verify(model_files["every_op"])
+    result, fp16 = _verify_each([model_files["every_op"]], [model_files["every_op"], "--precision", "fp16"])
     _check_fp32(result, _delegated_ops(every_op_model()))
     for p in result["partitions"]:
         assert p["max_abs_diff"] <= 1e-6 and p["node_max_abs_diff"] <= 1e-5, p
-    fp16 = _verify(model_files["every_op"], "--precision", "fp16")
     assert all("cast" in p["mil_ops"] for p in fp16["partitions"])  # fp16 compute, fp32 at the edges
     assert all(p["max_abs_diff"] <= 5e-3 for p in fp16["partitions"]), fp16["partitions"]
 

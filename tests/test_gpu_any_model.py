@@ -78,6 +78,8 @@ out = {"opened": True, "fully": r.fully_accelerated, "delegated": r.nodes_delega
        "partitions": r.partitions, "cpu_ops": r.cpu_ops, "first_ms": r.first_inference_ms,
        "coverage": r.coverage.to_dict(), "file_shapes": [list(t.shape) for t in spec.outputs], "runs": runs}
 if profile:
+    import app.profile.gpu
+    app.profile.gpu.WARMUP_RUNS = 0  # the session ran each photo twice above: warm (a run of the SSD is ~1.2 s here)
     p = profile_gpu(spec, gpu, 1, 1)
     out["profile"] = [{"op": o.op, "node": o.node, "nodes": list(o.nodes or ()), "place": str(o.placement), "ms": o.ms}
                       for o in p.ops]

@@ -60,3 +60,26 @@ def with_softmax_beta(path: Path, beta: float) -> bytes:
     builder = flatbuffers.Builder(1024)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def at_image_side(path: Path, side: int) -> bytes:
+    """A copy of a .tflite model of one square image input whose activations are all scaled to an input of
+    `side` (a fully convolutional stack before a global pool, as the bundled classifiers are): the same nodes,
+    options and weights, each activation's height and width scaled alike. Each stride must divide evenly."""
+    model = fb.ModelT.InitFromPackedBuf(path.read_bytes(), 0)
+    graph = model.subgraphs[0]
+    (image,) = graph.inputs
+    full = int(graph.tensors[image].shape[1])
+    for tensor in graph.tensors:
+        if tensor.shape is None or len(tensor.shape) != 4 or model.buffers[tensor.buffer].data is not None:
+            continue  # not an activation: a constant (the weights) or a tensor of another rank
+        shape = [int(d) for d in tensor.shape]
+        if shape[1] * side % full or shape[2] * side % full:
+            raise ValueError(f"{tensor.name!r} of {shape} does not scale from {full} to {side}")
+        shape[1], shape[2] = shape[1] * side // full, shape[2] * side // full
+        tensor.shape = shape
+        if tensor.shapeSignature is not None and len(tensor.shapeSignature):
+            tensor.shapeSignature = shape
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
