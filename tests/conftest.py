@@ -120,6 +120,17 @@ def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return record_across_switches(tmp_path_factory.mktemp("switches") / "rec.csv")
 
 
+@pytest.fixture(scope="session")
+def forked_cli():
+    """The command line in processes forked from one that imported the app once (tests/helpers/forked_cli.py):
+    for tables of command lines whose subject is what each prints and exits with, not the interpreter's start."""
+    from tests.helpers.forked_cli import ForkedCli
+
+    cli = ForkedCli()
+    yield cli
+    cli.close()
+
+
 @pytest.fixture
 def pipelines():
     """Every pipeline a test starts (tests/helpers/pipelines.py) is stopped, and must leave no thread behind."""

@@ -42,6 +42,12 @@ def test_bench_on_the_demo_clip_with_csv_and_json(tmp_path: Path):
     assert ("cpus      " + (split.describe() if split else "not pinned")) in run.stdout
     assert set(m["latency"]) == {"queue", "preprocess", "inference", "postprocess", "end_to_end"}
     assert 0 < m["latency"]["inference"]["p50"] <= m["latency"]["end_to_end"]["p50"]
+    # What the end to end is made of, from the same means the JSON holds, so a reader can add them up.
+    lat = {k: v["mean"] for k, v in m["latency"].items()}
+    rest = lat["end_to_end"] - lat["queue"] - lat["inference"] - lat["postprocess"]
+    e2e = next(line for line in run.stdout.splitlines() if line.startswith("e2e       "))
+    assert e2e.startswith(f"e2e       mean {lat['end_to_end']:.2f} ms = queue {lat['queue']:.2f} ("), e2e
+    assert e2e.endswith(f" + postprocess {lat['postprocess']:.2f} + hand-offs and the rest {rest:.2f}"), e2e
     # fps is frames in the window over the time it covers: the clip is paced at 30 fps, so never faster
     # (a loaded machine only makes it slower; the pacing itself is tests/test_sources.py's, on a fake clock)
     assert 0 < m["capture_fps"] < 35

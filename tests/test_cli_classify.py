@@ -1,4 +1,6 @@
-"""`delegate-scope classify` as users and scripts call it: real models, real photos, real bad files."""
+"""`delegate-scope classify` as users and scripts call it: real models, real photos, real bad files. The
+refusals and usage errors run in processes forked from one that imported the app (tests/helpers/forked_cli.py),
+the answers on photos in a fresh interpreter each."""
 
 import sys
 from pathlib import Path
@@ -7,6 +9,7 @@ import pytest
 
 from tests.helpers.bad_models import bad_models
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import PHOTOS, TEST_MODELS
 
 # Top-1 that the bundled models must give on the bundled test photos (docs/models.md has the scores).
@@ -111,14 +114,13 @@ def test_third_party_model_with_our_1000_line_labels_keeps_its_own_indices(coral
 # ---- exit codes, each with a real bad input ---------------------------------------------------
 
 
-@pytest.mark.slow
-def test_usage_errors_exit_2():
-    assert run_cli("classify").returncode == 2
-    assert run_cli("classify", "--top-k", "0", PHOTOS / "coffee.jpg").returncode == 2
-    assert run_cli("classify", "--threads", "two", PHOTOS / "coffee.jpg").returncode == 2
-    assert run_cli("classify", "--delegate", "tpu", PHOTOS / "coffee.jpg").returncode == 2
-    assert run_cli("classify", "--mean", "1,2", PHOTOS / "coffee.jpg").returncode == 2
-    assert run_cli("frobnicate").returncode == 2
+def test_usage_errors_exit_2(forked_cli: ForkedCli):
+    assert forked_cli.run("classify").returncode == 2
+    assert forked_cli.run("classify", "--top-k", "0", PHOTOS / "coffee.jpg").returncode == 2
+    assert forked_cli.run("classify", "--threads", "two", PHOTOS / "coffee.jpg").returncode == 2
+    assert forked_cli.run("classify", "--delegate", "tpu", PHOTOS / "coffee.jpg").returncode == 2
+    assert forked_cli.run("classify", "--mean", "1,2", PHOTOS / "coffee.jpg").returncode == 2
+    assert forked_cli.run("frobnicate").returncode == 2
 
 
 @pytest.mark.parametrize(
@@ -134,20 +136,20 @@ def test_usage_errors_exit_2():
         "dynamic size",
     ],
 )
-def test_model_problems_exit_3_with_one_line(tmp_path: Path, case: str):
+def test_model_problems_exit_3_with_one_line(tmp_path: Path, case: str, forked_cli: ForkedCli):
     path, fragment = bad_models(tmp_path)[case]
-    assert_one_line_error(run_cli("classify", "--model", path, PHOTOS / "coffee.jpg"), 3, fragment)
+    assert_one_line_error(forked_cli.run("classify", "--model", path, PHOTOS / "coffee.jpg"), 3, fragment)
 
 
 @pytest.mark.parametrize("model", ["detector_like", "text_input"])
-def test_a_model_that_is_no_classifier_is_exit_3_naming_its_task_and_predict(model: str):
-    run = run_cli("classify", "--model", TEST_MODELS / f"{model}.tflite", PHOTOS / "coffee.jpg")
+def test_a_model_that_is_no_classifier_is_exit_3_naming_its_task_and_predict(model: str, forked_cli: ForkedCli):
+    run = forked_cli.run("classify", "--model", TEST_MODELS / f"{model}.tflite", PHOTOS / "coffee.jpg")
     assert_one_line_error(run, 3, "reads as raw (structure: ")
     assert "use `predict`" in run.stderr
 
 
 @pytest.mark.slow
-def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
+def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path, forked_cli: ForkedCli):
     """Bytes that parse as a flatbuffer but that LiteRT refuses to prepare (a corrupted quantization field)."""
     data = bytearray((coral / "mobilenet_v1_0.25_128_quant.tflite").read_bytes())
     # Found by the seeded bit-flip search in tests/test_tflite_file.py's style: flip bits until LiteRT refuses.
@@ -171,16 +173,16 @@ def test_runtime_refusal_exits_3(coral: Path, tmp_path: Path):
                 break
     else:
         pytest.fail("no mutation was refused by the runtime")
-    assert_one_line_error(run_cli("classify", "--model", target, PHOTOS / "coffee.jpg"), 3, "LiteRT runtime refused")
+    run = forked_cli.run("classify", "--model", target, PHOTOS / "coffee.jpg")
+    assert_one_line_error(run, 3, "LiteRT runtime refused")
 
 
-def test_missing_labels_file_exits_3(tmp_path: Path):
-    run = run_cli("classify", "--labels", tmp_path / "labels.txt", PHOTOS / "coffee.jpg")
+def test_missing_labels_file_exits_3(tmp_path: Path, forked_cli: ForkedCli):
+    run = forked_cli.run("classify", "--labels", tmp_path / "labels.txt", PHOTOS / "coffee.jpg")
     assert_one_line_error(run, 3, "labels file not found")
 
 
-@pytest.mark.slow
-def test_image_problems_exit_4(tmp_path: Path):
+def test_image_problems_exit_4(tmp_path: Path, forked_cli: ForkedCli):
     text = tmp_path / "notes.jpg"
     text.write_text("not an image")
     empty = tmp_path / "empty.png"
@@ -194,11 +196,11 @@ def test_image_problems_exit_4(tmp_path: Path):
         (damaged, "not a readable image"),
         (tmp_path, "folder"),
     ]:
-        assert_one_line_error(run_cli("classify", path), 4, fragment)
+        assert_one_line_error(forked_cli.run("classify", path), 4, fragment)
 
 
-def test_one_bad_image_among_good_ones_still_reports_the_good_ones(tmp_path: Path):
-    run = run_cli("classify", "--json", PHOTOS / "coffee.jpg", tmp_path / "missing.jpg", PHOTOS / "rocket.jpg")
+def test_one_bad_image_among_good_ones_still_reports_the_good_ones(tmp_path: Path, forked_cli: ForkedCli):
+    run = forked_cli.run("classify", "--json", PHOTOS / "coffee.jpg", tmp_path / "missing.jpg", PHOTOS / "rocket.jpg")
     assert run.returncode == 4
     out = run.json()
     assert [Path(r["image"]).name for r in out["results"]] == ["coffee.jpg", "rocket.jpg"]
@@ -206,8 +208,8 @@ def test_one_bad_image_among_good_ones_still_reports_the_good_ones(tmp_path: Pat
     assert "Traceback" not in run.stderr
 
 
-def test_debug_shows_the_traceback(tmp_path: Path):
-    run = run_cli("classify", "--debug", "--model", tmp_path / "nope.tflite", PHOTOS / "coffee.jpg")
+def test_debug_shows_the_traceback(tmp_path: Path, forked_cli: ForkedCli):
+    run = forked_cli.run("classify", "--debug", "--model", tmp_path / "nope.tflite", PHOTOS / "coffee.jpg")
     assert run.returncode == 3
     assert "Traceback" in run.stderr
 

@@ -1,6 +1,7 @@
 """The command line as a package: every module of app/cli/commands/ is one command that registers
-its parser, each command's --help runs as a user runs it, and the `gui` options reach GuiOptions
-by field name."""
+its parser, each command's --help runs (in processes forked from one that imported the app:
+tests/helpers/forked_cli.py; the top-level --help in a fresh interpreter, as a user runs it), and the `gui`
+options reach GuiOptions by field name."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 import app.cli.commands
 from app.cli.main import build_parser, commands
 from tests.helpers.cli import run_cli
+from tests.helpers.forked_cli import ForkedCli
 
 MODULES = sorted(m.name for m in pkgutil.iter_modules(app.cli.commands.__path__))
 
@@ -38,8 +40,8 @@ def test_every_command_module_is_registered_under_its_own_name():
 
 
 @pytest.mark.parametrize("name", MODULES)
-def test_help_of_every_command_exits_0(name: str):
-    run = run_cli(name, "--help")
+def test_help_of_every_command_exits_0(name: str, forked_cli: ForkedCli):
+    run = forked_cli.run(name, "--help")
     assert run.returncode == 0, run.stderr
     assert run.stdout.startswith(f"usage: delegate-scope {name} "), run.stdout[:200]
     assert "--debug" in run.stdout and run.stderr == ""

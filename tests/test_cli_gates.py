@@ -1,6 +1,8 @@
 """Gates on the command line: bench and sweep with --baseline/--budget, compare on stored
 summaries, the exit code 7 and the one-line errors; real runs, real files (tests/data/gates: summaries
-written by this version's bench, sweep and inspect --json on this machine)."""
+written by this version's bench, sweep and inspect --json on this machine). The refusals and `compare`
+on stored files run in processes forked from one that imported the app (tests/helpers/forked_cli.py),
+the gated runs in a fresh interpreter each."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import pytest
 
 from app.model.spec import load_model_spec
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import ROOT
 
 GATES = ROOT / "tests" / "data" / "gates"
@@ -68,8 +71,10 @@ def test_a_generous_budget_passes_and_the_table_follows_the_summary(tmp_path: Pa
         (["--source", "synthetic", "--threads", "1", "--strict-config"], "threads 2 there, 1 here"),
     ],
 )
-def test_a_baseline_of_another_workload_is_a_usage_error_naming_the_difference(argv: list[str], words: str):
-    run = run_cli("bench", "--baseline", GATES / "bench_2threads.json", "--frames", "5", *argv)
+def test_a_baseline_of_another_workload_is_a_usage_error_naming_the_difference(
+    argv: list[str], words: str, forked_cli: ForkedCli
+):
+    run = forked_cli.run("bench", "--baseline", GATES / "bench_2threads.json", "--frames", "5", *argv)
     assert_one_line_error(run, 2, f"--baseline {GATES / 'bench_2threads.json'}: ", words)
 
 
@@ -86,8 +91,8 @@ def test_a_baseline_of_another_workload_is_a_usage_error_naming_the_difference(a
         (["--budget", "agreement.top1>=0.9"], "agreement.top1 is no figure of a bench summary"),
     ],
 )
-def test_bad_gates_are_usage_errors_before_anything_runs(argv: list[str], words: str):
-    assert_one_line_error(run_cli("bench", "--frames", "5", *argv, timeout=30), 2, words)
+def test_bad_gates_are_usage_errors_before_anything_runs(argv: list[str], words: str, forked_cli: ForkedCli):
+    assert_one_line_error(forked_cli.run("bench", "--frames", "5", *argv, timeout=30), 2, words)
 
 
 @pytest.mark.slow
@@ -158,17 +163,17 @@ def test_compare_shows_two_stored_summaries_and_gates_them():
     assert out["schema_version"] == 1 and out["gates"]["failed"] == 1
 
 
-def test_compare_inspect_summaries_per_delegate():
+def test_compare_inspect_summaries_per_delegate(forked_cli: ForkedCli):
     pair = (GATES / "inspect_efficientnet_lite0.json", GATES / "inspect_efficientnet_lite0_int8.json")
-    run = run_cli("compare", *pair, "--budget", "cpu.nodes>=50", "--budget", "coreml.fallback_nodes<=+0")
+    run = forked_cli.run("compare", *pair, "--budget", "cpu.nodes>=50", "--budget", "coreml.fallback_nodes<=+0")
     assert_one_line_error(run, 7, "coreml.fallback_nodes<=+0")
     lines = run.stdout.splitlines()
     assert any(line.startswith("cpu (measured)") and "nodes" in line and "pass" in line for line in lines), run.stdout
     assert any(line.startswith("coreml (predicted)") and "FAIL" in line for line in lines), run.stdout
 
 
-def test_compare_refuses_two_kinds():
-    run = run_cli("compare", GATES / "bench_2threads.json", GATES / "inspect_efficientnet_lite0.json")
+def test_compare_refuses_two_kinds(forked_cli: ForkedCli):
+    run = forked_cli.run("compare", GATES / "bench_2threads.json", GATES / "inspect_efficientnet_lite0.json")
     assert_one_line_error(run, 2, "holds a bench summary", "one of inspect: compare needs two of one kind")
 
 
@@ -189,8 +194,7 @@ def _damaged(tmp_path: Path) -> list[Path]:
     return files
 
 
-@pytest.mark.slow
-def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
+def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path, forked_cli: ForkedCli):
     from app.errors import UsageError
     from app.gates.stored import read_summary
 
@@ -200,11 +204,10 @@ def test_damaged_and_garbage_files_are_one_line_each(tmp_path: Path):
         assert str(caught.value).startswith(str(path)) and "\n" not in str(caught.value)
     good = GATES / "bench_1thread.json"
     for path in _damaged(tmp_path)[::4]:  # on the command line, as a user meets them: some of them
-        assert_one_line_error(run_cli("compare", good, path), 2, str(path))
+        assert_one_line_error(forked_cli.run("compare", good, path), 2, str(path))
 
 
-@pytest.mark.slow
-def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Path):
+def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Path, forked_cli: ForkedCli):
     """A paced bench beside an unpaced one (power sections from counter values recorded on an H200):
     compare says the GPU was at its idle clock in one, with the figures."""
     import json
@@ -216,16 +219,16 @@ def test_compare_says_when_two_benches_ran_at_different_gpu_clocks(tmp_path: Pat
     paced, unpaced = tmp_path / "paced.json", tmp_path / "unpaced.json"
     paced.write_text(json.dumps({**stored, "power": power_figures(IDLE, PACED, 420, "gpu").to_dict()}))
     unpaced.write_text(json.dumps({**stored, "power": power_figures(IDLE, UNPACED, 10_780, "gpu").to_dict()}))
-    shown = run_cli("compare", paced, unpaced)
+    shown = forked_cli.run("compare", paced, unpaced)
     assert shown.returncode == 0, shown.stderr
     assert "clocks    A (paced.json): SM clock 345 MHz, its idle clock; B (unpaced.json): SM clock 1980 MHz" in (
         shown.stdout
     )
-    out = run_cli("compare", paced, unpaced, "--json").json()
+    out = forked_cli.run("compare", paced, unpaced, "--json").json()
     assert len(out["clock_sentences"]) == 1 and "different power states" in out["clock_sentences"][0]
-    same = run_cli("compare", unpaced, unpaced, "--json").json()
+    same = forked_cli.run("compare", unpaced, unpaced, "--json").json()
     assert same["clock_sentences"] == []  # like clocks: nothing to say
-    plain = run_cli("compare", GATES / "bench_2threads.json", GATES / "bench_1thread.json", "--json").json()
+    plain = forked_cli.run("compare", GATES / "bench_2threads.json", GATES / "bench_1thread.json", "--json").json()
     assert plain["clock_sentences"] == []  # no power section (or, here, no GPU): silent
 
 
@@ -254,15 +257,14 @@ def _paced_ab_and_unpaced_sweep(tmp_path: Path) -> tuple[Path, Path]:
     return paths
 
 
-@pytest.mark.slow
-def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_path: Path):
+def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_path: Path, forked_cli: ForkedCli):
     """The paced A/B says the GPU is slower, the sweep that it is faster; compare shows both
     speeds of each side beside the sweep row of the same accelerator, and why they differ (the clocks)."""
     from tests.helpers.schemas import OutputKind, validate
 
     ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
     for first, second in ((ab, sweep), (sweep, ab)):  # either order
-        shown = run_cli("compare", first, second)
+        shown = forked_cli.run("compare", first, second)
         assert shown.returncode == 0, shown.stderr
         out = shown.stdout
         assert "pace      A: XNNPACK (CPU, 16 threads)\n" in out
@@ -277,7 +279,7 @@ def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_pat
             "clock 1980 MHz: the two speeds were measured at different power states" in out
         )
         assert out.count("clocks") == 1  # the CPU side: the GPU's clock is not what its speed depends on
-    data = run_cli("compare", ab, sweep, "--json").json()
+    data = forked_cli.run("compare", ab, sweep, "--json").json()
     validate(data, OutputKind.COMPARE, "compare BENCH SWEEP --json")
     b = data["bench_against_sweep"]["pairs"][1]
     assert b["sweep_row"] == "EfficientNet-Lite0 (float32) · GPU fp16 / fp32"
@@ -285,19 +287,20 @@ def test_compare_sets_a_paced_ab_beside_an_unpaced_sweep_with_each_clock(tmp_pat
     assert b["bench_over_sweep"] == pytest.approx(3.33 / 1.29)
 
 
-@pytest.mark.slow
-def test_compare_matches_a_bench_to_a_sweep_row_only_on_the_same_model_and_never_judges(tmp_path: Path):
+def test_compare_matches_a_bench_to_a_sweep_row_only_on_the_same_model_and_never_judges(
+    tmp_path: Path, forked_cli: ForkedCli
+):
     ab, sweep = _paced_ab_and_unpaced_sweep(tmp_path)
     other = json.loads(ab.read_text())
     other["b"]["model_sha256"] = "0" * 64  # B ran another model: no row of the sweep is its configuration
     other["source"] = {"spec": "synthetic"}  # written before an A/B recorded its pace: the spec alone
     ab.write_text(json.dumps(other))
-    out = run_cli("compare", ab, sweep, "--json").json()["bench_against_sweep"]
+    out = forked_cli.run("compare", ab, sweep, "--json").json()["bench_against_sweep"]
     assert out["pairs"][0]["bench"]["pace"] == "source synthetic"
     assert out["pairs"][1]["sweep"] is None and out["ab_sentence"] is None
     assert out["pairs"][1]["unmatched"] == "no measured row ran LiteRT GPU (WebGPU, fp32) on the same model"
     assert out["pairs"][0]["sweep_row"] is not None  # A still stands beside its row
-    judged = run_cli("compare", ab, sweep, "--budget", "inference.p50<=+10%")
+    judged = forked_cli.run("compare", ab, sweep, "--budget", "inference.p50<=+10%")
     assert_one_line_error(judged, 2, "--budget judges two summaries of one kind")
     inspect = GATES / "inspect_efficientnet_lite0.json"
-    assert_one_line_error(run_cli("compare", sweep, inspect), 2, "compare needs two of one kind, or a bench and")
+    assert_one_line_error(forked_cli.run("compare", sweep, inspect), 2, "compare needs two of one kind, or a bench and")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.cli.main import build_parser
-from tests.helpers.cli import run_cli
+from tests.helpers.forked_cli import ForkedCli
 
 
 def _options(monkeypatch: pytest.MonkeyPatch, *argv: str):
@@ -43,9 +43,9 @@ def test_delegate_tuning_and_ab_reach_the_start(monkeypatch: pytest.MonkeyPatch,
     assert (config.precision, config.allow_software) == ("fp32", True)
 
 
-def test_a_bad_side_b_fails_before_the_window(tmp_path: Path):
+def test_a_bad_side_b_fails_before_the_window(tmp_path: Path, forked_cli: ForkedCli):
     env = {"QT_QPA_PLATFORM": "offscreen"}
-    missing = run_cli("gui", "--compare-model", tmp_path / "none.tflite", "--exit-after", "1", env=env)
+    missing = forked_cli.run("gui", "--compare-model", tmp_path / "none.tflite", "--exit-after", "1", env=env)
     assert missing.returncode == 3 and "none.tflite" in missing.stderr and "Traceback" not in missing.stderr
-    labels = run_cli("gui", "--compare-labels", tmp_path / "none.txt", "--exit-after", "1", env=env)
+    labels = forked_cli.run("gui", "--compare-labels", tmp_path / "none.txt", "--exit-after", "1", env=env)
     assert labels.returncode == 2 and "--compare-labels" in labels.stderr and "Traceback" not in labels.stderr

@@ -1,5 +1,7 @@
 """`delegate-scope inspect` as a user runs it: the JSON contract, the readable table, bad models,
-and Core ML coverage carried by classify and bench."""
+and Core ML coverage carried by classify and bench. The JSON contract, the software GPU and the recording
+run in a fresh interpreter each, the rest in processes forked from one that imported the app
+(tests/helpers/forked_cli.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 from app.model.spec import bundled_models
 from tests.helpers.bad_models import bad_models
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import PHOTOS
 from tests.helpers.vulkan import NO_VULKAN
 
@@ -50,15 +53,15 @@ def test_json_contract_without_a_gpu():
 
 
 @pytest.mark.slow
-def test_coreml_version_2_is_an_option_and_other_versions_are_refused():
-    run = run_cli("inspect", "--coreml-version", "2", "--json", env=NO_VULKAN)
+def test_coreml_version_2_is_an_option_and_other_versions_are_refused(forked_cli: ForkedCli):
+    run = forked_cli.run("inspect", "--coreml-version", "2", "--json", env=NO_VULKAN)
     assert run.returncode == 0 and "coreml_version 2" in run.json()["coverage"]["coreml"]["reason"]
-    assert run_cli("inspect", "--coreml-version", "4").returncode == 2
+    assert forked_cli.run("inspect", "--coreml-version", "4").returncode == 2
 
 
 @pytest.mark.slow
-def test_readable_output_is_summary_lines_a_run_length_table_and_reasons():
-    run = run_cli("inspect", env=NO_VULKAN)
+def test_readable_output_is_summary_lines_a_run_length_table_and_reasons(forked_cli: ForkedCli):
+    run = forked_cli.run("inspect", env=NO_VULKAN)
     assert run.returncode == 0, run.stderr
     text = run.stdout
     assert "CPU (XNNPACK)  measured    61 of 61 nodes delegated in 1 partition\n" in text
@@ -85,9 +88,9 @@ def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
 
 
 @pytest.mark.slow
-def test_every_bundled_and_fixture_model(coral: Path):
+def test_every_bundled_and_fixture_model(coral: Path, forked_cli: ForkedCli):
     for model in [*bundled_models(), *sorted(coral.glob("*.tflite"))]:
-        run = run_cli("inspect", "--model", model, "--json", env=NO_VULKAN)
+        run = forked_cli.run("inspect", "--model", model, "--json", env=NO_VULKAN)
         assert run.returncode == 0, (model, run.stderr)
         cov = run.json()["coverage"]
         assert cov["cpu"]["nodes_total"] == cov["coreml"]["nodes_total"] == len(cov["coreml"]["nodes"])
@@ -97,18 +100,18 @@ def test_every_bundled_and_fixture_model(coral: Path):
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "truncated", "not tflite", "a jpeg", "dynamic size"])
-def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str):
+def test_bad_models_exit_3_with_one_line(tmp_path: Path, case: str, forked_cli: ForkedCli):
     path, fragment = bad_models(tmp_path)[case]
-    assert_one_line_error(run_cli("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
+    assert_one_line_error(forked_cli.run("inspect", "--model", path, env=NO_VULKAN), 3, fragment)
 
 
 @pytest.mark.slow
-def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
-    classify = run_cli("classify", "--delegate", "coreml", "--json", PHOTOS / "coffee.jpg")
+def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints(forked_cli: ForkedCli):
+    classify = forked_cli.run("classify", "--delegate", "coreml", "--json", PHOTOS / "coffee.jpg")
     assert classify.returncode == 0, classify.stderr
     delegate = classify.json()["delegate"]
     assert delegate["used"] == "cpu" and delegate["fallback_reason"]
-    inspected = run_cli("inspect", "--json", env=NO_VULKAN).json()
+    inspected = forked_cli.run("inspect", "--json", env=NO_VULKAN).json()
     inspect = inspected["coverage"]
     assert delegate["predicted"] == inspect["coreml"]
     # The pieces the window shows (app/coreml_mil/split.py's CoreMLPieces) are inspect's.
@@ -119,7 +122,7 @@ def test_classify_on_coreml_carries_the_predicted_coverage_inspect_prints():
     assert [p["ops"] for p in pieces if p["where"] == "cpu"] == [["MEAN"]]
     assert delegate["coreml_pieces"]["first_inference_ms"] is None  # nothing ran in pieces here
     assert delegate["coverage"]["delegate"] == "cpu" and delegate["coverage"]["source"] == "measured"
-    table = run_cli("classify", "--delegate", "coreml", PHOTOS / "coffee.jpg").stdout
+    table = forked_cli.run("classify", "--delegate", "coreml", PHOTOS / "coffee.jpg").stdout
     assert "coreml    Core ML can't run here; on a Mac the TFLite Core ML delegate would take 60 of 61 nodes" in table
     assert "left on the CPU: MEAN (node 58): keep_dims is false" in table
 

@@ -1,14 +1,18 @@
-"""Exit codes are a contract (README, "Exit codes"): one table over every command, run as a user
-runs them. Each row: the command, its exit code, and the first words of the one error line."""
+"""Exit codes are a contract (README, "Exit codes"): one table over every command, each row a process of
+its own. Each row: the command, its exit code, and the first words of the one error line. The rows run in
+processes forked from one that imported the app once (tests/helpers/forked_cli.py); a row of each exit
+code runs as a user runs it too, in a fresh interpreter, and must give the same code, stdout and stderr."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from app.cli.main import commands
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import PHOTOS, ROOT, TEST_MODELS
 from tests.helpers.vulkan import NO_VULKAN
 
@@ -117,17 +121,47 @@ TABLE: list[tuple[str, list[str], dict[str, str], int, str | None]] = [
      2, "no display to open the window on"),
     ("gui: screenshot without exit-after", ["gui", "--screenshot", "{tmp}/s.png"], {}, 2, "--screenshot"),
     ("gui: scripted run whose source never opens", ["gui", "--source", "video:{tmp}/nope.mp4", "--settings",
-     "{tmp}/s.ini", "--exit-after", "3"], {"QT_QPA_PLATFORM": "offscreen"}, 6, "video file not found"),
+     "{tmp}/s.ini", "--exit-after", "3"], {"QT_QPA_PLATFORM": "offscreen"}, 6, "video file not found: {tmp}/nope.mp4"),
 ]
 # fmt: on
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,argv,env,code,start", TABLE, ids=[row[0] for row in TABLE])
-def test_exit_code_contract(name: str, argv: list[str], env: dict, code: int, start: str | None, tmp_path: Path):
+# Also run in a fresh interpreter, as a user runs them: one row of each exit code, the environment's
+# variables (no Vulkan device, no display) among them.
+FRESH = {
+    "classify: missing model",
+    "classify: missing image",
+    "bench: no GPU, --no-fallback",
+    "numerics: camera that does not open",
+    "compare: a budget that fails",
+    "gui: no display",
+    "profile: usage",
+}
+
+
+def _untimed(text: str) -> str:
+    return re.sub(r"\d+(\.\d+)? ms\b", "_ ms", text)
+
+
+# Over 1.5 s: the window runs until its --exit-after.
+SLOW = {"gui: scripted run whose source never opens"}
+
+
+@pytest.mark.parametrize(
+    "name,argv,env,code,start",
+    [pytest.param(*row, marks=pytest.mark.slow) if row[0] in SLOW else row for row in TABLE],
+    ids=[row[0] for row in TABLE],
+)
+def test_exit_code_contract(
+    name: str, argv: list[str], env: dict, code: int, start: str | None, tmp_path: Path, forked_cli: ForkedCli
+):
     root = str(Path(__file__).resolve().parent.parent)
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    run = run_cli(*argv, env=env)
+    run = forked_cli.run(*argv, env=env)
+    if name in FRESH:
+        fresh = run_cli(*argv, env=env)
+        assert (fresh.returncode, fresh.stderr) == (run.returncode, run.stderr)
+        assert _untimed(fresh.stdout) == _untimed(run.stdout)  # what it printed before the error, timings aside
     if start is None:  # argparse's own usage errors: exit 2 and its usage text
         assert run.returncode == code and "usage:" in run.stderr, (run.returncode, run.stderr)
         return
@@ -156,7 +190,7 @@ def custom_op_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("command", ["classify", "predict", "profile", "bench", "numerics"])
 @pytest.mark.parametrize("delegate", ["cpu", "gpu"])
 def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(
-    custom_op_model: Path, command: str, delegate: str
+    custom_op_model: Path, command: str, delegate: str, forked_cli: ForkedCli
 ):
     """On any delegate, available or not, and without a fallback: the model is the problem, so its refusal
     (exit 3) wins over the GPU's absence (exit 5). (`inspect` shows what the file says: test_inspect_custom_op.py.)"""
@@ -165,7 +199,7 @@ def test_an_unresolved_custom_op_is_exit_3_naming_the_op_and_its_node(
     images = [str(PHOTOS / "coffee.jpg")] if command in ("classify", "predict") else []
     images += ["--frames", "5", "--no-fallback"] if command == "bench" else []
     against = ["--against", "reference"] if command == "numerics" and delegate == "cpu" else []
-    run = run_cli(command, "--model", custom_op_model, "--delegate", delegate, *against, *images, env=NO_VULKAN)
+    run = forked_cli.run(command, "--model", custom_op_model, "--delegate", delegate, *against, *images, env=NO_VULKAN)
     assert_one_line_error(run, 3, "the custom op 'PosenetDecoderOp' (node 1)")
 
 
@@ -173,3 +207,5 @@ def test_the_table_covers_every_command():
     named = {row[1][0] for row in TABLE}
     assert named == {command.name for command in commands()}  # a new command brings its rows
     assert {row[3] for row in TABLE} == {2, 3, 4, 5, 6, 7}
+    fresh = [row for row in TABLE if row[0] in FRESH]
+    assert len(fresh) == len(FRESH) and {row[3] for row in fresh} == {2, 3, 4, 5, 6, 7}

@@ -8,6 +8,7 @@ import copy
 import json
 import subprocess
 import sys
+import threading
 import zipfile
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import pytest
 from app.profile.sidecar import write_profile
 from app.profile.types import Profile
 from app.schemas import SCHEMA_VERSION, OutputKind, schema, versioned
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import CliRun, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import PHOTOS, ROOT, TEST_MODELS
 from tests.helpers.schemas import kind_of_file, validate, validate_file
 from tests.helpers.vulkan import NO_VULKAN
@@ -28,10 +30,28 @@ COFFEE = str(PHOTOS / "coffee.jpg")
 
 
 @pytest.fixture(scope="session")  # kept while other modules run between these tests on the worker
-def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[dict]]:
-    """One document (or a few) of every kind, from the real commands."""
+def outputs(tmp_path_factory: pytest.TempPathFactory, forked_cli: ForkedCli) -> dict[OutputKind, list[dict]]:
+    """One document (or a few) of every kind, from the real commands (forked from one process that imported
+    the app: tests/helpers/forked_cli.py), the window's in a fresh one beside them: it waits out --exit-after."""
     tmp = tmp_path_factory.mktemp("outputs")
     got: dict[OutputKind, list[dict]] = {}
+    window: list[CliRun] = []
+    beside = threading.Thread(target=lambda: window.append(run_cli(
+        "gui", "--source", "synthetic", "--exit-after", "3", "--settings", tmp / "s.ini", "--stats",
+        tmp / "stats.json", env={"QT_QPA_PLATFORM": "offscreen", **NO_VULKAN}, timeout=180)))  # fmt: skip
+    beside.start()
+    try:
+        _outputs(forked_cli, tmp, got)
+    finally:
+        beside.join()
+    (run,) = window
+    assert run.returncode == 0, run.stderr
+    got.setdefault(OutputKind.WINDOW_STATS, []).append(json.loads((tmp / "stats.json").read_text(encoding="utf-8")))
+    return got
+
+
+def _outputs(cli: ForkedCli, tmp: Path, got: dict[OutputKind, list[dict]]) -> None:
+    run_cli = cli.run
 
     def stdout(kind: OutputKind, *args: str, code: int = 0) -> dict:
         run = run_cli(*args, env=NO_VULKAN)
@@ -75,13 +95,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[OutputKind, list[d
                   tmp / "s.json", env=NO_VULKAN)  # fmt: skip
     assert run.returncode == 0, run.stderr
     file(OutputKind.SWEEP, tmp / "s.json")
-    run = run_cli("gui", "--source", "synthetic", "--exit-after", "3", "--settings", tmp / "s.ini", "--stats",
-                  tmp / "stats.json", env={"QT_QPA_PLATFORM": "offscreen", **NO_VULKAN}, timeout=180)  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    file(OutputKind.WINDOW_STATS, tmp / "stats.json")
     # The Ops view writes this beside a recording it profiled (app/live/ops.py): the same writer here.
     file(OutputKind.PROFILE_SIDECAR, write_profile(tmp / "p.csv", Profile.from_dict(profiled["profile"])))
-    return got
 
 
 @pytest.mark.slow

@@ -1,4 +1,6 @@
-"""`delegate-scope profile` and app.profile: LiteRT's own per-op profile, run as a user runs it.
+"""`delegate-scope profile` and app.profile: LiteRT's own per-op profile, run as a user runs it (the text
+tables and the GPU cases in a fresh interpreter each, the others in processes forked from one that imported
+the app: tests/helpers/forked_cli.py).
 
 Timing bounds carry slack (the machine is shared and noisy); the measured figures are in
 docs/profile.md ("Accuracy")."""
@@ -20,6 +22,7 @@ from app.profile.types import Profile, TimeSource
 from app.profile.xnnpack_ops import align
 from app.tflite.graph import read_graph
 from tests.helpers.cli import run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import ROOT
 
 CORAL_MODELS = ("mobilenet_v2_1.0_224_quant.tflite", "mobilenet_v1_0.25_128_quant.tflite")
@@ -54,8 +57,8 @@ def _sum_of_parts(profile: dict) -> float:
 
 
 @pytest.mark.parametrize("name", sorted(bundled_models()))
-def test_profile_every_bundled_model_on_the_cpu(name: str):
-    run = run_cli("profile", "--model", name, "--threads", "1", "--runs", "10", "--json", timeout=300)
+def test_profile_every_bundled_model_on_the_cpu(name: str, forked_cli: ForkedCli):
+    run = forked_cli.run("profile", "--model", name, "--threads", "1", "--runs", "10", "--json", timeout=300)
     assert run.returncode == 0, run.stderr
     profile = _check_json(run.json(), bundled_models()[name])
     assert profile["used"] == "cpu" and profile["accelerator"].startswith("XNNPACK")
@@ -65,8 +68,8 @@ def test_profile_every_bundled_model_on_the_cpu(name: str):
 
 
 @pytest.mark.parametrize("name", CORAL_MODELS)
-def test_profile_every_fixture_model_on_the_cpu(coral: Path, name: str):
-    run = run_cli("profile", "--model", coral / name, "--threads", "1", "--runs", "10", "--json", timeout=300)
+def test_profile_every_fixture_model_on_the_cpu(coral: Path, name: str, forked_cli: ForkedCli):
+    run = forked_cli.run("profile", "--model", coral / name, "--threads", "1", "--runs", "10", "--json", timeout=300)
     assert run.returncode == 0, run.stderr
     profile = _check_json(run.json(), coral / name)
     assert 0.85 <= _sum_of_parts(profile) <= 1.02, profile["ops_ms"]
@@ -233,25 +236,27 @@ def test_gpu_on_a_software_driver_falls_back_to_the_cpu_profile_unless_allowed(s
 
 @pytest.mark.slow
 @pytest.mark.skipif(__import__("sys").platform == "darwin", reason="checks the off-macOS path")
-def test_coreml_profile_off_macos_says_why():
-    run = run_cli("profile", "--delegate", "coreml", "--threads", "1", "--runs", "3", "--json", timeout=300)
+def test_coreml_profile_off_macos_says_why(forked_cli: ForkedCli):
+    run = forked_cli.run("profile", "--delegate", "coreml", "--threads", "1", "--runs", "3", "--json", timeout=300)
     assert run.returncode == 0, run.stderr
     profile = run.json()["profile"]
     assert profile["requested"] == "coreml" and profile["used"] == "cpu" and "macOS" in profile["fallback_reason"]
 
 
 @pytest.mark.slow
-def test_the_report_draws_the_per_op_chart_only_when_the_recording_carried_a_profile(tmp_path: Path):
+def test_the_report_draws_the_per_op_chart_only_when_the_recording_carried_a_profile(
+    tmp_path: Path, forked_cli: ForkedCli
+):
     recording = tmp_path / "s.csv"
-    run = run_cli("bench", "--frames", "15", "--threads", "1", "--csv", recording, timeout=300)
+    run = forked_cli.run("bench", "--frames", "15", "--threads", "1", "--csv", recording, timeout=300)
     assert run.returncode == 0, run.stderr
     plain = tmp_path / "plain.html"
-    assert run_cli("report", recording, "--out", plain).returncode == 0
+    assert forked_cli.run("report", recording, "--out", plain).returncode == 0
     assert "Per-op profile" not in plain.read_text()
-    profiled = run_cli("profile", "--threads", "1", "--runs", "3", "--json", timeout=300)
+    profiled = forked_cli.run("profile", "--threads", "1", "--runs", "3", "--json", timeout=300)
     (tmp_path / "s.profile.json").write_text(profiled.stdout)  # as docs/profile.md says to make one by hand
     with_chart = tmp_path / "chart.html"
-    assert run_cli("report", recording, "--out", with_chart).returncode == 0
+    assert forked_cli.run("report", recording, "--out", with_chart).returncode == 0
     assert "<h2>Per-op profile</h2>" in with_chart.read_text()
 
 
@@ -286,10 +291,10 @@ def test_the_live_profiler_keeps_one_gpu_session_per_target(swiftshader: dict, t
     assert out["profile"]["used"] == "gpu" and out["profile"]["ops"][0]["op"] == "GPU partition 0"
 
 
-def test_a_dynamic_batch_is_fixed_to_one_image_as_the_cpu_session_does():
+def test_a_dynamic_batch_is_fixed_to_one_image_as_the_cpu_session_does(forked_cli: ForkedCli):
     from tests.helpers.paths import TEST_MODELS
 
     model = TEST_MODELS / "dynamic_batch_logits.tflite"
-    run = run_cli("profile", "--model", model, "--threads", "1", "--runs", "3", "--json", timeout=300)
+    run = forked_cli.run("profile", "--model", model, "--threads", "1", "--runs", "3", "--json", timeout=300)
     assert run.returncode == 0, run.stderr  # not "LiteRT refused to allocate a buffer": the batch is fixed
     _check_json(run.json(), model)

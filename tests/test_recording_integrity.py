@@ -1,6 +1,7 @@
 """A recording read back says what it could not read and whether it stopped cleanly (app/recording/integrity.py),
 on `report`'s stderr and page; its plots say "not recorded" where a column is empty; an A/B pair's
-agreement is the count bench made (app/recording/ab.py)."""
+agreement is the count bench made (app/recording/ab.py). `report` runs in processes forked from one that
+imported the app (tests/helpers/forked_cli.py), bench in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from app.recording.writer import RecordingWriter, read_recording, sidecar_path
 from app.report.build import build_report
 from app.report.data import load_session
 from tests.helpers.cli import run_cli
+from tests.helpers.forked_cli import ForkedCli
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +40,15 @@ def _copy(src: Path, dst: Path, sidecar: bool = True) -> Path:
 
 
 @pytest.mark.slow
-def test_lines_that_could_not_be_read_are_counted_on_stderr_and_on_the_page(bench_recording: Path, tmp_path: Path):
+def test_lines_that_could_not_be_read_are_counted_on_stderr_and_on_the_page(
+    bench_recording: Path, tmp_path: Path, forked_cli: ForkedCli
+):
     path = _copy(bench_recording, tmp_path / "g.csv", sidecar=False)
     good_lines = len(path.read_text(encoding="utf-8").splitlines())
     with path.open("a", encoding="utf-8") as f:
         f.writelines(f"garbage line {i},xx\n" for i in range(7))
     out = tmp_path / "g.html"
-    run = run_cli("report", path, "--out", out)
+    run = forked_cli.run("report", path, "--out", out)
     assert run.returncode == 0, run.stderr
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr
@@ -57,9 +61,9 @@ def test_lines_that_could_not_be_read_are_counted_on_stderr_and_on_the_page(benc
     assert "not recorded (no sidecar)" in page  # rows lost: the sidecar counts them, and there is none
 
 
-def test_a_clean_recording_warns_of_nothing(bench_recording: Path, tmp_path: Path):
+def test_a_clean_recording_warns_of_nothing(bench_recording: Path, tmp_path: Path, forked_cli: ForkedCli):
     out = tmp_path / "r.html"
-    run = run_cli("report", bench_recording, "--out", out)
+    run = forked_cli.run("report", bench_recording, "--out", out)
     assert run.returncode == 0 and not run.stderr.strip(), run.stderr
     page = out.read_text(encoding="utf-8")
     assert "lines could not be read" not in page and "not stopped cleanly" not in page
@@ -68,7 +72,7 @@ def test_a_clean_recording_warns_of_nothing(bench_recording: Path, tmp_path: Pat
 
 
 @pytest.mark.slow
-def test_a_recording_that_did_not_stop_cleanly_says_so(bench_recording: Path, tmp_path: Path):
+def test_a_recording_that_did_not_stop_cleanly_says_so(bench_recording: Path, tmp_path: Path, forked_cli: ForkedCli):
     lines = bench_recording.read_text(encoding="utf-8").splitlines(keepends=True)
     # Killed mid-row: no stop event, half a line, and the sidecar the recorder wrote before its stop.
     cut = tmp_path / "cut.csv"
@@ -92,14 +96,14 @@ def test_a_recording_that_did_not_stop_cleanly_says_so(bench_recording: Path, tm
     )
     assert stop_problem(read_recording(bench_recording)) is None
     out = tmp_path / "cut.html"
-    run = run_cli("report", cut, bare, "--out", out)
+    run = forked_cli.run("report", cut, bare, "--out", out)
     assert run.returncode == 0, run.stderr
     page = out.read_text(encoding="utf-8")
     assert "cut.csv: not stopped cleanly: its recorder never finished" in page
     assert "bare.csv: not stopped cleanly: no stop event" in page
     assert "cut.csv: 1 line could not be read (line 13: cut off mid-line, no line end)" in run.stderr
     png = tmp_path / "cut.png"
-    assert run_cli("report", cut, "--out", png).returncode == 0  # the header box says it (drawn, not read here)
+    assert forked_cli.run("report", cut, "--out", png).returncode == 0  # the header box says it (drawn, not read here)
 
 
 def test_unreadable_text_names_the_first_line_and_why(tmp_path: Path):

@@ -1,5 +1,7 @@
 """`delegate-scope report`: real sessions recorded by the real `bench`, rendered to HTML and PNG;
-figures checked against medians computed here independently from the CSV."""
+figures checked against medians computed here independently from the CSV. The HTML of one session is
+rendered by `report` in a fresh interpreter, the other reports in processes forked from one that imported
+the app (tests/helpers/forked_cli.py) or by build_report itself."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import re
 import statistics
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ from app.recording.writer import RecordingWriter
 from app.report.build import build_report
 from app.report.data import dropped_frames
 from tests.helpers.cli import assert_one_line_error, run_cli
+from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.paths import ROOT
 
 HOSTILE = "<script>alert(1)</script>"
@@ -26,18 +30,16 @@ HOSTILE = "<script>alert(1)</script>"
 
 @pytest.fixture(scope="session")
 def sessions(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three real recordings: fp32 on CPU, int8 on CPU, Core ML requested (falls back off macOS)."""
+    """Three real recordings: fp32 on CPU, int8 on CPU, Core ML requested (falls back off macOS). Recorded
+    side by side: each bench waits on the paced clip most of its time."""
     folder = tmp_path_factory.mktemp("sessions")
-    made = {}
-    for name, extra in (
-        ("fp32", []),
-        ("int8", ["--model", "efficientnet_lite0_int8"]),
-        ("coreml", ["--delegate", "coreml"]),
-    ):
-        path = folder / f"{name}.csv"
-        run = run_cli("bench", "--source", "demo", "--frames", "40", "--warmup", "5", "--csv", path, *extra)
-        assert run.returncode == 0, run.stderr
-        made[name] = path
+    made = {name: folder / f"{name}.csv" for name in ("fp32", "int8", "coreml")}
+    extra = {"fp32": [], "int8": ["--model", "efficientnet_lite0_int8"], "coreml": ["--delegate", "coreml"]}
+    with ThreadPoolExecutor(len(made)) as pool:
+        runs = pool.map(lambda name: run_cli("bench", "--source", "demo", "--frames", "40", "--warmup", "5",
+                                             "--csv", made[name], *extra[name]), made)  # fmt: skip
+        for run in runs:
+            assert run.returncode == 0, run.stderr
     return made
 
 
@@ -87,9 +89,9 @@ def test_html_for_one_session_holds_the_figures_from_the_csv(sessions, tmp_path)
 
 
 @pytest.mark.slow
-def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path):
+def test_png_for_several_sessions_is_a_real_picture(sessions, tmp_path, forked_cli: ForkedCli):
     out = tmp_path / "three.png"
-    run = run_cli("report", sessions["fp32"], sessions["int8"], sessions["coreml"], "--out", out)
+    run = forked_cli.run("report", sessions["fp32"], sessions["int8"], sessions["coreml"], "--out", out)
     assert run.returncode == 0, run.stderr
     image = Image.open(out).convert("RGB")
     assert image.width >= 1200 and image.height >= 1500
@@ -242,7 +244,6 @@ def test_a_switch_is_labelled_with_what_changed(tmp_path):
     assert "switch: threads 2→1" in texts and "open: m on cpu" in texts, texts
 
 
-
 def parts_by_switch(path: Path) -> list[list[dict]]:
     """Inference rows cut at each `switch` row's time, with nothing but the csv module."""
     rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
@@ -255,12 +256,12 @@ def parts_by_switch(path: Path) -> list[list[dict]]:
 
 
 @pytest.mark.slow
-def test_a_recording_across_switches_is_one_column_per_segment(across_switches, tmp_path):
+def test_a_recording_across_switches_is_one_column_per_segment(across_switches, tmp_path, forked_cli: ForkedCli):
     """A real window-style recording (threads 2→1, then the int8 model): one column per segment, labelled
     with what changed, figures of that segment alone, each compared with the one before; the delegation
     facts head each column, before the plots."""
     out = tmp_path / "segments.html"
-    run = run_cli("report", across_switches, "--out", out)
+    run = forked_cli.run("report", across_switches, "--out", out)
     assert run.returncode == 0, run.stderr
     page = out.read_text(encoding="utf-8")
     parts = parts_by_switch(across_switches)
@@ -290,9 +291,9 @@ def test_a_recording_across_switches_is_one_column_per_segment(across_switches, 
 
 
 @pytest.mark.slow
-def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switches, tmp_path):
+def test_the_png_of_a_segmented_recording_has_a_header_per_segment(across_switches, tmp_path, forked_cli: ForkedCli):
     out = tmp_path / "segments.png"
-    run = run_cli("report", across_switches, "--out", out)
+    run = forked_cli.run("report", across_switches, "--out", out)
     assert run.returncode == 0, run.stderr
     # At the top of the picture, one header box per segment in its colour ...
     image = Image.open(out).convert("RGB")

@@ -10,7 +10,7 @@ from app.live.controller import LiveController
 from app.pipeline import InferenceConfig
 from tests.helpers.wait import wait_until
 
-SEGMENT_ROWS = 75  # rows per configuration: ~2.5 s of the 30 fps clip
+SEGMENT_ROWS = 45  # rows per configuration (~1.5 s of the 30 fps clip): over the 30 inferences a segment's report needs
 
 
 def record_across_switches(path: Path) -> Path:

@@ -18,7 +18,7 @@ def test_a_software_gpu_is_said_on_the_badge_in_stats_and_in_the_recording(
     stats, csv = tmp_path / "stats.json", tmp_path / "run.csv"
     run = run_cli("gui", "--source", "synthetic", "--model", three_ops, "--delegate", "gpu", "--allow-software-gpu",
                   "--compare-with", "cpu", "--settings", tmp_path / "s.ini", "--record", csv,
-                  "--exit-after", "12", "--stats", stats,
+                  "--exit-after", "6", "--stats", stats,
                   env={**swiftshader, "QT_QPA_PLATFORM": "offscreen"}, timeout=180)  # fmt: skip
     assert run.returncode == 0, run.stderr
     out = json.loads(stats.read_text())

@@ -1,7 +1,8 @@
-"""The window for every model: a scripted run per task on the same photo says the
-task and what it found in --stats, and its screenshot shows the overlay where the results say
-(boxes, a class mask, a skeleton, a raw model's output statistics); side B in A/B has its own
-colour and two masks share the frame; --task reaches the pipeline from the window's options."""
+"""The window for every model: on the same photo, the --stats a scripted run writes says the task and
+what it found, and the window's picture shows the overlay where the results say (boxes, a class mask,
+a skeleton, a raw model's output statistics); side B in A/B has its own colour and two masks share the
+frame; --task reaches the pipeline from the window's options. (`gui --exit-after --stats --screenshot`
+as a process: tests/ui/test_window.py.)"""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pathlib import Path
 import cv2
 import pytest
 
-from tests.helpers.cli import run_cli
 from tests.helpers.wait import wait_until
 
 pytest.importorskip("pytestqt")
@@ -26,17 +26,23 @@ def _photo(coral: Path) -> Path:
     return coral / "grace_hopper.bmp"
 
 
-def _scripted(vision: Path, coral: Path, model: str, tmp_path: Path, *more: str) -> tuple[dict, object]:
-    """One scripted window run of `model` on the photo: its --stats and its screenshot (a QImage)."""
+def _scripted(
+    qtbot, make_window, vision: Path, coral: Path, model: str, tmp_path: Path, **options: object
+) -> tuple[dict, object]:
+    """The window on the photo with `model`: its --stats and its picture (a QImage), taken as a scripted
+    run's exit takes them (the same stats and grab), once the window has painted a result after reading
+    the model (its Task row): the photo is the same every frame, so a later one would show the same."""
     from PySide6.QtGui import QImage
 
+    from app.ui.scripted import write_stats
+
+    window = make_window(source=f"images:{_photo(coral)}", model=str(vision / model), **options)
+    qtbot.waitUntil(lambda: window.tallies[0].frames >= 1 and "Task" in window.delegation.text(), timeout=120_000)
+    read_at = window.probes.frames_displayed
+    qtbot.waitUntil(lambda: window.probes.frames_displayed > read_at, timeout=30_000)
     shot, stats = tmp_path / "window.png", tmp_path / "stats.json"
-    run = run_cli(
-        "gui", "--source", f"images:{_photo(coral)}", "--model", vision / model, "--threads", "1",
-        "--settings", tmp_path / "s.ini", "--exit-after", "6", "--screenshot", shot, "--stats", stats, *more,
-        env={"QT_QPA_PLATFORM": "offscreen"}, timeout=120,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
+    write_stats(stats, window.stats())
+    assert window.grab().save(str(shot))
     figures = json.loads(stats.read_text())
     assert figures["results"]["frames"] >= 1, figures["results"]
     return figures, QImage(str(shot))
@@ -66,12 +72,11 @@ def _rgb(colour) -> tuple[int, int, int]:
     return colour.red(), colour.green(), colour.blue()
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_a_detector_draws_its_boxes_with_labels(vision, coral, tmp_path):
+def test_a_detector_draws_its_boxes_with_labels(qtbot, make_window, vision, coral, tmp_path):
     from app.ui.views.overlay import box_colour
 
-    figures, image = _scripted(vision, coral, SSD, tmp_path, "--score-threshold", "0.5")
+    figures, image = _scripted(qtbot, make_window, vision, coral, SSD, tmp_path, score_threshold=0.5)
     assert figures["task"] == "detection"
     results = figures["results"]
     detections = results["last"]["detections"]
@@ -126,13 +131,12 @@ def test_the_score_threshold_control_reaches_the_decoder(qtbot, make_window, vis
                     timeout=10_000)  # fmt: skip
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, coral, tmp_path):
+def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(qtbot, make_window, vision, coral, tmp_path):
     from app.live.mask import MASK_ALPHA
     from app.ui.views.overlay import class_colour
 
-    figures, image = _scripted(vision, coral, DEEPLAB, tmp_path)
+    figures, image = _scripted(qtbot, make_window, vision, coral, DEEPLAB, tmp_path)
     assert figures["task"] == "segmentation"
     classes = figures["results"]["last"]["segmentation"]["classes"]
     # LiteRT: background 37 %, person (15) 63 % of pixels; DeepLab's file has no labels: "class N".
@@ -157,12 +161,11 @@ def test_a_segmenter_draws_a_translucent_class_mask_with_its_legend(vision, cora
         assert max(abs(x - y) for x, y in zip(got, want, strict=True)) <= 16, ((nx, ny), got, want, (r, g, b))
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, coral, tmp_path):
+def test_a_pose_model_draws_its_17_keypoints_and_skeleton(qtbot, make_window, vision, coral, tmp_path):
     from app.ui.views.overlay import _BONE, _POINT, KEYPOINT_MIN_SCORE
 
-    figures, image = _scripted(vision, coral, MOVENET, tmp_path)
+    figures, image = _scripted(qtbot, make_window, vision, coral, MOVENET, tmp_path)
     assert figures["task"] == "keypoints"
     points = {k["name"]: k for k in figures["results"]["last"]["keypoints"]}
     assert figures["results"]["last_count"] == len(points) == 17
@@ -179,10 +182,9 @@ def test_a_pose_model_draws_its_17_keypoints_and_skeleton(vision, coral, tmp_pat
     assert figures["overlay"]["panels"][0][0] == "17 keypoints"
 
 
-@pytest.mark.slow
 @pytest.mark.timeout(180)
-def test_a_model_without_an_image_input_shows_its_output_statistics(vision, coral, tmp_path):
-    figures, _ = _scripted(vision, coral, LSTM, tmp_path)
+def test_a_model_without_an_image_input_shows_its_output_statistics(qtbot, make_window, vision, coral, tmp_path):
+    figures, _ = _scripted(qtbot, make_window, vision, coral, LSTM, tmp_path)
     assert figures["task"] == "raw"
     outputs = figures["results"]["last"]["outputs"]
     assert [o["name"] for o in outputs] == ["StatefulPartitionedCall:0"] and figures["results"]["last_count"] == 1
