@@ -35,7 +35,8 @@ def test_a_log_drops_its_records_older_than_a_moment_and_knows_when_each_was_tak
     at = time.monotonic() - 10
     frames(log, 0, 30, at)
     assert log.taken_at(log.records[0]) == pytest.approx(log.perf_of_mono(at), abs=1e-9)
-    assert log.taken_at(log.records[1]) == pytest.approx(log.perf_of_mono(at + 0.03), abs=1e-9)  # a publish: its output taken
+    # a publish: when its output was taken
+    assert log.taken_at(log.records[1]) == pytest.approx(log.perf_of_mono(at + 0.03), abs=1e-9)
     assert log.drop_before(log.perf_of_mono(at + 1.0)) == 20  # frames 0-9: a read and a publish each
     assert log.records[0][1] == 10 and len(log.records) == 40
     assert log.drop_before(log.perf_of_mono(at)) == 0
