@@ -165,3 +165,14 @@ def test_a_reading_of_a_process_that_ended_is_none():
     child.wait()
     time.sleep(0.05)
     assert read_memory(child.pid) is None
+
+
+def test_an_open_across_which_the_process_shrank_is_not_a_figure():
+    """The window opens a new session while the old one's memory is freed: the resident set fell by 84 MB
+    across an open once. An open adds memory, so that is no reading of it: None, with why."""
+    before = MemoryReading(rss_mb=300.0, hwm_mb=320.0, file_mb=120.0, anon_mb=180.0)
+    after = MemoryReading(rss_mb=216.0, hwm_mb=320.0, file_mb=121.0, anon_mb=95.0)
+    opened = memory.delta(before, after)
+    assert opened.init_mb is None and opened.file_mb is None and opened.anon_mb is None
+    assert opened.reason is not None and "-84.0 MB" in opened.reason, opened.reason
+    assert memory_figures(opened, [216.0]).describe().startswith("init not measured: the process freed more")

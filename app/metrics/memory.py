@@ -178,6 +178,9 @@ def delta(before: MemoryReading | None, after: MemoryReading | None) -> MemoryDe
         init = file_mb + anon_mb  # the parts from one snapshot each side, so they add up exactly
     else:
         init = after.rss_mb - before.rss_mb
+    if init < 0:  # an open adds memory: less means other work freed more meanwhile, and the open is not readable
+        reason = f"the process freed more than the open added meanwhile (resident set {init:+.1f} MB across it)"
+        return MemoryDelta(None, None, None, before, after, reason)
     return MemoryDelta(init, file_mb, anon_mb, before, after)
 
 

@@ -54,7 +54,8 @@ def test_a_switch_labels_its_init_and_the_recording_keeps_it(qtbot, make_window,
     window.request_delegate("coreml")  # not macOS: a new session, fallen back to the CPU
     qtbot.waitUntil(lambda: len(window.plots.memory_labels()) > before, timeout=30_000)
     label = window.plots.memory_labels()[-1]
-    assert INIT.fullmatch(label), label
+    # "init not measured" where the old session's memory, freed meanwhile, outweighed the open's
+    assert INIT.fullmatch(label) or label == "init not measured", label
 
     # The label sits on the switch's marker line, in view on the memory plot.
     def placed() -> list[str]:
@@ -62,17 +63,23 @@ def test_a_switch_labels_its_init_and_the_recording_keeps_it(qtbot, make_window,
         return [item.label.toolTip() for item in items if getattr(item, "label", None) is not None]
 
     qtbot.waitUntil(lambda: label in placed(), timeout=5_000)  # placed at the next redraw
-    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= 3, timeout=30_000)
+    # Inferences of the new session in the recording: a segment without any joins the one before it, whose
+    # facts are the first session's.
+    done = window.live.snapshot().inferences_total
+    qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= done + 3, timeout=30_000)
     window.stop_recording()
     recording = read_recording(path)
     opened = recording.metadata["opened"]
     inits = [entry["delegate"]["init_mb"] for entry in opened]
+    segments = split_segments(recording.rows, recording.metadata)
+    facts = dict(delegate_facts(segments[-1].facts, segments[-1].rows))
+    if label == "init not measured":  # the recording says the same, not a number
+        assert inits[-1] is None and facts["init memory"] == "not measured", (inits, facts)
+        return
     assert inits and all(isinstance(v, float) and v > 0 for v in inits), inits
     # The label says the open's figure in whole MB (36.53 -> "37 MB"); the sidecar keeps it to 0.1 MB (36.5).
     shown = float(label.removeprefix("init ").removesuffix(" MB"))
     assert abs(shown - inits[-1]) <= 0.55, (inits, label)
-    segments = split_segments(recording.rows, recording.metadata)
-    facts = dict(delegate_facts(segments[-1].facts, segments[-1].rows))
     assert facts["init memory"] == f"{inits[-1]:.1f} MB", facts
 
 
