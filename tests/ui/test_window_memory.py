@@ -64,7 +64,7 @@ def test_a_switch_labels_its_init_and_the_recording_keeps_it(qtbot, make_window,
 
     qtbot.waitUntil(lambda: label in placed(), timeout=5_000)  # placed at the next redraw
     # Inferences of the new session in the recording: a segment without any joins the one before it, whose
-    # facts are the first session's.
+    # facts are the earlier open's.
     done = window.live.snapshot().inferences_total
     qtbot.waitUntil(lambda: window.live.snapshot().inferences_total >= done + 3, timeout=30_000)
     window.stop_recording()
