@@ -206,7 +206,11 @@ def test_an_a_b_bench_preprocesses_where_asked_once_for_both_sides(tmp_path: Pat
                   "--compare-model", "efficientnet_lite0_int8", "--compare-alone-seconds", "0", "--preprocess-thread",
                   "on", "--json", json_path, timeout=180)  # fmt: skip
     assert run.returncode == 0, run.stderr
-    shared = json.loads(json_path.read_text())["shared_preprocessing"]
+    summary = json.loads(json_path.read_text())
+    shared = summary["shared_preprocessing"]
     assert shared["placement"]["own_thread"] is True and shared["placement"]["asked"] is True, shared
     assert "preproc    on a thread of its own (asked for; " in run.stdout and "; shared by A and B" in run.stdout
-    assert shared["computed"] > 0 and shared["reused"] >= shared["computed"] - 1, shared
+    # Each tensor computed once is reused by the other side, but for the last and any a side never took: a
+    # loaded machine's frames overwritten in a side's slot (its dropped_total).
+    dropped = sum(summary[side]["together"]["dropped_total"] for side in ("a", "b"))
+    assert shared["computed"] > 0 and shared["reused"] >= shared["computed"] - 1 - dropped, (shared, dropped)
