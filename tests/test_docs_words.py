@@ -97,7 +97,6 @@ def _spelled(text: str) -> str:
                 "as <I> 36 asked",
                 "(<I> #32)",
                 "An <I> 36 on an H100 host",
-                "the lent <M> was an H100 host",
                 "measured on the device <M>",
                 "cloned into <T>iso2/repo",
                 "`--before <T>before`",
