@@ -168,3 +168,18 @@ def test_predict_feeds_each_image_an_empty_mask_and_says_so(models: Path, tmp_pa
     assert "4th channel is fed the previous frame's mask" in evidence and "for each image predict reads" in evidence
     text = run_cli("predict", "--model", models / "carry.tflite", black)
     assert "empty on the first frame" in text.stdout and "hair_segmentation" in text.stdout
+
+
+def test_a_segmenter_fed_its_last_mask_never_has_frames_queued_ahead():
+    """A queued child session (the GPU process) takes frames before the last output is back: a segmenter fed
+    its previous mask runs one frame at a time there, any other model keeps the queue."""
+    from types import SimpleNamespace
+
+    from app.pipeline.engines import queues
+
+    session = SimpleNamespace(depth=2, submit=lambda *a: None)
+    config = SimpleNamespace(throttle_ms=0)
+    plain = SimpleNamespace(session=session, feed=None, pre=object(), mask=None, config=config)
+    assert queues(plain)  # type: ignore[arg-type]
+    masked = SimpleNamespace(session=session, feed=None, pre=object(), mask=object(), config=config)
+    assert not queues(masked)  # type: ignore[arg-type]

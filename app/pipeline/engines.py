@@ -66,10 +66,12 @@ class Engine(Protocol):
 
 def queues(active: ActiveSession) -> bool:
     """Whether frames go ahead into the session's queue: a session that is one (two deep or more), its
-    frame its only input, and nothing pacing the runs."""
+    frame its only input, nothing pacing the runs, and no input made from the last output (a segmenter fed
+    its previous mask: a frame queued ahead would be fed a mask older than the one before it)."""
     session = active.session
     queue = getattr(session, "depth", 0) >= 2 and hasattr(session, "submit")
-    return queue and active.feed is None and active.pre is not None and active.config.throttle_ms == 0
+    ahead = active.feed is None and active.pre is not None and active.mask is None
+    return queue and ahead and active.config.throttle_ms == 0
 
 
 def engine_for(active: ActiveSession, prepare: Prepare, hand_on: HandOn) -> Engine:
