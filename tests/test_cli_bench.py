@@ -210,7 +210,6 @@ def test_an_a_b_bench_preprocesses_where_asked_once_for_both_sides(tmp_path: Pat
     shared = summary["shared_preprocessing"]
     assert shared["placement"]["own_thread"] is True and shared["placement"]["asked"] is True, shared
     assert "preproc    on a thread of its own (asked for; " in run.stdout and "; shared by A and B" in run.stdout
-    # Each tensor computed once is reused by the other side, but for the last and any a side never took: a
-    # loaded machine's frames overwritten in a side's slot (its dropped_total).
-    dropped = sum(summary[side]["together"]["dropped_total"] for side in ("a", "b"))
-    assert shared["computed"] > 0 and shared["reused"] >= shared["computed"] - 1 - dropped, (shared, dropped)
+    # The other side reuses the pixels, and never computes a frame's again. (How many it reuses depends on
+    # the frames each side took before the run stopped, or had overwritten in its slot under load.)
+    assert shared["reused"] > 0 and shared["computed_again"] == 0, shared

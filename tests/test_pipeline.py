@@ -68,6 +68,22 @@ def test_a_repeated_image_is_preprocessed_once_per_model_and_gives_the_same_tens
     assert cache.repeats_reused == 70 - cycle + 1  # frames[1] again, not `own`
 
 
+def test_two_models_of_one_input_size_share_stage_one_and_a_late_side_computes_it_again():
+    a = Preprocessor(load_model_spec("efficientnet_lite0_int8"))
+    b = Preprocessor(load_model_spec("efficientnet_lite0"))
+    cache = RgbCache(keep=2)
+    image = np.random.default_rng(1).integers(0, 256, (240, 320, 3), np.uint8)
+    frames = [Frame(i, image, time.monotonic(), time.time()) for i in range(4)]
+    for f in frames[:2]:
+        cache.prepare(f, a)
+        cache.tensor(f, b)  # the other side, in step: reuses the pixels
+    assert (cache.computed, cache.reused, cache.computed_again) == (2, 2, 0)
+    for f in frames[2:]:
+        cache.prepare(f, a)  # frames 0 and 1 leave the cache (keep=2)
+    cache.tensor(frames[0], b)  # a side that far behind pays for the pixels again, and it is counted
+    assert (cache.computed, cache.reused, cache.computed_again) == (5, 2, 1)
+
+
 def test_repeated_images_stay_within_their_memory_budget():
     pre = Preprocessor(load_model_spec("efficientnet_lite0"))
     one = 224 * 224 * 3 * (1 + 4)  # RGB stage + float32 tensor

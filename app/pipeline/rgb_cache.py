@@ -28,6 +28,9 @@ class RgbCache:
     while LiteRT's Python wrapper held the GIL) held the pipeline to ~0.6 of the raw GPU loop. The
     reused entries keep what computing them cost, so preprocess figures still say what
     preprocessing a frame costs; `repeats_reused` counts the frames that skipped it.
+
+    `computed_again` counts stage 1 done a second time for a frame whose pixels had already been
+    dropped from the cache: the one way sharing can fail (a side more than `keep` frames behind).
     """
 
     def __init__(self, keep: int = 8, repeat_bytes: int = 64 * 1024 * 1024) -> None:
@@ -42,6 +45,8 @@ class RgbCache:
         self._keep = keep
         self.computed = 0
         self.reused = 0
+        self.computed_again = 0
+        self._evicted: OrderedDict[tuple[int, int, int], None] = OrderedDict()  # the latest keys gone from _rgb
         self.repeats_reused = 0
 
     def peek(self, frame_index: int) -> np.ndarray | None:
@@ -137,12 +142,21 @@ class RgbCache:
             cached = self._rgb.setdefault(key, entry)  # the other side may have raced us here
             if cached is entry:
                 self.computed += 1
-                _trim(self._rgb, self._keep)
+                if key in self._evicted:
+                    del self._evicted[key]
+                    self.computed_again += 1
+                for gone in _trim(self._rgb, self._keep):
+                    self._evicted[gone] = None
+                _trim(self._evicted, 4 * self._keep)
             else:
                 self.reused += 1
             return cached
 
 
-def _trim(entries: dict[Any, Any], keep: int) -> None:
+def _trim(entries: dict[Any, Any], keep: int) -> list[Any]:
+    """Drop the oldest entries beyond `keep`; their keys."""
+    gone = []
     while len(entries) > keep:
-        entries.pop(next(iter(entries)))
+        gone.append(next(iter(entries)))
+        entries.pop(gone[-1])
+    return gone

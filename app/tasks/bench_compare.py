@@ -150,6 +150,7 @@ class CompareSummary:
     speed_sentence: str
     shared_computed: int  # preprocessing both sides share: computed once ...
     shared_reused: int  # ... and reused by the other side
+    shared_computed_again: int  # ... or computed again, its pixels gone from the cache before that side took them
     status: Status
     wall_s: float
     csv: CompareRecording | None = None
@@ -185,6 +186,7 @@ class CompareSummary:
             "shared_preprocessing": {
                 "computed": self.shared_computed,
                 "reused": self.shared_reused,
+                "computed_again": self.shared_computed_again,
                 **({"placement": self.placement.to_dict()} if self.placement else {}),
             },
             "status": {"state": self.status.state, "message": self.status.message},
@@ -370,6 +372,7 @@ def _compare_summary(
         speed_sentence=speed_sentence(a_ms, b_ms, snaps["a"].cpu_ms_per_inference, snaps["b"].cpu_ms_per_inference),
         shared_computed=cp.rgb_cache.computed,
         shared_reused=cp.rgb_cache.reused,
+        shared_computed_again=cp.rgb_cache.computed_again,
         status=span.status,
         wall_s=wall_s,
         csv=recording,

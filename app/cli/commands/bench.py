@@ -520,6 +520,9 @@ def _print_compare(summary: CompareSummary) -> None:
         print(f"power      {gpu_line}\n           {cpu_line}")
     if summary.placement is not None:  # one preprocessing per frame, shared by both sides
         print(f"preproc    {summary.placement.reason}; shared by A and B")
+    if summary.shared_computed_again:  # the sharing above failed for these frames: never silently
+        print(f"           {summary.shared_computed_again} frames preprocessed again for the later side: their "
+              "pixels had left the cache before it took them")  # fmt: skip
     if summary.csv:
         c = summary.csv
         print(f"csv        {c.path}: {c.rows} compared frames; each side's recording: "
