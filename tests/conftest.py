@@ -124,11 +124,9 @@ def across_switches(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def forked_cli():
     """The command line in processes forked from one that imported the app once (tests/helpers/forked_cli.py):
     for tables of command lines whose subject is what each prints and exits with, not the interpreter's start."""
-    from tests.helpers.forked_cli import ForkedCli
+    from tests.helpers.forked_cli import shared
 
-    cli = ForkedCli()
-    yield cli
-    cli.close()
+    return shared()  # the one run_cli uses too
 
 
 @pytest.fixture

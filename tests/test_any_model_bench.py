@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from app.recording.writer import COLUMNS, COLUMNS_TASKS, TASK_COLUMNS, read_reco
 from tests.helpers.cli import CliRun, run_cli
 from tests.helpers.forked_cli import ForkedCli
 
-Cli = Callable[..., CliRun]  # run_cli (a fresh interpreter) or ForkedCli.run
+Cli = Callable[..., CliRun]  # run_cli (fresh=True: a fresh interpreter) or ForkedCli.run
 
 SSD = "coco_ssd_mobilenet_v1_1.0_quant_2018_06_29.tflite"
 DEEPLAB = "deeplabv3.tflite"
@@ -96,14 +97,15 @@ def test_bench_any_model_says_task_and_feeder_records_and_reports(
 def test_bench_figures_match_litert_on_the_photo(vision: Path, coral: Path, tmp_path: Path) -> None:
     """The figures bench sums up are what the README's LiteRT run gives on grace_hopper.bmp."""
     photo = f"images:{coral / 'grace_hopper.bmp'}"
-    ssd, _, _ = short_bench(run_cli, vision / SSD, photo, tmp_path)
+    fresh = partial(run_cli, fresh=True)
+    ssd, _, _ = short_bench(fresh, vision / SSD, photo, tmp_path)
     found = {entry["label"]: entry["mean_score"] for entry in ssd["task"]["labels"]}
     assert set(found) == {"person", "tie"}  # README: person 0.72, tie 0.66 (scores > 0.5)
     assert found["person"] == pytest.approx(0.72, abs=0.05) and found["tie"] == pytest.approx(0.66, abs=0.05)
-    deeplab, _, _ = short_bench(run_cli, vision / DEEPLAB, photo, tmp_path)
+    deeplab, _, _ = short_bench(fresh, vision / DEEPLAB, photo, tmp_path)
     shares = {entry["label"]: entry["mean_share"] for entry in deeplab["task"]["labels"]}
     assert shares["class 15"] == pytest.approx(0.63, abs=0.03)  # README: person (15) 63%
-    movenet, _, _ = short_bench(run_cli, vision / MOVENET, photo, tmp_path)
+    movenet, _, _ = short_bench(fresh, vision / MOVENET, photo, tmp_path)
     assert movenet["task"]["mean_keypoint_score"] == pytest.approx(0.28, abs=0.05)
 
 

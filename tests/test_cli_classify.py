@@ -40,7 +40,7 @@ CORAL_TOP1 = {
 @pytest.mark.parametrize("model", ["efficientnet_lite0", "efficientnet_lite0_int8"])
 def test_bundled_models_are_right_on_real_photos(model: str):
     photos = [PHOTOS / name for name in EXPECTED_TOP1]
-    run = run_cli("classify", "--model", model, "--json", *photos)
+    run = run_cli("classify", "--model", model, "--json", *photos, fresh=True)
     assert run.returncode == 0, run.stderr
     out = run.json()
     assert out["model"]["name"] == model
@@ -55,7 +55,7 @@ def test_bundled_models_are_right_on_real_photos(model: str):
 
 
 def test_json_contract():
-    run = run_cli("classify", "--json", "--top-k", "3", PHOTOS / "coffee.jpg")
+    run = run_cli("classify", "--json", "--top-k", "3", PHOTOS / "coffee.jpg", fresh=True)
     assert run.returncode == 0, run.stderr
     out = run.json()
     assert set(out) >= {"model", "delegate", "results"}
@@ -73,7 +73,7 @@ def test_json_contract():
 
 
 def test_readable_table_without_json():
-    run = run_cli("classify", "--top-k", "2", PHOTOS / "grace_hopper.jpg")
+    run = run_cli("classify", "--top-k", "2", PHOTOS / "grace_hopper.jpg", fresh=True)
     assert run.returncode == 0, run.stderr
     assert "military uniform" in run.stdout
     assert "nodes delegated" in run.stdout
@@ -83,7 +83,7 @@ def test_readable_table_without_json():
 @pytest.mark.parametrize("model_name", sorted(CORAL_TOP1))
 def test_third_party_uint8_1001_class_models(coral: Path, model_name: str):
     expected = CORAL_TOP1[model_name]
-    run = run_cli("classify", "--model", coral / model_name, "--json", *(coral / name for name in expected))
+    run = run_cli("classify", "--model", coral / model_name, "--json", *(coral / name for name in expected), fresh=True)
     assert run.returncode == 0, run.stderr
     out = run.json()
     assert out["model"]["classes"] == 1001
@@ -105,6 +105,7 @@ def test_third_party_model_with_our_1000_line_labels_keeps_its_own_indices(coral
         "--top-k",
         "1",
         coral / "bird.bmp",
+        fresh=True,
     )
     assert run.returncode == 0, run.stderr
     top = run.json()["results"][0]["top"][0]
@@ -218,7 +219,8 @@ def test_debug_shows_the_traceback(tmp_path: Path, forked_cli: ForkedCli):
 def test_bundled_models_agree_with_a_third_party_classifier_on_its_photos(coral: Path, model: str):
     """MobileNet v2's answers (1001-class indices) shifted to our 1000-class indices."""
     expected = {name: index - 1 for name, index in CORAL_TOP1["mobilenet_v2_1.0_224_quant.tflite"].items()}
-    run = run_cli("classify", "--model", model, "--json", "--top-k", "1", *(coral / name for name in expected))
+    photos = [coral / name for name in expected]
+    run = run_cli("classify", "--model", model, "--json", "--top-k", "1", *photos, fresh=True)
     assert run.returncode == 0, run.stderr
     got = {Path(r["image"]).name: r["top"][0]["index"] for r in run.json()["results"]}
     assert got == expected
@@ -229,7 +231,7 @@ def test_inference_cpu_is_the_inference_threads_not_the_whole_process():
     """Process CPU time also counted OpenCV's worker pool spinning after the resize ("2.00x wall" with
     one thread). The figure is now the calling thread plus the threads the runtime started at open;
     the rest of the process is reported apart."""
-    one = run_cli("classify", "--threads", "1", "--json", *sorted(PHOTOS.glob("*.jpg")))
+    one = run_cli("classify", "--threads", "1", "--json", *sorted(PHOTOS.glob("*.jpg")), fresh=True)
     assert one.returncode == 0, one.stderr
     for r in one.json()["results"]:
         split = r["inference_cpu_ms"]
@@ -241,7 +243,7 @@ def test_inference_cpu_is_the_inference_threads_not_the_whole_process():
         assert r["timing_ms"]["inference_cpu"] == pytest.approx(
             split["inference_thread"] + (split["runtime_threads"] or 0), abs=0.002
         )
-    two = run_cli("classify", "--threads", "2", "--json", *sorted(PHOTOS.glob("*.jpg")))
+    two = run_cli("classify", "--threads", "2", "--json", *sorted(PHOTOS.glob("*.jpg")), fresh=True)
     runtime = [r["inference_cpu_ms"]["runtime_threads"] for r in two.json()["results"]]
     if sys.platform.startswith("linux"):  # XNNPACK's second thread is a worker the runtime started
         assert all(ms is not None for ms in runtime) and max(runtime) > 0.5, runtime

@@ -48,7 +48,7 @@ def test_help_of_every_command_exits_0(name: str, forked_cli: ForkedCli):
 
 
 def test_top_level_help_lists_every_command_in_order():
-    run = run_cli("--help")
+    run = run_cli("--help", fresh=True)
     assert run.returncode == 0, run.stderr
     listed = [line.split()[0] for line in run.stdout.split("  COMMAND\n", 1)[1].splitlines()
               if line.startswith("    ") and not line.startswith("     ")]  # fmt: skip

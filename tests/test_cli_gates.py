@@ -41,7 +41,7 @@ def _scaled_baseline(tmp_path: Path, factor: float) -> Path:
 @pytest.mark.slow
 def test_a_run_at_one_thread_against_a_faster_two_thread_baseline_fails_naming_inference_p50(tmp_path: Path):
     base = _scaled_baseline(tmp_path, 0.25)
-    run = run_cli("bench", *QUICK, "--threads", "1", "--baseline", base, "--json", tmp_path / "run.json")
+    run = run_cli("bench", *QUICK, "--threads", "1", "--baseline", base, "--json", tmp_path / "run.json", fresh=True)
     assert_one_line_error(run, 7, "inference.p50<=+10%")
     assert "differs   threads 2 there, 1 here" in run.stdout  # a setting: shown, not refused
     (row,) = [line for line in run.stdout.splitlines() if line.startswith("inference.p50")]
@@ -55,7 +55,7 @@ def test_a_run_at_one_thread_against_a_faster_two_thread_baseline_fails_naming_i
 def test_a_generous_budget_passes_and_the_table_follows_the_summary(tmp_path: Path):
     base = _scaled_baseline(tmp_path, 1.0)
     run = run_cli("bench", *QUICK, "--threads", "2", "--baseline", base, "--budget", "inference.p50<=+500%",
-                  "--budget", "end_to_end.p95<=10000ms", "--rounds", "3")  # fmt: skip
+                  "--budget", "end_to_end.p95<=10000ms", "--rounds", "3", fresh=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert run.stdout.index("start-up") < run.stdout.index("gate      bench baseline")
     assert "differs" not in run.stdout  # same model, source, delegate, threads
@@ -99,10 +99,10 @@ def test_bad_gates_are_usage_errors_before_anything_runs(argv: list[str], words:
 def test_an_ab_run_takes_absolute_budgets_on_agreement(tmp_path: Path):
     ab = ("bench", "--source", "synthetic", "--compare-model", "efficientnet_lite0_int8", "--frames", "20",
           "--compare-alone-seconds", "0")  # fmt: skip
-    run = run_cli(*ab, "--budget", "agreement.top1>=1.01", "--json", tmp_path / "ab.json")  # never holds
+    run = run_cli(*ab, "--budget", "agreement.top1>=1.01", "--json", tmp_path / "ab.json", fresh=True)  # never holds
     assert_one_line_error(run, 7, "agreement.top1>=1.01")
     assert json.loads((tmp_path / "ab.json").read_text())["gates"]["kind"] == "bench A/B"
-    assert run_cli(*ab, "--budget", "agreement.top1>=0").returncode == 0
+    assert run_cli(*ab, "--budget", "agreement.top1>=0", fresh=True).returncode == 0
 
 
 @pytest.mark.slow
@@ -110,20 +110,20 @@ def test_an_ab_run_is_gated_side_by_side_against_an_ab_baseline(tmp_path: Path):
     ab = ("bench", "--source", "synthetic", "--no-pace", "--compare-model", "efficientnet_lite0_int8",
           "--frames", "20", "--compare-alone-seconds", "0")  # fmt: skip
     base, out = tmp_path / "ab-base.json", tmp_path / "ab-run.json"
-    assert run_cli(*ab, "--json", base).returncode == 0
+    assert run_cli(*ab, "--json", base, fresh=True).returncode == 0
     stored = json.loads(base.read_text())
     int8_sha = load_model_spec("efficientnet_lite0_int8").sha256
     assert stored["b"]["model_sha256"] == int8_sha and stored["b"]["rounds"]["count"] == 5
     # A budget on one side's figure, one on the pair's; loose enough to hold on a loaded machine.
     run = run_cli(*ab, "--baseline", base, "--budget", "B.inference.p50<=+900%", "--budget", "agreement.top1>=0.5",
-                  "--json", out)  # fmt: skip
+                  "--json", out, fresh=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     rows = json.loads(out.read_text())["gates"]["rows"]
     judged = {(r["group"], r["figure"]): r["verdict"] for r in rows if r["budget"]}
     assert judged == {("B", "inference.p50"): "pass", ("A/B", "agreement.top1"): "pass"}
     assert {r["group"] for r in rows} == {"A", "B", "A/B"}
     # Another model on side B is another workload: refused, naming the side's model.
-    other = run_cli(*ab[:-4], "--compare-model", "efficientnet_lite0", "--frames", "5", "--baseline", base)
+    other = run_cli(*ab[:-4], "--compare-model", "efficientnet_lite0", "--frames", "5", "--baseline", base, fresh=True)
     assert_one_line_error(other, 2, f"--baseline {base}: B model sha256 {int8_sha} there")
 
 
@@ -137,7 +137,7 @@ def test_sweep_rows_are_matched_and_one_missing_on_either_side_is_said(tmp_path:
     path.write_text(json.dumps(base))
     run = run_cli("sweep", "--model", "efficientnet_lite0", "--source", "synthetic", "--frames", "10",
                   "--baseline", path, "--budget", "inference.p50<=+10%", "--budget", "agreement.top1>=0.5",
-                  "--json", tmp_path / "sweep.json", timeout=300)  # fmt: skip
+                  "--json", tmp_path / "sweep.json", timeout=300, fresh=True)  # fmt: skip
     assert_one_line_error(run, 7, "CPU 1 thread: inference.p50<=+10%")
     assert "differs   frames 20 there, 10 here" in run.stdout
     assert "unmatched EfficientNet-Lite0 (float32) · CPU 2 threads (all cores): only in this run" in run.stdout

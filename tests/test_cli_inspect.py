@@ -23,7 +23,7 @@ NODE_KEYS = {"index", "op", "version", "delegated", "partition", "reason"}
 
 @pytest.mark.slow
 def test_json_contract_without_a_gpu():
-    run = run_cli("inspect", "--json", env=NO_VULKAN)
+    run = run_cli("inspect", "--json", env=NO_VULKAN, fresh=True)
     assert run.returncode == 0, run.stderr
     out = run.json()
     assert set(out) == {"schema_version", "model", "coverage", "gpu_adapter", "coreml_pieces", "memory"}
@@ -78,7 +78,7 @@ def test_readable_output_is_summary_lines_a_run_length_table_and_reasons(forked_
 
 @pytest.mark.slow
 def test_a_software_gpu_is_measured_and_flagged(swiftshader: dict):
-    run = run_cli("inspect", "--json", env=swiftshader)
+    run = run_cli("inspect", "--json", env=swiftshader, fresh=True)
     assert run.returncode == 0, run.stderr
     out = run.json()
     gpu = out["coverage"]["gpu"]
@@ -133,13 +133,13 @@ def test_a_recording_and_its_report_keep_the_coverage_of_what_ran(tmp_path: Path
 
     csv = tmp_path / "coreml.csv"
     run = run_cli("bench", "--delegate", "coreml", "--source", "synthetic", "--frames", "15", "--warmup", "2",
-                  "--csv", csv, env=NO_VULKAN)  # fmt: skip
+                  "--csv", csv, env=NO_VULKAN, fresh=True)  # fmt: skip
     assert run.returncode == 0, run.stderr
     (session,) = json.loads(csv.with_name("coreml.csv.meta.json").read_text())["sessions"].values()
     assert session["coverage"]["delegate"] == "cpu" and session["coverage"]["nodes_delegated"] == 61
     assert session["predicted"]["log"] == "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions."
     out = tmp_path / "report.html"
-    assert run_cli("report", csv, "--out", out).returncode == 0
+    assert run_cli("report", csv, "--out", out, fresh=True).returncode == 0
     page = out.read_text()
     assert "Core ML delegate (predicted)" in page
     assert "CoreML delegate: 60 nodes delegated out of 61 nodes, with 2 partitions." in page

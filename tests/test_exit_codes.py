@@ -159,7 +159,7 @@ def test_exit_code_contract(
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     run = forked_cli.run(*argv, env=env)
     if name in FRESH:
-        fresh = run_cli(*argv, env=env)
+        fresh = run_cli(*argv, env=env, fresh=True)
         assert (fresh.returncode, fresh.stderr) == (run.returncode, run.stderr)
         assert _untimed(fresh.stdout) == _untimed(run.stdout)  # what it printed before the error, timings aside
     if start is None:  # argparse's own usage errors: exit 2 and its usage text

@@ -12,11 +12,13 @@ both give the same answers."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,7 +31,12 @@ class ForkedCli:
     """A server process that forks one child per command line (close() ends it)."""
 
     def __init__(self) -> None:
-        self._server = subprocess.Popen(
+        self._lock = threading.Lock()  # one request at a time on the server's pipe
+        self._server = self._start()
+
+    @staticmethod
+    def _start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
             [sys.executable, "-c", "from tests.helpers.forked_cli import serve; serve()"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -39,6 +46,21 @@ class ForkedCli:
 
     def run(self, *args: str | Path, timeout: float = 120, env: dict[str, str] | None = None) -> CliRun:
         """As tests.helpers.cli.run_cli: `python -m app ...` in ROOT with the environment plus `env`."""
+        with self._lock:
+            return self._run(args, timeout, env)
+
+    def try_run(self, *args: str | Path, timeout: float = 120, env: dict[str, str] | None = None) -> CliRun | None:
+        """As run(), or None at once while another thread's run holds the server."""
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return self._run(args, timeout, env)
+        finally:
+            self._lock.release()
+
+    def _run(self, args: tuple[str | Path, ...], timeout: float, env: dict[str, str] | None) -> CliRun:
+        if self._server.poll() is not None:  # the server ended: a new one, rather than every later run failing
+            self._server = self._start()
         assert self._server.stdin is not None and self._server.stdout is not None
         argv = [str(a) for a in args]
         request = {"argv": argv, "env": {**os.environ, **(env or {})}, "cwd": str(ROOT), "timeout": timeout}
@@ -60,6 +82,20 @@ class ForkedCli:
         except subprocess.TimeoutExpired:
             self._server.kill()
             self._server.wait()
+
+
+_shared: ForkedCli | None = None
+_shared_lock = threading.Lock()
+
+
+def shared() -> ForkedCli:
+    """This process's one server, started on first use and ended at exit."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = ForkedCli()
+            atexit.register(_shared.close)
+        return _shared
 
 
 def serve() -> None:
