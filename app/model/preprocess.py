@@ -69,11 +69,11 @@ def as_bgr_uint8(frame: np.ndarray) -> np.ndarray:
 def shrink(image: np.ndarray, width: int, height: int) -> np.ndarray:
     """Resize with area averaging when shrinking, bilinear when enlarging.
 
-    cv2.INTER_AREA at ratios that are not whole runs a generic path: 720 -> 224 costs ~3.5 ms here, and
-    1280x720 -> 512x512 (2.5 and 1.41) 4.6 ms on two threads, 7.7 ms on one thread of a 16-core host,
-    which OpenCV splits into at most 4 stripes however many cores. Bilinear to twice the target (an
-    enlargement on an axis shrunk less than 2x) and then INTER_AREA's whole x2 path costs 0.5 and 1.8 ms
-    and differs from it by 0.3 and 0.2 grey levels on average (benchmarks/suite/preprocess.py). It is
+    cv2.INTER_AREA at ratios that are not whole runs a generic path: 720 -> 224 costs 2.9 ms on two cores,
+    1280x720 -> 512x512 (2.5 and 1.41) 4.3 ms, and 7.7 ms on one thread of a 16-core host, which OpenCV
+    splits into at most 4 stripes however many cores. Bilinear to twice the target (an enlargement on an
+    axis shrunk less than 2x) and then INTER_AREA's whole x2 path costs 0.7 and 1.7 ms and differs from it
+    by 0.28 and 0.22 grey levels on average (benchmarks/suite/preprocess.py). It is
     taken where an axis shrinks more than 2x, the large frames where the generic path costs; a smaller
     image (a photo of 300-500 px to 224) and whole ratios keep INTER_AREA, exact. Plain bilinear would alias.
     """
