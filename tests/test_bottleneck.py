@@ -61,7 +61,7 @@ def test_a_tiny_model_on_the_unpaced_demo_clip_is_capture_bound(tiny_model):
     # What the delegate alone could reach is far above the rate the pipeline got, and said so.
     assert b["evidence"]["model_alone_per_s"] > 5 * b["evidence"]["rate_per_s"]
     assert b["evidence"]["sentence"].startswith("capture-bound at ")
-    assert "the model alone:" in b["evidence"]["sentence"]
+    assert "inference alone:" in b["evidence"]["sentence"]
 
 
 def test_float32_on_one_thread_from_the_synthetic_source_is_inference_bound():
@@ -91,7 +91,7 @@ def test_a_throttle_slower_than_the_model_is_named():
     from 80% of its rate up; below that (a starved loop), the busiest thread is named instead."""
     throttled = find_bottleneck(_one_second(0.02, 0.0, 0.05, 49, own_thread=False).snapshot(11.0), throttle_ms=20.0)
     assert throttled is not None and throttled.stage == "throttle" and throttled.saturated, throttled
-    assert throttled.sentence == "throttled at 49 /s (20 ms between inference starts); the model alone: 20,000 /s"
+    assert throttled.sentence == "throttled at 49 /s (20 ms between inference starts); inference alone: 20,000 /s"
     starved = find_bottleneck(_one_second(0.02, 0.0, 0.05, 30, own_thread=False).snapshot(11.0), throttle_ms=20.0)
     assert starved is not None and starved.stage != "throttle" and not starved.saturated, starved
 
@@ -135,7 +135,7 @@ def test_the_bound_line_on_the_gpu_hosts_recorded_shares():
     assert preprocessing.sentence.startswith(
         "preprocess-bound at 740 /s (the preprocessing thread is busy 92%; the capture thread, decoding, 44%)"
     ), preprocessing.sentence
-    assert preprocessing.short == "preprocess-bound at 740 /s (model alone 1,000 /s)"
+    assert preprocessing.short == "preprocess-bound at 740 /s (inference alone 1,000 /s)"
 
 
 def test_a_saturated_thread_upstream_busier_than_inference_is_named():
@@ -173,7 +173,7 @@ def test_waiting_for_a_paced_source_is_not_busy():
         "paced at 30 /s: the source delivers frames at its own rate, and the capture thread waits for each 96% "
         "of the time (it works 4%: reading 2%, preprocessing 3%)"
     ), b.sentence
-    assert "busy 100%" not in b.sentence and b.short == "paced at 30 /s (model alone 125 /s)"
+    assert "busy 100%" not in b.sentence and b.short == "paced at 30 /s (inference alone 125 /s)"
     # Decoding that really takes the time is still the capture thread's work: capture-bound, not paced.
     slow = find_bottleneck(_paced_second(30.0, 2.0, 0.9, 8.0, 30).snapshot(11.0))
     assert slow.stage == "source" and "the capture thread is busy 93%" in slow.sentence, slow.sentence

@@ -5,7 +5,8 @@ source read alone and a preprocessing thread beside it; inference; results: post
 + recording), so its rate is set by the busiest one. A thread busy nearly all the time sets the
 pace; the others wait. Comparing delegates by throughput means nothing unless inference is that
 thread: a fast GPU behind a slow decoder ties with the CPU, and this says so ("capture-bound at
-480 /s; the model alone: 1,800 /s").
+480 /s; inference alone: 1,800 /s", 1000 / the run's mean inference ms: what the inference thread would
+allow by itself, not a run of the model alone).
 """
 
 from __future__ import annotations
@@ -27,13 +28,13 @@ class Bottleneck:
     stage: Stage
     rate_per_s: float  # the pipeline's inference rate over the window
     busy_share: StageBusy  # per stage, and per thread (capture_thread, preprocess_thread, inference_thread)
-    model_alone_per_s: float | None  # 1000 / mean inference ms: what the delegate alone could reach
+    model_alone_per_s: float | None  # 1000 / the run's mean inference ms: what its inferences alone would allow
     saturated: bool  # False: no thread was busy SATURATED of the time (the largest share is named)
     sentence: str
 
     @property
     def short(self) -> str:
-        """For a status bar: '<stage>-bound at N /s', with what the model alone could do when it is not inference."""
+        """For a status bar: '<stage>-bound at N /s', with what inference alone would allow when it is not the bound."""
         where = "capture" if self.stage == "source" else self.stage
         if not self.saturated and self.stage in ("inference", "results"):
             return f"no stage saturated at {self.rate_per_s:,.0f} /s (busiest: {where})"
@@ -41,7 +42,7 @@ class Bottleneck:
         named = {"throttle": f"throttled at {rate}", "pace": f"paced at {rate}"}
         text = named.get(self.stage, f"{where}-bound at {rate}")
         if self.stage != "inference" and self.model_alone_per_s:
-            text += f" (model alone {self.model_alone_per_s:,.0f} /s)"
+            text += f" (inference alone {self.model_alone_per_s:,.0f} /s)"
         return text
 
     def to_dict(self) -> dict[str, object]:
@@ -107,7 +108,7 @@ def find_bottleneck(snap: MetricsSnapshot, throttle_ms: float = 0.0) -> Bottlene
 
 
 def _sentence(stage: Stage, rate: float, share: float, alone: float | None, throttle_ms: float, busy: StageBusy) -> str:
-    model = f"; the model alone: {alone:,.0f} /s" if alone else ""
+    model = f"; inference alone: {alone:,.0f} /s" if alone else ""
     if stage in ("inference", "preprocess") and share >= SATURATED and busy.inference_thread == share:
         what = " (preprocessing and inference)" if stage == "preprocess" else ""
         return f"{stage}-bound at {rate:,.0f} /s: the inference thread is busy {share:.0%} of the time{what}"

@@ -30,11 +30,11 @@ def test_starts_on_the_demo_clip_and_shows_live_results(qtbot, make_window):
     # Beside the counts, TFLite's own line for XNNPACK, computed (this LiteRT build does not print it).
     assert "Log line" in text and "Replacing 61 out of 61 node(s) with delegate (TfLiteXNNPackDelegate) node" in text
     assert "(computed: this LiteRT build does not print it)" in text
-    # The panel says what sets the rate beside the model alone's. Which sentence depends on the machine's load
+    # The panel says what sets the rate beside what inference alone allows. Which sentence depends on the machine's load
     # (paced at the clip's 30 fps when it keeps up): each sentence is tested on recorded figures in
     # tests/test_bottleneck.py.
     rate = [line for line in text.splitlines() if line.startswith("Rate: ")]
-    assert len(rate) == 1 and "the model alone:" in rate[0], text
+    assert len(rate) == 1 and "inference alone:" in rate[0], text
     # Plots hold real numbers, not an empty frame.
     fps = window.plots.series("capture_fps")
     assert np.nanmax(fps) > 5
