@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from app.live.paint import DEFER_MAX_S
 from tests.helpers.cli import assert_one_line_error, run_cli
 from tests.helpers.forked_cli import ForkedCli
 from tests.helpers.trace import improperly_nested, thread_names
 
 
-def check_window_trace(path: Path, paints_at_least: int, inferred_share: float = 0.9) -> list[dict]:
+def check_window_trace(path: Path, paints_at_least: int) -> list[dict]:
     trace = json.loads(path.read_text())
     events = trace["traceEvents"]
     names = thread_names(events)
@@ -26,13 +27,28 @@ def check_window_trace(path: Path, paints_at_least: int, inferred_share: float =
     paints = [e for e in events if e["ph"] == "X" and e["name"] == "paint"]
     assert len(paints) >= paints_at_least
     assert {names[(e["pid"], e["tid"])] for e in paints} == {"gui"}
-    # A painted frame is one the pipeline inferred: the paint waits for the frame's inference to end (not while
-    # a session opens: the frames read meanwhile are shown without a result).
-    inferred = {
-        (e["args"]["pipeline"], e["args"]["frame"]) for e in events if e["ph"] == "X" and e["name"] == "inference"
-    }
-    shared = [p for p in paints if (p["args"]["pipeline"], p["args"]["frame"]) in inferred]
-    assert len(shared) >= inferred_share * len(paints), (len(shared), len(paints))
+
+    def frame(e: dict) -> tuple[object, object]:
+        return e["args"].get("pipeline"), e["args"]["frame"]
+
+    # A painted frame is one the pipeline inferred (the paint waits for the frame's inference to end), but
+    # where the trace says why not: the paint waited the window's whole deferral (a model slower than it, as
+    # a loaded machine makes one), the frame was overwritten before inference took it (a `dropped` instant),
+    # or its pipeline was not inferring yet (a session opening) or any more (the trace's end).
+    inferences = [e for e in events if e["ph"] == "X" and e["name"] == "inference"]
+    inferred = {frame(e) for e in inferences}
+    dropped = {frame(e) for e in events if e["ph"] == "i" and e["name"] == "dropped"}
+    span: dict[object, tuple[float, float]] = {}
+    for e in inferences:
+        first, last = span.get(e["args"].get("pipeline"), (e["ts"] + e["dur"], e["ts"]))
+        span[e["args"].get("pipeline")] = (min(first, e["ts"] + e["dur"]), max(last, e["ts"]))
+    unexplained = [
+        p for p in paints
+        if frame(p) not in inferred | dropped and p["args"]["held_back_ms"] < DEFER_MAX_S * 1e3
+        and span.get(p["args"].get("pipeline"), (float("inf"), 0.0))[0] <= p["ts"] <= span[p["args"]["pipeline"]][1]
+    ]  # fmt: skip
+    assert unexplained == [], unexplained[:5]
+    shared = [p for p in paints if frame(p) in inferred]
     # Each frame is painted after it was read: its read slice starts before its paint.
     reads = {(e["args"]["pipeline"], e["args"]["frame"]): e["ts"] for e in events if e["name"] == "read"}
     assert all(reads[(p["args"]["pipeline"], p["args"]["frame"])] < p["ts"] for p in shared
@@ -94,7 +110,7 @@ def test_record_trace_starts_and_stops_and_spans_the_pipelines_it_ran(qtbot, mak
     shown = window.probes.frames_displayed
     qtbot.waitUntil(lambda: window.probes.frames_displayed >= shown + 5, timeout=30_000)
     window.close()
-    check_window_trace(last, paints_at_least=1, inferred_share=0.0)  # its first paints came while B opened
+    check_window_trace(last, paints_at_least=1)
 
 
 @pytest.mark.slow
