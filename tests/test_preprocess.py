@@ -82,6 +82,22 @@ def test_fast_shrink_stays_close_to_area_averaging():
     assert shrink(crop, 600, 600).shape == (600, 600, 3)  # enlarging: bilinear
 
 
+def test_shrink_takes_two_steps_where_an_axis_shrinks_more_than_twice_and_one_exact_call_elsewhere():
+    from app.model.preprocess import shrink
+
+    frame = np.random.default_rng(3).integers(0, 256, (720, 1280, 3), np.uint8)
+
+    def two_steps(image: np.ndarray, w: int, h: int) -> np.ndarray:
+        doubled = cv2.resize(image, (2 * w, 2 * h), interpolation=cv2.INTER_LINEAR)
+        return cv2.resize(doubled, (w, h), interpolation=cv2.INTER_AREA)
+
+    # One axis more than 2x (a 512x512 segmenter: 2.5 and 1.41), both (a 128x72 letterbox, whole ratios too).
+    for w, h in ((512, 512), (128, 72), (16, 16)):
+        assert np.array_equal(shrink(frame, w, h), two_steps(frame, w, h)), (w, h)
+    photo = frame[:400, :400]  # 400 -> 224: neither axis past 2x, one exact call
+    assert np.array_equal(shrink(photo, 224, 224), cv2.resize(photo, (224, 224), interpolation=cv2.INTER_AREA))
+
+
 def test_a_letterbox_box_holds_the_whole_frame_centred_at_the_inputs_aspect():
     from app.model.preprocess import CropBox, letterbox_box
 
